@@ -1,0 +1,35 @@
+//! The `gateway` binary: argument parsing and printing only.
+//!
+//! Every command delegates to a library crate (`gateway-world` today) and prints
+//! what the original Python CLI prints, with its exit codes: 0 on success, 1 on a
+//! refusal (a JSON envelope on stdout for `worlds schema …`, a line on stderr for
+//! `worlds data …`), 2 on a usage error. It is not where behaviour lives.
+
+mod worlds;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Gateway worlds: compile, check, serve and version vendor simulations.
+#[derive(Debug, Parser)]
+#[command(name = "gateway", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Worlds: stateful simulations of a vendor's service.
+    Worlds {
+        #[command(subcommand)]
+        command: worlds::WorldsCommand,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Worlds { command } => worlds::run(command),
+    }
+}

@@ -1,0 +1,143 @@
+//! `gateway worlds …`: the world commands.
+
+use clap::Subcommand;
+use gateway_world::json::{dumps, object, DumpOptions, Value};
+use gateway_world::{lifecycle, scaffold, Error};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, Subcommand)]
+pub enum WorldsCommand {
+    /// Compile and check offline executable world schemas.
+    Schema {
+        #[command(subcommand)]
+        command: SchemaCommand,
+    },
+    /// Put rows into a world, or see what it holds.
+    Data {
+        #[command(subcommand)]
+        command: DataCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SchemaCommand {
+    /// Initialize a schema world from a connector template, then compile it.
+    Init {
+        /// New or empty directory for the world.
+        path: PathBuf,
+        /// Template: `custom`, or a template directory (world.json, handlers.py, …).
+        #[arg(long, default_value = "custom")]
+        connector: String,
+        /// Environment name and package id.
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// List the built-in templates; `custom` is always offered last.
+    Templates,
+    /// Generate the contract artifacts and build the data snapshots.
+    Compile { path: PathBuf },
+    /// Verify the generated artifacts and snapshots match the authored contract.
+    Check { path: PathBuf },
+    /// Print the generated README of the contract.
+    Describe { path: PathBuf },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DataCommand {
+    /// What a world seeds with: every entity's row count, or one entity's rows.
+    Show {
+        /// World directory.
+        world: String,
+        /// Print this entity's rows instead of counts.
+        #[arg(long)]
+        entity: Option<String>,
+    },
+}
+
+pub fn run(command: WorldsCommand) -> ExitCode {
+    match command {
+        WorldsCommand::Schema { command } => schema(command),
+        WorldsCommand::Data { command } => data(command),
+    }
+}
+
+fn print_line(value: &Value) {
+    println!("{}", dumps(value, DumpOptions::CLI));
+}
+
+/// The original's envelope for a refusal of the offline schema CLI: exit 1.
+fn rejected(error: Error) -> ExitCode {
+    let detail = match error {
+        Error::Contract(contract) => contract.detail(),
+        other => object([("message", Value::Str(other.to_string()))]),
+    };
+    print_line(&object([("status", Value::str("rejected")), ("error", detail)]));
+    ExitCode::from(1)
+}
+
+fn schema(command: SchemaCommand) -> ExitCode {
+    let outcome = match command {
+        SchemaCommand::Templates => {
+            for slug in scaffold::list_templates() {
+                println!("{slug}");
+            }
+            return ExitCode::SUCCESS;
+        }
+        SchemaCommand::Describe { path } => match lifecycle::describe(&path) {
+            Ok(text) => {
+                print!("{text}");
+                return ExitCode::SUCCESS;
+            }
+            Err(error) => Err(error),
+        },
+        SchemaCommand::Init { path, connector, name } => {
+            let Some(template) = scaffold::Template::find(&connector) else {
+                let choices = scaffold::list_templates().into_iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ");
+                eprintln!("usage: gateway worlds schema init PATH [--connector TEMPLATE] [--name NAME]");
+                eprintln!("error: argument --connector: invalid choice: '{connector}' (choose from {choices}, or a template directory holding world.json)");
+                return ExitCode::from(2);
+            };
+            scaffold::init(&path, &template, name.as_deref()).map(|domain| object([("status", Value::str("ok")), ("domain", domain)]))
+        }
+        SchemaCommand::Compile { path } => lifecycle::compile_world(&path)
+            .map(|(contract, snapshots)| object([("status", Value::str("ok")), ("domain", contract.target().clone()), ("snapshots", snapshots)])),
+        SchemaCommand::Check { path } => lifecycle::check_bundle(&path).map(|contract| object([("status", Value::str("ok")), ("domain", contract.target().clone())])),
+    };
+    match outcome {
+        Ok(value) => {
+            print_line(&value);
+            ExitCode::SUCCESS
+        }
+        Err(error) => rejected(error),
+    }
+}
+
+fn data(command: DataCommand) -> ExitCode {
+    match command {
+        DataCommand::Show { world, entity } => {
+            let root = PathBuf::from(&world);
+            let answer = gateway_world::data::world_kind(&root).map_err(Error::from).and_then(|kind| {
+                let mut out = vec![("world", Value::str(&world)), ("kind", Value::str(kind))];
+                match &entity {
+                    None => out.push(("entity_counts", gateway_world::data::entity_counts(&root)?)),
+                    Some(entity) => {
+                        out.push(("entity", Value::str(entity)));
+                        out.push(("rows", Value::Array(gateway_world::data::entity_rows(&root, entity)?)));
+                    }
+                }
+                Ok(object(out))
+            });
+            match answer {
+                Ok(value) => {
+                    println!("{}", dumps(&value, DumpOptions::PRETTY));
+                    ExitCode::SUCCESS
+                }
+                Err(error) => {
+                    eprintln!("{error}");
+                    ExitCode::from(1)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,634 @@
+//! The compiler: `schema/world.json` (+ sibling documents) and `gateway-env.toml`
+//! become a [`Contract`] and its generated artifacts, byte for byte as the original.
+
+use crate::dialect::{declared_types, members, nonempty, unescape_pointer, Resolver, LANGUAGE};
+use crate::error::{fail, ContractError};
+use crate::files::{is_symlink, sha256_hex};
+use crate::hash::publication_digest;
+use crate::json::{canonical, dumps, encoded, object, DumpOptions, Map, Value};
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// The compiler's name, recorded in the lock.
+pub const COMPILER: &str = "gateway-world-compiler/1";
+/// The storage target, recorded in the lock and hashed into the domain.
+pub const TARGET: &str = "sqlite-json/1";
+/// The generated artifacts, in the order `check` compares them.
+pub const GENERATED: [&str; 4] = ["db/schema.sql", "schema/runtime.json", "schema/README.md", "tool-schemas.json"];
+/// The lock file.
+pub const LOCK: &str = "schema/lock.json";
+const ROOT: &str = "schema/world.json";
+
+/// One relationship of an entity to another entity's primary key.
+#[derive(Debug, Clone)]
+pub struct Relationship {
+    /// The referencing fields (property names or JSON pointers).
+    pub fields: Vec<String>,
+    /// The referenced entity.
+    pub target: String,
+}
+
+/// One compiled entity.
+#[derive(Debug, Clone)]
+pub struct Entity {
+    /// Entity (table) name.
+    pub name: String,
+    /// The resolved payload schema (a closed object).
+    pub schema: Value,
+    /// Primary-key property names, as authored.
+    pub primary_key: Vec<String>,
+    /// Unique keys, sorted.
+    pub unique: Vec<Vec<String>>,
+    /// Relationships, sorted by canonical text.
+    pub relationships: Vec<Relationship>,
+    /// Where the entity is declared (`world.json#/x-gateway/entities/<name>`).
+    pub location: String,
+}
+
+impl Entity {
+    /// The schema of one top-level property.
+    pub fn property(&self, name: &str) -> Option<&Value> {
+        self.schema.get("properties").and_then(|p| p.get(name))
+    }
+}
+
+/// A compiled world contract: metadata, generated artifacts and lock.
+#[derive(Debug, Clone)]
+pub struct Contract {
+    /// `schema/runtime.json` as a value.
+    pub metadata: Value,
+    /// The four generated artifacts, in [`GENERATED`] order.
+    pub artifacts: Vec<(&'static str, Vec<u8>)>,
+    /// `schema/lock.json` as a value.
+    pub lock: Value,
+    /// Entities in name order.
+    pub entities: Vec<Entity>,
+    /// The manifest (`gateway-env.toml`) the contract was built with.
+    pub manifest: toml::Table,
+}
+
+impl Contract {
+    /// The domain identity `{id, version, hash}` batches must target.
+    pub fn target(&self) -> &Value {
+        self.metadata.get("domain").expect("domain")
+    }
+    /// The package `{id, version}`.
+    pub fn package(&self) -> &Value {
+        self.metadata.get("package").expect("package")
+    }
+    /// One entity by name.
+    pub fn entity(&self, name: &str) -> Option<&Entity> {
+        self.entities.binary_search_by(|e| e.name.as_str().cmp(name)).ok().map(|i| &self.entities[i])
+    }
+    /// Compiled tools `{name: {input_schema, output_schema, description}}`.
+    pub fn tools(&self) -> &Value {
+        self.metadata.get("tools").expect("tools")
+    }
+    /// One artifact's bytes.
+    pub fn artifact(&self, path: &str) -> &[u8] {
+        &self.artifacts.iter().find(|(p, _)| *p == path).expect("known artifact").1
+    }
+    /// Every generated file with its bytes, the lock last.
+    pub fn files(&self) -> Vec<(&'static str, Vec<u8>)> {
+        let mut files = self.artifacts.clone();
+        files.push((LOCK, encoded(&self.lock)));
+        files
+    }
+    /// `sha256(canonical(lock))`: what snapshots record as `contractHash`.
+    pub fn contract_hash(&self) -> String {
+        sha256_hex(canonical(&self.lock).as_bytes())
+    }
+}
+
+// ------------------------------------------------------------------ manifest
+
+/// The original's `bundle_mode`: `Ok(None)` for a world that is not schema-backed,
+/// the manifest for a schema world, or the refusal that the layout earns.
+pub fn bundle_mode(bundle: &Path) -> Result<Option<toml::Table>, ContractError> {
+    let exists_or_link = |p: &str| bundle.join(p).exists() || is_symlink(&bundle.join(p));
+    let markers = [ROOT, LOCK, "schema/runtime.json"].iter().any(|p| exists_or_link(p));
+    let manifest_path = bundle.join("gateway-env.toml");
+    let manifest: toml::Table = if manifest_path.exists() {
+        let manifest_error = || ContractError::new("manifest", "Cannot parse gateway-env.toml", "");
+        let bytes = std::fs::read(&manifest_path).map_err(|_| manifest_error())?;
+        let text = String::from_utf8(bytes).map_err(|_| manifest_error())?;
+        text.parse::<toml::Table>().map_err(|_| manifest_error())?
+    } else {
+        toml::Table::new()
+    };
+    let declaration = manifest.get("schema");
+    if declaration.is_none() && !markers {
+        return Ok(None);
+    }
+    let exact = declaration.and_then(toml::Value::as_table).is_some_and(|t| {
+        t.len() == 1 && t.get("language").and_then(toml::Value::as_str) == Some(LANGUAGE)
+    });
+    if !exact {
+        return fail("language", format!("Schema bundles require exactly [schema] language = '{LANGUAGE}'"), "gateway-env.toml/schema");
+    }
+    let mock_only = || fail("bundle_mode", "Schema contracts currently support mock-tools bundles only", "");
+    if bundle.join("gateway-api-world.toml").exists() {
+        return mock_only();
+    }
+    let empty = toml::Table::new();
+    let env = manifest.get("environment").or_else(|| manifest.get("env"));
+    let env = match env {
+        None => &empty,
+        Some(toml::Value::Table(table)) => table,
+        Some(_) => return mock_only(),
+    };
+    if env.get("kind").is_some_and(|k| k.as_str() != Some("mock-tools")) {
+        return mock_only();
+    }
+    let db = match manifest.get("db") {
+        None => &empty,
+        Some(toml::Value::Table(table)) => table,
+        Some(_) => return fail("target", "Schema worlds require SQLite", ""),
+    };
+    let is_sqlite = |v: Option<&toml::Value>| v.is_none_or(|v| v.as_str() == Some("sqlite"));
+    if !is_sqlite(db.get("engine")) || !is_sqlite(env.get("db")) {
+        return fail("target", "Schema worlds require SQLite", "");
+    }
+    if ["schema", "seed", "path"].iter().any(|k| db.contains_key(*k)) {
+        return fail("unsupported", "Schema mode uses fixed generated/initial paths; remove db.schema/seed/path", "");
+    }
+    if bundle.join("db/seed.sql").exists() {
+        return fail("raw_seed", "Remove db/seed.sql; schema worlds seed through data/initial.json", "");
+    }
+    let root = std::fs::canonicalize(bundle).unwrap_or_else(|_| bundle.to_path_buf());
+    for relative in [ROOT, LOCK].into_iter().chain(GENERATED).chain(["data/initial.json"]) {
+        let target = bundle.join(relative);
+        if is_symlink(&target) || !lexically_resolved(&target).starts_with(&root) {
+            return fail("path", "Bundle contract paths may not escape the bundle or be symlinks", relative);
+        }
+    }
+    Ok(Some(manifest))
+}
+
+/// `Path.resolve()` for a path that may not exist: resolve the longest existing prefix.
+fn lexically_resolved(path: &Path) -> std::path::PathBuf {
+    let mut existing = path.to_path_buf();
+    let mut rest = Vec::new();
+    while std::fs::canonicalize(&existing).is_err() {
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                existing = parent.to_path_buf();
+            }
+            _ => break,
+        }
+    }
+    let mut resolved = std::fs::canonicalize(&existing).unwrap_or(existing);
+    for part in rest.into_iter().rev() {
+        resolved.push(part);
+    }
+    resolved
+}
+
+// ------------------------------------------------------------------ identifiers and keys
+
+fn identifier(name: &str, location: &str) -> Result<(), ContractError> {
+    let lower = name.to_lowercase();
+    let shaped = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic()) && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !shaped || ["_", "sqlite_", "gateway_", "benchmark_"].iter().any(|p| lower.starts_with(p)) {
+        return fail("identity", "Use a SQL-safe name; _, sqlite_, gateway_, benchmark_ prefixes are reserved", location);
+    }
+    Ok(())
+}
+
+fn field_identifier(name: &str, location: &str) -> Result<(), ContractError> {
+    let lower = name.to_lowercase();
+    let shaped = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !shaped || lower == "_key" || lower == "payload" || ["sqlite_", "gateway_", "benchmark_"].iter().any(|p| lower.starts_with(p)) {
+        return fail("identity", "Use a SQL-safe payload name; _key, payload, sqlite_, gateway_, and benchmark_ are reserved", location);
+    }
+    Ok(())
+}
+
+/// The parts of a key field: one property name, or a decoded JSON pointer.
+pub fn pointer_parts(field: &str, location: &str, code: &str) -> Result<Vec<String>, ContractError> {
+    let Some(pointer) = field.strip_prefix('/') else {
+        return Ok(vec![field.to_string()]);
+    };
+    let mut parts = Vec::new();
+    for part in pointer.split('/') {
+        let bytes = part.as_bytes();
+        if bytes.iter().enumerate().any(|(i, b)| *b == b'~' && !matches!(bytes.get(i + 1), Some(b'0' | b'1'))) {
+            return fail(code, "Invalid JSON Pointer escape in field path", location);
+        }
+        let decoded = unescape_pointer(part);
+        if decoded.contains('"') {
+            return fail(code, "Quoted property names are unsupported in key paths", location);
+        }
+        parts.push(decoded);
+    }
+    Ok(parts)
+}
+
+/// The value of a key field inside a payload (None when absent).
+pub fn payload_value<'a>(value: &'a Value, field: &str) -> Option<&'a Value> {
+    let parts = pointer_parts(field, field, "key").ok()?;
+    let mut current = value;
+    for part in &parts {
+        current = current.as_object()?.get(part)?;
+    }
+    Some(current)
+}
+
+fn field_schema(schema: &Value, field: &str, location: &str, code: &str, nested: bool) -> Result<Value, ContractError> {
+    if field.starts_with('/') && !nested {
+        return fail(code, "Primary keys must use direct property names", location);
+    }
+    let parts = pointer_parts(field, location, code)?;
+    fn walk(current: &Value, remaining: &[String]) -> Option<Value> {
+        let Some((part, rest)) = remaining.split_first() else {
+            return Some(current.clone());
+        };
+        if current.get("type").and_then(Value::as_str) == Some("object") {
+            if let Some(child) = current.get("properties").and_then(|p| p.get(part)) {
+                return walk(child, rest);
+            }
+        }
+        for keyword in ["allOf", "anyOf", "oneOf"] {
+            let Some(branches) = current.get(keyword).and_then(Value::as_array) else { continue };
+            let matches: Vec<Value> = branches.iter().filter_map(|b| walk(b, remaining)).collect();
+            if matches.len() == 1 || (!matches.is_empty() && matches.iter().all(|m| canonical(m) == canonical(&matches[0]))) {
+                return matches.into_iter().next();
+            }
+        }
+        None
+    }
+    walk(schema, &parts).ok_or_else(|| ContractError::new(code, "Field paths must resolve through object properties", location))
+}
+
+fn key_fields(fields: &Value, schema: &Value, location: &str, required: bool, nested: bool, code: &str) -> Result<Vec<String>, ContractError> {
+    let names: Option<Vec<String>> = fields.as_array().and_then(|items| items.iter().map(|v| v.as_str().map(str::to_string)).collect());
+    let Some(names) = names.filter(|n| !n.is_empty() && n.iter().collect::<BTreeSet<_>>().len() == n.len()) else {
+        return fail(code, "Keys require a nonempty list of distinct property paths", location);
+    };
+    let declared_required: Vec<&str> = schema.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+    for field in &names {
+        let field_location = format!("{location}/{field}");
+        let property = field_schema(schema, field, &field_location, code, nested)?;
+        let types = declared_types(&property);
+        let allowed = types.iter().all(|t| matches!(*t, "string" | "integer" | "null"));
+        if types.is_empty() || !allowed || !types.iter().any(|t| matches!(*t, "string" | "integer")) {
+            return fail(code, "Key paths must resolve to string/integer properties", location);
+        }
+        if ["allOf", "oneOf", "anyOf"].iter().any(|k| property.get(k).is_some()) {
+            return fail(code, "Composition is not supported on key fields", location);
+        }
+        if required && (!declared_required.contains(&field.as_str()) || types.contains(&"null")) {
+            return fail(code, "Primary-key fields must be required and non-null", field_location);
+        }
+    }
+    Ok(names)
+}
+
+// ------------------------------------------------------------------ build
+
+/// Build the contract of the world at `bundle` (no files written).
+pub fn build(bundle: &Path) -> Result<Contract, ContractError> {
+    let Some(manifest) = bundle_mode(bundle)? else {
+        return fail("language", "Not a schema-backed bundle; declare [schema] language", "");
+    };
+    let mut resolver = Resolver::new(bundle);
+    let document = resolver.load("world.json")?.clone();
+    let annotation = match document.get("x-gateway") {
+        Some(value @ Value::Object(_)) => value,
+        _ => return fail("schema", "x-gateway must be an object", "world.json#/x-gateway"),
+    };
+    const ANNOTATION: &[&str] = &["version", "domain_version", "package", "entities", "tools"];
+    members(annotation, ANNOTATION, ANNOTATION, "world.json#/x-gateway")?;
+    if !matches!(annotation.get("version"), Some(Value::Int(1))) {
+        return fail("language", "Only x-gateway version 1 is supported", "world.json#/x-gateway/version");
+    }
+    nonempty(annotation.get("domain_version"), "world.json#/x-gateway/domain_version")?;
+    let package = annotation.get("package").expect("member");
+    let Some(package_map) = package.as_object() else {
+        return fail("schema", "package must be an object", "world.json#/x-gateway/package");
+    };
+    members(package, &["id", "version"], &["id", "version"], "world.json#/x-gateway/package")?;
+    for (key, value) in package_map {
+        nonempty(Some(value), &format!("world.json#/x-gateway/package/{key}"))?;
+    }
+    let entities = match annotation.get("entities") {
+        Some(Value::Object(map)) if !map.is_empty() => map,
+        _ => return fail("schema", "Declare at least one entity", "world.json#/x-gateway/entities"),
+    };
+    let mut sorted_entities: Vec<(&String, &Value)> = entities.iter().collect();
+    sorted_entities.sort_by(|a, b| a.0.cmp(b.0));
+    let mut compiled: Vec<Entity> = Vec::new();
+    let mut compiled_values = Map::new();
+    let mut seen = BTreeSet::new();
+    for (name, declaration) in sorted_entities {
+        let location = format!("world.json#/x-gateway/entities/{name}");
+        identifier(name, &location)?;
+        if !seen.insert(name.to_lowercase()) {
+            return fail("identity", "Entity names collide under SQLite case folding", location);
+        }
+        members(declaration, &["schema", "primary_key", "unique", "relationships"], &["schema", "primary_key"], &location)?;
+        let payload = resolver.resolve(declaration.get("schema").expect("member"), "world.json", &format!("{location}/schema"), &mut Vec::new(), false)?;
+        let closed = payload.get("type").and_then(Value::as_str) == Some("object")
+            && matches!(payload.get("additionalProperties"), Some(Value::Bool(false)))
+            && !["allOf", "oneOf", "anyOf"].iter().any(|k| payload.get(k).is_some());
+        if !closed {
+            return fail("entity", "Entity roots must be direct closed objects (reuse through $ref, no inheritance)", location);
+        }
+        let mut field_names = BTreeSet::new();
+        if let Some(properties) = payload.get("properties").and_then(Value::as_object) {
+            for field in properties.keys() {
+                field_identifier(field, &format!("{location}/schema/properties/{field}"))?;
+                let lower = field.to_lowercase();
+                if lower == "payload" || !field_names.insert(lower) {
+                    return fail("identity", "Payload field collides with storage or another field", location);
+                }
+            }
+        }
+        let primary = key_fields(declaration.get("primary_key").expect("member"), &payload, &format!("{location}/primary_key"), true, false, "key")?;
+        let empty = Value::Array(Vec::new());
+        let unique_value = declaration.get("unique").unwrap_or(&empty);
+        let Some(unique_list) = unique_value.as_array() else {
+            return fail("key", "unique must be a list of key lists", location);
+        };
+        let mut constraints: Vec<BTreeSet<String>> = vec![primary.iter().cloned().collect()];
+        let mut unique = Vec::new();
+        for key in unique_list {
+            let fields = key_fields(key, &payload, &format!("{location}/unique"), false, true, "key")?;
+            let set: BTreeSet<String> = fields.iter().cloned().collect();
+            if constraints.contains(&set) {
+                return fail("key", "Duplicate key declaration", location);
+            }
+            constraints.push(set);
+            unique.push(fields);
+        }
+        let relationships_value = declaration.get("relationships").unwrap_or(&empty);
+        let Some(relationship_list) = relationships_value.as_array() else {
+            return fail("relationship", "relationships must be an array", location);
+        };
+        let mut relation_fields: Vec<Vec<String>> = Vec::new();
+        let mut relationships: Vec<(String, Value, Relationship)> = Vec::new();
+        for relationship in relationship_list {
+            let rel_location = format!("{location}/relationships");
+            members(relationship, &["fields", "target", "on_delete"], &["fields", "target", "on_delete"], &rel_location)?;
+            let fields = key_fields(relationship.get("fields").expect("member"), &payload, &format!("{rel_location}/fields"), false, true, "relationship")?;
+            nonempty(relationship.get("target"), &format!("{rel_location}/target"))?;
+            if relationship.get("on_delete").and_then(Value::as_str) != Some("restrict") {
+                return fail("unsupported", "Only restrict deletion is supported; delete dependents explicitly in one batch", location);
+            }
+            if relation_fields.contains(&fields) {
+                return fail("relationship", "A field tuple may have only one target", location);
+            }
+            relation_fields.push(fields.clone());
+            let target = relationship.get("target").and_then(Value::as_str).unwrap_or_default().to_string();
+            relationships.push((canonical(relationship), relationship.clone(), Relationship { fields, target }));
+        }
+        unique.sort();
+        relationships.sort_by(|a, b| a.0.cmp(&b.0));
+        let to_list = |fields: &Vec<String>| Value::Array(fields.iter().cloned().map(Value::Str).collect());
+        compiled_values.insert(
+            name.clone(),
+            object([
+                ("schema", payload.clone()),
+                ("primary_key", to_list(&primary)),
+                ("unique", Value::Array(unique.iter().map(to_list).collect())),
+                ("relationships", Value::Array(relationships.iter().map(|r| r.1.clone()).collect())),
+                ("location", Value::str(&location)),
+            ]),
+        );
+        compiled.push(Entity {
+            name: name.clone(),
+            schema: payload,
+            primary_key: primary,
+            unique,
+            relationships: relationships.into_iter().map(|r| r.2).collect(),
+            location,
+        });
+    }
+    check_relationships(&compiled)?;
+    let tools = compile_tools(annotation, &mut resolver)?;
+    check_served(&manifest, annotation)?;
+    resolver.check_documents()?;
+    let inputs: Map = resolver
+        .documents
+        .iter()
+        .map(|(name, doc)| {
+            let id = doc.get("$id").cloned().unwrap_or_default();
+            let hash = sha256_hex(&encoded(doc));
+            (name.clone(), object([("id", id), ("hash", Value::Str(hash)), ("publication_hash", Value::Str(publication_digest(doc)))]))
+        })
+        .collect();
+    let entities_value = Value::Object(compiled_values);
+    let domain_hash = sha256_hex(&encoded(&object([("language", Value::str(LANGUAGE)), ("target", Value::str(TARGET)), ("entities", entities_value.clone())])));
+    let domain = object([
+        ("id", document.get("$id").cloned().unwrap_or_default()),
+        ("version", annotation.get("domain_version").cloned().unwrap_or_default()),
+        ("hash", Value::Str(domain_hash)),
+    ]);
+    let metadata = object([
+        ("language", Value::str(LANGUAGE)),
+        ("compiler", Value::str(COMPILER)),
+        ("target", Value::str(TARGET)),
+        ("domain", domain.clone()),
+        ("package", package.clone()),
+        ("entities", entities_value),
+        ("tools", tools.clone()),
+    ]);
+    let readme = readme(&domain, &compiled, &metadata, &tools);
+    let artifacts: Vec<(&'static str, Vec<u8>)> = vec![
+        ("db/schema.sql", ddl(&compiled).into_bytes()),
+        ("schema/runtime.json", encoded(&metadata)),
+        ("schema/README.md", readme.into_bytes()),
+        ("tool-schemas.json", encoded(&object([("tools", tools.clone())]))),
+    ];
+    let mut artifact_hashes: Vec<(&str, String)> = artifacts.iter().map(|(p, b)| (*p, sha256_hex(b))).collect();
+    artifact_hashes.sort();
+    let lock = object([
+        ("language", Value::str(LANGUAGE)),
+        ("annotations", Value::Int(1)),
+        ("compiler", Value::str(COMPILER)),
+        ("target", Value::str(TARGET)),
+        ("domain", domain),
+        ("package", package.clone()),
+        ("inputs", Value::Object(inputs)),
+        ("tools_hash", Value::Str(sha256_hex(&encoded(&tools)))),
+        ("artifacts", object(artifact_hashes.into_iter().map(|(p, h)| (p, Value::Str(h))))),
+    ]);
+    Ok(Contract { metadata, artifacts, lock, entities: compiled, manifest })
+}
+
+fn check_relationships(compiled: &[Entity]) -> Result<(), ContractError> {
+    for entity in compiled {
+        for relationship in &entity.relationships {
+            let location = format!("{}/relationships", entity.location);
+            let target = compiled.iter().find(|e| e.name == relationship.target);
+            let Some(target) = target.filter(|t| t.primary_key.len() == relationship.fields.len()) else {
+                return fail("relationship", "Target must exist with matching primary-key arity", location);
+            };
+            for (source, dest) in relationship.fields.iter().zip(&target.primary_key) {
+                let source_schema = field_schema(&entity.schema, source, &location, "relationship", true)?;
+                let source_types: BTreeSet<&str> = declared_types(&source_schema).into_iter().filter(|t| *t != "null").collect();
+                let target_schema = target.property(dest).cloned().unwrap_or_default();
+                let target_types: BTreeSet<&str> = declared_types(&target_schema).into_iter().collect();
+                if source_types != target_types {
+                    return fail("relationship", "Relationship endpoint key types must match", location);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn compile_tools(annotation: &Value, resolver: &mut Resolver) -> Result<Value, ContractError> {
+    let Some(tools) = annotation.get("tools").and_then(Value::as_object) else {
+        return fail("tool", "tools must be an object", "world.json#/x-gateway/tools");
+    };
+    let mut sorted: Vec<(&String, &Value)> = tools.iter().collect();
+    sorted.sort_by(|a, b| a.0.cmp(b.0));
+    let mut compiled = Map::new();
+    for (name, tool) in sorted {
+        let location = format!("world.json#/x-gateway/tools/{name}");
+        let shaped = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
+        if !shaped {
+            return fail("tool", "Invalid tool name", location);
+        }
+        members(tool, &["input", "output", "description"], &["input", "output"], &location)?;
+        if tool.get("description").is_some_and(|d| !matches!(d, Value::Str(_))) {
+            return fail("tool", "Tool description must be text", location);
+        }
+        let input = resolver.resolve(tool.get("input").expect("member"), "world.json", &format!("{location}/input"), &mut Vec::new(), false)?;
+        let output = resolver.resolve(tool.get("output").expect("member"), "world.json", &format!("{location}/output"), &mut Vec::new(), false)?;
+        if input.get("type").and_then(Value::as_str) != Some("object") {
+            return fail("tool", "Tool inputs must resolve to an object schema", location);
+        }
+        let description = tool.get("description").cloned().unwrap_or_else(|| Value::str(name));
+        compiled.insert(name.clone(), object([("input_schema", input), ("output_schema", output), ("description", description)]));
+    }
+    Ok(Value::Object(compiled))
+}
+
+fn check_served(manifest: &toml::Table, annotation: &Value) -> Result<(), ContractError> {
+    let declared: BTreeSet<&str> = annotation.get("tools").and_then(Value::as_object).map(|t| t.keys().map(String::as_str).collect()).unwrap_or_default();
+    let served = match manifest.get("tools") {
+        None => None,
+        Some(toml::Value::Table(table)) => table.get("serve").and_then(toml::Value::as_array),
+        Some(_) => None,
+    };
+    let names: Option<Vec<&str>> = served.and_then(|list| list.iter().map(toml::Value::as_str).collect());
+    let ok = names.is_some_and(|names| {
+        let set: BTreeSet<&str> = names.iter().copied().collect();
+        set.len() == names.len() && set == declared
+    });
+    if !ok {
+        return fail("tool", "Manifest tools.serve must exactly match authored tool contracts", "gateway-env.toml/tools/serve");
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------------ artifacts
+
+/// Quote an SQL identifier.
+pub fn quote(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+fn quote_sql(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+fn json_path(field: &str) -> String {
+    let parts = pointer_parts(field, field, "key").unwrap_or_default();
+    let mut path = String::from("$");
+    for part in parts {
+        path.push('.');
+        crate::json::write_string(&mut path, &part, false);
+    }
+    path
+}
+
+fn generated_column(field: &str) -> String {
+    format!("{} GENERATED ALWAYS AS (json_extract(\"payload\", {})) VIRTUAL", quote(field), quote_sql(&json_path(field)))
+}
+
+fn ddl(entities: &[Entity]) -> String {
+    let mut lines = vec!["-- Generated by gateway-world-compiler/1; do not edit.".to_string(), "PRAGMA foreign_keys = ON;".to_string()];
+    for entity in entities {
+        let mut columns = vec!["\"_key\" TEXT PRIMARY KEY NOT NULL".to_string(), "\"payload\" TEXT NOT NULL CHECK(json_valid(\"payload\"))".to_string()];
+        let properties = entity.schema.get("properties").and_then(Value::as_object);
+        let mut names: Vec<&String> = properties.map(|p| p.keys().collect()).unwrap_or_default();
+        names.sort();
+        for field in &names {
+            let types = declared_types(&properties.expect("properties")[*field]);
+            if types.iter().any(|t| matches!(*t, "string" | "integer" | "number" | "boolean")) {
+                columns.push(generated_column(field));
+            }
+        }
+        let mut constrained: BTreeSet<&String> = entity.primary_key.iter().chain(entity.unique.iter().flatten()).collect();
+        constrained.extend(entity.relationships.iter().flat_map(|r| &r.fields));
+        for field in constrained.into_iter().filter(|f| !names.contains(f)) {
+            columns.push(generated_column(field));
+        }
+        let join = |fields: &[String]| fields.iter().map(|f| quote(f)).collect::<Vec<_>>().join(", ");
+        for fields in std::iter::once(&entity.primary_key).chain(&entity.unique) {
+            columns.push(format!("UNIQUE ({})", join(fields)));
+        }
+        for relationship in &entity.relationships {
+            let target_key = entities.iter().find(|e| e.name == relationship.target).map(|t| join(&t.primary_key)).unwrap_or_default();
+            columns.push(format!(
+                "FOREIGN KEY ({}) REFERENCES {} ({}) ON DELETE NO ACTION DEFERRABLE INITIALLY DEFERRED",
+                join(&relationship.fields),
+                quote(&relationship.target),
+                target_key
+            ));
+        }
+        lines.push(format!("CREATE TABLE {} (\n  {}\n);", quote(&entity.name), columns.join(",\n  ")));
+    }
+    lines.join("\n") + "\n"
+}
+
+const README_JSON: DumpOptions = DumpOptions { sort_keys: true, ensure_ascii: false, indent: Some(2), compact: false };
+
+fn readme(domain: &Value, entities: &[Entity], metadata: &Value, tools: &Value) -> String {
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or_default().to_string();
+    let mut docs = vec![
+        format!("# {} ({})", text(domain.get("id")), text(domain.get("version"))),
+        String::new(),
+        "Generated; edit schema/world.json and compile. Defaults are annotations only.".into(),
+        String::new(),
+    ];
+    let compiled = metadata.get("entities").expect("entities");
+    for entity in entities {
+        let value = compiled.get(&entity.name).expect("compiled entity");
+        docs.extend([
+            format!("## {}", entity.name),
+            String::new(),
+            format!("Primary key: {}", entity.primary_key.join(", ")),
+            String::new(),
+            "| Property | Type | Required |".into(),
+            "| --- | --- | --- |".into(),
+        ]);
+        let required: Vec<&str> = entity.schema.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        if let Some(properties) = entity.schema.get("properties").and_then(Value::as_object) {
+            let mut sorted: Vec<(&String, &Value)> = properties.iter().collect();
+            sorted.sort_by(|a, b| a.0.cmp(b.0));
+            for (field, property) in sorted {
+                let kind = property.get("type").cloned().unwrap_or_else(|| Value::str("composition"));
+                let is_required = if required.contains(&field.as_str()) { "True" } else { "False" };
+                docs.push(format!("| {field} | {} | {is_required} |", canonical(&kind)));
+            }
+        }
+        docs.extend([
+            String::new(),
+            format!("Unique: {}", canonical(value.get("unique").expect("unique"))),
+            format!("Relationships: {}", canonical(value.get("relationships").expect("relationships"))),
+            String::new(),
+            "```json".into(),
+            dumps(&entity.schema, README_JSON),
+            "```".into(),
+            String::new(),
+        ]);
+    }
+    docs.extend(["## Tool contracts".into(), String::new(), "```json".into(), dumps(tools, README_JSON), "```".into(), String::new()]);
+    docs.join("\n")
+}

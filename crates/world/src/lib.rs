@@ -1,0 +1,35 @@
+//! The world engine of gateway-rs: everything a world *is*, independent of how it
+//! is served or shipped.
+//!
+//! A world is a directory: a data contract (`schema/world.json`, dialect
+//! `gateway-world/1`), seed batches (`data/initial.json`, `data/batches/*.json`),
+//! scenarios, and the artifacts the compiler generates from them. This crate
+//! parses and checks the contract ([`dialect`]), compiles it byte-for-byte as the
+//! original Python engine does ([`compiler`]), holds state in SQLite ([`store`]),
+//! applies batches atomically, builds and verifies snapshots ([`snapshot`]),
+//! scaffolds new worlds ([`scaffold`]) and answers what a world seeds with
+//! ([`data`]).
+//!
+//! It is not an HTTP server, a CLI or an async runtime: it is synchronous and
+//! knows nothing of clap, axum or the network. Those live in the `serve`, `hub`
+//! and `cli` crates, which call into this one.
+
+pub mod compiler;
+pub mod data;
+pub mod dialect;
+pub mod error;
+pub mod files;
+pub mod hash;
+pub mod json;
+pub mod lifecycle;
+pub mod plan;
+pub mod scaffold;
+pub mod snapshot;
+pub mod store;
+
+pub use compiler::{build, Contract};
+pub use error::{ContractError, Error, Result};
+pub use json::Value;
+
+/// The version this engine reports as the snapshot `runtime`.
+pub const RUNTIME: &str = concat!("gateway-rs ", env!("CARGO_PKG_VERSION"));
