@@ -100,9 +100,12 @@ fn schema(command: SchemaCommand) -> ExitCode {
             };
             scaffold::init(&path, &template, name.as_deref()).map(|domain| object([("status", Value::str("ok")), ("domain", domain)]))
         }
-        SchemaCommand::Compile { path } => lifecycle::compile_world(&path)
-            .map(|(contract, snapshots)| object([("status", Value::str("ok")), ("domain", contract.target().clone()), ("snapshots", snapshots)])),
-        SchemaCommand::Check { path } => lifecycle::check_bundle(&path).map(|contract| object([("status", Value::str("ok")), ("domain", contract.target().clone())])),
+        SchemaCommand::Compile { path } => lifecycle::compile_world(&path).map(|(contract, snapshots)| {
+            object([("status", Value::str("ok")), ("domain", contract.target().clone()), ("snapshots", snapshots)])
+        }),
+        SchemaCommand::Check { path } => {
+            lifecycle::check_bundle(&path).map(|contract| object([("status", Value::str("ok")), ("domain", contract.target().clone())]))
+        }
     };
     match outcome {
         Ok(value) => {

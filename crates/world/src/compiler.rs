@@ -120,9 +120,9 @@ pub fn bundle_mode(bundle: &Path) -> Result<Option<toml::Table>, ContractError> 
     if declaration.is_none() && !markers {
         return Ok(None);
     }
-    let exact = declaration.and_then(toml::Value::as_table).is_some_and(|t| {
-        t.len() == 1 && t.get("language").and_then(toml::Value::as_str) == Some(LANGUAGE)
-    });
+    let exact = declaration
+        .and_then(toml::Value::as_table)
+        .is_some_and(|t| t.len() == 1 && t.get("language").and_then(toml::Value::as_str) == Some(LANGUAGE));
     if !exact {
         return fail("language", format!("Schema bundles require exactly [schema] language = '{LANGUAGE}'"), "gateway-env.toml/schema");
     }
@@ -189,7 +189,8 @@ fn lexically_resolved(path: &Path) -> std::path::PathBuf {
 
 fn identifier(name: &str, location: &str) -> Result<(), ContractError> {
     let lower = name.to_lowercase();
-    let shaped = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic()) && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    let shaped =
+        name.chars().next().is_some_and(|c| c.is_ascii_alphabetic()) && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     if !shaped || ["_", "sqlite_", "gateway_", "benchmark_"].iter().any(|p| lower.starts_with(p)) {
         return fail("identity", "Use a SQL-safe name; _, sqlite_, gateway_, benchmark_ prefixes are reserved", location);
     }
@@ -198,7 +199,8 @@ fn identifier(name: &str, location: &str) -> Result<(), ContractError> {
 
 fn field_identifier(name: &str, location: &str) -> Result<(), ContractError> {
     let lower = name.to_lowercase();
-    let shaped = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    let shaped = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     if !shaped || lower == "_key" || lower == "payload" || ["sqlite_", "gateway_", "benchmark_"].iter().any(|p| lower.starts_with(p)) {
         return fail("identity", "Use a SQL-safe payload name; _key, payload, sqlite_, gateway_, and benchmark_ are reserved", location);
     }
@@ -261,12 +263,20 @@ fn field_schema(schema: &Value, field: &str, location: &str, code: &str, nested:
     walk(schema, &parts).ok_or_else(|| ContractError::new(code, "Field paths must resolve through object properties", location))
 }
 
-fn key_fields(fields: &Value, schema: &Value, location: &str, required: bool, nested: bool, code: &str) -> Result<Vec<String>, ContractError> {
+fn key_fields(
+    fields: &Value,
+    schema: &Value,
+    location: &str,
+    required: bool,
+    nested: bool,
+    code: &str,
+) -> Result<Vec<String>, ContractError> {
     let names: Option<Vec<String>> = fields.as_array().and_then(|items| items.iter().map(|v| v.as_str().map(str::to_string)).collect());
     let Some(names) = names.filter(|n| !n.is_empty() && n.iter().collect::<BTreeSet<_>>().len() == n.len()) else {
         return fail(code, "Keys require a nonempty list of distinct property paths", location);
     };
-    let declared_required: Vec<&str> = schema.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+    let declared_required: Vec<&str> =
+        schema.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
     for field in &names {
         let field_location = format!("{location}/{field}");
         let property = field_schema(schema, field, &field_location, code, nested)?;
@@ -328,7 +338,13 @@ pub fn build(bundle: &Path) -> Result<Contract, ContractError> {
             return fail("identity", "Entity names collide under SQLite case folding", location);
         }
         members(declaration, &["schema", "primary_key", "unique", "relationships"], &["schema", "primary_key"], &location)?;
-        let payload = resolver.resolve(declaration.get("schema").expect("member"), "world.json", &format!("{location}/schema"), &mut Vec::new(), false)?;
+        let payload = resolver.resolve(
+            declaration.get("schema").expect("member"),
+            "world.json",
+            &format!("{location}/schema"),
+            &mut Vec::new(),
+            false,
+        )?;
         let closed = payload.get("type").and_then(Value::as_str) == Some("object")
             && matches!(payload.get("additionalProperties"), Some(Value::Bool(false)))
             && !["allOf", "oneOf", "anyOf"].iter().any(|k| payload.get(k).is_some());
@@ -345,7 +361,8 @@ pub fn build(bundle: &Path) -> Result<Contract, ContractError> {
                 }
             }
         }
-        let primary = key_fields(declaration.get("primary_key").expect("member"), &payload, &format!("{location}/primary_key"), true, false, "key")?;
+        let primary =
+            key_fields(declaration.get("primary_key").expect("member"), &payload, &format!("{location}/primary_key"), true, false, "key")?;
         let empty = Value::Array(Vec::new());
         let unique_value = declaration.get("unique").unwrap_or(&empty);
         let Some(unique_list) = unique_value.as_array() else {
@@ -371,7 +388,14 @@ pub fn build(bundle: &Path) -> Result<Contract, ContractError> {
         for relationship in relationship_list {
             let rel_location = format!("{location}/relationships");
             members(relationship, &["fields", "target", "on_delete"], &["fields", "target", "on_delete"], &rel_location)?;
-            let fields = key_fields(relationship.get("fields").expect("member"), &payload, &format!("{rel_location}/fields"), false, true, "relationship")?;
+            let fields = key_fields(
+                relationship.get("fields").expect("member"),
+                &payload,
+                &format!("{rel_location}/fields"),
+                false,
+                true,
+                "relationship",
+            )?;
             nonempty(relationship.get("target"), &format!("{rel_location}/target"))?;
             if relationship.get("on_delete").and_then(Value::as_str) != Some("restrict") {
                 return fail("unsupported", "Only restrict deletion is supported; delete dependents explicitly in one batch", location);
@@ -419,7 +443,11 @@ pub fn build(bundle: &Path) -> Result<Contract, ContractError> {
         })
         .collect();
     let entities_value = Value::Object(compiled_values);
-    let domain_hash = sha256_hex(&encoded(&object([("language", Value::str(LANGUAGE)), ("target", Value::str(TARGET)), ("entities", entities_value.clone())])));
+    let domain_hash = sha256_hex(&encoded(&object([
+        ("language", Value::str(LANGUAGE)),
+        ("target", Value::str(TARGET)),
+        ("entities", entities_value.clone()),
+    ])));
     let domain = object([
         ("id", document.get("$id").cloned().unwrap_or_default()),
         ("version", annotation.get("domain_version").cloned().unwrap_or_default()),
@@ -497,8 +525,10 @@ fn compile_tools(annotation: &Value, resolver: &mut Resolver) -> Result<Value, C
         if tool.get("description").is_some_and(|d| !matches!(d, Value::Str(_))) {
             return fail("tool", "Tool description must be text", location);
         }
-        let input = resolver.resolve(tool.get("input").expect("member"), "world.json", &format!("{location}/input"), &mut Vec::new(), false)?;
-        let output = resolver.resolve(tool.get("output").expect("member"), "world.json", &format!("{location}/output"), &mut Vec::new(), false)?;
+        let input =
+            resolver.resolve(tool.get("input").expect("member"), "world.json", &format!("{location}/input"), &mut Vec::new(), false)?;
+        let output =
+            resolver.resolve(tool.get("output").expect("member"), "world.json", &format!("{location}/output"), &mut Vec::new(), false)?;
         if input.get("type").and_then(Value::as_str) != Some("object") {
             return fail("tool", "Tool inputs must resolve to an object schema", location);
         }
@@ -509,7 +539,8 @@ fn compile_tools(annotation: &Value, resolver: &mut Resolver) -> Result<Value, C
 }
 
 fn check_served(manifest: &toml::Table, annotation: &Value) -> Result<(), ContractError> {
-    let declared: BTreeSet<&str> = annotation.get("tools").and_then(Value::as_object).map(|t| t.keys().map(String::as_str).collect()).unwrap_or_default();
+    let declared: BTreeSet<&str> =
+        annotation.get("tools").and_then(Value::as_object).map(|t| t.keys().map(String::as_str).collect()).unwrap_or_default();
     let served = match manifest.get("tools") {
         None => None,
         Some(toml::Value::Table(table)) => table.get("serve").and_then(toml::Value::as_array),
@@ -554,7 +585,8 @@ fn generated_column(field: &str) -> String {
 fn ddl(entities: &[Entity]) -> String {
     let mut lines = vec!["-- Generated by gateway-world-compiler/1; do not edit.".to_string(), "PRAGMA foreign_keys = ON;".to_string()];
     for entity in entities {
-        let mut columns = vec!["\"_key\" TEXT PRIMARY KEY NOT NULL".to_string(), "\"payload\" TEXT NOT NULL CHECK(json_valid(\"payload\"))".to_string()];
+        let mut columns =
+            vec!["\"_key\" TEXT PRIMARY KEY NOT NULL".to_string(), "\"payload\" TEXT NOT NULL CHECK(json_valid(\"payload\"))".to_string()];
         let properties = entity.schema.get("properties").and_then(Value::as_object);
         let mut names: Vec<&String> = properties.map(|p| p.keys().collect()).unwrap_or_default();
         names.sort();
@@ -608,7 +640,12 @@ fn readme(domain: &Value, entities: &[Entity], metadata: &Value, tools: &Value) 
             "| Property | Type | Required |".into(),
             "| --- | --- | --- |".into(),
         ]);
-        let required: Vec<&str> = entity.schema.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        let required: Vec<&str> = entity
+            .schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
         if let Some(properties) = entity.schema.get("properties").and_then(Value::as_object) {
             let mut sorted: Vec<(&String, &Value)> = properties.iter().collect();
             sorted.sort_by(|a, b| a.0.cmp(b.0));

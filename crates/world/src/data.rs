@@ -19,7 +19,9 @@ pub fn world_kind(root: &Path) -> Result<&'static str, ContractError> {
     if root.join("gateway-env.toml").is_file() {
         return Ok("mock-tools");
     }
-    let harbor = |pattern_dir: &Path| std::fs::read_dir(pattern_dir).map(|d| d.filter_map(|e| e.ok()).any(|e| e.path().join("task.toml").is_file())).unwrap_or(false);
+    let harbor = |pattern_dir: &Path| {
+        std::fs::read_dir(pattern_dir).map(|d| d.filter_map(|e| e.ok()).any(|e| e.path().join("task.toml").is_file())).unwrap_or(false)
+    };
     if harbor(&root.join("tasks")) || harbor(root) {
         return Ok("harbor");
     }
@@ -69,7 +71,9 @@ pub fn entity_rows(root: &Path, entity: &str) -> Result<Vec<Value>> {
     let contract = check_bundle(root)?;
     if contract.entity(entity).is_none() {
         let names: Vec<&str> = contract.entities.iter().map(|e| e.name.as_str()).collect();
-        return Err(fail::<()>("entity", format!("Unknown entity {entity}; the world has {}", names.join(", ")), format!("/{entity}")).unwrap_err().into());
+        return Err(fail::<()>("entity", format!("Unknown entity {entity}; the world has {}", names.join(", ")), format!("/{entity}"))
+            .unwrap_err()
+            .into());
     }
     if current_default(root, &contract)?.is_some() {
         let store = Store::open(&default_snapshot(root), contract.clone(), false)?;

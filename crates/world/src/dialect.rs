@@ -19,9 +19,30 @@ pub const LANGUAGE: &str = "gateway-world/1";
 const DOC_KEYS: &[&str] = &["title", "description", "$comment", "examples", "deprecated", "readOnly", "writeOnly", "default"];
 const TYPES: &[&str] = &["object", "array", "string", "integer", "number", "boolean", "null"];
 const OTHER_KEYWORDS: &[&str] = &[
-    "$schema", "$id", "$defs", "$ref", "type", "properties", "required", "additionalProperties", "items", "minItems",
-    "maxItems", "uniqueItems", "enum", "const", "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum",
-    "exclusiveMaximum", "format", "allOf", "anyOf", "oneOf",
+    "$schema",
+    "$id",
+    "$defs",
+    "$ref",
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "enum",
+    "const",
+    "minLength",
+    "maxLength",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "format",
+    "allOf",
+    "anyOf",
+    "oneOf",
 ];
 const COMPOSITIONS: [&str; 3] = ["allOf", "anyOf", "oneOf"];
 const FORMATS: [&str; 4] = ["date", "time", "date-time", "vendor-date-time"];
@@ -134,9 +155,8 @@ impl Resolver {
         };
         let (file, fragment) = text.split_once('#').expect("one #");
         let target_name = if file.is_empty() { name } else { file };
-        let file_ok = file.len() > 5
-            && file.ends_with(".json")
-            && file.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
+        let file_ok =
+            file.len() > 5 && file.ends_with(".json") && file.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
         if !file.is_empty() && !file_ok {
             return fail("reference", "Remote and escaping references are unsupported", location);
         }
@@ -158,7 +178,14 @@ impl Resolver {
 
     /// Resolve a schema at `location` of document `name`: check every keyword and
     /// inline `$ref`s. `stack` holds the reference targets being expanded.
-    pub fn resolve(&mut self, schema: &Value, name: &str, location: &str, stack: &mut Vec<String>, root: bool) -> Result<Value, ContractError> {
+    pub fn resolve(
+        &mut self,
+        schema: &Value,
+        name: &str,
+        location: &str,
+        stack: &mut Vec<String>,
+        root: bool,
+    ) -> Result<Value, ContractError> {
         if stack.len() > 80 {
             return fail("reference", "Reference nesting exceeds 80", location);
         }
@@ -166,7 +193,7 @@ impl Resolver {
             return fail("unsupported", "Boolean schemas are unsupported; use an explicit type", location);
         };
         let allow_annotation = root && name == "world.json";
-        if let Some(unknown) = map.keys().filter(|k| !is_keyword(k) && !(allow_annotation && *k == "x-gateway")).min() {
+        if let Some(unknown) = map.keys().filter(|k| !(is_keyword(k) || allow_annotation && *k == "x-gateway")).min() {
             return fail("unsupported", format!("Unsupported member {unknown}"), format!("{location}/{}", escape_pointer(unknown)));
         }
         if !root && (map.contains_key("$id") || map.contains_key("$schema") || map.contains_key("x-gateway")) {
@@ -185,8 +212,11 @@ impl Resolver {
         if map.get("examples").is_some_and(|v| !matches!(v, Value::Array(_))) {
             return fail("schema", "examples must be an array", location);
         }
-        let mut result: Map =
-            map.iter().filter(|(k, _)| !matches!(k.as_str(), "$ref" | "$defs" | "$schema" | "$id" | "x-gateway")).map(|(k, v)| (k.clone(), v.clone())).collect();
+        let mut result: Map = map
+            .iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "$ref" | "$defs" | "$schema" | "$id" | "x-gateway"))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         if let Some(reference) = map.get("$ref") {
             if map.keys().any(|k| k != "$ref" && !DOC_KEYS.contains(&k.as_str())) {
                 return fail("unsupported", "$ref siblings may only be documentation annotations; use allOf for assertions", location);
@@ -294,7 +324,8 @@ impl Resolver {
             return fail("schema", "Array schemas require items", location);
         }
         if let Some(required) = result.get("required") {
-            let names: Option<Vec<String>> = required.as_array().and_then(|items| items.iter().map(|v| v.as_str().map(str::to_string)).collect());
+            let names: Option<Vec<String>> =
+                required.as_array().and_then(|items| items.iter().map(|v| v.as_str().map(str::to_string)).collect());
             let Some(mut names) = names.filter(|n| n.iter().collect::<BTreeSet<_>>().len() == n.len()) else {
                 return fail("schema", "required must contain distinct property names", location);
             };
@@ -322,7 +353,9 @@ impl Resolver {
         }
         if let Some(values) = result.get("enum") {
             let distinct = match values {
-                Value::Array(items) if !items.is_empty() => items.iter().enumerate().all(|(i, v)| items[..i].iter().all(|p| !json_equal(v, p))),
+                Value::Array(items) if !items.is_empty() => {
+                    items.iter().enumerate().all(|(i, v)| items[..i].iter().all(|p| !json_equal(v, p)))
+                }
                 _ => false,
             };
             if !distinct {
@@ -516,7 +549,9 @@ pub fn valid_format(format: &str, text: &str) -> bool {
         "date" => b.len() == 10 && date_at(b, 0),
         "time" => clock_offset(b, 0, true) == Some(b.len()),
         "date-time" => b.len() > 11 && date_at(b, 0) && matches!(b[10], b'T' | b't') && clock_offset(b, 11, true) == Some(b.len()),
-        "vendor-date-time" => b.len() > 11 && date_at(b, 0) && matches!(b[10], b'T' | b't' | b' ') && clock_offset(b, 11, false) == Some(b.len()),
+        "vendor-date-time" => {
+            b.len() > 11 && date_at(b, 0) && matches!(b[10], b'T' | b't' | b' ') && clock_offset(b, 11, false) == Some(b.len())
+        }
         _ => true,
     }
 }
@@ -614,7 +649,9 @@ mod tests {
 
     #[test]
     fn validation_order_and_messages() {
-        let s = schema(r#"{"type":"object","additionalProperties":false,"required":["id"],"properties":{"id":{"type":"string","minLength":2},"age":{"type":["integer","null"],"minimum":0}}}"#);
+        let s = schema(
+            r#"{"type":"object","additionalProperties":false,"required":["id"],"properties":{"id":{"type":"string","minLength":2},"age":{"type":["integer","null"],"minimum":0}}}"#,
+        );
         let err = validate(&s, &schema(r#"{"id":"x"}"#), "L", "").unwrap_err();
         assert_eq!((err.code.as_str(), err.schema_path.as_str(), err.path.as_str()), ("length", "L/properties/id", "/id"));
         let err = validate(&s, &schema(r#"{"age":1}"#), "L", "").unwrap_err();

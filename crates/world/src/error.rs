@@ -26,7 +26,13 @@ pub struct ContractError {
 impl ContractError {
     /// A refusal located at `schema_path` (the original's `fail`).
     pub fn new(code: &str, message: impl Into<String>, schema_path: impl Into<String>) -> Self {
-        ContractError { code: code.into(), message: message.into(), schema_path: schema_path.into(), path: String::new(), context: Vec::new() }
+        ContractError {
+            code: code.into(),
+            message: message.into(),
+            schema_path: schema_path.into(),
+            path: String::new(),
+            context: Vec::new(),
+        }
     }
 
     /// Set the value path.

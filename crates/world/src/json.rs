@@ -102,9 +102,7 @@ pub fn json_equal(left: &Value, right: &Value) -> bool {
         (a, b) if a.is_number() && b.is_number() => numbers_equal(a, b),
         (Value::Str(a), Value::Str(b)) => a == b,
         (Value::Array(a), Value::Array(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| json_equal(x, y)),
-        (Value::Object(a), Value::Object(b)) => {
-            a.len() == b.len() && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| json_equal(v, w)))
-        }
+        (Value::Object(a), Value::Object(b)) => a.len() == b.len() && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| json_equal(v, w))),
         _ => false,
     }
 }
@@ -121,9 +119,7 @@ pub fn python_equal(left: &Value, right: &Value) -> bool {
             as_num(left) == as_num(right)
         }
         (Value::Array(a), Value::Array(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| python_equal(x, y)),
-        (Value::Object(a), Value::Object(b)) => {
-            a.len() == b.len() && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| python_equal(v, w)))
-        }
+        (Value::Object(a), Value::Object(b)) => a.len() == b.len() && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| python_equal(v, w))),
         _ => json_equal(left, right),
     }
 }
@@ -750,10 +746,7 @@ pub fn python_repr(value: &Value) -> String {
         Value::Array(items) => format!("[{}]", items.iter().map(python_repr).collect::<Vec<_>>().join(", ")),
         Value::Object(map) => format!(
             "{{{}}}",
-            map.iter()
-                .map(|(k, v)| format!("{}: {}", python_repr(&Value::Str(k.clone())), python_repr(v)))
-                .collect::<Vec<_>>()
-                .join(", ")
+            map.iter().map(|(k, v)| format!("{}: {}", python_repr(&Value::Str(k.clone())), python_repr(v))).collect::<Vec<_>>().join(", ")
         ),
     }
 }
@@ -797,7 +790,10 @@ mod tests {
     fn canonical_sorts_and_escapes() {
         let parsed = parse(r#"{"b": [1, 1.0, "é\u2028/"], "a": {"z": null, "y": true}, "c": "\u0001\u007f"}"#).unwrap();
         assert_eq!(canonical(&parsed.value), "{\"a\":{\"y\":true,\"z\":null},\"b\":[1,1.0,\"é\u{2028}/\"],\"c\":\"\\u0001\u{7f}\"}");
-        assert_eq!(dumps(&parsed.value, DumpOptions::CLI), "{\"a\": {\"y\": true, \"z\": null}, \"b\": [1, 1.0, \"\\u00e9\\u2028/\"], \"c\": \"\\u0001\\u007f\"}");
+        assert_eq!(
+            dumps(&parsed.value, DumpOptions::CLI),
+            "{\"a\": {\"y\": true, \"z\": null}, \"b\": [1, 1.0, \"\\u00e9\\u2028/\"], \"c\": \"\\u0001\\u007f\"}"
+        );
     }
 
     #[test]

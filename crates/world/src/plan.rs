@@ -71,9 +71,15 @@ pub fn plan(contract: &Contract, rows: &Rows, mode: &str, held: &mut Held) -> Re
         let incoming: std::collections::HashSet<(String, Option<Vec<String>>)> = rows
             .iter()
             .filter(|(entity, _)| contract.entity(entity).is_some())
-            .flat_map(|(entity, listed)| listed.iter().filter(|r| r.as_object().is_some()).map(move |row| (entity.clone(), plan_key(contract, entity, row))))
+            .flat_map(|(entity, listed)| {
+                listed.iter().filter(|r| r.as_object().is_some()).map(move |row| (entity.clone(), plan_key(contract, entity, row)))
+            })
             .collect();
-        let doomed: Vec<HeldKey> = held.keys().filter(|(entity, key)| rows.contains_key(entity) && !incoming.contains(&(entity.clone(), Some(key.clone())))).cloned().collect();
+        let doomed: Vec<HeldKey> = held
+            .keys()
+            .filter(|(entity, key)| rows.contains_key(entity) && !incoming.contains(&(entity.clone(), Some(key.clone()))))
+            .cloned()
+            .collect();
         for held_key in doomed {
             let value = held.shift_remove(&held_key).expect("held row");
             let fields = &contract.entity(&held_key.0).expect("known entity").primary_key;
@@ -96,7 +102,11 @@ pub fn plan(contract: &Contract, rows: &Rows, mode: &str, held: &mut Held) -> Re
                 return fail("rows", "A row must be an object", format!("/{entity}/{index}"));
             };
             if let Some(missing) = declared.primary_key.iter().find(|f| !map.contains_key(*f)) {
-                return fail("primary_key", format!("Row is missing primary key field {}", crate::json::python_repr(&Value::str(missing))), format!("/{entity}/{index}"));
+                return fail(
+                    "primary_key",
+                    format!("Row is missing primary key field {}", crate::json::python_repr(&Value::str(missing))),
+                    format!("/{entity}/{index}"),
+                );
             }
             let key = plan_key(contract, entity, row).expect("all key fields present");
             let held_key = (entity.clone(), key);

@@ -81,25 +81,41 @@ fn manifest(name: &str, connector: &str, tools: &[String]) -> String {
 }
 
 /// The files a template contributes, as (relative destination, bytes).
-fn template_files(template: &Template) -> Result<(Value, Vec<(PathBuf, Vec<u8>)>)> {
+/// Files to write, as (path relative to the world, bytes).
+type Files = Vec<(PathBuf, Vec<u8>)>;
+
+fn template_files(template: &Template) -> Result<(Value, Files)> {
     match template {
         Template::Custom => {
             let world = crate::json::parse_clean(CUSTOM_WORLD).expect("built-in template parses");
-            Ok((world, vec![(PathBuf::from("schema/base.json"), BASE.as_bytes().to_vec()), (PathBuf::from("tools/handlers.py"), CUSTOM_HANDLERS.as_bytes().to_vec())]))
+            Ok((
+                world,
+                vec![
+                    (PathBuf::from("schema/base.json"), BASE.as_bytes().to_vec()),
+                    (PathBuf::from("tools/handlers.py"), CUSTOM_HANDLERS.as_bytes().to_vec()),
+                ],
+            ))
         }
         Template::Directory(dir) => {
             let world = read_json(&dir.join("world.json"))?;
             let mut files = Vec::new();
             let base = std::fs::read(dir.join("base.json")).unwrap_or_else(|_| BASE.as_bytes().to_vec());
             files.push((PathBuf::from("schema/base.json"), base));
-            let handlers = std::fs::read(dir.join("handlers.py")).or_else(|_| std::fs::read(dir.join("tools/handlers.py"))).unwrap_or_default();
+            let handlers =
+                std::fs::read(dir.join("handlers.py")).or_else(|_| std::fs::read(dir.join("tools/handlers.py"))).unwrap_or_default();
             files.push((PathBuf::from("tools/handlers.py"), handlers));
-            let mut entries: Vec<PathBuf> = std::fs::read_dir(dir).map_err(|e| Error::io(e, dir))?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+            let mut entries: Vec<PathBuf> =
+                std::fs::read_dir(dir).map_err(|e| Error::io(e, dir))?.filter_map(|e| e.ok().map(|e| e.path())).collect();
             entries.sort();
             for path in entries {
                 let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
                 if crate::files::is_symlink(&path) {
-                    return Err(ContractError::new("template", "Template resources must be regular files, not symlinks", path.display().to_string()).into());
+                    return Err(ContractError::new(
+                        "template",
+                        "Template resources must be regular files, not symlinks",
+                        path.display().to_string(),
+                    )
+                    .into());
                 }
                 if path.is_dir() {
                     if name == "api" || name == "scenarios" {
@@ -112,7 +128,9 @@ fn template_files(template: &Template) -> Result<(Value, Vec<(PathBuf, Vec<u8>)>
                 }
                 let supported = [".json", ".md", ".toml"].iter().any(|s| name.ends_with(s)) && !GENERATED_NAMES.contains(&name.as_str());
                 if !supported {
-                    return Err(ContractError::new("template", "Unsupported or generated template artifact", path.display().to_string()).into());
+                    return Err(
+                        ContractError::new("template", "Unsupported or generated template artifact", path.display().to_string()).into()
+                    );
                 }
                 let bytes = std::fs::read(&path).map_err(|e| Error::io(e, &path))?;
                 let target = if name == "connector.toml" { PathBuf::from(&name) } else { Path::new("schema").join(&name) };
@@ -123,8 +141,9 @@ fn template_files(template: &Template) -> Result<(Value, Vec<(PathBuf, Vec<u8>)>
     }
 }
 
-fn copy_tree(source: &Path, relative: &Path, files: &mut Vec<(PathBuf, Vec<u8>)>) -> Result<()> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(source).map_err(|e| Error::io(e, source))?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+fn copy_tree(source: &Path, relative: &Path, files: &mut Files) -> Result<()> {
+    let mut entries: Vec<PathBuf> =
+        std::fs::read_dir(source).map_err(|e| Error::io(e, source))?.filter_map(|e| e.ok().map(|e| e.path())).collect();
     entries.sort();
     for path in entries {
         let name = path.file_name().expect("entry name").to_owned();
@@ -147,7 +166,8 @@ pub fn init(destination: &Path, template: &Template, name: Option<&str>) -> Resu
     slug(&connector, "/init/connector")?;
     let name = name.map(str::to_string).unwrap_or_else(|| format!("{connector}-world"));
     slug(&name, "/init/name")?;
-    let occupied = destination.exists() && (!destination.is_dir() || std::fs::read_dir(destination).map(|mut d| d.next().is_some()).unwrap_or(true));
+    let occupied =
+        destination.exists() && (!destination.is_dir() || std::fs::read_dir(destination).map(|mut d| d.next().is_some()).unwrap_or(true));
     if occupied {
         return fail("state_exists", "Destination must be a new or empty directory", "/init").map_err(Into::into);
     }
@@ -166,7 +186,12 @@ pub fn init(destination: &Path, template: &Template, name: Option<&str>) -> Resu
         }
     }
     let names = |key: &str| -> Vec<String> {
-        let mut names: Vec<String> = world.get("x-gateway").and_then(|x| x.get(key)).and_then(Value::as_object).map(|m| m.keys().cloned().collect()).unwrap_or_default();
+        let mut names: Vec<String> = world
+            .get("x-gateway")
+            .and_then(|x| x.get(key))
+            .and_then(Value::as_object)
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default();
         names.sort();
         names
     };

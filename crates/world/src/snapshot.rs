@@ -49,7 +49,10 @@ pub fn batch_digest(parent: &str, batch_id: &str, chunks: &[String]) -> String {
 pub fn data_files(world: &Path) -> Vec<PathBuf> {
     let mut files = vec![world.join("data/initial.json")];
     if let Ok(entries) = std::fs::read_dir(world.join("data/batches")) {
-        let mut journals: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "json")).collect();
+        let mut journals: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "json"))
+            .collect();
         journals.sort();
         files.extend(journals);
     }
@@ -74,7 +77,7 @@ pub fn pinned_default(world: &Path) -> Result<Option<Value>, ContractError> {
         return Ok(None);
     }
     let pin = read_json(&path)?;
-    if !pin.get("batchDigest").and_then(Value::as_str).is_some_and(|d| d.chars().count() == 64) {
+    if pin.get("batchDigest").and_then(Value::as_str).is_none_or(|d| d.chars().count() != 64) {
         return fail("snapshot_pin", "db/snapshot.json must name the hosted snapshot's batchDigest", "/db/snapshot.json");
     }
     Ok(Some(pin))
@@ -108,7 +111,13 @@ fn toml_repr(value: &toml::Value) -> String {
         toml::Value::String(text) => crate::json::python_repr(&Value::str(text)),
         toml::Value::Integer(n) => n.to_string(),
         toml::Value::Float(f) => crate::json::python_float_repr(*f),
-        toml::Value::Boolean(b) => if *b { "True".into() } else { "False".into() },
+        toml::Value::Boolean(b) => {
+            if *b {
+                "True".into()
+            } else {
+                "False".into()
+            }
+        }
         other => format!("{other:?}"),
     }
 }
@@ -131,13 +140,23 @@ pub fn scenario_dirs(world: &Path) -> Result<Vec<Scenario>> {
         if let Some(declared) = table.get("name") {
             if declared.as_str() != Some(name.as_str()) {
                 let shown = toml_repr(declared);
-                return Err(ContractError::new("scenario", format!("{name}/scenario.toml names {shown}; the directory is the name"), format!("/scenarios/{name}")).into());
+                return Err(ContractError::new(
+                    "scenario",
+                    format!("{name}/scenario.toml names {shown}; the directory is the name"),
+                    format!("/scenarios/{name}"),
+                )
+                .into());
             }
         }
         for overlay in scenario_seed_files(&dir)? {
             if read_json(&overlay)?.as_object().is_none() {
                 let file = overlay.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-                return Err(ContractError::new("scenario", format!("{file} must be an object of entity -> rows"), format!("/scenarios/{name}")).into());
+                return Err(ContractError::new(
+                    "scenario",
+                    format!("{file} must be an object of entity -> rows"),
+                    format!("/scenarios/{name}"),
+                )
+                .into());
             }
         }
         out.push(Scenario { name, dir });
@@ -156,7 +175,8 @@ pub fn scenario_seed_files(scenario: &Path) -> Result<Vec<PathBuf>> {
     let Ok(entries) = std::fs::read_dir(scenario.join(seed)) else {
         return Ok(Vec::new());
     };
-    let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "json")).collect();
+    let mut files: Vec<PathBuf> =
+        entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "json")).collect();
     files.sort();
     Ok(files)
 }
@@ -185,7 +205,8 @@ pub fn read_sidecar(snapshot: &Path) -> Result<Option<Value>, ContractError> {
         return Ok(None);
     }
     let shown = display_path(&path);
-    let parsed = std::fs::read(&path).ok().and_then(|b| String::from_utf8(b).ok()).and_then(|t| crate::json::parse(&t).ok()).map(|p| p.value);
+    let parsed =
+        std::fs::read(&path).ok().and_then(|b| String::from_utf8(b).ok()).and_then(|t| crate::json::parse(&t).ok()).map(|p| p.value);
     let Some(sidecar) = parsed else {
         return fail("snapshot", format!("Cannot read the snapshot sidecar {SIDECAR}"), shown);
     };
@@ -239,7 +260,8 @@ fn current(snapshot: &Path, contract_digest: &str, digest: &str) -> Result<Optio
         return Ok(None);
     }
     Ok(read_sidecar(snapshot)?.filter(|s| {
-        s.get("contractHash").and_then(Value::as_str) == Some(contract_digest) && s.get("batchDigest").and_then(Value::as_str) == Some(digest)
+        s.get("contractHash").and_then(Value::as_str) == Some(contract_digest)
+            && s.get("batchDigest").and_then(Value::as_str) == Some(digest)
     }))
 }
 
@@ -395,7 +417,8 @@ pub fn check_all(world: &Path, contract: &Contract) -> Result<Value> {
     let mut default = Value::Null;
     if snapshot.is_file() || sidecar_path(&snapshot).is_file() {
         let mut sidecar = verify(&snapshot, contract)?;
-        let stale = pinned_default(world)?.is_none() && sidecar.get("batchDigest").and_then(Value::as_str) != Some(default_batch_digest(world)?.as_str());
+        let stale = pinned_default(world)?.is_none()
+            && sidecar.get("batchDigest").and_then(Value::as_str) != Some(default_batch_digest(world)?.as_str());
         if let Value::Object(map) = &mut sidecar {
             map.insert("stale".into(), Value::Bool(stale));
         }

@@ -65,7 +65,10 @@ pub fn check_source(source: Option<&Value>, location: &str) -> Result<(), Contra
     for (index, entry) in evidence.iter().enumerate() {
         members(entry, &["reference", "digest"], &["reference", "digest"], &format!("{location}/evidence/{index}"))?;
         nonempty(entry.get("reference"), location)?;
-        let ok = entry.get("digest").and_then(Value::as_str).is_some_and(|d| d.len() == 64 && d.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+        let ok = entry
+            .get("digest")
+            .and_then(Value::as_str)
+            .is_some_and(|d| d.len() == 64 && d.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
         if !ok {
             return fail("provenance", "Evidence digest must be lowercase SHA-256 hex", location);
         }
@@ -262,7 +265,9 @@ impl Store {
         members(batch, MEMBERS, MEMBERS, "/batch")?;
         nonempty(batch.get("id"), "/batch/id")?;
         if !python_equal(batch.get("target").expect("member"), self.contract.target()) {
-            return Err(ContractError::new("batch_target", "Batch targets a different domain identity/version/hash", "/batch/target").into());
+            return Err(
+                ContractError::new("batch_target", "Batch targets a different domain identity/version/hash", "/batch/target").into()
+            );
         }
         let mapping = batch.get("mapping").expect("member");
         members(mapping, &["id", "version"], &["id", "version"], "/batch/mapping")?;
@@ -270,7 +275,12 @@ impl Store {
             nonempty(Some(value), &format!("/batch/mapping/{key}"))?;
         }
         if !matches!(batch.get("coverage").and_then(Value::as_str), Some("partial" | "complete")) {
-            return Err(ContractError::new("coverage", "coverage must be partial or complete (neither implies deletion)", "/batch/coverage").into());
+            return Err(ContractError::new(
+                "coverage",
+                "coverage must be partial or complete (neither implies deletion)",
+                "/batch/coverage",
+            )
+            .into());
         }
         let Some(mutations) = batch.get("mutations").and_then(Value::as_array) else {
             return Err(ContractError::new("batch", "mutations must be an array", "/batch/mutations").into());
@@ -278,15 +288,26 @@ impl Store {
         let id = batch.get("id").and_then(Value::as_str).expect("checked").to_string();
         let batch_hash = sha256_hex(&encoded(batch));
         self.transaction(|store| {
-            let prior: Option<String> = store.conn.query_row("SELECT digest FROM _gateway_batches WHERE id = ?1", [&id], |r| r.get(0)).optional()?;
+            let prior: Option<String> =
+                store.conn.query_row("SELECT digest FROM _gateway_batches WHERE id = ?1", [&id], |r| r.get(0)).optional()?;
             if let Some(prior) = prior {
                 if prior != batch_hash {
-                    return Err(ContractError::new("idempotency_conflict", "Batch ID was already applied with different content", "/batch/id").with("batch", Value::str(&id)).into());
+                    return Err(ContractError::new(
+                        "idempotency_conflict",
+                        "Batch ID was already applied with different content",
+                        "/batch/id",
+                    )
+                    .with("batch", Value::str(&id))
+                    .into());
                 }
                 return Ok(object([("status", Value::str("already_applied")), ("batch", Value::str(&id)), ("applied", Value::Int(0))]));
             }
-            let metadata: Map = batch.as_object().expect("object").iter().filter(|(k, _)| *k != "mutations").map(|(k, v)| (k.clone(), v.clone())).collect();
-            store.conn.execute("INSERT INTO _gateway_batches VALUES (?1, ?2, ?3)", params![id, batch_hash, canonical(&Value::Object(metadata))])?;
+            let metadata: Map =
+                batch.as_object().expect("object").iter().filter(|(k, _)| *k != "mutations").map(|(k, v)| (k.clone(), v.clone())).collect();
+            store.conn.execute(
+                "INSERT INTO _gateway_batches VALUES (?1, ?2, ?3)",
+                params![id, batch_hash, canonical(&Value::Object(metadata))],
+            )?;
             for (index, mutation) in mutations.iter().enumerate() {
                 store.apply_mutation(&id, index, mutation).map_err(|error| contextualize_mutation(error, &id, index, mutation))?;
             }
@@ -311,9 +332,13 @@ impl Store {
         check_source(mutation.get("source"), &format!("{location}/source"))?;
         let (entity_name, key) = self.mutate(mutation, op)?;
         let source = canonical(mutation.get("source").expect("member"));
-        self.conn
-            .prepare_cached("INSERT INTO _gateway_lineage VALUES (?1, ?2, ?3, ?4, ?5)")?
-            .execute(params![batch_id, index as i64, entity_name, key, source])?;
+        self.conn.prepare_cached("INSERT INTO _gateway_lineage VALUES (?1, ?2, ?3, ?4, ?5)")?.execute(params![
+            batch_id,
+            index as i64,
+            entity_name,
+            key,
+            source
+        ])?;
         Ok(())
     }
 
@@ -329,7 +354,10 @@ impl Store {
             let key_value = mutation.get("key").expect("member");
             let key = key_of(&entity, key_value, true)?;
             let Some(current) = self.get_by_key(&name, &key)? else {
-                return Err(ContractError::new("not_found", "No entity exists at this key", "").with("entity", Value::str(&name)).with("key", key_value.clone()).into());
+                return Err(ContractError::new("not_found", "No entity exists at this key", "")
+                    .with("entity", Value::str(&name))
+                    .with("key", key_value.clone())
+                    .into());
             };
             if op == "update" {
                 let Some(patch) = mutation.get("value").and_then(Value::as_object) else {
@@ -342,7 +370,9 @@ impl Store {
                 let merged = Value::Object(merged);
                 validate(&entity.schema, &merged, &schema_location, "")?;
                 if key_of(&entity, &merged, false)? != key {
-                    return Err(ContractError::new("key_immutable", "Updates cannot change primary keys", "").with("entity", Value::str(&name)).into());
+                    return Err(ContractError::new("key_immutable", "Updates cannot change primary keys", "")
+                        .with("entity", Value::str(&name))
+                        .into());
                 }
                 (key, Some(merged))
             } else {
@@ -352,8 +382,14 @@ impl Store {
         self.touched.insert((name.clone(), key.clone()));
         let table = quote(&name);
         let outcome = match (op, &payload) {
-            ("insert", Some(value)) => self.conn.prepare_cached(&format!("INSERT INTO {table} (_key, payload) VALUES (?1, ?2)"))?.execute(params![key, canonical(value)]),
-            ("update", Some(value)) => self.conn.prepare_cached(&format!("UPDATE {table} SET payload = ?1 WHERE _key = ?2"))?.execute(params![canonical(value), key]),
+            ("insert", Some(value)) => self
+                .conn
+                .prepare_cached(&format!("INSERT INTO {table} (_key, payload) VALUES (?1, ?2)"))?
+                .execute(params![key, canonical(value)]),
+            ("update", Some(value)) => self
+                .conn
+                .prepare_cached(&format!("UPDATE {table} SET payload = ?1 WHERE _key = ?2"))?
+                .execute(params![canonical(value), key]),
             _ => {
                 self.deleted_from.insert(name.clone());
                 self.conn.prepare_cached(&format!("DELETE FROM {table} WHERE _key = ?1"))?.execute(params![key])
@@ -363,10 +399,14 @@ impl Store {
             Ok(_) => Ok((name, key)),
             Err(rusqlite::Error::SqliteFailure(failure, _)) if failure.code == rusqlite::ErrorCode::ConstraintViolation => {
                 let decoded = parse_stored(&key).unwrap_or_default();
-                Err(ContractError::new("unique", "Primary or unique key conflicts with existing state", format!("{}/unique", entity.location))
-                    .with("entity", Value::str(&name))
-                    .with("key", decoded)
-                    .into())
+                Err(ContractError::new(
+                    "unique",
+                    "Primary or unique key conflicts with existing state",
+                    format!("{}/unique", entity.location),
+                )
+                .with("entity", Value::str(&name))
+                .with("key", decoded)
+                .into())
             }
             Err(other) => Err(other.into()),
         }
@@ -421,10 +461,13 @@ impl Store {
         let check = || -> Result<(), ContractError> {
             validate(&entity.schema, &value, &format!("{}/schema", entity.location), "")?;
             if key_of(entity, &value, false)? != stored_key {
-                return Err(ContractError::new("key", "Stored key differs from payload identity", "").with("entity", Value::str(&entity.name)));
+                return Err(
+                    ContractError::new("key", "Stored key differs from payload identity", "").with("entity", Value::str(&entity.name))
+                );
             }
             for relationship in &entity.relationships {
-                let keys: Vec<Option<&Value>> = relationship.fields.iter().map(|f| payload_value(&value, f).filter(|v| !matches!(v, Value::Null))).collect();
+                let keys: Vec<Option<&Value>> =
+                    relationship.fields.iter().map(|f| payload_value(&value, f).filter(|v| !matches!(v, Value::Null))).collect();
                 if keys.iter().all(Option::is_none) {
                     continue;
                 }
@@ -437,7 +480,11 @@ impl Store {
                 let encoded_key = key_of(target, &target_key, true)?;
                 let exists = self.get_by_key(&target.name, &encoded_key).ok().flatten().is_some();
                 if !exists {
-                    return fail("foreign_key", "Relationship target does not exist; incomplete evidence requires an explicit mapping decision", location);
+                    return fail(
+                        "foreign_key",
+                        "Relationship target does not exist; incomplete evidence requires an explicit mapping decision",
+                        location,
+                    );
                 }
             }
             Ok(())
@@ -446,9 +493,11 @@ impl Store {
         let mut error = error.with("entity", Value::str(&entity.name)).with("key", parse_stored(stored_key).unwrap_or_default());
         let lineage: Option<(String, i64, String)> = self
             .conn
-            .query_row("SELECT batch, ordinal, source FROM _gateway_lineage WHERE entity=?1 AND key=?2 ORDER BY rowid DESC LIMIT 1", params![entity.name, stored_key], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-            })
+            .query_row(
+                "SELECT batch, ordinal, source FROM _gateway_lineage WHERE entity=?1 AND key=?2 ORDER BY rowid DESC LIMIT 1",
+                params![entity.name, stored_key],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
             .optional()
             .ok()
             .flatten();
@@ -514,7 +563,11 @@ impl Store {
         let touched = std::mem::take(&mut self.touched);
         for (name, key) in &touched {
             let entity = self.contract.entity(name).expect("touched entity");
-            let payload: Option<String> = self.conn.prepare_cached(&format!("SELECT payload FROM {} WHERE _key = ?1", quote(name)))?.query_row([key], |r| r.get(0)).optional()?;
+            let payload: Option<String> = self
+                .conn
+                .prepare_cached(&format!("SELECT payload FROM {} WHERE _key = ?1", quote(name)))?
+                .query_row([key], |r| r.get(0))
+                .optional()?;
             if let Some(payload) = payload {
                 if let Some(error) = self.row_violation(entity, key, &payload) {
                     return Err(error.into());
@@ -545,7 +598,8 @@ impl Store {
 
 /// The canonical `_key` for `value` under `entity`'s primary key.
 pub fn key_of(entity: &Entity, value: &Value, exact: bool) -> Result<String, ContractError> {
-    let supply = || ContractError::new("key", "Supply exactly the declared primary-key fields", "").with("entity", Value::str(&entity.name));
+    let supply =
+        || ContractError::new("key", "Supply exactly the declared primary-key fields", "").with("entity", Value::str(&entity.name));
     let map = value.as_object().ok_or_else(supply)?;
     if entity.primary_key.iter().any(|f| !map.contains_key(f)) || (exact && map.len() != entity.primary_key.len()) {
         return Err(supply());
