@@ -13,6 +13,20 @@ pub enum WorldsCommand {
         #[command(subcommand)]
         command: SchemaCommand,
     },
+    /// Serve the world's vendor API locally: its routes answered from its store.
+    Serve {
+        /// World directory holding connector.toml.
+        path: PathBuf,
+        /// Port to listen on.
+        #[arg(long, default_value_t = 8080)]
+        port: u16,
+        /// Require this credential; default accepts any non-empty one (also WORLD_API_KEY).
+        #[arg(long = "api-key")]
+        api_key: Option<String>,
+        /// Start in one of the world's scenarios/<name>.
+        #[arg(long)]
+        scenario: Option<String>,
+    },
     /// Put rows into a world, or see what it holds.
     Data {
         #[command(subcommand)]
@@ -59,6 +73,35 @@ pub fn run(command: WorldsCommand) -> ExitCode {
     match command {
         WorldsCommand::Schema { command } => schema(command),
         WorldsCommand::Data { command } => data(command),
+        WorldsCommand::Serve { path, port, api_key, scenario } => serve(path, port, api_key, scenario),
+    }
+}
+
+fn serve(path: PathBuf, port: u16, api_key: Option<String>, scenario: Option<String>) -> ExitCode {
+    let api_key = api_key.or_else(|| std::env::var("WORLD_API_KEY").ok().filter(|k| !k.is_empty()));
+    let options = gateway_serve::server::ServeOptions { port, host: None, api_key, scenario };
+    let app = match gateway_serve::server::load(&path, &options) {
+        Ok(app) => app,
+        Err(error) => {
+            eprintln!("world api refused: {error}");
+            return ExitCode::from(1);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("world api could not start: {error}");
+            return ExitCode::from(1);
+        }
+    };
+    let addr = std::net::SocketAddr::from(([0, 0, 0, 0], port));
+    eprintln!("world api listening on http://0.0.0.0:{port}");
+    match runtime.block_on(gateway_serve::server::run(app, addr)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("world api stopped: {error}");
+            ExitCode::from(1)
+        }
     }
 }
 

@@ -30,6 +30,33 @@ CREATE TABLE benchmark_conversation_events (scenario_id TEXT NOT NULL, user_turn
 
 ";
 
+/// Name prefix of the indexes a served world adds to its private copy of a
+/// snapshot (never to the snapshot itself); the contract check tolerates them.
+pub const SERVING_INDEX_PREFIX: &str = "_gwrs_idx_";
+
+/// Register the engine's SQL functions on a connection: `gw_fold(json)` is
+/// Python's `str(value).lower()` of a JSON value (NULL for absent/null, a marker
+/// for arrays, whose elements match one by one), used by serving indexes.
+pub fn register_functions(conn: &Connection) -> rusqlite::Result<()> {
+    use rusqlite::functions::FunctionFlags;
+    conn.create_scalar_function("gw_fold", 1, FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC, |ctx| {
+        let text: Option<String> = ctx.get(0)?;
+        Ok(text.and_then(|t| fold_json_text(&t)))
+    })
+}
+
+/// `gw_fold` of JSON text: the folded text, [`ARRAY_FOLD`] for arrays, None for null.
+pub fn fold_json_text(text: &str) -> Option<String> {
+    match crate::json::parse_clean(text)? {
+        Value::Null => None,
+        Value::Array(_) => Some(ARRAY_FOLD.to_string()),
+        other => Some(crate::json::python_str(&other).to_lowercase()),
+    }
+}
+
+/// What `gw_fold` answers for an array (never a folded scalar: it starts with NUL).
+pub const ARRAY_FOLD: &str = "\u{0}array";
+
 const RUNTIME_TABLES: [&str; 3] = ["benchmark_runtime_context", "benchmark_runtime_parameters", "benchmark_conversation_events"];
 
 /// A world's state file, opened against its contract.
@@ -114,6 +141,7 @@ impl Store {
 
     fn finish_open(conn: Connection, contract: Arc<Contract>, path: &Path, audit: bool) -> Result<Store> {
         conn.execute_batch("PRAGMA foreign_keys = ON")?;
+        register_functions(&conn)?;
         let enabled: i64 = conn.query_row("PRAGMA foreign_keys", [], |r| r.get(0))?;
         if enabled != 1 {
             return Err(ContractError::new("sqlite", "Foreign-key enforcement is required", "").into());
@@ -154,7 +182,9 @@ impl Store {
             let want = objects(&expected)?;
             let have = objects(&self.conn)?;
             let differs = want.iter().any(|(k, v)| have.get(k) != Some(v))
-                || have.keys().any(|k| !want.contains_key(k) && !RUNTIME_TABLES.contains(&k.as_str()));
+                || have
+                    .keys()
+                    .any(|k| !want.contains_key(k) && !RUNTIME_TABLES.contains(&k.as_str()) && !k.starts_with(SERVING_INDEX_PREFIX));
             if differs {
                 return Ok(Err(state_error("State DDL differs from the compiled storage contract")));
             }

@@ -1,0 +1,581 @@
+//! One world's HTTP behaviour as a function of the request: admin routes, the
+//! token endpoint, auth, routing, the gate, actions and handlers. Nothing here
+//! touches a socket (the server module does), so it is tested directly.
+
+use crate::handlers::{CtxError, CtxHost, HandlerFailure, HandlerOutcome, HandlerRequest, Worker};
+use crate::page::{page_headers, paginate, window, wrap, Link, Page};
+use crate::router::{parse_query, python_b64decode, query_get, Router};
+use crate::settings::{ApiSettings, OperationSettings, Paging};
+use crate::state::{dig, matches, Filter, WorldState};
+use gateway_connector::spec::{base_path, Operation};
+use gateway_world::error::Error as WorldError;
+use gateway_world::json::{object, python_str, Map, Value};
+use std::sync::Mutex;
+
+/// Admin routes every served world answers.
+pub const HEALTH: &str = "/healthz";
+/// The whole state, keyed by primary key.
+pub const STATE: &str = "/__world/state";
+/// Back to the snapshot.
+pub const RESET: &str = "/__world/reset";
+/// Seed the world (legacy whole state or overlay).
+pub const SEED: &str = "/__world/seed";
+
+/// An answer: status, JSON body (None = empty), extra headers.
+#[derive(Debug, Clone)]
+pub struct Response {
+    /// HTTP status.
+    pub status: u16,
+    /// The JSON body, or None for an empty body.
+    pub body: Option<Value>,
+    /// Extra headers.
+    pub headers: Vec<(String, String)>,
+}
+
+impl Response {
+    fn json(status: i64, body: Value) -> Response {
+        Response { status: status.clamp(100, 999) as u16, body: Some(body), headers: Vec::new() }
+    }
+}
+
+/// The served world: state, routes, credentials and handlers.
+pub struct WorldApp {
+    /// The world's state.
+    pub state: WorldState,
+    /// Routes and credentials.
+    pub router: Router,
+    /// `[api]` settings.
+    pub settings: ApiSettings,
+    key: Option<String>,
+    prefix: String,
+    worker: Option<Mutex<Worker>>,
+    /// The operations a session allows (None = all).
+    pub allowed: Option<Vec<String>>,
+}
+
+impl std::fmt::Debug for WorldApp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorldApp").field("slug", &self.router.spec.slug).finish()
+    }
+}
+
+fn error_body(message: &str) -> Value {
+    object([("error", Value::str(message))])
+}
+
+fn query_object(query: &[(String, String)]) -> Value {
+    Value::Object(query.iter().map(|(k, v)| (k.clone(), Value::str(v))).collect())
+}
+
+fn query_pairs(value: Option<&Value>) -> Vec<(String, String)> {
+    match value {
+        Some(Value::Object(map)) => map.iter().map(|(k, v)| (k.clone(), python_str(v))).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Python's `_json` of a request body: `{}` when empty, None when not JSON.
+fn json_body(raw: &[u8]) -> Option<Value> {
+    if raw.is_empty() {
+        return Some(Value::Object(Map::new()));
+    }
+    let text = std::str::from_utf8(raw).ok()?;
+    gateway_world::json::parse(text).ok().map(|p| p.value)
+}
+
+impl WorldApp {
+    /// Assemble a served world. Starts the handler worker when the world has handlers.
+    pub fn new(state: WorldState, router: Router, settings: ApiSettings, key: Option<String>) -> Result<WorldApp, String> {
+        let mut functions: Vec<String> = settings.operations.values().filter_map(|o| o.handler.clone()).collect();
+        if let Some(gate) = &settings.before {
+            functions.push(gate.clone());
+        }
+        let worker = match &settings.handlers {
+            Some(path) => Some(Mutex::new(Worker::start(path, &functions).map_err(|e| e.to_string())?)),
+            None => None,
+        };
+        let prefix = base_path(&router.spec.base_url);
+        Ok(WorldApp { state, router, settings, key, prefix, worker, allowed: None })
+    }
+
+    fn strip<'a>(&self, path: &'a str) -> &'a str {
+        if !self.prefix.is_empty() && path.starts_with(&self.prefix) {
+            let rest = &path[self.prefix.len()..];
+            return if rest.is_empty() { "/" } else { rest };
+        }
+        path
+    }
+
+    fn form(&self, raw: &[u8], headers: &[(String, String)]) -> Vec<(String, String)> {
+        let header = |name: &str| headers.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+        let content_type = header("content-type").unwrap_or("").split(';').next().unwrap_or("").trim().to_lowercase();
+        if content_type == "application/json" {
+            return match std::str::from_utf8(raw).ok().and_then(|t| gateway_world::json::parse(t).ok()).map(|p| p.value) {
+                Some(Value::Object(map)) => map.iter().map(|(k, v)| (k.clone(), python_str(v))).collect(),
+                _ => Vec::new(),
+            };
+        }
+        let mut form = parse_query(&String::from_utf8_lossy(raw));
+        if let Some(value) = header("authorization").filter(|v| v.get(..6).is_some_and(|p| p.eq_ignore_ascii_case("basic "))) {
+            if let Some(decoded) = python_b64decode(&value[6..]).and_then(|b| String::from_utf8(b).ok()) {
+                let (id, secret) = decoded.split_once(':').unwrap_or((decoded.as_str(), ""));
+                for (name, value) in [("client_id", id), ("client_secret", secret)] {
+                    if !form.iter().any(|(k, _)| k == name) {
+                        form.push((name.to_string(), value.to_string()));
+                    }
+                }
+            }
+        }
+        form
+    }
+
+    /// Answer one request. `headers` are lower-cased; `default_host` is used for
+    /// links when the request has no Host header.
+    pub fn handle(&self, method: &str, target: &str, headers: &[(String, String)], raw: &[u8], default_host: &str) -> Response {
+        let (path, query_text) = split_target(target);
+        if method == "GET" && path == HEALTH {
+            return Response::json(200, object([("ok", Value::Bool(true)), ("world", Value::str(&self.router.spec.slug))]));
+        }
+        if method == "GET" && path == STATE {
+            return match self.state.dump() {
+                Ok(mut dump) => {
+                    dump.insert("snapshot".into(), self.state.describe_snapshot());
+                    Response::json(200, Value::Object(dump))
+                }
+                Err(error) => internal(&error.to_string()),
+            };
+        }
+        if method == "POST" && path == RESET {
+            return match self.state.reset() {
+                Ok(()) => Response::json(200, object([("ok", Value::Bool(true))])),
+                Err(error) => internal(&error.to_string()),
+            };
+        }
+        if method == "POST" && path == SEED {
+            let Some(body) = json_body(raw) else {
+                return Response::json(400, error_body("seed must be JSON"));
+            };
+            return match self.state.seed(&body) {
+                Ok(()) => Response::json(200, object([("ok", Value::Bool(true))])),
+                Err(WorldError::Contract(error)) if error.code == "base_mismatch" => Response::json(
+                    409,
+                    object([("error", Value::str("base_mismatch")), ("expected", error.context("expected").cloned().unwrap_or_default())]),
+                ),
+                Err(error) => {
+                    Response::json(400, object([("error", Value::str("seed_rejected")), ("detail", Value::Str(error.to_string()))]))
+                }
+            };
+        }
+        if method == "POST" && self.settings.token_path.as_deref().is_some_and(|t| t == self.strip(path)) {
+            return match self.router.issue_token(&self.form(raw, headers), self.key.as_deref()) {
+                Some(issued) => Response::json(200, issued),
+                None => Response::json(400, error_body("invalid_client")),
+            };
+        }
+        if !matches!(method, "GET" | "POST" | "PUT" | "PATCH" | "DELETE") {
+            return Response::json(405, error_body("method_not_allowed"));
+        }
+        self.route(method, path, query_text, headers, raw, default_host)
+    }
+
+    fn route(
+        &self,
+        method: &str,
+        raw_path: &str,
+        query_text: &str,
+        headers: &[(String, String)],
+        raw: &[u8],
+        default_host: &str,
+    ) -> Response {
+        let settings = &self.settings;
+        let path = self.strip(raw_path);
+        let query = parse_query(query_text);
+        if !self.router.authorized(headers, &query, self.key.as_deref()) {
+            return Response::json(settings.unauthorized_status, settings.unauthorized.clone());
+        }
+        let Some((operation, args)) = self.router.route(method, path, &query) else {
+            return Response::json(settings.not_found_status, settings.not_found.clone());
+        };
+        if let Some(allowed) = &self.allowed {
+            if !allowed.contains(&operation.name) {
+                return Response::json(403, object([("error", Value::str("tool_not_allowed")), ("tool", Value::str(&operation.name))]));
+            }
+        }
+        let op = settings.for_operation(&operation.name);
+        let body = if matches!(method, "POST" | "PUT" | "PATCH") { json_body(raw) } else { Some(Value::Object(Map::new())) };
+        let Some(body) = body else {
+            return Response::json(settings.invalid_status, settings.invalid.clone());
+        };
+        let header = |name: &str| headers.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+        let host = header("host").unwrap_or(default_host);
+        let proto = header("x-forwarded-proto").unwrap_or("http").split(',').next().unwrap_or("http").trim().to_string();
+        let link: Link = (format!("{proto}://{host}{raw_path}"), query.clone());
+        let request = Request { operation, args, query, body, headers, link };
+        let outcome = (|| -> Result<Response, Failure> {
+            if let Some(gate) = &settings.before {
+                if let Some(verdict) = self.run_gate(gate, &request)? {
+                    return Ok(verdict);
+                }
+            }
+            self.answer(&op, &request)
+        })();
+        match outcome {
+            Ok(response) => response,
+            Err(Failure::Contract(detail)) => {
+                let invalid = match &settings.invalid {
+                    Value::Object(map) => {
+                        let mut map = map.clone();
+                        map.insert("detail".into(), detail);
+                        Value::Object(map)
+                    }
+                    other => other.clone(),
+                };
+                Response::json(settings.invalid_status, invalid)
+            }
+            Err(Failure::Internal(message)) => internal(&message),
+        }
+    }
+
+    fn run_gate(&self, gate: &str, request: &Request) -> Result<Option<Response>, Failure> {
+        match self.call_handler(gate, request)? {
+            HandlerOutcome::Body(Value::Null) => Ok(None),
+            HandlerOutcome::Body(body) => Ok(Some(Response::json(200, body))),
+            HandlerOutcome::Answer { status, body, headers } => Ok(Some(answer(status, body, headers.unwrap_or_default()))),
+        }
+    }
+
+    fn call_handler(&self, function: &str, request: &Request) -> Result<HandlerOutcome, Failure> {
+        let Some(worker) = &self.worker else {
+            return Err(Failure::Internal(format!("no handlers module for {function}")));
+        };
+        let payload = HandlerRequest {
+            args: Value::Object(request.args.iter().map(|(k, v)| (k.clone(), Value::str(v))).collect()),
+            query: query_object(&request.query),
+            body: request.body.clone(),
+            headers: Value::Object(request.headers.iter().map(|(k, v)| (k.clone(), Value::str(v))).collect()),
+            operation: object([
+                ("name", Value::str(&request.operation.name)),
+                ("method", Value::str(&request.operation.method)),
+                ("path", Value::str(&request.operation.path)),
+                ("entity", request.operation.entity.clone().map(Value::Str).unwrap_or_default()),
+            ]),
+        };
+        let mut host = Host { app: self, link: &request.link };
+        let mut worker = worker.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        match worker.call(function, &payload, &mut host) {
+            Ok(outcome) => Ok(outcome),
+            Err(HandlerFailure::Contract(detail)) => Err(Failure::Contract(detail)),
+            Err(HandlerFailure::Exception(message)) => Err(Failure::Internal(message)),
+            Err(HandlerFailure::WorkerDied(message)) => Err(Failure::Internal(message)),
+        }
+    }
+
+    fn answer(&self, op: &OperationSettings, request: &Request) -> Result<Response, Failure> {
+        let operation = request.operation;
+        if op.action == "handler" {
+            let function = op.handler.clone().unwrap_or_default();
+            return Ok(match self.call_handler(&function, request)? {
+                HandlerOutcome::Body(Value::Null) => Response { status: op.status as u16, body: None, headers: Vec::new() },
+                HandlerOutcome::Body(body) => Response::json(op.status, body),
+                HandlerOutcome::Answer { status, body, headers } => answer(status, body, headers.unwrap_or_default()),
+            });
+        }
+        let Some(entity) = operation.entity.as_deref() else {
+            return Ok(Response::json(501, object([("error", Value::str("not_modelled")), ("operation", Value::str(&operation.name))])));
+        };
+        let mut values: Vec<(String, String)> = request.query.iter().filter(|(k, _)| operation.params.contains(k)).cloned().collect();
+        for (k, v) in &request.args {
+            match values.iter_mut().find(|(name, _)| name == k) {
+                Some(slot) => slot.1 = v.clone(),
+                None => values.push((k.clone(), v.clone())),
+            }
+        }
+        if op.action == "create" {
+            let row = self.bind(op, entity, &request.body, None)?;
+            let row =
+                self.state.write(|store| store.insert(entity, &row, Some(source("api.create"))), Some(entity)).map_err(Failure::from)?;
+            let body = if op.single {
+                row
+            } else {
+                wrap(Page::whole(vec![row]), &self.settings, op.envelope.as_deref(), &self.settings.paging, None)
+            };
+            return Ok(Response::json(op.status, body));
+        }
+        let filters: Vec<Filter> = op
+            .filter
+            .iter()
+            .filter_map(|(arg, path)| {
+                let wanted = values.iter().find(|(k, _)| k == arg)?.1.to_lowercase();
+                let mode = op.matching.get(arg).cloned().unwrap_or_else(|| "equals".into());
+                Some(Filter { path: path.clone(), mode, wanted })
+            })
+            .collect();
+        if matches!(op.action.as_str(), "update" | "delete") {
+            let (total, rows) = self.state.select(entity, &filters, Some((0, 2))).map_err(Failure::from)?;
+            if total != 1 {
+                return Ok(Response::json(self.settings.not_found_status, self.settings.not_found.clone()));
+            }
+            let current = &rows[0];
+            let declared = self.state.contract().entity(entity).map(|e| e.primary_key.clone()).unwrap_or_default();
+            let key = object(declared.iter().map(|f| (f.clone(), current.get(f).cloned().unwrap_or_default())));
+            if op.action == "delete" {
+                self.state.write(|store| store.delete(entity, &key, Some(source("api.delete"))), Some(entity)).map_err(Failure::from)?;
+                return Ok(Response { status: op.status as u16, body: None, headers: Vec::new() });
+            }
+            let patch = self.bind(op, entity, &request.body, Some(current))?;
+            let row = self
+                .state
+                .write(|store| store.update(entity, &key, &patch, Some(source("api.update"))), Some(entity))
+                .map_err(Failure::from)?;
+            let row = row.unwrap_or_default();
+            let body = if op.single {
+                row
+            } else {
+                wrap(Page::whole(vec![row]), &self.settings, op.envelope.as_deref(), &self.settings.paging, None)
+            };
+            return Ok(Response::json(op.status, body));
+        }
+        if op.single {
+            let (_, rows) = self.state.select(entity, &filters, Some((0, 1))).map_err(Failure::from)?;
+            return Ok(match rows.into_iter().next() {
+                Some(row) => Response::json(op.status, row),
+                None => Response::json(self.settings.not_found_status, self.settings.not_found.clone()),
+            });
+        }
+        let paging = match &op.paging {
+            None => self.settings.paging.clone(),
+            Some(style) => Paging { style: style.clone(), ..self.settings.paging.clone() },
+        };
+        let span = window(&request.query, &paging);
+        let (total, rows) = self.state.select(entity, &filters, span).map_err(Failure::from)?;
+        let page = match span {
+            None => Page::whole(rows),
+            Some((offset, limit)) => Page { rows, total, offset, limit, style: paging.style.clone() },
+        };
+        let headers = page_headers(&page, &self.settings, &paging).unwrap_or_default();
+        let body = wrap(page, &self.settings, op.envelope.as_deref(), &paging, Some(&request.link));
+        Ok(Response { status: op.status as u16, body: Some(body), headers })
+    }
+
+    /// The row a create or update writes: defaults, the body (mapped or as-is), generated fields.
+    fn bind(&self, op: &OperationSettings, entity: &str, body: &Value, current: Option<&Value>) -> Result<Value, Failure> {
+        let empty = Map::new();
+        let body_map = body.as_object().unwrap_or(&empty);
+        let mut row: Map = if current.is_none() { op.defaults.clone() } else { Map::new() };
+        if op.body.is_empty() {
+            for (k, v) in body_map {
+                row.insert(k.clone(), v.clone());
+            }
+        } else {
+            for (field, path) in &op.body {
+                if let Some(value) = dig(body, path).filter(|v| !matches!(v, Value::Null)) {
+                    set_dotted(&mut row, field, value.clone(), current);
+                }
+            }
+        }
+        if current.is_none() {
+            for (field, kind) in &op.generate {
+                if row.get(field).is_some_and(|v| !matches!(v, Value::Null)) {
+                    continue;
+                }
+                let value = match kind.as_str() {
+                    "uuid" => Value::Str(uuid4()),
+                    "now" => Value::Str(now_iso()),
+                    _ => {
+                        let rows = self.state.rows(entity).map_err(Failure::from)?;
+                        let highest = rows
+                            .iter()
+                            .filter_map(|r| match r.get(field) {
+                                Some(Value::Int(n)) => Some(*n),
+                                Some(Value::Bool(b)) => Some(i64::from(*b)),
+                                _ => None,
+                            })
+                            .fold(0, i64::max);
+                        Value::Int(highest + 1)
+                    }
+                };
+                row.insert(field.clone(), value);
+            }
+        }
+        Ok(Value::Object(row))
+    }
+}
+
+fn source(record: &str) -> Value {
+    object([("record", Value::str(record))])
+}
+
+fn internal(message: &str) -> Response {
+    Response::json(500, object([("error", Value::str("internal_error")), ("detail", Value::str(message))]))
+}
+
+fn answer(status: i64, body: Value, headers: Vec<(String, String)>) -> Response {
+    let body = if matches!(body, Value::Null) { None } else { Some(body) };
+    Response { status: status.clamp(100, 999) as u16, body, headers }
+}
+
+/// Split a request target into its path and query.
+pub fn split_target(target: &str) -> (&str, &str) {
+    let without_fragment = target.split('#').next().unwrap_or("");
+    without_fragment.split_once('?').unwrap_or((without_fragment, ""))
+}
+
+/// The original's `_set`: assign a dotted target, keeping siblings of nested objects.
+fn set_dotted(row: &mut Map, target: &str, value: Value, current: Option<&Value>) {
+    let parts: Vec<&str> = target.split('.').collect();
+    if parts.len() == 1 {
+        row.insert(target.to_string(), value);
+        return;
+    }
+    let head = parts[0];
+    if !row.contains_key(head) {
+        let base =
+            current.and_then(|c| c.get(head)).filter(|b| b.as_object().is_some()).cloned().unwrap_or_else(|| Value::Object(Map::new()));
+        row.insert(head.to_string(), base);
+    }
+    let mut node = row.get_mut(head).expect("inserted");
+    for part in &parts[1..parts.len() - 1] {
+        let Value::Object(map) = node else { return };
+        if !matches!(map.get(*part), Some(Value::Object(_))) {
+            map.insert(part.to_string(), Value::Object(Map::new()));
+        }
+        node = map.get_mut(*part).expect("inserted");
+    }
+    if let Value::Object(map) = node {
+        map.insert(parts[parts.len() - 1].to_string(), value);
+    }
+}
+
+/// A random UUID (version 4), as Python's `str(uuid.uuid4())`.
+pub fn uuid4() -> String {
+    let mut b = [0u8; 16];
+    gateway_world::store::fill_random(&mut b);
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h = hex::encode(b);
+    format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..])
+}
+
+/// The world's clock: `GATEWAY_WORLD_CLOCK` (epoch seconds) freezes it.
+pub fn clock() -> f64 {
+    std::env::var("GATEWAY_WORLD_CLOCK")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .unwrap_or_else(|| std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0))
+}
+
+/// `ctx.now()`: the clock as ISO 8601 seconds with `Z`.
+pub fn now_iso() -> String {
+    gateway_world::snapshot::format_utc(clock().floor() as i64)
+}
+
+struct Request<'a> {
+    operation: &'a Operation,
+    args: Vec<(String, String)>,
+    query: Vec<(String, String)>,
+    body: Value,
+    headers: &'a [(String, String)],
+    link: Link,
+}
+
+enum Failure {
+    Contract(Value),
+    Internal(String),
+}
+
+impl From<WorldError> for Failure {
+    fn from(error: WorldError) -> Self {
+        match error {
+            WorldError::Contract(contract) => Failure::Contract(contract.detail()),
+            other => Failure::Internal(other.to_string()),
+        }
+    }
+}
+
+/// Answers a handler's `ctx` calls from the world's state.
+struct Host<'a> {
+    app: &'a WorldApp,
+    link: &'a Link,
+}
+
+fn ctx_error(error: WorldError) -> CtxError {
+    match error {
+        WorldError::Contract(contract) => CtxError::Contract(contract.detail()),
+        other => CtxError::Other(other.to_string()),
+    }
+}
+
+impl CtxHost for Host<'_> {
+    fn call(&mut self, method: &str, params: &Value) -> Result<Value, CtxError> {
+        let app = self.app;
+        let text = |name: &str| params.get(name).and_then(Value::as_str).unwrap_or_default().to_string();
+        let null = Value::Null;
+        let param = |name: &str| params.get(name).unwrap_or(&null);
+        let entity = text("entity");
+        let rows_of = |value: &Value| value.as_array().cloned().unwrap_or_default();
+        match method {
+            "rows" => app.state.rows(&entity).map(Value::Array).map_err(ctx_error),
+            "get" => app.state.get(&entity, param("key")).map(Option::unwrap_or_default).map_err(ctx_error),
+            "find" => {
+                let filters: Vec<Filter> = param("fields")
+                    .as_object()
+                    .map(|m| {
+                        m.iter()
+                            .map(|(k, v)| Filter { path: k.clone(), mode: "equals".into(), wanted: python_str(v).to_lowercase() })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let rows = app.state.rows(&entity).map_err(ctx_error)?;
+                Ok(Value::Array(rows.into_iter().filter(|r| matches(r, &filters)).collect()))
+            }
+            "insert" => {
+                app.state.write(|s| s.insert(&entity, param("value"), Some(source("api.create"))), Some(&entity)).map_err(ctx_error)
+            }
+            "update" => app
+                .state
+                .write(|s| s.update(&entity, param("key"), param("patch"), Some(source("api.update"))), Some(&entity))
+                .map(Option::unwrap_or_default)
+                .map_err(ctx_error),
+            "delete" => app
+                .state
+                .write(|s| s.delete(&entity, param("key"), Some(source("api.delete"))), Some(&entity))
+                .map(|_| Value::Null)
+                .map_err(ctx_error),
+            "key_of" => {
+                let fields = app.state.contract().entity(&entity).map(|e| e.primary_key.clone()).unwrap_or_default();
+                let row = param("row");
+                Ok(object(fields.iter().map(|f| (f.clone(), row.get(f).cloned().unwrap_or_default()))))
+            }
+            "envelope" | "paged" => {
+                let query = query_pairs(params.get("query"));
+                let page = paginate(rows_of(param("rows")), &query, &app.settings.paging);
+                let envelope = params.get("envelope").and_then(Value::as_str).map(str::to_string);
+                let headers = page_headers(&page, &app.settings, &app.settings.paging);
+                let body = wrap(page, &app.settings, envelope.as_deref(), &app.settings.paging, Some(self.link));
+                if method == "envelope" {
+                    return Ok(body);
+                }
+                let status = params.get("status").cloned().unwrap_or(Value::Int(200));
+                let headers = headers.map(|h| Value::Object(h.into_iter().map(|(k, v)| (k, Value::Str(v))).collect())).unwrap_or_default();
+                Ok(Value::Array(vec![status, body, headers]))
+            }
+            "not_found" => Ok(Value::Array(vec![Value::Int(app.settings.not_found_status), app.settings.not_found.clone()])),
+            "invalid" => {
+                let mut body = app.settings.invalid.clone();
+                if let (Some(Value::Str(detail)), Value::Object(map)) = (params.get("detail"), &mut body) {
+                    if !detail.is_empty() {
+                        map.insert("detail".into(), Value::str(detail));
+                    }
+                }
+                Ok(Value::Array(vec![Value::Int(app.settings.invalid_status), body]))
+            }
+            other => Err(CtxError::Other(format!("unknown ctx method {other}"))),
+        }
+    }
+}
+
+/// Query values of a request, as the handler sees them (helper for tests).
+pub fn query_value(query: &[(String, String)], name: &str) -> Option<String> {
+    query_get(query, name).map(str::to_string)
+}

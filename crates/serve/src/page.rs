@@ -1,0 +1,240 @@
+//! Pages, cursors, envelopes and paging headers, shaped the vendor's way.
+
+use crate::settings::{ApiSettings, Paging};
+use base64::Engine as _;
+use gateway_world::json::{Map, Value};
+
+/// One page of rows and where its neighbours start.
+#[derive(Debug, Clone)]
+pub struct Page {
+    /// The rows of this page.
+    pub rows: Vec<Value>,
+    /// How many rows matched in all.
+    pub total: i64,
+    /// Where this page starts.
+    pub offset: i64,
+    /// Page size.
+    pub limit: i64,
+    /// none | offset | cursor.
+    pub style: String,
+}
+
+impl Page {
+    /// A page holding every row (no paging).
+    pub fn whole(rows: Vec<Value>) -> Page {
+        let total = rows.len() as i64;
+        Page { rows, total, offset: 0, limit: total, style: "none".into() }
+    }
+
+    /// Where the next page starts, if there is one.
+    pub fn next_offset(&self) -> Option<i64> {
+        let following = self.offset + self.limit;
+        (self.style != "none" && following < self.total).then_some(following)
+    }
+
+    /// Where the previous page starts, if there is one.
+    pub fn previous_offset(&self) -> Option<i64> {
+        (self.style != "none" && self.offset > 0).then(|| (self.offset - self.limit).max(0))
+    }
+}
+
+/// Python's `int(text)` for a query value: whitespace, a sign, digits and single
+/// underscores between digits. None when Python would raise.
+pub fn python_int(text: &str) -> Option<i64> {
+    let trimmed = text.trim_matches(|c: char| c.is_whitespace());
+    let (negative, digits) = match trimmed.as_bytes().first() {
+        Some(b'-') => (true, &trimmed[1..]),
+        Some(b'+') => (false, &trimmed[1..]),
+        _ => (false, trimmed),
+    };
+    let bytes = digits.as_bytes();
+    if bytes.is_empty()
+        || bytes[0] == b'_'
+        || bytes[bytes.len() - 1] == b'_'
+        || digits.contains("__")
+        || !bytes.iter().all(|b| b.is_ascii_digit() || *b == b'_')
+    {
+        return None;
+    }
+    let clean: String = digits.chars().filter(|c| *c != '_').collect();
+    let value: i64 = clean.parse().ok()?;
+    Some(if negative { -value } else { value })
+}
+
+fn int_param(value: Option<&str>, default: i64) -> i64 {
+    match value {
+        None => default,
+        Some(text) => match python_int(text) {
+            Some(n) if n >= 0 => n,
+            _ => default,
+        },
+    }
+}
+
+/// The offset a cursor token encodes (0 for anything unreadable).
+pub fn decode_cursor(raw: &str) -> i64 {
+    // Python's urlsafe_b64decode discards characters outside the alphabet.
+    let kept: String = raw.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_').collect();
+    let decoded = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(kept.as_bytes()).ok().and_then(|b| String::from_utf8(b).ok());
+    decoded.and_then(|text| python_int(&text)).unwrap_or(0)
+}
+
+/// The cursor token for an offset.
+pub fn encode_cursor(offset: i64) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(offset.to_string())
+}
+
+/// The (offset, limit) a query asks for under `paging`; None for unpaged lists.
+pub fn window(query: &[(String, String)], paging: &Paging) -> Option<(i64, i64)> {
+    if paging.style == "none" {
+        return None;
+    }
+    let get = |name: &str| query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+    let limit = int_param(get(&paging.limit_param), paging.page_size);
+    let offset = if paging.style == "offset" {
+        int_param(get(&paging.offset_param), 0)
+    } else {
+        get(&paging.cursor_param).filter(|r| !r.is_empty()).map(decode_cursor).unwrap_or(0)
+    };
+    Some((offset, limit))
+}
+
+/// Python's `rows[start:stop]` bounds for a list of `len` items.
+pub fn python_slice(len: i64, start: i64, stop: i64) -> (usize, usize) {
+    let clamp = |i: i64| if i < 0 { (i + len).max(0) } else { i.min(len) };
+    let (a, b) = (clamp(start), clamp(stop));
+    (a as usize, b.max(a) as usize)
+}
+
+/// One page of `rows` as the query asks (the original's `paginate`).
+pub fn paginate(rows: Vec<Value>, query: &[(String, String)], paging: &Paging) -> Page {
+    let Some((offset, limit)) = window(query, paging) else {
+        return Page::whole(rows);
+    };
+    let total = rows.len() as i64;
+    let (a, b) = python_slice(total, offset, offset.saturating_add(limit));
+    let rows = rows.into_iter().skip(a).take(b - a).collect();
+    Page { rows, total, offset, limit, style: paging.style.clone() }
+}
+
+/// `urllib.parse.urlencode` of pairs (quote_plus; safe: letters, digits, `_.-~`).
+pub fn urlencode(pairs: &[(String, String)]) -> String {
+    fn quote_plus(text: &str) -> String {
+        let mut out = String::new();
+        for b in text.bytes() {
+            match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'.' | b'-' | b'~' => out.push(b as char),
+                b' ' => out.push('+'),
+                other => out.push_str(&format!("%{other:02X}")),
+            }
+        }
+        out
+    }
+    pairs.iter().map(|(k, v)| format!("{}={}", quote_plus(k), quote_plus(v))).collect::<Vec<_>>().join("&")
+}
+
+/// The request's absolute URL (without query) and query, for page links.
+pub type Link = (String, Vec<(String, String)>);
+
+/// What a client is handed for a neighbouring page.
+fn page_ref(page: &Page, offset: Option<i64>, paging: &Paging, link: Option<&Link>) -> Value {
+    let Some(offset) = offset else {
+        return if link.is_some() { Value::Null } else { Value::str("") };
+    };
+    let Some((base, query)) = link else {
+        return Value::Str(encode_cursor(offset));
+    };
+    let mut following = query.clone();
+    let mut set = |key: &str, value: String| match following.iter_mut().find(|(k, _)| k == key) {
+        Some(slot) => slot.1 = value,
+        None => following.push((key.to_string(), value)),
+    };
+    if page.style == "offset" {
+        set(&paging.offset_param, offset.to_string());
+    } else {
+        set(&paging.cursor_param, encode_cursor(offset));
+    }
+    set(&paging.limit_param, page.limit.to_string());
+    Value::Str(format!("{base}?{}", urlencode(&following)))
+}
+
+/// The page's cursor/total/previous as response headers, when the vendor sends them.
+pub fn page_headers(page: &Page, settings: &ApiSettings, paging: &Paging) -> Option<Vec<(String, String)>> {
+    if settings.page_headers.is_empty() {
+        return None;
+    }
+    let text = |v: Value| match v {
+        Value::Str(s) if !s.is_empty() => Some(s),
+        _ => None,
+    };
+    let mut out = Vec::new();
+    for (key, header) in &settings.page_headers {
+        let value = match key.as_str() {
+            "cursor" => text(page_ref(page, page.next_offset(), paging, None)),
+            "total" => Some(page.total.to_string()),
+            _ => text(page_ref(page, page.previous_offset(), paging, None)),
+        };
+        if let Some(value) = value {
+            out.push((header.clone(), value));
+        }
+    }
+    Some(out)
+}
+
+/// Rows in the vendor's envelope (or the bare array when the envelope key is empty).
+pub fn wrap(page: Page, settings: &ApiSettings, envelope: Option<&str>, paging: &Paging, link: Option<&Link>) -> Value {
+    let key = envelope.unwrap_or(&settings.envelope);
+    if key.is_empty() {
+        return Value::Array(page.rows);
+    }
+    let link = if settings.page_links { link } else { None };
+    let next = page_ref(&page, page.next_offset(), paging, link);
+    let previous = settings
+        .previous_key
+        .as_ref()
+        .filter(|k| !k.is_empty())
+        .map(|k| (k.clone(), page_ref(&page, page.previous_offset(), paging, link)));
+    let total = page.total;
+    let mut out = Map::new();
+    out.insert(key.to_string(), Value::Array(page.rows));
+    out.insert(settings.hits_key.clone(), Value::Int(total));
+    out.insert(settings.cursor_key.clone(), next);
+    if let Some((k, v)) = previous {
+        out.insert(k, v);
+    }
+    Value::Object(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_garbage_is_zero() {
+        assert_eq!(encode_cursor(2), "Mg");
+        assert_eq!(decode_cursor("Mg"), 2);
+        assert_eq!(decode_cursor("%%%"), 0);
+        assert_eq!(decode_cursor("MTA="), 10);
+    }
+
+    #[test]
+    fn python_ints() {
+        assert_eq!(python_int(" 12 "), Some(12));
+        assert_eq!(python_int("1_0"), Some(10));
+        assert_eq!(python_int("-4"), Some(-4));
+        assert_eq!(python_int("1.5"), None);
+        assert_eq!(python_int("_1"), None);
+    }
+
+    #[test]
+    fn slices_like_python() {
+        assert_eq!(python_slice(10, -5, -3), (5, 7));
+        assert_eq!(python_slice(3, 2, 10), (2, 3));
+        assert_eq!(python_slice(3, 5, 7), (3, 3));
+    }
+
+    #[test]
+    fn urlencode_quotes_plus() {
+        assert_eq!(urlencode(&[("q".into(), "a b/c".into())]), "q=a+b%2Fc");
+    }
+}

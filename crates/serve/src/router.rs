@@ -1,0 +1,305 @@
+//! Request routing (path templates, the "declared params sent win" tie-break),
+//! credentials for every auth scheme, and the OAuth2 token endpoint.
+
+use base64::Engine as _;
+use gateway_connector::spec::{Operation, Spec};
+use gateway_world::json::{dumps, object, DumpOptions, Value};
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+
+/// Python's `urllib.parse.unquote` (UTF-8, invalid sequences replaced).
+pub fn unquote(text: &str) -> String {
+    unquote_bytes(text.as_bytes(), false)
+}
+
+/// `unquote_plus`: also turns `+` into a space.
+pub fn unquote_plus(text: &str) -> String {
+    unquote_bytes(text.as_bytes(), true)
+}
+
+fn unquote_bytes(bytes: &[u8], plus: bool) -> String {
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' if i + 2 < bytes.len() && bytes[i + 1].is_ascii_hexdigit() && bytes[i + 2].is_ascii_hexdigit() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("00");
+                out.push(u8::from_str_radix(hex, 16).unwrap_or(0));
+                i += 3;
+            }
+            b'+' if plus => {
+                out.push(b' ');
+                i += 1;
+            }
+            other => {
+                out.push(other);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Python's `{k: v[0] for k, v in parse_qs(query).items()}`: `&`-separated pairs,
+/// blank values dropped, the first value of a repeated name kept, first-seen order.
+pub fn parse_query(query: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for pair in query.split('&') {
+        if pair.is_empty() {
+            continue;
+        }
+        let Some((name, value)) = pair.split_once('=') else { continue };
+        if value.is_empty() {
+            continue;
+        }
+        let name = unquote_plus(name);
+        if !out.iter().any(|(k, _)| *k == name) {
+            out.push((name, unquote_plus(value)));
+        }
+    }
+    out
+}
+
+/// The value of a query parameter.
+pub fn query_get<'a>(query: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+}
+
+#[derive(Debug)]
+enum Part {
+    Literal(String),
+    Arg(String),
+}
+
+/// A compiled path template.
+#[derive(Debug)]
+struct Pattern(Vec<Part>);
+
+impl Pattern {
+    fn new(template: &str) -> Pattern {
+        let mut parts = Vec::new();
+        let mut literal = String::new();
+        let mut rest = template;
+        while let Some(start) = rest.find('{') {
+            let after = &rest[start + 1..];
+            match after.find('}') {
+                Some(end) if gateway_connector::spec::placeholders(&rest[start..start + end + 2]).len() == 1 => {
+                    literal.push_str(&rest[..start]);
+                    parts.push(Part::Literal(std::mem::take(&mut literal)));
+                    parts.push(Part::Arg(after[..end].to_string()));
+                    rest = &after[end + 1..];
+                }
+                _ => {
+                    literal.push_str(&rest[..=start]);
+                    rest = after;
+                }
+            }
+        }
+        literal.push_str(rest);
+        parts.push(Part::Literal(literal));
+        Pattern(parts)
+    }
+
+    /// Match like `^…(?P<arg>[^/]+)…$` with backtracking.
+    fn matches(&self, path: &str) -> Option<Vec<(String, String)>> {
+        fn walk(parts: &[Part], path: &str, out: &mut Vec<(String, String)>) -> bool {
+            match parts.split_first() {
+                None => path.is_empty(),
+                Some((Part::Literal(text), rest)) => path.strip_prefix(text.as_str()).is_some_and(|tail| walk(rest, tail, out)),
+                Some((Part::Arg(name), rest)) => {
+                    let limit = path.find('/').unwrap_or(path.len());
+                    for end in (1..=limit).rev().filter(|e| path.is_char_boundary(*e)) {
+                        out.push((name.clone(), path[..end].to_string()));
+                        if walk(rest, &path[end..], out) {
+                            return true;
+                        }
+                        out.pop();
+                    }
+                    false
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.0, path, &mut out).then_some(out)
+    }
+}
+
+/// Tokens minted by the world's OAuth2 endpoint.
+#[derive(Debug, Default)]
+struct Tokens {
+    bearers: HashSet<String>,
+    refresh: HashMap<String, String>,
+}
+
+/// Routes and credentials of one served world.
+#[derive(Debug)]
+pub struct Router {
+    /// The connection spec.
+    pub spec: Spec,
+    routes: Vec<Pattern>,
+    tokens: Mutex<Tokens>,
+    jwt_secret: [u8; 32],
+}
+
+/// `secrets.token_urlsafe(n)`.
+pub fn token_urlsafe(n: usize) -> String {
+    let mut bytes = vec![0u8; n];
+    gateway_world::store::fill_random(&mut bytes);
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+impl Router {
+    /// Compile the routes of a spec.
+    pub fn new(spec: Spec) -> Router {
+        let routes = spec.operations.iter().map(|o| Pattern::new(&o.path)).collect();
+        let mut jwt_secret = [0u8; 32];
+        gateway_world::store::fill_random(&mut jwt_secret);
+        Router { spec, routes, tokens: Mutex::new(Tokens::default()), jwt_secret }
+    }
+
+    /// The operation a request addresses and its (unquoted) path arguments. Among
+    /// path matches, the one whose declared parameters the caller sent wins; ties
+    /// keep declaration order.
+    pub fn route(&self, method: &str, path: &str, query: &[(String, String)]) -> Option<(&Operation, Vec<(String, String)>)> {
+        let mut best: Option<(usize, usize, Vec<(String, String)>)> = None;
+        for (index, (operation, pattern)) in self.spec.operations.iter().zip(&self.routes).enumerate() {
+            if operation.method != method {
+                continue;
+            }
+            let Some(found) = pattern.matches(path) else { continue };
+            let present = operation.params.iter().filter(|p| query.iter().any(|(k, _)| k == *p)).count();
+            if best.as_ref().is_none_or(|(score, _, _)| present > *score) {
+                best = Some((present, index, found));
+            }
+        }
+        best.map(|(_, index, found)| (&self.spec.operations[index], found.into_iter().map(|(k, v)| (k, unquote(&v))).collect()))
+    }
+
+    /// Whether the request carries an acceptable credential.
+    pub fn authorized(&self, headers: &[(String, String)], query: &[(String, String)], key: Option<&str>) -> bool {
+        let header = |name: &str| headers.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+        let scheme = self.spec.scheme.as_str();
+        let presented: Option<String> = match scheme {
+            "none" => return true,
+            "header" => header(&self.spec.auth_name.clone().unwrap_or_default().to_lowercase()).map(str::to_string),
+            "bearer" | "oauth2" => {
+                let value = header("authorization").unwrap_or("");
+                value.get(..7).filter(|p| p.eq_ignore_ascii_case("bearer ")).map(|_| value[7..].to_string())
+            }
+            "basic" => {
+                let value = header("authorization").unwrap_or("");
+                value
+                    .get(..6)
+                    .filter(|p| p.eq_ignore_ascii_case("basic "))
+                    .and_then(|_| python_b64decode(&value[6..]))
+                    .and_then(|b| String::from_utf8(b).ok())
+            }
+            "query" => query_get(query, self.spec.auth_name.as_deref().unwrap_or_default()).map(str::to_string),
+            _ => None,
+        };
+        let Some(presented) = presented.filter(|p| !p.is_empty()) else {
+            return false;
+        };
+        if scheme == "oauth2" {
+            return self.tokens.lock().expect("tokens").bearers.contains(&presented);
+        }
+        key.is_none_or(|k| k == presented)
+    }
+
+    /// The token endpoint: client_credentials, password and refresh_token grants.
+    pub fn issue_token(&self, form: &[(String, String)], key: Option<&str>) -> Option<Value> {
+        let get = |name: &str| form.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+        match get("grant_type").unwrap_or("client_credentials") {
+            "client_credentials" => {
+                if key.is_some() && get("client_secret") != key {
+                    return None;
+                }
+                let token = token_urlsafe(32);
+                self.tokens.lock().expect("tokens").bearers.insert(token.clone());
+                let mut answer =
+                    vec![("access_token", Value::Str(token)), ("token_type", Value::str("Bearer")), ("expires_in", Value::Int(3600))];
+                if let Some(scope) = get("scope").filter(|s| !s.is_empty()) {
+                    answer.push(("scope", Value::str(scope)));
+                } else if let Some(scope) = &self.spec.scope {
+                    answer.push(("scope", Value::str(scope)));
+                }
+                Some(object(answer))
+            }
+            "password" => {
+                let subject = get("email").filter(|s| !s.is_empty()).or(get("username")).unwrap_or("");
+                let password = get("password").unwrap_or("");
+                if subject.is_empty() || password.is_empty() || key.is_some_and(|k| k != password) {
+                    return None;
+                }
+                Some(self.issue_identity(subject))
+            }
+            "refresh_token" => {
+                let presented = get("refresh_token").unwrap_or("");
+                let subject = self.tokens.lock().expect("tokens").refresh.remove(presented)?;
+                Some(self.issue_identity(&subject))
+            }
+            _ => None,
+        }
+    }
+
+    fn issue_identity(&self, subject: &str) -> Value {
+        let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
+        let header = engine.encode(br#"{"alg":"HS256","typ":"JWT"}"#);
+        let claims = object([
+            ("sub", Value::str(subject)),
+            ("iat", Value::Int(now)),
+            ("exp", Value::Int(now + 3600)),
+            ("iss", Value::str(&self.spec.slug)),
+            ("jti", Value::Str(token_urlsafe(9))),
+        ]);
+        let compact = DumpOptions { sort_keys: false, ensure_ascii: true, indent: None, compact: true };
+        let payload = engine.encode(dumps(&claims, compact));
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.jwt_secret).expect("any key length");
+        mac.update(format!("{header}.{payload}").as_bytes());
+        let signature = engine.encode(mac.finalize().into_bytes());
+        let id_token = format!("{header}.{payload}.{signature}");
+        let refresh = token_urlsafe(32);
+        {
+            let mut tokens = self.tokens.lock().expect("tokens");
+            tokens.bearers.insert(id_token.clone());
+            tokens.refresh.insert(refresh.clone(), subject.to_string());
+        }
+        object([
+            ("id_token", Value::Str(id_token.clone())),
+            ("access_token", Value::Str(id_token)),
+            ("refresh_token", Value::Str(refresh)),
+            ("token_type", Value::str("Bearer")),
+            ("expires_in", Value::Int(3600)),
+        ])
+    }
+}
+
+/// Python's lenient `base64.b64decode`: characters outside the alphabet are ignored.
+pub fn python_b64decode(text: &str) -> Option<Vec<u8>> {
+    let kept: String = text.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '+' || *c == '/').collect();
+    base64::engine::general_purpose::STANDARD_NO_PAD.decode(kept.as_bytes()).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_backtrack_like_the_regex() {
+        let p = Pattern::new("/searches/{id}/execute");
+        assert_eq!(p.matches("/searches/abc/execute"), Some(vec![("id".into(), "abc".into())]));
+        assert_eq!(p.matches("/searches//execute"), None);
+        assert_eq!(p.matches("/searches/a/b/execute"), None);
+        let p = Pattern::new("/files/{name}.json");
+        assert_eq!(p.matches("/files/a.b.json"), Some(vec![("name".into(), "a.b".into())]));
+    }
+
+    #[test]
+    fn queries_parse_like_parse_qs() {
+        assert_eq!(parse_query("a=1&a=2&b=&c=x+y%21&d"), vec![("a".into(), "1".into()), ("c".into(), "x y!".into())]);
+        assert_eq!(unquote("%E2%82%AC%zz"), "€%zz");
+    }
+}

@@ -1,0 +1,149 @@
+//! The HTTP server: axum on tokio, every request answered by [`WorldApp::handle`]
+//! on the blocking pool (SQLite and the handler worker are synchronous).
+
+use crate::app::{Response as AppResponse, WorldApp};
+use crate::router::Router;
+use crate::settings::load_api_settings;
+use crate::state::WorldState;
+use axum::body::{to_bytes, Body};
+use axum::extract::{Request, State};
+use axum::http::{HeaderName, HeaderValue, StatusCode};
+use axum::response::Response;
+use gateway_world::json::{dumps, DumpOptions};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Request bodies above this size are refused with 413.
+pub const MAX_BODY: usize = 16 * 1024 * 1024;
+
+/// Why a world could not be served.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The world or its connector refused (the original's ContractError).
+    #[error("{0}")]
+    World(#[from] gateway_world::Error),
+    /// connector.toml or `[api]` refused.
+    #[error("{0}")]
+    Spec(#[from] gateway_world::ContractError),
+    /// The handlers module could not start.
+    #[error("{0}")]
+    Handlers(String),
+    /// The socket could not be bound or served.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Everything `gateway worlds serve` needs besides the world path.
+#[derive(Debug, Clone, Default)]
+pub struct ServeOptions {
+    /// Port to listen on.
+    pub port: u16,
+    /// Address to bind (default 0.0.0.0).
+    pub host: Option<String>,
+    /// Pin the accepted credential.
+    pub api_key: Option<String>,
+    /// Start in this scenario.
+    pub scenario: Option<String>,
+}
+
+/// The dotted paths each entity's equality filters use: what gets a serving index.
+fn index_plan(spec: &gateway_connector::spec::Spec, settings: &crate::settings::ApiSettings) -> BTreeMap<String, Vec<String>> {
+    let mut plan: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for operation in &spec.operations {
+        let Some(entity) = &operation.entity else { continue };
+        let op = settings.for_operation(&operation.name);
+        for (arg, path) in &op.filter {
+            let equals = op.matching.get(arg).is_none_or(|m| m == "equals");
+            let paths = plan.entry(entity.clone()).or_default();
+            if equals && !paths.contains(path) {
+                paths.push(path.clone());
+            }
+        }
+    }
+    plan
+}
+
+/// Load a world for serving: spec, settings, state (scenario applied) and handlers.
+pub fn load(world: &Path, options: &ServeOptions) -> Result<WorldApp, ServeError> {
+    let spec = gateway_connector::spec::load_spec(world)?;
+    let settings = load_api_settings(world, &spec)?;
+    let state = WorldState::open(world, index_plan(&spec, &settings))?;
+    if let Some(scenario) = &options.scenario {
+        state.apply_scenario(scenario)?;
+    }
+    WorldApp::new(state, Router::new(spec), settings, options.api_key.clone()).map_err(ServeError::Handlers)
+}
+
+async fn answer(State(app): State<Arc<WorldApp>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let method = parts.method.as_str().to_string();
+    let target = parts.uri.path_and_query().map(|p| p.as_str().to_string()).unwrap_or_else(|| "/".into());
+    let headers: Vec<(String, String)> =
+        parts.headers.iter().map(|(k, v)| (k.as_str().to_ascii_lowercase(), String::from_utf8_lossy(v.as_bytes()).into_owned())).collect();
+    let Ok(raw) = to_bytes(body, MAX_BODY).await else {
+        let mut response = Response::new(Body::from(r#"{"error": "payload_too_large"}"#));
+        *response.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
+        return response;
+    };
+    let default_host = parts.extensions.get::<LocalAddr>().map(|a| a.0.clone()).unwrap_or_else(|| "127.0.0.1".into());
+    let worker_app = app.clone();
+    let answered = tokio::task::spawn_blocking(move || worker_app.handle(&method, &target, &headers, &raw, &default_host)).await;
+    let answered = answered.unwrap_or_else(|_| AppResponse {
+        status: 500,
+        body: Some(gateway_world::json::object([("error", gateway_world::Value::str("internal_error"))])),
+        headers: Vec::new(),
+    });
+    render(&app, answered)
+}
+
+#[derive(Clone)]
+struct LocalAddr(String);
+
+const RESPONSE_JSON: DumpOptions = DumpOptions { sort_keys: false, ensure_ascii: false, indent: None, compact: false };
+
+fn render(app: &WorldApp, answered: AppResponse) -> Response {
+    let status = StatusCode::from_u16(answered.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let (body, content_type) = match (&answered.body, answered.status) {
+        (_, 204) | (None, _) => (Body::empty(), None),
+        (Some(value), code) => {
+            let kind = if code >= 400 { app.settings.error_content_type.clone() } else { "application/json".to_string() };
+            (Body::from(dumps(value, RESPONSE_JSON)), Some(kind))
+        }
+    };
+    let mut response = Response::new(body);
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    if let Ok(server) = HeaderValue::from_str(&format!("gateway-world-api/{}", app.router.spec.slug)) {
+        headers.insert("server", server);
+    }
+    if let Some(kind) = content_type.and_then(|k| HeaderValue::from_str(&k).ok()) {
+        headers.insert("content-type", kind);
+    }
+    for (name, value) in answered.headers {
+        if let (Ok(name), Ok(value)) = (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(&value)) {
+            headers.append(name, value);
+        }
+    }
+    response
+}
+
+/// Serve `app` on `addr` until the process is stopped.
+pub async fn run(app: WorldApp, addr: SocketAddr) -> Result<(), ServeError> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let local = listener.local_addr()?;
+    let host = format!("127.0.0.1:{}", local.port());
+    let app = Arc::new(app);
+    let router = axum::Router::new().fallback(answer).with_state(app).layer(axum::middleware::from_fn(
+        move |mut request: Request, next: axum::middleware::Next| {
+            let host = host.clone();
+            async move {
+                request.extensions_mut().insert(LocalAddr(host));
+                next.run(request).await
+            }
+        },
+    ));
+    axum::serve(listener, router).await?;
+    Ok(())
+}

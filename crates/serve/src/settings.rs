@@ -1,0 +1,474 @@
+//! `[api]`, `[operations.api]` and `[ui]` of `connector.toml`: how a world answers.
+
+use gateway_connector::spec::{Operation, Spec, DEFAULT_TOKEN_PATH};
+use gateway_world::error::{fail, ContractError};
+use gateway_world::json::{Map, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use toml::Value as Toml;
+
+const ACTIONS: [&str; 5] = ["read", "create", "update", "delete", "handler"];
+const MATCHES: [&str; 3] = ["equals", "contains", "prefix"];
+const PAGING: [&str; 3] = ["none", "offset", "cursor"];
+const GENERATORS: [&str; 3] = ["uuid", "int", "now"];
+/// The default handlers module of a world.
+pub const HANDLERS: &str = "api/handlers.py";
+
+/// How list routes paginate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Paging {
+    /// none | offset | cursor.
+    pub style: String,
+    /// Query parameter carrying the page size.
+    pub limit_param: String,
+    /// Query parameter carrying the offset.
+    pub offset_param: String,
+    /// Query parameter carrying the cursor.
+    pub cursor_param: String,
+    /// Rows per page when the client does not say.
+    pub page_size: i64,
+}
+
+/// `[operations.api]` of one operation.
+#[derive(Debug, Clone)]
+pub struct OperationSettings {
+    /// Argument → row field path (dotted).
+    pub filter: Vec<(String, String)>,
+    /// Argument → equals | contains | prefix.
+    pub matching: BTreeMap<String, String>,
+    /// read | create | update | delete | handler.
+    pub action: String,
+    /// Success status.
+    pub status: i64,
+    /// Envelope key override (None inherits `[api].envelope`).
+    pub envelope: Option<String>,
+    /// Answer the row itself, not a list envelope.
+    pub single: bool,
+    /// Row field ← body path.
+    pub body: Vec<(String, String)>,
+    /// Constant fields of created rows.
+    pub defaults: Map,
+    /// Generated fields: uuid | int | now.
+    pub generate: Vec<(String, String)>,
+    /// Handler function name.
+    pub handler: Option<String>,
+    /// Paging style override.
+    pub paging: Option<String>,
+    /// Sample argument values (for conformance runs).
+    pub sample: BTreeMap<String, String>,
+}
+
+impl Default for OperationSettings {
+    fn default() -> Self {
+        OperationSettings {
+            filter: Vec::new(),
+            matching: BTreeMap::new(),
+            action: "read".into(),
+            status: 200,
+            envelope: None,
+            single: false,
+            body: Vec::new(),
+            defaults: Map::new(),
+            generate: Vec::new(),
+            handler: None,
+            paging: None,
+            sample: BTreeMap::new(),
+        }
+    }
+}
+
+/// `[ui]`: a prebuilt single-page app served beside the API.
+#[derive(Debug, Clone)]
+pub struct UiSettings {
+    /// Directory in the world holding `index.html`.
+    pub static_dir: String,
+    /// The page an agent lands on first.
+    pub entry: String,
+    /// Same-origin prefix the app calls the API at.
+    pub api_path: String,
+}
+
+/// Everything `[api]` says, with per-operation settings.
+#[derive(Debug, Clone)]
+pub struct ApiSettings {
+    /// Envelope key of list answers ("" = bare array).
+    pub envelope: String,
+    /// Body of 401-style answers.
+    pub unauthorized: Value,
+    /// Body of not-found answers.
+    pub not_found: Value,
+    /// Status of unauthorized answers.
+    pub unauthorized_status: i64,
+    /// Status of not-found answers.
+    pub not_found_status: i64,
+    /// Body of invalid-request answers.
+    pub invalid: Value,
+    /// Status of invalid-request answers.
+    pub invalid_status: i64,
+    /// Content type of error bodies.
+    pub error_content_type: String,
+    /// Envelope key of the total count.
+    pub hits_key: String,
+    /// Envelope key of the next cursor.
+    pub cursor_key: String,
+    /// Envelope key of the previous cursor, if any.
+    pub previous_key: Option<String>,
+    /// cursor | total | previous → response header name.
+    pub page_headers: Vec<(String, String)>,
+    /// Next/previous as absolute URLs.
+    pub page_links: bool,
+    /// Paging defaults.
+    pub paging: Paging,
+    /// oauth2 token endpoint path.
+    pub token_path: Option<String>,
+    /// The handlers module, when the file exists.
+    pub handlers: Option<PathBuf>,
+    /// The gate function run before every operation.
+    pub before: Option<String>,
+    /// Per-operation settings by operation name.
+    pub operations: BTreeMap<String, OperationSettings>,
+    /// The static UI, if any.
+    pub ui: Option<UiSettings>,
+}
+
+impl ApiSettings {
+    /// The settings of one operation (defaults when it has no `[operations.api]`).
+    pub fn for_operation(&self, name: &str) -> OperationSettings {
+        self.operations.get(name).cloned().unwrap_or_default()
+    }
+}
+
+/// TOML → JSON value (tables keep document order).
+pub fn toml_to_json(value: &Toml) -> Value {
+    match value {
+        Toml::String(s) => Value::Str(s.clone()),
+        Toml::Integer(n) => Value::Int(*n),
+        Toml::Float(f) => Value::Float(*f),
+        Toml::Boolean(b) => Value::Bool(*b),
+        Toml::Datetime(d) => Value::Str(d.to_string()),
+        Toml::Array(items) => Value::Array(items.iter().map(toml_to_json).collect()),
+        Toml::Table(t) => Value::Object(t.iter().map(|(k, v)| (k.clone(), toml_to_json(v))).collect()),
+    }
+}
+
+fn json_body(t: &toml::Table, key: &str, default: Value, location: &str) -> Result<Value, ContractError> {
+    match t.get(key) {
+        None => Ok(default),
+        Some(Toml::String(text)) => match gateway_world::json::parse(text) {
+            Ok(parsed) => Ok(parsed.value),
+            Err(_) => fail("spec", format!("{key} is not valid JSON"), format!("{location}/{key}")),
+        },
+        Some(_) => fail("spec", format!("{key} must be a JSON string"), format!("{location}/{key}")),
+    }
+}
+
+fn status(t: &toml::Table, key: &str, default: i64, location: &str, low: i64, high: i64) -> Result<i64, ContractError> {
+    match t.get(key) {
+        None => Ok(default),
+        Some(Toml::Integer(n)) if (low..=high).contains(n) => Ok(*n),
+        Some(_) => fail("spec", format!("{key} must be an HTTP status between {low} and {high}"), format!("{location}/{key}")),
+    }
+}
+
+fn name(t: &toml::Table, key: &str, default: &str, location: &str) -> Result<String, ContractError> {
+    match t.get(key) {
+        None => Ok(default.to_string()),
+        Some(Toml::String(s)) if !s.trim().is_empty() => Ok(s.clone()),
+        Some(_) => fail("spec", format!("{key} must be a non-empty string"), format!("{location}/{key}")),
+    }
+}
+
+fn str_map(t: &toml::Table, key: &str, location: &str) -> Result<Vec<(String, String)>, ContractError> {
+    match t.get(key) {
+        None => Ok(Vec::new()),
+        Some(Toml::Table(m)) if m.iter().all(|(k, v)| !k.is_empty() && v.is_str()) => {
+            Ok(m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect())
+        }
+        Some(_) => fail("spec", format!("{key} maps names to strings"), format!("{location}/{key}")),
+    }
+}
+
+fn is_function_name(name: &str) -> bool {
+    name.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+fn operation_settings(operation: &Operation, location: &str) -> Result<OperationSettings, ContractError> {
+    let empty = toml::Table::new();
+    let t = match operation.table.get("api") {
+        None => &empty,
+        Some(Toml::Table(t)) => t,
+        Some(_) => return fail("spec", "[operations.api] must be a table", location),
+    };
+    let placeholders = operation.placeholders();
+    let declared = |arg: &str| placeholders.iter().any(|p| p == arg) || operation.params.iter().any(|p| p == arg);
+    let filter = str_map(t, "filter", location)?;
+    for (arg, _) in &filter {
+        if !declared(arg) {
+            return fail(
+                "spec",
+                format!("api.filter names {arg}, which is neither a path argument nor a parameter"),
+                format!("{location}/filter"),
+            );
+        }
+    }
+    let mut matching = BTreeMap::new();
+    for (arg, mode) in str_map(t, "match", location)? {
+        if !filter.iter().any(|(a, _)| *a == arg) {
+            return fail("spec", format!("api.match names {arg}, which api.filter does not declare"), format!("{location}/match"));
+        }
+        if !MATCHES.contains(&mode.as_str()) {
+            return fail("spec", format!("api.match.{arg} must be one of {}", MATCHES.join(", ")), format!("{location}/match"));
+        }
+        matching.insert(arg, mode);
+    }
+    let action = name(t, "action", "read", location)?;
+    if !ACTIONS.contains(&action.as_str()) {
+        return fail("spec", format!("api.action must be one of {}", ACTIONS.join(", ")), format!("{location}/action"));
+    }
+    let writes = matches!(action.as_str(), "create" | "update" | "delete");
+    if writes && operation.entity.is_none() {
+        return fail("spec", format!("api.action {action} needs an entity to write"), format!("{location}/action"));
+    }
+    if matches!(action.as_str(), "update" | "delete") && filter.is_empty() {
+        return fail("spec", format!("api.action {action} needs a filter to find the row"), format!("{location}/filter"));
+    }
+    let handler = t.get("handler");
+    let handler = if action == "handler" {
+        match handler.and_then(Toml::as_str) {
+            Some(h) if is_function_name(h) => Some(h.to_string()),
+            _ => return fail("spec", "api.handler names a function in the world's handlers module", format!("{location}/handler")),
+        }
+    } else if handler.is_some() {
+        return fail("spec", "api.handler belongs to action = \"handler\"", format!("{location}/handler"));
+    } else {
+        None
+    };
+    let default_status = match action.as_str() {
+        "create" => 201,
+        "delete" => 204,
+        _ => 200,
+    };
+    let status_code = status(t, "status", default_status, location, 200, 299)?;
+    let envelope = match t.get("envelope") {
+        None => None,
+        Some(Toml::String(s)) => Some(s.clone()),
+        Some(_) => return fail("spec", "api.envelope must be a string", format!("{location}/envelope")),
+    };
+    let single = match t.get("single") {
+        None => matches!(action.as_str(), "create" | "update"),
+        Some(Toml::Boolean(b)) => *b,
+        Some(_) => return fail("spec", "api.single must be true or false", format!("{location}/single")),
+    };
+    let body = str_map(t, "body", location)?;
+    let defaults = match t.get("defaults") {
+        None => Map::new(),
+        Some(table @ Toml::Table(_)) => match toml_to_json(table) {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        },
+        Some(_) => return fail("spec", "api.defaults is a table of constant fields", format!("{location}/defaults")),
+    };
+    let generate = str_map(t, "generate", location)?;
+    for (field, kind) in &generate {
+        if !GENERATORS.contains(&kind.as_str()) {
+            return fail("spec", format!("api.generate.{field} must be one of {}", GENERATORS.join(", ")), format!("{location}/generate"));
+        }
+    }
+    if (!body.is_empty() || !defaults.is_empty() || !generate.is_empty()) && !matches!(action.as_str(), "create" | "update") {
+        return fail("spec", "api.body, defaults and generate belong to create and update actions", location);
+    }
+    let sample = match t.get("sample") {
+        None => BTreeMap::new(),
+        Some(Toml::Table(m)) if m.values().all(|v| matches!(v, Toml::String(_) | Toml::Integer(_) | Toml::Float(_))) => m
+            .iter()
+            .map(|(k, v)| {
+                let text = match v {
+                    Toml::String(s) => s.clone(),
+                    Toml::Integer(n) => n.to_string(),
+                    Toml::Float(f) => gateway_world::json::python_float_repr(*f),
+                    _ => String::new(),
+                };
+                (k.clone(), text)
+            })
+            .collect(),
+        Some(_) => {
+            return fail("spec", "api.sample maps path arguments or parameters to a value the route accepts", format!("{location}/sample"))
+        }
+    };
+    for arg in sample.keys() {
+        if !declared(arg) {
+            return fail(
+                "spec",
+                format!("api.sample names {arg}, which is neither a path argument nor a parameter"),
+                format!("{location}/sample"),
+            );
+        }
+    }
+    let paging = match t.get("page") {
+        None => None,
+        Some(Toml::String(s)) if PAGING.contains(&s.as_str()) => Some(s.clone()),
+        Some(_) => return fail("spec", format!("api.page must be one of {}", PAGING.join(", ")), format!("{location}/page")),
+    };
+    Ok(OperationSettings {
+        filter,
+        matching,
+        action: action.clone(),
+        status: status_code,
+        envelope,
+        single,
+        body,
+        defaults,
+        generate,
+        handler,
+        paging,
+        sample,
+    })
+}
+
+fn ui_settings(raw: &toml::Table, world: &Path) -> Result<Option<UiSettings>, ContractError> {
+    let Some(ui) = raw.get("ui") else { return Ok(None) };
+    let Some(ui) = ui.as_table() else {
+        return fail("spec", "[ui] must be a table", "/ui");
+    };
+    let static_dir = match ui.get("static").and_then(Toml::as_str) {
+        Some(s) if !s.is_empty() && !s.starts_with('/') && !s.split('/').any(|p| p == "..") => s.to_string(),
+        _ => return fail("spec", "ui.static is a directory inside the world holding the built ui", "/ui/static"),
+    };
+    let quoted = gateway_world::json::python_repr(&Value::str(&static_dir));
+    if let Some(dropped) = static_dir.split('/').find(|p| ["dist", "build", "outputs", "__pycache__"].contains(p) || p.starts_with('.')) {
+        let part = gateway_world::json::python_repr(&Value::str(dropped));
+        return fail(
+            "spec",
+            format!("ui.static = {quoted} is under {part}, which bench push drops from every bundle as a build artifact; build the ui into a directory such as ui/static"),
+            "/ui/static",
+        );
+    }
+    if !world.join(&static_dir).join("index.html").is_file() {
+        return fail("spec", format!("ui.static = {quoted} has no index.html; build the ui first"), "/ui/static");
+    }
+    let entry = match ui.get("entry") {
+        None => "/".to_string(),
+        Some(Toml::String(s)) if s.starts_with('/') => s.clone(),
+        Some(_) => return fail("spec", "ui.entry is the path the agent lands on, starting with /", "/ui/entry"),
+    };
+    let api_path = match ui.get("api_path") {
+        None => "/__world-api".to_string(),
+        Some(Toml::String(s)) if s.starts_with('/') && s != "/" => s.clone(),
+        Some(_) => return fail("spec", "ui.api_path is the same-origin prefix the ui calls the api at", "/ui/api_path"),
+    };
+    Ok(Some(UiSettings {
+        static_dir: static_dir.trim_end_matches('/').to_string(),
+        entry,
+        api_path: api_path.trim_end_matches('/').to_string(),
+    }))
+}
+
+/// Read `[api]` and every `[operations.api]` of the world's connector.toml.
+pub fn load_api_settings(world: &Path, spec: &Spec) -> Result<ApiSettings, ContractError> {
+    let empty = toml::Table::new();
+    let api = match spec.raw.get("api") {
+        None => &empty,
+        Some(Toml::Table(t)) => t,
+        Some(_) => return fail("spec", "[api] must be a table", "/api"),
+    };
+    let envelope = match api.get("envelope") {
+        None => String::new(),
+        Some(Toml::String(s)) => s.clone(),
+        Some(_) => return fail("spec", "api.envelope must be a string", "/api/envelope"),
+    };
+    let style = name(api, "page", "none", "/api")?;
+    if !PAGING.contains(&style.as_str()) {
+        return fail("spec", format!("api.page must be one of {}", PAGING.join(", ")), "/api/page");
+    }
+    let page_size = match api.get("page_size") {
+        None => 100,
+        Some(Toml::Integer(n)) if *n >= 1 => *n,
+        Some(_) => return fail("spec", "api.page_size must be a positive integer", "/api/page_size"),
+    };
+    let paging = Paging {
+        style,
+        limit_param: name(api, "limit_param", "limit", "/api")?,
+        offset_param: name(api, "offset_param", "offset", "/api")?,
+        cursor_param: name(api, "cursor_param", "cursor", "/api")?,
+        page_size,
+    };
+    let mut token_path = match api.get("token_path") {
+        None => None,
+        Some(Toml::String(s)) if s.starts_with('/') => Some(s.clone()),
+        Some(_) => return fail("spec", "api.token_path is the path the world mints tokens on", "/api/token_path"),
+    };
+    if token_path.is_some() && spec.scheme != "oauth2" {
+        return fail("spec", "api.token_path belongs to auth.scheme oauth2", "/api/token_path");
+    }
+    if spec.scheme == "oauth2" && token_path.is_none() {
+        let url = spec.token_url.clone().unwrap_or_default();
+        token_path = Some(if url.starts_with('/') { url } else { DEFAULT_TOKEN_PATH.to_string() });
+    }
+    let handlers_name = match api.get("handlers") {
+        None => None,
+        Some(Toml::String(s)) => Some(s.clone()),
+        Some(_) => return fail("spec", "api.handlers is the path of the world's handlers module", "/api/handlers"),
+    };
+    let handlers = world.join(handlers_name.as_deref().unwrap_or(HANDLERS));
+    if let Some(declared) = &handlers_name {
+        if !handlers.is_file() {
+            return fail("spec", format!("api.handlers names {declared}, which is not a file in the world"), "/api/handlers");
+        }
+    }
+    let mut operations = BTreeMap::new();
+    for (index, operation) in spec.operations.iter().enumerate() {
+        operations.insert(operation.name.clone(), operation_settings(operation, &format!("/operations/{index}/api"))?);
+    }
+    let before = match api.get("before") {
+        None => None,
+        Some(Toml::String(s)) if is_function_name(s) => Some(s.clone()),
+        Some(_) => return fail("spec", "api.before names a function in the world's handlers module", "/api/before"),
+    };
+    let mut needs: Vec<String> = spec.operations.iter().filter(|o| operations[&o.name].handler.is_some()).map(|o| o.name.clone()).collect();
+    if let Some(gate) = &before {
+        needs.push(format!("[api].before={gate}"));
+    }
+    if !needs.is_empty() && !handlers.is_file() {
+        let file = handlers.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        return fail("spec", format!("Operations {} name handlers but the world has no {file}", needs.join(", ")), "/api/handlers");
+    }
+    let page_headers = match api.get("page_headers") {
+        None => Vec::new(),
+        Some(Toml::Table(m))
+            if m.iter().all(|(k, v)| {
+                ["cursor", "total", "previous"].contains(&k.as_str()) && v.as_str().is_some_and(|s| !s.trim().is_empty())
+            }) =>
+        {
+            m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect()
+        }
+        Some(_) => return fail("spec", "api.page_headers maps cursor, total and previous to response header names", "/api/page_headers"),
+    };
+    let page_links = match api.get("page_links") {
+        None => false,
+        Some(Toml::Boolean(b)) => *b,
+        Some(_) => return fail("spec", "page_links must be true or false", "/api/page_links"),
+    };
+    let object = |pairs: &[(&str, &str)]| Value::Object(pairs.iter().map(|(k, v)| (k.to_string(), Value::str(*v))).collect());
+    Ok(ApiSettings {
+        envelope,
+        unauthorized: json_body(api, "unauthorized", object(&[("error", "unauthorized")]), "/api")?,
+        not_found: json_body(api, "not_found", object(&[("error", "not_found")]), "/api")?,
+        unauthorized_status: status(api, "unauthorized_status", 401, "/api", 400, 599)?,
+        not_found_status: status(api, "not_found_status", 404, "/api", 400, 599)?,
+        invalid: json_body(api, "invalid", object(&[("error", "invalid")]), "/api")?,
+        invalid_status: status(api, "invalid_status", 400, "/api", 400, 599)?,
+        error_content_type: name(api, "error_content_type", "application/json", "/api")?,
+        hits_key: name(api, "hits_key", "hits", "/api")?,
+        cursor_key: name(api, "cursor_key", "cursor", "/api")?,
+        previous_key: if api.contains_key("previous_key") { Some(name(api, "previous_key", "", "/api")?) } else { None },
+        page_headers,
+        page_links,
+        paging,
+        token_path,
+        handlers: handlers.is_file().then_some(handlers),
+        before,
+        operations,
+        ui: ui_settings(&spec.raw, world)?,
+    })
+}

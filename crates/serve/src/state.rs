@@ -1,0 +1,576 @@
+//! The store behind a served world: a private copy of the snapshot, reset by
+//! copying again, read through a pool of connections and written through one.
+//!
+//! At start the default snapshot (or, without one, the world's initial batch
+//! replayed once) is copied into a private *template* and given the serving
+//! indexes: one expression index per equality filter of the connector
+//! (`gw_fold(payload -> '$.<path>'), _key`). Every session database is a copy of
+//! that template, so a reset is a file copy and an open, never a replay.
+
+use gateway_world::compiler::quote;
+use gateway_world::data::tempfile_dir::Scratch;
+use gateway_world::error::{ContractError, Error as WorldError};
+use gateway_world::json::{object, python_str, Map, Value};
+use gateway_world::plan::{rows_from_object, seed_batch, Rows, MODES};
+use gateway_world::snapshot;
+use gateway_world::store::{fold_json_text, new_batch_id, register_functions, Store, ARRAY_FOLD, SERVING_INDEX_PREFIX};
+use gateway_world::{Contract, Result};
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+
+/// A filter on one row field: `(dotted path, mode, wanted text lower-cased)`.
+#[derive(Debug, Clone)]
+pub struct Filter {
+    /// Dotted path into the row.
+    pub path: String,
+    /// equals | contains | prefix.
+    pub mode: String,
+    /// The wanted value, lower-cased.
+    pub wanted: String,
+}
+
+/// The JSON path literal SQLite uses for a dotted row path.
+fn json_path(dotted: &str) -> String {
+    let mut path = String::from("$");
+    for part in dotted.split('.') {
+        path.push('.');
+        gateway_world::json::write_string(&mut path, part, false);
+    }
+    format!("'{}'", path.replace('\'', "''"))
+}
+
+fn fold_expression(dotted: &str) -> String {
+    format!("gw_fold(\"payload\" -> {})", json_path(dotted))
+}
+
+/// The original's `_dig`: a dotted path through objects.
+pub fn dig<'a>(row: &'a Value, path: &str) -> Option<&'a Value> {
+    let mut current = row;
+    for part in path.split('.') {
+        current = current.as_object()?.get(part)?;
+    }
+    Some(current)
+}
+
+fn compare(have: &str, wanted: &str, mode: &str) -> bool {
+    match mode {
+        "contains" => have.contains(wanted),
+        "prefix" => have.starts_with(wanted),
+        _ => have == wanted,
+    }
+}
+
+/// Whether a row passes every filter (the original's `_matches`).
+pub fn matches(row: &Value, filters: &[Filter]) -> bool {
+    filters.iter().all(|filter| {
+        let Some(value) = dig(row, &filter.path).filter(|v| !matches!(v, Value::Null)) else {
+            return false;
+        };
+        let single = [value.clone()];
+        let candidates: &[Value] = match value {
+            Value::Array(items) => items,
+            _ => &single,
+        };
+        candidates.iter().any(|c| compare(&python_str(c).to_lowercase(), &filter.wanted, &filter.mode))
+    })
+}
+
+/// A folded column: each row's `_key` and the folded value(s) at one path, in key order.
+#[derive(Debug)]
+struct Column {
+    keys: Vec<String>,
+    values: Vec<Folded>,
+}
+
+#[derive(Debug)]
+enum Folded {
+    Absent,
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Folded {
+    fn matches(&self, filter: &Filter) -> bool {
+        match self {
+            Folded::Absent => false,
+            Folded::One(text) => compare(text, &filter.wanted, &filter.mode),
+            Folded::Many(items) => items.iter().any(|t| compare(t, &filter.wanted, &filter.mode)),
+        }
+    }
+}
+
+/// One session database: a writer, pooled readers, and folded-column caches.
+struct Db {
+    path: PathBuf,
+    writer: Mutex<Store>,
+    readers: Mutex<Vec<Connection>>,
+    columns: Mutex<HashMap<(String, String), Arc<Column>>>,
+}
+
+impl Db {
+    fn open(path: &Path, contract: &Arc<Contract>) -> Result<Db> {
+        let store = Store::open(path, contract.clone(), false)?;
+        store.connection().execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF;")?;
+        Ok(Db { path: path.to_path_buf(), writer: Mutex::new(store), readers: Mutex::new(Vec::new()), columns: Mutex::new(HashMap::new()) })
+    }
+
+    fn read<T>(&self, body: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T> {
+        let pooled = self.readers.lock().expect("reader pool").pop();
+        let conn = match pooled {
+            Some(conn) => conn,
+            None => {
+                let conn = Connection::open_with_flags(&self.path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+                register_functions(&conn)?;
+                conn
+            }
+        };
+        let result = body(&conn);
+        self.readers.lock().expect("reader pool").push(conn);
+        Ok(result?)
+    }
+
+    fn invalidate(&self, entity: &str) {
+        self.columns.lock().expect("column cache").retain(|(e, _), _| e != entity);
+    }
+
+    fn column(&self, entity: &str, path: &str) -> Result<Arc<Column>> {
+        let cache_key = (entity.to_string(), path.to_string());
+        if let Some(column) = self.columns.lock().expect("column cache").get(&cache_key) {
+            return Ok(column.clone());
+        }
+        let sql = format!("SELECT _key, \"payload\" -> {} FROM {} ORDER BY _key", json_path(path), quote(entity));
+        let column = self.read(|conn| {
+            let mut statement = conn.prepare(&sql)?;
+            let mut rows = statement.query([])?;
+            let mut keys = Vec::new();
+            let mut values = Vec::new();
+            while let Some(row) = rows.next()? {
+                keys.push(row.get::<_, String>(0)?);
+                let text: Option<String> = row.get(1)?;
+                let folded = match text.as_deref().and_then(gateway_world::json::parse_clean) {
+                    None | Some(Value::Null) => Folded::Absent,
+                    Some(Value::Array(items)) => Folded::Many(items.iter().map(|i| python_str(i).to_lowercase()).collect()),
+                    Some(other) => Folded::One(python_str(&other).to_lowercase()),
+                };
+                values.push(folded);
+            }
+            Ok(Column { keys, values })
+        })?;
+        let column = Arc::new(column);
+        self.columns.lock().expect("column cache").insert(cache_key, column.clone());
+        Ok(column)
+    }
+}
+
+/// The served world's state.
+pub struct WorldState {
+    world: PathBuf,
+    contract: Arc<Contract>,
+    /// The sidecar of the snapshot in use (None on the legacy path).
+    snapshot: Option<Value>,
+    template: PathBuf,
+    scratch: Scratch,
+    current: RwLock<Arc<Db>>,
+    /// Per entity, the dotted paths that have a serving index.
+    indexed: BTreeMap<String, Vec<String>>,
+}
+
+impl std::fmt::Debug for WorldState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorldState").field("world", &self.world).finish()
+    }
+}
+
+fn parse_payload(text: &str) -> Value {
+    gateway_world::json::parse_clean(text).unwrap_or_default()
+}
+
+impl WorldState {
+    /// Open the world: check it, prepare the indexed template, open a session copy.
+    /// `indexed` names, per entity, the dotted paths equality filters use.
+    pub fn open(world: &Path, indexed: BTreeMap<String, Vec<String>>) -> Result<WorldState> {
+        let contract = gateway_world::lifecycle::check_bundle(world)?;
+        let sidecar = snapshot::current_default(world, &contract)?;
+        let scratch = Scratch::new("gateway-world-api")?;
+        let template = scratch.path().join("template.db");
+        match &sidecar {
+            Some(_) => {
+                let source = snapshot::default_snapshot(world);
+                std::fs::copy(&source, &template).map_err(|e| WorldError::io(e, &source))?;
+            }
+            None => {
+                // The legacy path: no current snapshot, the initial batch replayed once.
+                let initial = gateway_world::files::read_json(&world.join("data/initial.json"))?;
+                let mut store = Store::create(&template, contract.clone())?;
+                store.apply_batch(&initial)?;
+                store.close()?;
+            }
+        }
+        add_indexes(&template, &contract, &indexed)?;
+        let state = WorldState {
+            world: world.to_path_buf(),
+            contract: contract.clone(),
+            snapshot: sidecar,
+            template: template.clone(),
+            current: RwLock::new(Arc::new(Db::open(&copy_session(scratch.path(), &template)?, &contract)?)),
+            scratch,
+            indexed,
+        };
+        Ok(state)
+    }
+
+    /// The world's contract.
+    pub fn contract(&self) -> &Arc<Contract> {
+        &self.contract
+    }
+
+    fn db(&self) -> Arc<Db> {
+        self.current.read().expect("state lock").clone()
+    }
+
+    fn swap(&self, db: Db) {
+        let old = std::mem::replace(&mut *self.current.write().expect("state lock"), Arc::new(db));
+        drop_db(old);
+    }
+
+    /// Back to the start: a fresh copy of the template.
+    pub fn reset(&self) -> Result<()> {
+        let path = copy_session(self.scratch.path(), &self.template)?;
+        self.swap(Db::open(&path, &self.contract)?);
+        Ok(())
+    }
+
+    /// An empty world (for a legacy whole-state seed).
+    fn reset_empty(&self) -> Result<()> {
+        let path = self.scratch.path().join(format!("{}.db", new_batch_id()));
+        Store::create(&path, self.contract.clone())?.close()?;
+        add_indexes(&path, &self.contract, &self.indexed)?;
+        self.swap(Db::open(&path, &self.contract)?);
+        Ok(())
+    }
+
+    /// The batch digest of the snapshot in use.
+    pub fn digest(&self) -> Option<String> {
+        self.snapshot.as_ref().and_then(|s| s.get("batchDigest")).and_then(Value::as_str).map(str::to_string)
+    }
+
+    /// `{batchDigest, contractHash}` of the snapshot in use, or null.
+    pub fn describe_snapshot(&self) -> Value {
+        match &self.snapshot {
+            None => Value::Null,
+            Some(s) => object([
+                ("batchDigest", s.get("batchDigest").cloned().unwrap_or_default()),
+                ("contractHash", s.get("contractHash").cloned().unwrap_or_default()),
+            ]),
+        }
+    }
+
+    /// Start in one of the world's scenarios.
+    pub fn apply_scenario(&self, name: &str) -> Result<()> {
+        let scenarios = snapshot::scenario_dirs(&self.world)?;
+        let Some(scenario) = scenarios.iter().find(|s| s.name == name) else {
+            let names: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
+            let listed = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+            return Err(ContractError::new(
+                "scenario",
+                format!("No scenario {name}; the world has {listed}"),
+                format!("/scenarios/{name}"),
+            )
+            .into());
+        };
+        let built = snapshot::scenario_snapshot(&self.world, name);
+        if let Some(default_digest) = self.digest() {
+            let mut chunks = Vec::new();
+            for path in snapshot::scenario_seed_files(&scenario.dir)? {
+                chunks.push(gateway_world::files::file_sha256(&path).map_err(|e| WorldError::io(e, &path))?);
+            }
+            let digest = snapshot::batch_digest(&default_digest, &format!("scenario:{name}"), &chunks);
+            let sidecar = gateway_world::snapshot::read_sidecar(&built)?;
+            let current = built.is_file()
+                && sidecar.is_some_and(|s| {
+                    s.get("contractHash").and_then(Value::as_str) == Some(self.contract.contract_hash().as_str())
+                        && s.get("batchDigest").and_then(Value::as_str) == Some(digest.as_str())
+                });
+            if current {
+                let path = self.scratch.path().join(format!("{}.db", new_batch_id()));
+                std::fs::copy(&built, &path).map_err(|e| WorldError::io(e, &built))?;
+                add_indexes(&path, &self.contract, &self.indexed)?;
+                self.swap(Db::open(&path, &self.contract)?);
+                return Ok(());
+            }
+            let overlay = snapshot::scenario_overlay(&scenario.dir)?;
+            self.reset()?;
+            return self.seed_live(&Value::Object(overlay), "replace");
+        }
+        let initial = gateway_world::files::read_json(&self.world.join("data/initial.json"))?;
+        let mut base = Map::new();
+        for mutation in initial.get("mutations").and_then(Value::as_array).into_iter().flatten() {
+            if mutation.get("op").and_then(Value::as_str) == Some("insert") {
+                let entity = mutation.get("entity").and_then(Value::as_str).unwrap_or_default().to_string();
+                if let Value::Array(rows) = base.entry(entity).or_insert_with(|| Value::Array(Vec::new())) {
+                    rows.push(mutation.get("value").cloned().unwrap_or_default());
+                }
+            }
+        }
+        for (entity, rows) in snapshot::scenario_overlay(&scenario.dir)? {
+            base.insert(entity, rows);
+        }
+        self.seed(&Value::Object(base))
+    }
+
+    /// The runner's seed: a legacy whole state `{entity: [rows]}` on an empty world,
+    /// or an overlay `{base, rows, mode}` on the snapshot.
+    pub fn seed(&self, body: &Value) -> Result<()> {
+        let Some(map) = body.as_object() else {
+            return Err(ContractError::new("seed", "Seed must be an object of entity -> rows", "/seed").into());
+        };
+        if let (Some(Value::Str(base)), Some(Value::Object(rows))) = (map.get("base"), map.get("rows")) {
+            let mode = map.get("mode").cloned().unwrap_or(Value::str("append"));
+            let mode = mode
+                .as_str()
+                .filter(|m| MODES.contains(m))
+                .ok_or_else(|| ContractError::new("seed", format!("mode must be one of {}", MODES.join(", ")), "/seed/mode"))?;
+            if Some(base.as_str()) != self.digest().as_deref() {
+                let expected = self.digest().map(Value::Str).unwrap_or_default();
+                return Err(ContractError::new("base_mismatch", "The overlay's base is not the snapshot this world is on", "")
+                    .with("expected", expected)
+                    .into());
+            }
+            self.reset()?;
+            return self.seed_live(&Value::Object(rows.clone()), mode);
+        }
+        let mut mutations = Vec::new();
+        for (entity, rows) in map {
+            if self.contract.entity(entity).is_none() {
+                return Err(ContractError::new("seed", format!("Unknown entity {entity}"), format!("/seed/{entity}")).into());
+            }
+            let Some(rows) = rows.as_array() else {
+                return Err(ContractError::new("seed", "Rows must be an array", format!("/seed/{entity}")).into());
+            };
+            for row in rows {
+                mutations.push(object([
+                    ("op", Value::str("insert")),
+                    ("entity", Value::str(entity)),
+                    ("value", row.clone()),
+                    ("source", object([("record", Value::Str(format!("api-seed:{entity}")))])),
+                ]));
+            }
+        }
+        self.reset_empty()?;
+        if mutations.is_empty() {
+            return Ok(());
+        }
+        let batch = object([
+            ("id", Value::Str(format!("api-seed-{}", new_batch_id()))),
+            ("target", self.contract.target().clone()),
+            ("mapping", object([("id", Value::str("api-seed")), ("version", Value::str("1"))])),
+            ("coverage", Value::str("partial")),
+            ("mutations", Value::Array(mutations)),
+        ]);
+        self.write(|store| store.apply_batch(&batch).map(|_| ()), None)
+    }
+
+    /// Rows onto the world as it stands (append upserts, replace swaps entities).
+    pub fn seed_live(&self, rows: &Value, mode: &str) -> Result<()> {
+        if !MODES.contains(&mode) {
+            return Err(ContractError::new("seed", format!("mode must be one of {}", MODES.join(", ")), "/seed/mode").into());
+        }
+        let Some(rows): Option<Rows> = rows_from_object(rows) else {
+            return Err(ContractError::new("rows", "rows must map entity names to arrays of rows", "/rows").into());
+        };
+        self.write(
+            |store| {
+                let batch = seed_batch(store, &rows, mode, Some(&format!("api-seed-{}", new_batch_id())))?;
+                store.apply_batch(&batch).map(|_| ())
+            },
+            None,
+        )
+    }
+
+    /// Run a write on the session's store; column caches of `entity` (or all) are dropped.
+    pub fn write<T>(&self, body: impl FnOnce(&mut Store) -> Result<T>, entity: Option<&str>) -> Result<T> {
+        let db = self.db();
+        let result = {
+            let mut store = db.writer.lock().expect("writer");
+            body(&mut store)
+        };
+        match entity {
+            Some(entity) => db.invalidate(entity),
+            None => db.columns.lock().expect("column cache").clear(),
+        }
+        result
+    }
+
+    /// Every row of an entity in key order.
+    pub fn rows(&self, entity: &str) -> Result<Vec<Value>> {
+        let sql = format!("SELECT payload FROM {} ORDER BY _key", quote(entity));
+        self.db().read(|conn| {
+            let mut statement = conn.prepare_cached(&sql)?;
+            let rows = statement.query_map([], |r| r.get::<_, String>(0))?;
+            rows.map(|r| r.map(|text| parse_payload(&text))).collect()
+        })
+    }
+
+    /// The row at a primary key (an object of exactly the key fields).
+    pub fn get(&self, entity: &str, key: &Value) -> Result<Option<Value>> {
+        let declared = self
+            .contract
+            .entity(entity)
+            .ok_or_else(|| ContractError::new("entity", "Unknown entity type", "").with("entity", Value::str(entity)))?;
+        let encoded = gateway_world::store::key_of(declared, key, true)?;
+        self.row_at(entity, &encoded)
+    }
+
+    fn row_at(&self, entity: &str, encoded: &str) -> Result<Option<Value>> {
+        let sql = format!("SELECT payload FROM {} WHERE _key = ?1", quote(entity));
+        self.db().read(|conn| {
+            conn.prepare_cached(&sql)?.query_row([encoded], |r| r.get::<_, String>(0)).optional().map(|p| p.map(|t| parse_payload(&t)))
+        })
+    }
+
+    /// Rows of `entity` passing every filter, in key order: the total and the page
+    /// `[offset, offset + limit)` (Python slice semantics), or every match without a window.
+    pub fn select(&self, entity: &str, filters: &[Filter], window: Option<(i64, i64)>) -> Result<(i64, Vec<Value>)> {
+        let db = self.db();
+        let table = quote(entity);
+        let driving = filters.iter().find(|f| f.mode == "equals" && self.indexed.get(entity).is_some_and(|paths| paths.contains(&f.path)));
+        // An array at the indexed path matches element by element: the index cannot answer then.
+        let driving = match driving {
+            Some(filter) => {
+                let expression = fold_expression(&filter.path);
+                let sql = format!("SELECT EXISTS(SELECT 1 FROM {table} WHERE {expression} = ?1)");
+                let has_arrays: bool = db.read(|conn| conn.prepare_cached(&sql)?.query_row([ARRAY_FOLD], |r| r.get(0)))?;
+                (!has_arrays).then_some((filter, expression))
+            }
+            None => None,
+        };
+        if let Some((filter, expression)) = driving {
+            let rest: Vec<Filter> = filters.iter().filter(|f| !std::ptr::eq(*f, filter)).cloned().collect();
+            if rest.is_empty() {
+                let count_sql = format!("SELECT COUNT(*) FROM {table} WHERE {expression} = ?1");
+                let total: i64 = db.read(|conn| conn.prepare_cached(&count_sql)?.query_row([&filter.wanted], |r| r.get(0)))?;
+                let (start, stop) = match window {
+                    Some((offset, limit)) => crate::page::python_slice(total, offset, offset.saturating_add(limit)),
+                    None => (0, total as usize),
+                };
+                let page_sql = format!("SELECT payload FROM {table} WHERE {expression} = ?1 ORDER BY _key LIMIT ?2 OFFSET ?3");
+                let rows = db.read(|conn| {
+                    let mut statement = conn.prepare_cached(&page_sql)?;
+                    let rows = statement
+                        .query_map(rusqlite::params![filter.wanted, (stop - start) as i64, start as i64], |r| r.get::<_, String>(0))?;
+                    rows.map(|r| r.map(|t| parse_payload(&t))).collect::<rusqlite::Result<Vec<_>>>()
+                })?;
+                // The index answers Python's semantics exactly; re-check the page anyway.
+                return Ok((total, rows.into_iter().filter(|r| matches(r, filters)).collect()));
+            }
+            let sql = format!("SELECT payload FROM {table} WHERE {expression} = ?1 ORDER BY _key");
+            let matched = db.read(|conn| {
+                let mut statement = conn.prepare_cached(&sql)?;
+                let rows = statement.query_map([&filter.wanted], |r| r.get::<_, String>(0))?;
+                let mut out = Vec::new();
+                for row in rows {
+                    let row = parse_payload(&row?);
+                    if matches(&row, filters) {
+                        out.push(row);
+                    }
+                }
+                Ok(out)
+            })?;
+            return Ok(slice_all(matched, window));
+        }
+        if filters.is_empty() {
+            let total: i64 = db.read(|conn| conn.prepare_cached(&format!("SELECT COUNT(*) FROM {table}"))?.query_row([], |r| r.get(0)))?;
+            let (start, stop) = match window {
+                Some((offset, limit)) => crate::page::python_slice(total, offset, offset.saturating_add(limit)),
+                None => (0, total as usize),
+            };
+            let sql = format!("SELECT payload FROM {table} ORDER BY _key LIMIT ?1 OFFSET ?2");
+            let rows = db.read(|conn| {
+                let mut statement = conn.prepare_cached(&sql)?;
+                let rows = statement.query_map([(stop - start) as i64, start as i64], |r| r.get::<_, String>(0))?;
+                rows.map(|r| r.map(|t| parse_payload(&t))).collect()
+            })?;
+            return Ok((total, rows));
+        }
+        // Streaming scan over folded columns: no payload is decoded unless it is on the page.
+        let columns: Vec<Arc<Column>> = filters.iter().map(|f| db.column(entity, &f.path)).collect::<Result<_>>()?;
+        let count = columns[0].keys.len();
+        let matching: Vec<usize> = (0..count).filter(|i| filters.iter().zip(&columns).all(|(f, c)| c.values[*i].matches(f))).collect();
+        let total = matching.len() as i64;
+        let (start, stop) = match window {
+            Some((offset, limit)) => crate::page::python_slice(total, offset, offset.saturating_add(limit)),
+            None => (0, matching.len()),
+        };
+        let mut rows = Vec::with_capacity(stop - start);
+        for index in &matching[start..stop] {
+            if let Some(row) = self.row_at(entity, &columns[0].keys[*index])? {
+                rows.push(row);
+            }
+        }
+        Ok((total, rows))
+    }
+
+    /// Every entity keyed the way the original's `/__world/state` keys it.
+    pub fn dump(&self) -> Result<Map> {
+        let mut out = Map::new();
+        for entity in &self.contract.entities {
+            let mut keyed = Map::new();
+            for row in self.rows(&entity.name)? {
+                let key = entity.primary_key.iter().map(|f| python_str(row.get(f).unwrap_or(&Value::Null))).collect::<Vec<_>>().join(":");
+                keyed.insert(key, row);
+            }
+            out.insert(entity.name.clone(), Value::Object(keyed));
+        }
+        Ok(out)
+    }
+}
+
+fn slice_all(rows: Vec<Value>, window: Option<(i64, i64)>) -> (i64, Vec<Value>) {
+    let total = rows.len() as i64;
+    match window {
+        None => (total, rows),
+        Some((offset, limit)) => {
+            let (a, b) = crate::page::python_slice(total, offset, offset.saturating_add(limit));
+            (total, rows.into_iter().skip(a).take(b - a).collect())
+        }
+    }
+}
+
+fn copy_session(dir: &Path, template: &Path) -> Result<PathBuf> {
+    let path = dir.join(format!("{}.db", new_batch_id()));
+    std::fs::copy(template, &path).map_err(|e| WorldError::io(e, template))?;
+    Ok(path)
+}
+
+fn drop_db(db: Arc<Db>) {
+    // The last holder removes the file; in-flight readers keep theirs alive until done.
+    if let Ok(db) = Arc::try_unwrap(db) {
+        let path = db.path.clone();
+        drop(db);
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        }
+    }
+}
+
+fn add_indexes(path: &Path, contract: &Arc<Contract>, indexed: &BTreeMap<String, Vec<String>>) -> Result<()> {
+    let conn = Connection::open(path)?;
+    register_functions(&conn)?;
+    for (entity, paths) in indexed {
+        if contract.entity(entity).is_none() {
+            continue;
+        }
+        for (n, dotted) in paths.iter().enumerate() {
+            let name = quote(&format!("{SERVING_INDEX_PREFIX}{entity}_{n}"));
+            conn.execute_batch(&format!("CREATE INDEX IF NOT EXISTS {name} ON {} ({}, _key)", quote(entity), fold_expression(dotted)))?;
+        }
+    }
+    Ok(())
+}
+
+/// `gw_fold` of a JSON text, exposed for tests.
+pub fn fold(text: &str) -> Option<String> {
+    fold_json_text(text)
+}
