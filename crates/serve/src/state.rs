@@ -77,29 +77,75 @@ pub fn matches(row: &Value, filters: &[Filter]) -> bool {
     })
 }
 
-/// A folded column: each row's `_key` and the folded value(s) at one path, in key order.
+/// A folded column: every row's `_key` (in key order) and the folded text of its
+/// value at one path, all segments in one buffer so a substring filter is one
+/// SIMD scan (`memchr::memmem`) instead of a comparison per row.
 #[derive(Debug)]
 struct Column {
+    /// The write generation the scan saw (`u64::MAX` when a write raced it).
+    generation: u64,
     keys: Vec<String>,
-    values: Vec<Folded>,
+    /// Folded values joined by NUL; an array contributes one segment per element.
+    text: String,
+    /// Start of each segment in `text`.
+    starts: Vec<usize>,
+    /// End of each segment in `text`.
+    ends: Vec<usize>,
+    /// The row each segment belongs to.
+    rows: Vec<usize>,
 }
 
-#[derive(Debug)]
-enum Folded {
-    Absent,
-    One(String),
-    Many(Vec<String>),
-}
+impl Column {
+    fn build(values: Vec<(String, Vec<String>)>) -> Column {
+        let mut column = Column {
+            generation: 0,
+            keys: Vec::with_capacity(values.len()),
+            text: String::new(),
+            starts: Vec::new(),
+            ends: Vec::new(),
+            rows: Vec::new(),
+        };
+        for (row, (key, segments)) in values.into_iter().enumerate() {
+            column.keys.push(key);
+            for segment in segments {
+                column.starts.push(column.text.len());
+                column.text.push_str(&segment);
+                column.ends.push(column.text.len());
+                column.text.push('\0');
+                column.rows.push(row);
+            }
+        }
+        column
+    }
 
-impl Folded {
-    fn matches(&self, filter: &Filter) -> bool {
-        match self {
-            Folded::Absent => false,
-            Folded::One(text) => compare(text, &filter.wanted, &filter.mode),
-            Folded::Many(items) => items.iter().any(|t| compare(t, &filter.wanted, &filter.mode)),
+    /// Mark the rows some segment of which passes `filter`.
+    fn mark(&self, filter: &Filter, marks: &mut [bool]) {
+        let wanted = filter.wanted.as_bytes();
+        let text = self.text.as_bytes();
+        if filter.mode == "contains" && !wanted.contains(&0) {
+            if wanted.is_empty() {
+                self.rows.iter().for_each(|r| marks[*r] = true);
+                return;
+            }
+            for hit in memchr::memmem::find_iter(text, wanted) {
+                let segment = self.starts.partition_point(|s| *s <= hit) - 1;
+                if hit + wanted.len() <= self.ends[segment] {
+                    marks[self.rows[segment]] = true;
+                }
+            }
+            return;
+        }
+        for (segment, row) in self.rows.iter().enumerate() {
+            if !marks[*row] && compare(&self.text[self.starts[segment]..self.ends[segment]], &filter.wanted, &filter.mode) {
+                marks[*row] = true;
+            }
         }
     }
 }
+
+const SESSION_PRAGMAS: &str =
+    "PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF; PRAGMA cache_size = -65536; PRAGMA mmap_size = 1073741824; PRAGMA temp_store = MEMORY; PRAGMA wal_autocheckpoint = 10000;";
+const READER_PRAGMAS: &str = "PRAGMA cache_size = -65536; PRAGMA mmap_size = 1073741824;";
 
 /// One session database: a writer, pooled readers, and folded-column caches.
 struct Db {
@@ -107,13 +153,26 @@ struct Db {
     writer: Mutex<Store>,
     readers: Mutex<Vec<Connection>>,
     columns: Mutex<HashMap<(String, String), Arc<Column>>>,
+    /// Matching-row counts of indexed equality filters, until the next write.
+    counts: Mutex<HashMap<(String, String, String), (u64, i64)>>,
+    /// Bumped by every write: a column built across a write is never cached.
+    generation: std::sync::atomic::AtomicU64,
 }
 
 impl Db {
     fn open(path: &Path, contract: &Arc<Contract>) -> Result<Db> {
         let store = Store::open(path, contract.clone(), false)?;
-        store.connection().execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF;")?;
-        Ok(Db { path: path.to_path_buf(), writer: Mutex::new(store), readers: Mutex::new(Vec::new()), columns: Mutex::new(HashMap::new()) })
+        // A private session copy: no durability needed (a reset copies it again), but
+        // readers run beside the writer (WAL) and pages stay mapped and cached.
+        store.connection().execute_batch(SESSION_PRAGMAS)?;
+        Ok(Db {
+            path: path.to_path_buf(),
+            writer: Mutex::new(store),
+            readers: Mutex::new(Vec::new()),
+            columns: Mutex::new(HashMap::new()),
+            counts: Mutex::new(HashMap::new()),
+            generation: Default::default(),
+        })
     }
 
     fn read<T>(&self, body: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T> {
@@ -122,6 +181,7 @@ impl Db {
             Some(conn) => conn,
             None => {
                 let conn = Connection::open_with_flags(&self.path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+                conn.execute_batch(READER_PRAGMAS)?;
                 register_functions(&conn)?;
                 conn
             }
@@ -131,8 +191,18 @@ impl Db {
         Ok(result?)
     }
 
-    fn invalidate(&self, entity: &str) {
-        self.columns.lock().expect("column cache").retain(|(e, _), _| e != entity);
+    fn invalidate(&self, entity: Option<&str>) {
+        self.generation.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.counts.lock().expect("count cache").clear();
+        let mut columns = self.columns.lock().expect("column cache");
+        match entity {
+            Some(entity) => columns.retain(|(e, _), _| e != entity),
+            None => columns.clear(),
+        }
+    }
+
+    fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     fn column(&self, entity: &str, path: &str) -> Result<Arc<Column>> {
@@ -140,26 +210,31 @@ impl Db {
         if let Some(column) = self.columns.lock().expect("column cache").get(&cache_key) {
             return Ok(column.clone());
         }
+        let started = self.generation();
         let sql = format!("SELECT _key, \"payload\" -> {} FROM {} ORDER BY _key", json_path(path), quote(entity));
         let column = self.read(|conn| {
             let mut statement = conn.prepare(&sql)?;
             let mut rows = statement.query([])?;
-            let mut keys = Vec::new();
             let mut values = Vec::new();
             while let Some(row) = rows.next()? {
-                keys.push(row.get::<_, String>(0)?);
+                let key = row.get::<_, String>(0)?;
                 let text: Option<String> = row.get(1)?;
-                let folded = match text.as_deref().and_then(gateway_world::json::parse_clean) {
-                    None | Some(Value::Null) => Folded::Absent,
-                    Some(Value::Array(items)) => Folded::Many(items.iter().map(|i| python_str(i).to_lowercase()).collect()),
-                    Some(other) => Folded::One(python_str(&other).to_lowercase()),
+                let segments = match text.as_deref().and_then(gateway_world::json::parse_clean) {
+                    None | Some(Value::Null) => Vec::new(),
+                    Some(Value::Array(items)) => items.iter().map(|i| python_str(i).to_lowercase()).collect(),
+                    Some(other) => vec![python_str(&other).to_lowercase()],
                 };
-                values.push(folded);
+                values.push((key, segments));
             }
-            Ok(Column { keys, values })
+            Ok(Column::build(values))
         })?;
+        let mut column = column;
+        column.generation = if self.generation() == started { started } else { u64::MAX };
         let column = Arc::new(column);
-        self.columns.lock().expect("column cache").insert(cache_key, column.clone());
+        let mut columns = self.columns.lock().expect("column cache");
+        if column.generation == started {
+            columns.insert(cache_key, column.clone());
+        }
         Ok(column)
     }
 }
@@ -396,10 +471,7 @@ impl WorldState {
             let mut store = db.writer.lock().expect("writer");
             body(&mut store)
         };
-        match entity {
-            Some(entity) => db.invalidate(entity),
-            None => db.columns.lock().expect("column cache").clear(),
-        }
+        db.invalidate(entity);
         result
     }
 
@@ -449,8 +521,20 @@ impl WorldState {
         if let Some((filter, expression)) = driving {
             let rest: Vec<Filter> = filters.iter().filter(|f| !std::ptr::eq(*f, filter)).cloned().collect();
             if rest.is_empty() {
-                let count_sql = format!("SELECT COUNT(*) FROM {table} WHERE {expression} = ?1");
-                let total: i64 = db.read(|conn| conn.prepare_cached(&count_sql)?.query_row([&filter.wanted], |r| r.get(0)))?;
+                let count_key = (entity.to_string(), filter.path.clone(), filter.wanted.clone());
+                let started = db.generation();
+                let cached = db.counts.lock().expect("count cache").get(&count_key).filter(|(g, _)| *g == started).map(|(_, n)| *n);
+                let total = match cached {
+                    Some(total) => total,
+                    None => {
+                        let count_sql = format!("SELECT COUNT(*) FROM {table} WHERE {expression} = ?1");
+                        let total: i64 = db.read(|conn| conn.prepare_cached(&count_sql)?.query_row([&filter.wanted], |r| r.get(0)))?;
+                        if db.generation() == started {
+                            db.counts.lock().expect("count cache").insert(count_key, (started, total));
+                        }
+                        total
+                    }
+                };
                 let (start, stop) = match window {
                     Some((offset, limit)) => crate::page::python_slice(total, offset, offset.saturating_add(limit)),
                     None => (0, total as usize),
@@ -496,8 +580,19 @@ impl WorldState {
         }
         // Streaming scan over folded columns: no payload is decoded unless it is on the page.
         let columns: Vec<Arc<Column>> = filters.iter().map(|f| db.column(entity, &f.path)).collect::<Result<_>>()?;
+        if columns.iter().any(|c| c.generation == u64::MAX || c.generation != columns[0].generation) {
+            // A write landed between two column scans: answer from the rows themselves.
+            let matched: Vec<Value> = self.rows(entity)?.into_iter().filter(|r| matches(r, filters)).collect();
+            return Ok(slice_all(matched, window));
+        }
         let count = columns[0].keys.len();
-        let matching: Vec<usize> = (0..count).filter(|i| filters.iter().zip(&columns).all(|(f, c)| c.values[*i].matches(f))).collect();
+        let mut passed = vec![true; count];
+        for (filter, column) in filters.iter().zip(&columns) {
+            let mut marks = vec![false; count];
+            column.mark(filter, &mut marks);
+            passed.iter_mut().zip(marks).for_each(|(p, m)| *p &= m);
+        }
+        let matching: Vec<usize> = (0..count).filter(|i| passed[*i]).collect();
         let total = matching.len() as i64;
         let (start, stop) = match window {
             Some((offset, limit)) => crate::page::python_slice(total, offset, offset.saturating_add(limit)),

@@ -258,10 +258,12 @@ impl Store {
     pub fn transaction<T>(&mut self, body: impl FnOnce(&mut Store) -> Result<T>) -> Result<T> {
         let outer = self.depth == 0;
         let savepoint = format!("gateway_batch_{}", self.depth);
-        self.conn.execute_batch(if outer { "BEGIN IMMEDIATE" } else { "" })?;
-        if !outer {
-            self.conn.execute_batch(&format!("SAVEPOINT {savepoint}"))?;
+        if outer {
+            self.conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
         } else {
+            self.conn.execute_batch(&format!("SAVEPOINT {savepoint}"))?;
+        }
+        if outer {
             self.touched.clear();
             self.deleted_from.clear();
         }
@@ -275,7 +277,11 @@ impl Store {
         self.depth -= 1;
         match result {
             Ok(value) => {
-                self.conn.execute_batch(&if outer { "COMMIT".to_string() } else { format!("RELEASE {savepoint}") })?;
+                if outer {
+                    self.conn.prepare_cached("COMMIT")?.execute([])?;
+                } else {
+                    self.conn.execute_batch(&format!("RELEASE {savepoint}"))?;
+                }
                 Ok(value)
             }
             Err(error) => {
