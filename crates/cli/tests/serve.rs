@@ -248,3 +248,26 @@ fn a_missing_handler_function_is_refused_at_start() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("solve_ticket"), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+#[test]
+fn ui_assets_spa_fallback_and_same_origin_api() {
+    let server = serve(
+        |world| {
+            std::fs::create_dir_all(world.join("ui/static/assets")).unwrap();
+            std::fs::write(world.join("ui/static/index.html"), "<html>helpdesk</html>").unwrap();
+            std::fs::write(world.join("ui/static/assets/app.js"), "console.log(1)").unwrap();
+            let mut spec = std::fs::read_to_string(world.join("connector.toml")).unwrap();
+            spec.push_str("\n[ui]\nstatic = \"ui/static\"\nentry = \"/app\"\n");
+            std::fs::write(world.join("connector.toml"), spec).unwrap();
+        },
+        &[],
+    );
+    let page = request(&server, "GET", "/app/tickets/101", &[], b"");
+    assert_eq!((page.status, page.body.as_str()), (200, "<html>helpdesk</html>"));
+    assert_eq!(page.header("content-type"), Some("text/html; charset=utf-8"));
+    let asset = request(&server, "GET", "/assets/app.js", &[], b"");
+    assert_eq!((asset.status, asset.body.as_str()), (200, "console.log(1)"));
+    let api = get(&server, "/__world-api/api/v2/tickets/101");
+    assert!(api.body.contains(r#""id": 101"#), "{}", api.body);
+    assert_eq!(request(&server, "GET", "/../../etc/passwd", &[], b"").status, 401);
+}

@@ -30,11 +30,33 @@ pub struct Response {
     pub body: Option<Value>,
     /// Extra headers.
     pub headers: Vec<(String, String)>,
+    /// A static file of the world's `[ui]` (bytes, content type) instead of JSON.
+    pub file: Option<(Vec<u8>, String)>,
 }
 
 impl Response {
     fn json(status: i64, body: Value) -> Response {
-        Response { status: status.clamp(100, 999) as u16, body: Some(body), headers: Vec::new() }
+        Response { status: status.clamp(100, 999) as u16, body: Some(body), headers: Vec::new(), file: None }
+    }
+}
+
+/// The content type of a static file, by extension.
+fn content_type(path: &std::path::Path) -> &'static str {
+    match path.extension().and_then(|e| e.to_str()).unwrap_or("") {
+        "html" | "htm" => "text/html; charset=utf-8",
+        "js" | "mjs" => "text/javascript; charset=utf-8",
+        "css" => "text/css; charset=utf-8",
+        "json" | "map" => "application/json",
+        "svg" => "image/svg+xml",
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "ico" => "image/x-icon",
+        "woff2" => "font/woff2",
+        "woff" => "font/woff",
+        "txt" => "text/plain; charset=utf-8",
+        "wasm" => "application/wasm",
+        _ => "application/octet-stream",
     }
 }
 
@@ -51,6 +73,7 @@ pub struct WorldApp {
     worker: Option<Mutex<Worker>>,
     /// The operations a session allows (None = all).
     pub allowed: Option<Vec<String>>,
+    world_dir: std::path::PathBuf,
 }
 
 impl std::fmt::Debug for WorldApp {
@@ -85,7 +108,13 @@ fn json_body(raw: &[u8]) -> Option<Value> {
 
 impl WorldApp {
     /// Assemble a served world. Starts the handler worker when the world has handlers.
-    pub fn new(state: WorldState, router: Router, settings: ApiSettings, key: Option<String>) -> Result<WorldApp, String> {
+    pub fn new(
+        world: &std::path::Path,
+        state: WorldState,
+        router: Router,
+        settings: ApiSettings,
+        key: Option<String>,
+    ) -> Result<WorldApp, String> {
         let mut functions: Vec<String> = settings.operations.values().filter_map(|o| o.handler.clone()).collect();
         if let Some(gate) = &settings.before {
             functions.push(gate.clone());
@@ -95,7 +124,7 @@ impl WorldApp {
             None => None,
         };
         let prefix = base_path(&router.spec.base_url);
-        Ok(WorldApp { state, router, settings, key, prefix, worker, allowed: None })
+        Ok(WorldApp { state, router, settings, key, prefix, worker, allowed: None, world_dir: world.to_path_buf() })
     }
 
     fn strip<'a>(&self, path: &'a str) -> &'a str {
@@ -132,6 +161,54 @@ impl WorldApp {
     /// Answer one request. `headers` are lower-cased; `default_host` is used for
     /// links when the request has no Host header.
     pub fn handle(&self, method: &str, target: &str, headers: &[(String, String)], raw: &[u8], default_host: &str) -> Response {
+        if let Some(ui) = &self.settings.ui {
+            // The single-page app calls the API same-origin under `api_path`.
+            if let Some(rest) =
+                target.strip_prefix(ui.api_path.as_str()).filter(|r| r.is_empty() || r.starts_with('/') || r.starts_with('?'))
+            {
+                let rest = if rest.is_empty() || rest.starts_with('?') { format!("/{rest}") } else { rest.to_string() };
+                return self.handle_api(method, &rest, headers, raw, default_host);
+            }
+            if method == "GET" {
+                if let Some(file) = self.ui_file(ui, split_target(target).0) {
+                    return file;
+                }
+            }
+        }
+        self.handle_api(method, target, headers, raw, default_host)
+    }
+
+    /// A file of the world's built UI for a GET path: the asset itself, or the
+    /// app's index.html for paths under `entry` that no API route answers.
+    fn ui_file(&self, ui: &crate::settings::UiSettings, path: &str) -> Option<Response> {
+        if [HEALTH, STATE, RESET, SEED].contains(&path) {
+            return None;
+        }
+        let root = self.world_dir.join(&ui.static_dir);
+        let relative = crate::router::unquote(path.trim_start_matches('/'));
+        let safe = !relative.split('/').any(|p| p == ".." || p.starts_with('.'));
+        let candidate = root.join(if relative.is_empty() { "index.html" } else { relative.as_str() });
+        let candidate = if candidate.is_dir() { candidate.join("index.html") } else { candidate };
+        let serve_file = |file: std::path::PathBuf| {
+            std::fs::read(&file).ok().map(|bytes| Response {
+                status: 200,
+                body: None,
+                headers: Vec::new(),
+                file: Some((bytes, content_type(&file).to_string())),
+            })
+        };
+        if safe && candidate.is_file() {
+            return serve_file(candidate);
+        }
+        let (_, query) = ("", Vec::<(String, String)>::new());
+        let under_entry = path.starts_with(ui.entry.as_str());
+        if under_entry && self.router.route("GET", self.strip(path), &query).is_none() && !self.strip(path).starts_with(&self.prefix) {
+            return serve_file(root.join("index.html"));
+        }
+        None
+    }
+
+    fn handle_api(&self, method: &str, target: &str, headers: &[(String, String)], raw: &[u8], default_host: &str) -> Response {
         let (path, query_text) = split_target(target);
         if method == "GET" && path == HEALTH {
             return Response::json(200, object([("ok", Value::Bool(true)), ("world", Value::str(&self.router.spec.slug))]));
@@ -275,7 +352,7 @@ impl WorldApp {
         if op.action == "handler" {
             let function = op.handler.clone().unwrap_or_default();
             return Ok(match self.call_handler(&function, request)? {
-                HandlerOutcome::Body(Value::Null) => Response { status: op.status as u16, body: None, headers: Vec::new() },
+                HandlerOutcome::Body(Value::Null) => Response { status: op.status as u16, body: None, headers: Vec::new(), file: None },
                 HandlerOutcome::Body(body) => Response::json(op.status, body),
                 HandlerOutcome::Answer { status, body, headers } => answer(status, body, headers.unwrap_or_default()),
             });
@@ -320,7 +397,7 @@ impl WorldApp {
             let key = object(declared.iter().map(|f| (f.clone(), current.get(f).cloned().unwrap_or_default())));
             if op.action == "delete" {
                 self.state.write(|store| store.delete(entity, &key, Some(source("api.delete"))), Some(entity)).map_err(Failure::from)?;
-                return Ok(Response { status: op.status as u16, body: None, headers: Vec::new() });
+                return Ok(Response { status: op.status as u16, body: None, headers: Vec::new(), file: None });
             }
             let patch = self.bind(op, entity, &request.body, Some(current))?;
             let row = self
@@ -354,7 +431,7 @@ impl WorldApp {
         };
         let headers = page_headers(&page, &self.settings, &paging).unwrap_or_default();
         let body = wrap(page, &self.settings, op.envelope.as_deref(), &paging, Some(&request.link));
-        Ok(Response { status: op.status as u16, body: Some(body), headers })
+        Ok(Response { status: op.status as u16, body: Some(body), headers, file: None })
     }
 
     /// The row a create or update writes: defaults, the body (mapped or as-is), generated fields.
@@ -411,7 +488,7 @@ fn internal(message: &str) -> Response {
 
 fn answer(status: i64, body: Value, headers: Vec<(String, String)>) -> Response {
     let body = if matches!(body, Value::Null) { None } else { Some(body) };
-    Response { status: status.clamp(100, 999) as u16, body, headers }
+    Response { status: status.clamp(100, 999) as u16, body, headers, file: None }
 }
 
 /// Split a request target into its path and query.

@@ -73,7 +73,7 @@ pub fn load(world: &Path, options: &ServeOptions) -> Result<WorldApp, ServeError
     if let Some(scenario) = &options.scenario {
         state.apply_scenario(scenario)?;
     }
-    WorldApp::new(state, Router::new(spec), settings, options.api_key.clone()).map_err(ServeError::Handlers)
+    WorldApp::new(world, state, Router::new(spec), settings, options.api_key.clone()).map_err(ServeError::Handlers)
 }
 
 async fn answer(State(app): State<Arc<WorldApp>>, request: Request) -> Response {
@@ -94,6 +94,7 @@ async fn answer(State(app): State<Arc<WorldApp>>, request: Request) -> Response 
         status: 500,
         body: Some(gateway_world::json::object([("error", gateway_world::Value::str("internal_error"))])),
         headers: Vec::new(),
+        file: None,
     });
     render(&app, answered)
 }
@@ -106,6 +107,10 @@ const RESPONSE_JSON: DumpOptions = DumpOptions { sort_keys: false, ensure_ascii:
 fn render(app: &WorldApp, answered: AppResponse) -> Response {
     let status = StatusCode::from_u16(answered.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let (body, content_type) = match (&answered.body, answered.status) {
+        _ if answered.file.is_some() => {
+            let (bytes, kind) = answered.file.clone().unwrap_or_default();
+            (Body::from(bytes), Some(kind))
+        }
         (_, 204) | (None, _) => (Body::empty(), None),
         (Some(value), code) => {
             let kind = if code >= 400 { app.settings.error_content_type.clone() } else { "application/json".to_string() };
