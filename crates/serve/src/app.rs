@@ -178,6 +178,23 @@ impl WorldApp {
         self.handle_api(method, target, headers, raw, default_host)
     }
 
+    /// Whether a request is a plain read (no handler, no gate, no write), cheap
+    /// enough to answer on the async worker instead of the blocking pool.
+    pub fn is_plain_read(&self, method: &str, target: &str) -> bool {
+        if method != "GET" || self.settings.before.is_some() || self.settings.ui.is_some() {
+            return false;
+        }
+        let (path, query) = split_target(target);
+        if [HEALTH, STATE].contains(&path) {
+            return path == HEALTH;
+        }
+        let query = parse_query(query);
+        match self.router.route(method, self.strip(path), &query) {
+            Some((operation, _)) => self.settings.operations.get(&operation.name).is_none_or(|op| op.action == "read"),
+            None => true,
+        }
+    }
+
     /// A file of the world's built UI for a GET path: the asset itself, or the
     /// app's index.html for paths under `entry` that no API route answers.
     fn ui_file(&self, ui: &crate::settings::UiSettings, path: &str) -> Option<Response> {

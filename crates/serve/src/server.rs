@@ -88,6 +88,11 @@ async fn answer(State(app): State<Arc<WorldApp>>, request: Request) -> Response 
         return response;
     };
     let default_host = parts.extensions.get::<LocalAddr>().map(|a| a.0.clone()).unwrap_or_else(|| "127.0.0.1".into());
+    if app.is_plain_read(&method, &target) {
+        // Index-backed reads take tens of microseconds: a hop to the blocking pool would cost more.
+        let answered = app.handle(&method, &target, &headers, &raw, &default_host);
+        return render(&app, answered);
+    }
     let worker_app = app.clone();
     let answered = tokio::task::spawn_blocking(move || worker_app.handle(&method, &target, &headers, &raw, &default_host)).await;
     let answered = answered.unwrap_or_else(|_| AppResponse {

@@ -155,7 +155,7 @@ pub fn bundle_mode(bundle: &Path) -> Result<Option<toml::Table>, ContractError> 
     if bundle.join("db/seed.sql").exists() {
         return fail("raw_seed", "Remove db/seed.sql; schema worlds seed through data/initial.json", "");
     }
-    let root = std::fs::canonicalize(bundle).unwrap_or_else(|_| bundle.to_path_buf());
+    let root = lexically_resolved(bundle);
     for relative in [ROOT, LOCK].into_iter().chain(GENERATED).chain(["data/initial.json"]) {
         let target = bundle.join(relative);
         if is_symlink(&target) || !lexically_resolved(&target).starts_with(&root) {
@@ -165,24 +165,46 @@ pub fn bundle_mode(bundle: &Path) -> Result<Option<toml::Table>, ContractError> 
     Ok(Some(manifest))
 }
 
-/// `Path.resolve()` for a path that may not exist: resolve the longest existing prefix.
+/// `Path.resolve()` (non-strict): symlinks are followed component by component,
+/// dangling ones included, and a missing tail is kept lexically.
 fn lexically_resolved(path: &Path) -> std::path::PathBuf {
-    let mut existing = path.to_path_buf();
-    let mut rest = Vec::new();
-    while std::fs::canonicalize(&existing).is_err() {
-        match (existing.parent(), existing.file_name()) {
-            (Some(parent), Some(name)) => {
-                rest.push(name.to_os_string());
-                existing = parent.to_path_buf();
+    use std::collections::VecDeque;
+    use std::path::Component;
+    let absolute = if path.is_absolute() { path.to_path_buf() } else { std::env::current_dir().unwrap_or_default().join(path) };
+    let mut pending: VecDeque<std::ffi::OsString> = absolute
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(part) => Some(part.to_os_string()),
+            Component::ParentDir => Some("..".into()),
+            _ => None,
+        })
+        .collect();
+    let mut out = std::path::PathBuf::from("/");
+    let mut hops = 0;
+    while let Some(part) = pending.pop_front() {
+        if part == ".." {
+            out.pop();
+            continue;
+        }
+        let candidate = out.join(&part);
+        match std::fs::read_link(&candidate) {
+            Ok(target) if hops < 40 => {
+                hops += 1;
+                if target.is_absolute() {
+                    out = std::path::PathBuf::from("/");
+                }
+                for component in target.components().rev() {
+                    match component {
+                        Component::Normal(p) => pending.push_front(p.to_os_string()),
+                        Component::ParentDir => pending.push_front("..".into()),
+                        _ => {}
+                    }
+                }
             }
-            _ => break,
+            _ => out = candidate,
         }
     }
-    let mut resolved = std::fs::canonicalize(&existing).unwrap_or(existing);
-    for part in rest.into_iter().rev() {
-        resolved.push(part);
-    }
-    resolved
+    out
 }
 
 // ------------------------------------------------------------------ identifiers and keys
