@@ -153,6 +153,8 @@ struct Db {
     writer: Mutex<Store>,
     readers: Mutex<Vec<Connection>>,
     columns: Mutex<HashMap<(String, String), Arc<Column>>>,
+    /// Rows (column positions) matching a scanned filter set, until the next write.
+    matches: Mutex<HashMap<(String, String), (u64, Arc<Vec<u32>>)>>,
     /// Matching-row counts of indexed equality filters, until the next write.
     counts: Mutex<HashMap<(String, String, String), (u64, i64)>>,
     /// Bumped by every write: a column built across a write is never cached.
@@ -171,6 +173,7 @@ impl Db {
             readers: Mutex::new(Vec::new()),
             columns: Mutex::new(HashMap::new()),
             counts: Mutex::new(HashMap::new()),
+            matches: Mutex::new(HashMap::new()),
             generation: Default::default(),
         })
     }
@@ -194,6 +197,7 @@ impl Db {
     fn invalidate(&self, entity: Option<&str>) {
         self.generation.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.counts.lock().expect("count cache").clear();
+        self.matches.lock().expect("match cache").clear();
         let mut columns = self.columns.lock().expect("column cache");
         match entity {
             Some(entity) => columns.retain(|(e, _), _| e != entity),
@@ -507,7 +511,10 @@ impl WorldState {
     pub fn select(&self, entity: &str, filters: &[Filter], window: Option<(i64, i64)>) -> Result<(i64, Vec<Value>)> {
         let db = self.db();
         let table = quote(entity);
-        let driving = filters.iter().find(|f| f.mode == "equals" && self.indexed.get(entity).is_some_and(|paths| paths.contains(&f.path)));
+        let indexed = |f: &Filter| f.mode == "equals" && self.indexed.get(entity).is_some_and(|paths| paths.contains(&f.path));
+        // The index drives when every filter is an indexed equality; a mix with
+        // substring filters is answered from the folded columns instead.
+        let driving = if filters.iter().all(indexed) { filters.first() } else { None };
         // An array at the indexed path matches element by element: the index cannot answer then.
         let driving = match driving {
             Some(filter) => {
@@ -585,25 +592,48 @@ impl WorldState {
             let matched: Vec<Value> = self.rows(entity)?.into_iter().filter(|r| matches(r, filters)).collect();
             return Ok(slice_all(matched, window));
         }
-        let count = columns[0].keys.len();
-        let mut passed = vec![true; count];
-        for (filter, column) in filters.iter().zip(&columns) {
-            let mut marks = vec![false; count];
-            column.mark(filter, &mut marks);
-            passed.iter_mut().zip(marks).for_each(|(p, m)| *p &= m);
-        }
-        let matching: Vec<usize> = (0..count).filter(|i| passed[*i]).collect();
+        let generation = columns[0].generation;
+        let result_key = (
+            entity.to_string(),
+            filters.iter().map(|f| format!("{}\u{0}{}\u{0}{}", f.path, f.mode, f.wanted)).collect::<Vec<_>>().join("\u{1}"),
+        );
+        let cached = db.matches.lock().expect("match cache").get(&result_key).filter(|(g, _)| *g == generation).map(|(_, m)| m.clone());
+        let matching = match cached {
+            Some(matching) => matching,
+            None => {
+                let count = columns[0].keys.len();
+                let mut passed = vec![true; count];
+                for (filter, column) in filters.iter().zip(&columns) {
+                    let mut marks = vec![false; count];
+                    column.mark(filter, &mut marks);
+                    passed.iter_mut().zip(marks).for_each(|(p, m)| *p &= m);
+                }
+                let matching: Arc<Vec<u32>> = Arc::new((0..count as u32).filter(|i| passed[*i as usize]).collect());
+                let mut cache = db.matches.lock().expect("match cache");
+                if cache.len() >= 256 {
+                    cache.clear();
+                }
+                cache.insert(result_key, (generation, matching.clone()));
+                matching
+            }
+        };
         let total = matching.len() as i64;
         let (start, stop) = match window {
             Some((offset, limit)) => crate::page::python_slice(total, offset, offset.saturating_add(limit)),
             None => (0, matching.len()),
         };
-        let mut rows = Vec::with_capacity(stop - start);
-        for index in &matching[start..stop] {
-            if let Some(row) = self.row_at(entity, &columns[0].keys[*index])? {
-                rows.push(row);
+        let sql = format!("SELECT payload FROM {table} WHERE _key = ?1");
+        let keys = &columns[0].keys;
+        let rows = db.read(|conn| {
+            let mut statement = conn.prepare_cached(&sql)?;
+            let mut rows = Vec::with_capacity(stop - start);
+            for index in &matching[start..stop] {
+                if let Some(text) = statement.query_row([&keys[*index as usize]], |r| r.get::<_, String>(0)).optional()? {
+                    rows.push(parse_payload(&text));
+                }
             }
-        }
+            Ok(rows)
+        })?;
         Ok((total, rows))
     }
 

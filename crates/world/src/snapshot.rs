@@ -194,7 +194,8 @@ pub fn scenario_overlay(scenario: &Path) -> Result<Map> {
     Ok(overlay)
 }
 
-fn sidecar_path(snapshot: &Path) -> PathBuf {
+/// The sidecar file beside a snapshot.
+pub fn sidecar_path(snapshot: &Path) -> PathBuf {
     snapshot.with_file_name(SIDECAR)
 }
 
