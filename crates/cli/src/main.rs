@@ -5,6 +5,7 @@
 //! refusal (a JSON envelope on stdout for `worlds schema …`, a line on stderr for
 //! `worlds data …`), 2 on a usage error. It is not where behaviour lives.
 
+mod connector;
 mod worlds;
 
 use clap::{Parser, Subcommand};

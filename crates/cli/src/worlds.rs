@@ -32,6 +32,13 @@ pub enum WorldsCommand {
         #[command(subcommand)]
         command: DataCommand,
     },
+    /// Describe a vendor connection, capture what it returns, seed the world from it.
+    Connector {
+        #[command(subcommand)]
+        command: crate::connector::ConnectorCommand,
+    },
+    /// Print a packaged skill for an agent, or --install it into a repository's .claude/.
+    Skill(crate::connector::SkillArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -55,6 +62,11 @@ pub enum SchemaCommand {
     Check { path: PathBuf },
     /// Print the generated README of the contract.
     Describe { path: PathBuf },
+    /// Declare entities in schema/world.json without hand-editing it.
+    Entity {
+        #[command(subcommand)]
+        command: crate::connector::EntityCommand,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -73,6 +85,8 @@ pub fn run(command: WorldsCommand) -> ExitCode {
     match command {
         WorldsCommand::Schema { command } => schema(command),
         WorldsCommand::Data { command } => data(command),
+        WorldsCommand::Connector { command } => crate::connector::run(command),
+        WorldsCommand::Skill(args) => crate::connector::skill(args),
         WorldsCommand::Serve { path, port, api_key, scenario } => serve(path, port, api_key, scenario),
     }
 }
@@ -121,6 +135,7 @@ fn rejected(error: Error) -> ExitCode {
 
 fn schema(command: SchemaCommand) -> ExitCode {
     let outcome = match command {
+        SchemaCommand::Entity { command } => return crate::connector::entity(command),
         SchemaCommand::Templates => {
             for slug in scaffold::list_templates() {
                 println!("{slug}");

@@ -1,0 +1,378 @@
+//! `gateway worlds connector …`, `gateway worlds skill` and `gateway worlds schema entity add`.
+//!
+//! Refusals of validate/capture/ingest/conform go to stderr as the original's
+//! uncaught `ContractError` line (exit 1); route/entity add answer with the schema
+//! commands' JSON envelope.
+
+use clap::{Args, Subcommand};
+use gateway_connector::authoring::{compile_in_scratch, entity_add, route_add, EntityDecl, Payload, Route};
+use gateway_connector::capture::{capture, set_pair, CaptureRequest};
+use gateway_connector::skill::{install_skill, next_step, packaged_skills, skill_text, SKILL_NAME};
+use gateway_world::json::{dumps, object, DumpOptions, Value};
+use gateway_world::{ContractError, Error};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Debug, Subcommand)]
+pub enum ConnectorCommand {
+    /// Parse connector.toml and list its operations.
+    Validate {
+        /// World directory holding connector.toml.
+        path: PathBuf,
+    },
+    /// Call the live connection once (following its cursor) and record every page under captures/.
+    Capture {
+        /// World directory holding connector.toml.
+        path: PathBuf,
+        /// Operation name from connector.toml.
+        #[arg(long)]
+        op: String,
+        /// Path argument, name=value (repeatable).
+        #[arg(long = "arg")]
+        args: Vec<String>,
+        /// Query parameter, name=value (repeatable).
+        #[arg(long = "param")]
+        params: Vec<String>,
+        /// Override [capture].max_pages.
+        #[arg(long = "max-pages")]
+        max_pages: Option<i64>,
+    },
+    /// Seed data/initial.json from the successful captures, gated by the world's contract.
+    Ingest {
+        /// World directory holding captures/.
+        path: PathBuf,
+        /// Batch id; defaults to the next initial version.
+        #[arg(long = "batch-id")]
+        batch_id: Option<String>,
+    },
+    /// Serve the world and check every operation's answer against the vendor's OpenAPI.
+    Conform {
+        /// World directory holding connector.toml.
+        path: PathBuf,
+        /// The vendor's OpenAPI document (JSON or YAML); repeatable.
+        #[arg(long, required = true)]
+        openapi: Vec<PathBuf>,
+        /// Write the full report as JSON here.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Check only the first N operations.
+        #[arg(long)]
+        limit: Option<usize>,
+    },
+    /// Declare routes in connector.toml without hand-editing it.
+    Route {
+        #[command(subcommand)]
+        command: RouteCommand,
+    },
+    /// The connector authoring skill: print it, or --install it into a repository's .claude/.
+    Skill {
+        /// Repository to install the skill and agent into (under its .claude/).
+        #[arg(long)]
+        install: Option<PathBuf>,
+        /// Overwrite an existing file whose content differs.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RouteCommand {
+    /// Append one [[operations]] (and its [operations.api]) to connector.toml.
+    Add {
+        /// World directory holding connector.toml.
+        path: PathBuf,
+        /// Operation name (snake_case).
+        name: String,
+        /// Path template, e.g. /v1/things/{id}.
+        #[arg(long = "path")]
+        route: String,
+        /// HTTP method.
+        #[arg(short = 'X', long = "method", default_value = "GET")]
+        method: String,
+        /// Query parameter (repeatable).
+        #[arg(long = "param")]
+        params: Vec<String>,
+        /// Entity the route reads or writes.
+        #[arg(long)]
+        entity: Option<String>,
+        /// Dotted path to the rows in a response.
+        #[arg(long)]
+        results: Option<String>,
+        /// create | update | delete | handler.
+        #[arg(long)]
+        action: Option<String>,
+        /// Argument=row field the route selects on (repeatable).
+        #[arg(long = "filter")]
+        filter: Vec<String>,
+        /// Row field=body path for writes (repeatable).
+        #[arg(long = "body")]
+        body: Vec<String>,
+        /// Function in the world's api/handlers.py.
+        #[arg(long)]
+        handler: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum EntityCommand {
+    /// Declare one entity: its payload, key, uniques and relationships.
+    Add {
+        /// World directory.
+        path: PathBuf,
+        /// Entity name (snake_case).
+        name: String,
+        /// The payload is this $defs definition.
+        #[arg(long = "ref", group = "payload")]
+        reference: Option<String>,
+        /// The payload is a closed object: "a:string,b:integer?" (? = optional).
+        #[arg(long, group = "payload")]
+        fields: Option<String>,
+        /// The payload is this inline JSON schema.
+        #[arg(long, group = "payload")]
+        schema: Option<String>,
+        /// Primary key field(s), comma-separated.
+        #[arg(long)]
+        key: String,
+        /// A unique key, fields comma-separated (repeatable).
+        #[arg(long)]
+        unique: Vec<String>,
+        /// FIELD->entity (repeatable).
+        #[arg(long)]
+        relationship: Vec<String>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct SkillArgs {
+    /// Packaged skill: connector-schema-authoring, world-data-ingestion, worlds-getting-started.
+    name: Option<String>,
+    /// List the skills this build ships and exit.
+    #[arg(long)]
+    list: bool,
+    /// Repository to install the skill (and any agent it ships) into, under .claude/; every skill when no NAME.
+    #[arg(long)]
+    install: Option<PathBuf>,
+    /// Overwrite an existing file whose content differs.
+    #[arg(long)]
+    force: bool,
+}
+
+/// The original's uncaught refusal: one line on stderr, exit 1.
+fn refused(error: &dyn std::fmt::Display, kind: &str) -> ExitCode {
+    eprintln!("{kind}: {error}");
+    ExitCode::from(1)
+}
+
+fn engine_refused(error: Error) -> ExitCode {
+    match error {
+        Error::Contract(contract) => refused(&contract, "ContractError"),
+        other => refused(&other, "Error"),
+    }
+}
+
+/// `name=value` pairs, as the original's `_pairs` reads them (usage error otherwise).
+fn pairs(values: &[String], what: &str) -> Result<Vec<(String, String)>, ExitCode> {
+    let mut out = Vec::new();
+    for item in values {
+        let Some((key, value)) = item.split_once('=') else {
+            eprintln!("error: Invalid value: {what} must look like name=value, got '{item}'");
+            return Err(ExitCode::from(2));
+        };
+        set_pair(&mut out, key.trim(), value);
+    }
+    Ok(out)
+}
+
+fn envelope(outcome: Result<Value, ContractError>) -> ExitCode {
+    let (value, code) = match outcome {
+        Ok(value) => (value, ExitCode::SUCCESS),
+        Err(error) => (object([("status", Value::str("rejected")), ("error", error.detail())]), ExitCode::from(1)),
+    };
+    println!("{}", dumps(&value, DumpOptions::CLI));
+    code
+}
+
+pub fn run(command: ConnectorCommand) -> ExitCode {
+    match command {
+        ConnectorCommand::Validate { path } => match gateway_connector::spec::load_spec(&path) {
+            Ok(spec) => {
+                println!("{}  {}  auth={}", spec.slug, spec.base_url, spec.scheme);
+                for op in &spec.operations {
+                    let target = op.entity.as_ref().map(|e| format!(" -> {e}")).unwrap_or_default();
+                    println!("  {}: {} {}{target}", op.name, op.method, op.path);
+                }
+                ExitCode::SUCCESS
+            }
+            Err(error) => refused(&error, "ContractError"),
+        },
+        ConnectorCommand::Capture { path, op, args, params, max_pages } => {
+            let (args, params) = match (pairs(&args, "--arg"), pairs(&params, "--param")) {
+                (Ok(a), Ok(p)) => (a, p),
+                (Err(code), _) | (_, Err(code)) => return code,
+            };
+            let request = CaptureRequest { op, args, params, max_pages };
+            match capture(&path, &request, &mut |line| eprintln!("# {line}")) {
+                Ok(written) => {
+                    for file in written {
+                        println!("{}", file.strip_prefix(&path).unwrap_or(&file).to_string_lossy());
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(error) => refused(&error, "ContractError"),
+            }
+        }
+        ConnectorCommand::Ingest { path, batch_id } => match gateway_connector::ingest::ingest(&path, batch_id.as_deref()) {
+            Ok(outcome) => {
+                println!("batch {}: {} mutations", outcome.batch, outcome.mutations);
+                let mut counts = outcome.entity_counts;
+                counts.sort();
+                for (entity, count) in counts {
+                    println!("  {entity}: {count}");
+                }
+                ExitCode::SUCCESS
+            }
+            Err(error) => engine_refused(error),
+        },
+        ConnectorCommand::Conform { path, openapi, out, limit } => conform(&path, &openapi, out.as_deref(), limit),
+        ConnectorCommand::Route {
+            command: RouteCommand::Add { path, name, route, method, params, entity, results, action, filter, body, handler },
+        } => {
+            let (filter, body) = match (pairs(&filter, "--filter"), pairs(&body, "--body")) {
+                (Ok(f), Ok(b)) => (f, b),
+                (Err(code), _) | (_, Err(code)) => return code,
+            };
+            let route = Route { name, path: route, method, params, entity, results, action, filter, body, handler };
+            let world = path.clone();
+            let check = move |spec: &gateway_connector::spec::Spec| gateway_serve::settings::load_api_settings(&world, spec).map(|_| ());
+            envelope(route_add(&path, &route, &check))
+        }
+        ConnectorCommand::Skill { install, force } => print_or_install(SKILL_NAME, install.as_deref(), force),
+    }
+}
+
+fn conform(path: &Path, openapi: &[PathBuf], out: Option<&Path>, limit: Option<usize>) -> ExitCode {
+    let report = match gateway_conform::conform(path, openapi, limit) {
+        Ok(report) => report,
+        Err(gateway_conform::ConformError::Contract(error)) => return refused(&error, "ContractError"),
+        Err(error) => return refused(&error, "Error"),
+    };
+    for line in report.lines() {
+        println!("{line}");
+    }
+    for note in &report.notes {
+        eprintln!("# note: {note}");
+    }
+    println!("{}", dumps(&report.summary(), DumpOptions { sort_keys: false, ensure_ascii: true, indent: None, compact: false }));
+    if let Some(out) = out {
+        if let Err(error) = std::fs::write(out, report.to_text()) {
+            eprintln!("Error: {}: {error}", out.display());
+            return ExitCode::from(1);
+        }
+        println!("report: {}", out.display());
+    }
+    if report.failed() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+pub fn entity(command: EntityCommand) -> ExitCode {
+    let EntityCommand::Add { path, name, reference, fields, schema, key, unique, relationship } = command;
+    let payload = match (reference, fields, schema) {
+        (Some(r), _, _) => Payload::Ref(r),
+        (_, Some(f), _) => Payload::Fields(f),
+        (_, _, Some(s)) => Payload::Schema(s),
+        _ => {
+            eprintln!("error: one of --ref, --fields or --schema gives the payload");
+            return ExitCode::from(2);
+        }
+    };
+    let split = |text: &str| text.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect::<Vec<_>>();
+    let mut relationships = Vec::new();
+    for item in &relationship {
+        let Some((field, target)) = item.split_once("->") else {
+            eprintln!("error: --relationship must look like FIELD->entity, got '{item}'");
+            return ExitCode::from(2);
+        };
+        relationships.push((field.trim().to_string(), target.trim().to_string()));
+    }
+    let decl = EntityDecl { name, payload, key: split(&key), unique: unique.iter().map(|u| split(u)).collect(), relationships };
+    let world = path.clone();
+    let compile = move |text: &str| compile_in_scratch(&world, text);
+    envelope(entity_add(&path, &decl, &compile))
+}
+
+/// `install / relative` as Python's Path shows it (`.` vanishes, trailing slashes go).
+fn shown(install: &Path, relative: &str) -> String {
+    let base = install.to_string_lossy();
+    let base = base.trim_end_matches('/');
+    if base.is_empty() || base == "." {
+        relative.to_string()
+    } else {
+        format!("{base}/{relative}")
+    }
+}
+
+fn print_or_install(name: &str, install: Option<&Path>, force: bool) -> ExitCode {
+    let text = match skill_text(name) {
+        Ok(text) => text,
+        Err(message) => {
+            eprintln!("{message}");
+            return ExitCode::from(1);
+        }
+    };
+    let Some(install) = install else {
+        print!("{text}");
+        return ExitCode::SUCCESS;
+    };
+    let report = match install_skill(install, name, force) {
+        Ok(report) => report,
+        Err(message) => {
+            eprintln!("{message}");
+            return ExitCode::from(1);
+        }
+    };
+    if !report.conflicts.is_empty() {
+        eprintln!("Refusing to overwrite files that differ from the packaged skill:");
+        for relative in &report.conflicts {
+            eprintln!("  {}", shown(install, relative));
+        }
+        eprintln!("Pass --force to replace them.");
+        return ExitCode::from(1);
+    }
+    for relative in &report.written {
+        println!("wrote {}", shown(install, relative));
+    }
+    for relative in &report.unchanged {
+        println!("unchanged {}", shown(install, relative));
+    }
+    if let Some(step) = next_step(name) {
+        println!("next: {step}");
+    }
+    ExitCode::SUCCESS
+}
+
+pub fn skill(args: SkillArgs) -> ExitCode {
+    if args.list || (args.name.is_none() && args.install.is_none()) {
+        for name in packaged_skills() {
+            println!("{name}");
+        }
+        if args.name.is_none() && !args.list {
+            eprintln!("Name one to print it, or --install DIR to land every skill in a repository.");
+        }
+        return ExitCode::SUCCESS;
+    }
+    match &args.name {
+        None => {
+            for name in packaged_skills() {
+                let code = print_or_install(name, args.install.as_deref(), args.force);
+                if code != ExitCode::SUCCESS {
+                    return code;
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Some(name) => print_or_install(name, args.install.as_deref(), args.force),
+    }
+}

@@ -1,0 +1,454 @@
+//! `gateway worlds connector …`, `schema entity add` and `worlds skill` end to end: the
+//! real binary against a small fake vendor on loopback (OAuth2 token endpoint, cursor
+//! pagination by body field and by header, 429 and 500 endings), then ingest, then
+//! conform of the served world against OpenAPI documents written for the test.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::{Arc, Mutex};
+
+const BIN: &str = env!("CARGO_BIN_EXE_gateway");
+const SECRET: &str = "sekrit-client-secret";
+const TOKEN: &str = "minted-access-token";
+const EMAIL: &str = "ada@example.test";
+
+fn fixture(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/connector").join(name)
+}
+
+/// A fake vendor: answers until the test ends; records each request line + auth header.
+fn vendor() -> (u16, Arc<Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(200) {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            let mut headers = Vec::new();
+            loop {
+                let mut header = String::new();
+                reader.read_line(&mut header).unwrap();
+                if header.trim().is_empty() {
+                    break;
+                }
+                let (k, v) = header.split_once(':').unwrap();
+                headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
+            }
+            let length: usize = headers.iter().find(|(k, _)| k == "content-length").map_or(0, |(_, v)| v.parse().unwrap());
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            let body = String::from_utf8(body).unwrap();
+            let auth = headers.iter().find(|(k, _)| k == "authorization").map(|(_, v)| v.clone()).unwrap_or_default();
+            let target = line.split_whitespace().nth(1).unwrap_or("/").to_string();
+            log.lock().unwrap().push(format!("{} {target} auth={auth}", line.split_whitespace().next().unwrap_or("")));
+            let authorized = auth == format!("Bearer {TOKEN}");
+            let user = |id: &str, name: &str, groups: &str| {
+                format!(r#"{{"id": "{id}", "name": "{name}", "email": "{id}-{EMAIL}", "ssn": "123-45-6789", "groups": [{groups}]}}"#)
+            };
+            let (status, extra, payload): (u16, &str, String) = match target.as_str() {
+                "/v1/oauth/token" if body.contains(&format!("client_secret={SECRET}")) && body.contains("client_id=acme-client") => {
+                    (200, "", format!(r#"{{"access_token": "{TOKEN}", "token_type": "bearer"}}"#))
+                }
+                "/v1/oauth/token" => (401, "", r#"{"error": "invalid_client"}"#.into()),
+                _ if !authorized => (401, "", r#"{"error": "unauthorized"}"#.into()),
+                "/v1/users" => (
+                    200,
+                    "X-RateLimit-Remaining: 9\r\n",
+                    format!(
+                        r#"{{"results": [{}, {}], "next": "page2"}}"#,
+                        user("u1", "Ada", r#"{"name": "admins"}"#),
+                        user("u2", "Bo", "")
+                    ),
+                ),
+                "/v1/users?cursor=page2" => {
+                    (200, "", format!(r#"{{"results": [{}], "next": ""}}"#, user("u3", "Cy", r#"{"name": "admins"}, {"name": "ops"}"#)))
+                }
+                "/v1/users/u1" => (200, "", user("u1", "Ada Lovelace", r#"{"name": "admins"}"#)),
+                "/v1/limited" => (429, "Retry-After: 30\r\n", r#"{"error": "slow down"}"#.into()),
+                "/v1/broken" => (500, "", "<html>oops</html>".into()),
+                _ => (404, "", r#"{"error": "not found"}"#.into()),
+            };
+            let reply = format!(
+                "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{payload}",
+                payload.len()
+            );
+            let _ = stream.write_all(reply.as_bytes());
+        }
+    });
+    (port, seen)
+}
+
+fn gateway(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(BIN);
+    command.args(args).env_remove("ACME_SECRET").env_remove("ACME_CLIENT");
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    command.output().unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn spec_text(port: u16) -> String {
+    format!(
+        r#"# The fake vendor of the connector tests.
+[connector]
+slug = "acme"
+base_url = "http://127.0.0.1:{port}/v1"
+
+[auth]
+scheme = "oauth2"
+secret_env = "ACME_SECRET"
+client_id_env = "ACME_CLIENT"
+token_url = "/oauth/token"
+
+[capture]
+requests_per_minute = 6000
+cursor_param = "cursor"
+cursor_field = "next"
+
+[redact]
+hash = ["email"]
+drop = ["ssn", "never.there"]
+
+[[operations]]
+name = "list_users"
+path = "/users"
+entity = "users"
+results = "results"
+[operations.ingest]
+drop = ["groups"]
+[[operations.ingest.explode]]
+field = "groups"
+entity = "memberships"
+carry = {{ user_id = "id" }}
+take = {{ group = "name" }}
+
+[[operations]]
+name = "get_user"
+path = "/users/{{id}}"
+entity = "users"
+[operations.ingest]
+drop = ["groups"]
+[operations.api]
+filter = {{ id = "id" }}
+single = true
+
+[[operations]]
+name = "limited"
+path = "/limited"
+
+[[operations]]
+name = "broken"
+path = "/broken"
+"#
+    )
+}
+
+/// A world (its data not yet recompiled) with `users` and `memberships`, declared through `schema entity add`.
+fn world(port: u16) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("acme");
+    let path = root.to_str().unwrap();
+    let out = gateway(&["worlds", "schema", "init", path, "--name", "acme"], &[]);
+    assert!(out.status.success(), "{}", stdout(&out));
+    let out = gateway(
+        &["worlds", "schema", "entity", "add", path, "users", "--fields", "id:string,name:string,email:string?", "--key", "id"],
+        &[],
+    );
+    assert_eq!(stdout(&out), "{\"entity\": \"users\", \"file\": \"schema/world.json\", \"status\": \"ok\"}\n");
+    let out = gateway(
+        &[
+            "worlds",
+            "schema",
+            "entity",
+            "add",
+            path,
+            "memberships",
+            "--fields",
+            "user_id:string,group:string",
+            "--key",
+            "user_id,group",
+            "--relationship",
+            "user_id->users",
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{}", stdout(&out));
+    std::fs::write(root.join("connector.toml"), spec_text(port)).unwrap();
+    dir
+}
+
+fn all_text(dir: &Path) -> String {
+    let mut text = String::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        if entry.path().is_dir() {
+            text.push_str(&all_text(&entry.path()));
+        } else {
+            text.push_str(&String::from_utf8_lossy(&std::fs::read(entry.path()).unwrap()));
+        }
+    }
+    text
+}
+
+#[test]
+fn capture_ingest_and_conform_close_the_loop() {
+    let (port, seen) = vendor();
+    let dir = world(port);
+    let root = dir.path().join("acme");
+    let path = root.to_str().unwrap();
+    let creds = [("ACME_SECRET", SECRET), ("ACME_CLIENT", "acme-client")];
+
+    let out = gateway(&["worlds", "connector", "validate", path], &[]);
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "acme  http://127.0.0.1:{port}/v1  auth=oauth2\n  list_users: GET /users -> users\n  get_user: GET /users/{{id}} -> users\n  limited: GET /limited\n  broken: GET /broken\n"
+        )
+    );
+
+    // A missing credential refuses the capture before any request.
+    let out = gateway(&["worlds", "connector", "capture", path, "--op", "list_users"], &[("ACME_SECRET", SECRET)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("ContractError: secret at /auth/client_id_env: Set ACME_CLIENT to the connection's client id"),
+        "{}",
+        stderr(&out)
+    );
+    // Wrong client credentials: the token endpoint's refusal.
+    let out = gateway(
+        &["worlds", "connector", "capture", path, "--op", "list_users"],
+        &[("ACME_SECRET", "wrong"), ("ACME_CLIENT", "acme-client")],
+    );
+    assert!(stderr(&out).contains("Token endpoint answered 401 without an access_token"), "{}", stderr(&out));
+    assert!(!root.join("captures").exists());
+
+    // Two pages by cursor field, minted token, progress on stderr.
+    let out = gateway(&["worlds", "connector", "capture", path, "--op", "list_users"], &creds);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let files: Vec<&str> = stdout(&out).leak().lines().collect();
+    assert_eq!(files.len(), 2);
+    assert!(files[0].starts_with("captures/list_users/") && files[0].ends_with("-p1.json"), "{files:?}");
+    assert!(stderr(&out).contains(&format!("GET http://127.0.0.1:{port}/v1/users?cursor=page2 -> 200 (page 2")), "{}", stderr(&out));
+    let page1 = std::fs::read_to_string(root.join(files[0])).unwrap();
+    assert!(page1.contains("\"x-ratelimit-remaining\": \"9\""), "{page1}");
+    assert!(page1.contains(&format!("\"url\": \"http://127.0.0.1:{port}/v1/users\"")));
+    assert!(page1.contains("\"email\": \"sha256:"));
+    assert!(!page1.contains("ssn"));
+    let requests = seen.lock().unwrap().clone();
+    assert!(requests.iter().any(|r| r == &format!("GET /v1/users?cursor=page2 auth=Bearer {TOKEN}")), "{requests:?}");
+
+    // Non-2xx pages are recorded and end the run.
+    for (op, status) in [("limited", "429"), ("broken", "500")] {
+        let out = gateway(&["worlds", "connector", "capture", path, "--op", op], &creds);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(stdout(&out).lines().count(), 1);
+        let record = std::fs::read_to_string(root.join(stdout(&out).trim())).unwrap();
+        assert!(record.contains(&format!("\"status\": {status}")), "{record}");
+    }
+    let broken = all_text(&root.join("captures/broken"));
+    assert!(broken.contains("\"text\": \"<html>oops</html>\""), "{broken}");
+    let limited = all_text(&root.join("captures/limited"));
+    assert!(limited.contains("\"retry-after\": \"30\""));
+
+    // An unknown argument or operation is refused.
+    let out = gateway(&["worlds", "connector", "capture", path, "--op", "get_user", "--arg", "nope=1"], &creds);
+    assert!(stderr(&out).contains("Missing path argument(s): id"), "{}", stderr(&out));
+    let out = gateway(&["worlds", "connector", "capture", path, "--op", "nope"], &creds);
+    assert!(stderr(&out).contains("Unknown operation; choose one of broken, get_user, limited, list_users"));
+
+    // No secret, token or raw e-mail ever reaches disk.
+    let captured = all_text(&root.join("captures"));
+    for forbidden in [SECRET, TOKEN, EMAIL, "123-45-6789"] {
+        assert!(!captured.contains(forbidden), "{forbidden} leaked into captures/");
+    }
+    let manifest = std::fs::read_to_string(root.join("captures/manifest.json")).unwrap();
+    assert_eq!(manifest.matches("\"sha256\"").count(), 4);
+
+    // Ingest: children first, deduped by key; a second ingest changes nothing.
+    let out = gateway(&["worlds", "connector", "ingest", path], &[]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(stdout(&out), "batch acme.initial.v2: 6 mutations\n  memberships: 3\n  records: 0\n  users: 3\n");
+    let first = std::fs::read_to_string(root.join("data/initial.json")).unwrap();
+    let out = gateway(&["worlds", "connector", "ingest", path], &[]);
+    assert_eq!(stdout(&out), "batch acme.initial.v2: 6 mutations\n  memberships: 3\n  records: 0\n  users: 3\n");
+    assert_eq!(std::fs::read_to_string(root.join("data/initial.json")).unwrap(), first, "nothing new, nothing written");
+    // A later capture that renames u1 becomes an update.
+    let out = gateway(&["worlds", "connector", "capture", path, "--op", "get_user", "--arg", "id=u1"], &creds);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = gateway(&["worlds", "connector", "ingest", path], &[]);
+    assert_eq!(stdout(&out), "batch acme.initial.v3: 7 mutations\n  memberships: 3\n  records: 0\n  users: 3\n", "{}", stderr(&out));
+    let initial = std::fs::read_to_string(root.join("data/initial.json")).unwrap();
+    assert!(initial.contains("\"op\": \"update\""), "the get_user capture renames u1: {initial}");
+    let out = gateway(&["worlds", "schema", "check", path], &[]);
+    assert!(out.status.success(), "{}", stdout(&out));
+
+    // A tampered capture is refused.
+    let page = root.join(files[1]);
+    let original = std::fs::read_to_string(&page).unwrap();
+    std::fs::write(&page, original.replace("Cy", "Cyd")).unwrap();
+    let out = gateway(&["worlds", "connector", "ingest", path], &[]);
+    assert!(stderr(&out).contains("Capture changed since it was recorded"), "{}", stderr(&out));
+    std::fs::write(&page, original).unwrap();
+
+    // Conform the served world: the YAML 3.0 document matches; `?` for what it omits.
+    let report = dir.path().join("report.json");
+    let out = gateway(
+        &[
+            "worlds",
+            "connector",
+            "conform",
+            path,
+            "--openapi",
+            fixture("acme.openapi.yaml").to_str().unwrap(),
+            "--out",
+            report.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("  ok  GET    /users ") && lines[0].ends_with(" list_users  "), "{text}");
+    assert!(lines[1].starts_with("  ok  GET    /users/{id} "), "{text}");
+    assert!(lines[2].starts_with("  ?   GET    /limited ") && lines[2].ends_with("limited  not in the document"), "{text}");
+    assert_eq!(
+        lines[4],
+        r#"{"operations": 4, "documented": 2, "conforming": 2, "status_mismatch": 0, "schema_violations": 0, "undocumented": 2}"#
+    );
+    assert_eq!(lines[5], format!("report: {}", report.display()));
+    let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(written["operations"][1]["request"]["url"], "/v1/users/u1");
+
+    // The stricter document: a schema violation and a status mismatch, exit 1.
+    let out = gateway(&["worlds", "connector", "conform", path, "--openapi", fixture("acme.strict.json").to_str().unwrap()], &[]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains(" FAIL GET    /users/{id}"), "{text}");
+    assert!(
+        text.contains("$.email: not a property the vendor documents") || text.contains("$.phone: required by the vendor, missing"),
+        "{text}"
+    );
+    assert!(text.contains("broken  status 501, vendor documents 200"), "{text}");
+    assert!(text.contains(r#""status_mismatch": 1, "schema_violations": 1"#), "{text}");
+
+    // A document that does not parse names the file and the place.
+    let out = gateway(&["worlds", "connector", "conform", path, "--openapi", fixture("broken.openapi.yaml").to_str().unwrap()], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("broken.openapi.yaml is not valid YAML at line"), "{}", stderr(&out));
+}
+
+#[test]
+fn route_add_appends_and_refuses_without_writing() {
+    let dir = world(1);
+    let root = dir.path().join("acme");
+    let path = root.to_str().unwrap();
+    let before = std::fs::read_to_string(root.join("connector.toml")).unwrap();
+    let out = gateway(
+        &[
+            "worlds",
+            "connector",
+            "route",
+            "add",
+            path,
+            "create_user",
+            "--path",
+            "/users",
+            "-X",
+            "POST",
+            "--entity",
+            "users",
+            "--action",
+            "create",
+        ],
+        &[],
+    );
+    assert_eq!(stdout(&out), "{\"file\": \"connector.toml\", \"operation\": \"create_user\", \"status\": \"ok\"}\n");
+    let after = std::fs::read_to_string(root.join("connector.toml")).unwrap();
+    assert!(after.starts_with(&before));
+    assert_eq!(
+        &after[before.len()..],
+        "\n[[operations]]\nname = \"create_user\"\nmethod = \"POST\"\npath = \"/users\"\nentity = \"users\"\n[operations.api]\naction = \"create\"\n"
+    );
+    for (args, message) in [
+        (vec!["create_user", "--path", "/x"], "operation create_user is already declared"),
+        (vec!["find", "--path", "/people/{id}", "--entity", "nope"], "Unknown entity nope"),
+        (vec!["find", "--path", "/people/{id}", "--entity", "users", "--filter", "email=email"], "filter email is neither a path argument"),
+        (vec!["run", "--path", "/run", "--action", "handler"], "action handler needs --handler"),
+        (vec!["upd", "--path", "/people/{id}", "-X", "PATCH", "--entity", "users", "--action", "update"], "needs a filter"),
+    ] {
+        let mut full = vec!["worlds", "connector", "route", "add", path];
+        full.extend(args);
+        let out = gateway(&full, &[]);
+        assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+        assert!(stdout(&out).contains(message), "{message}: {}", stdout(&out));
+        assert_eq!(std::fs::read_to_string(root.join("connector.toml")).unwrap(), after);
+    }
+    let out = gateway(&["worlds", "connector", "validate", path], &[]);
+    assert!(stdout(&out).ends_with("  create_user: POST /users -> users\n"));
+}
+
+#[test]
+fn entity_add_refuses_without_writing() {
+    let dir = world(1);
+    let root = dir.path().join("acme");
+    let path = root.to_str().unwrap();
+    let before = std::fs::read(root.join("schema/world.json")).unwrap();
+    for (args, message) in [
+        (vec!["users", "--fields", "id:string", "--key", "id"], "entity users is already declared"),
+        (vec!["things", "--fields", "id:number", "--key", "id"], "must be a string or an integer"),
+        (vec!["things", "--fields", "id:string?", "--key", "id"], "must be required"),
+        (vec!["things", "--ref", "Nope", "--key", "id"], "No $defs/Nope"),
+        (vec!["things", "--fields", "id:string,o:string", "--key", "id", "--relationship", "o->nowhere"], "not a declared entity"),
+        (vec!["things", "--schema", "[1]", "--key", "id"], "--schema must be a JSON object"),
+    ] {
+        let mut full = vec!["worlds", "schema", "entity", "add", path];
+        full.extend(args);
+        let out = gateway(&full, &[]);
+        assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+        assert!(stdout(&out).contains(message), "{message}: {}", stdout(&out));
+        assert_eq!(std::fs::read(root.join("schema/world.json")).unwrap(), before);
+    }
+}
+
+#[test]
+fn skills_print_list_and_install() {
+    let out = gateway(&["worlds", "skill", "--list"], &[]);
+    assert_eq!(stdout(&out), "connector-schema-authoring\nworld-data-ingestion\nworlds-getting-started\n");
+    let out = gateway(&["worlds", "skill"], &[]);
+    assert!(stderr(&out).contains("Name one to print it"));
+    let out = gateway(&["worlds", "skill", "worlds-getting-started"], &[]);
+    assert!(stdout(&out).starts_with("---\nname: worlds-getting-started\n"));
+    let out = gateway(&["worlds", "skill", "nope"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).starts_with("No packaged skill 'nope'; the package ships: connector-schema-authoring, "));
+    let out = gateway(&["worlds", "connector", "skill"], &[]);
+    assert!(stdout(&out).starts_with("---\nname: connector-schema-authoring\n"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().to_str().unwrap();
+    let out = gateway(&["worlds", "skill", "--install", repo], &[]);
+    let text = stdout(&out);
+    assert!(text.contains(&format!("wrote {repo}/.claude/agents/connector-template-author.md\n")), "{text}");
+    assert!(text.contains("next: gateway worlds schema init ./my-world --connector custom\n"));
+    let skill = dir.path().join(".claude/skills/world-data-ingestion/ROWS.md");
+    std::fs::write(&skill, "edited").unwrap();
+    let out = gateway(&["worlds", "skill", "world-data-ingestion", "--install", repo], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("Refusing to overwrite files that differ from the packaged skill:"));
+    assert_eq!(std::fs::read_to_string(&skill).unwrap(), "edited");
+    let out = gateway(&["worlds", "skill", "world-data-ingestion", "--install", repo, "--force"], &[]);
+    assert!(stdout(&out).contains("wrote ") && stdout(&out).contains("unchanged "));
+}

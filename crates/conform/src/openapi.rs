@@ -1,0 +1,287 @@
+//! Reading the vendor's OpenAPI documents (3.0 or 3.1, JSON or YAML) and finding a
+//! world operation in them.
+
+use gateway_connector::spec::Operation;
+use gateway_world::error::ContractError;
+use gateway_world::json::{Map, Value};
+use std::path::Path;
+
+/// One loaded OpenAPI document.
+#[derive(Debug, Clone)]
+pub struct Document {
+    /// The file it came from, as given.
+    pub file: String,
+    /// The document, members in document order.
+    pub root: Value,
+    /// The path part of each server URL, longest first.
+    pub prefixes: Vec<String>,
+}
+
+fn refuse(message: String) -> ContractError {
+    ContractError::new("conform", message, "/conform/openapi")
+}
+
+/// YAML → our JSON value; scalar keys become strings (`200:` is the status "200").
+fn from_yaml(value: serde_yaml_ng::Value) -> Value {
+    use serde_yaml_ng::Value as Y;
+    match value {
+        Y::Null => Value::Null,
+        Y::Bool(b) => Value::Bool(b),
+        Y::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => Value::Int(i),
+            (None, Some(f)) => Value::Float(f),
+            _ => Value::Null,
+        },
+        Y::String(s) => Value::Str(s),
+        Y::Sequence(items) => Value::Array(items.into_iter().map(from_yaml).collect()),
+        Y::Mapping(mapping) => {
+            let mut map = Map::new();
+            for (key, item) in mapping {
+                let key = match key {
+                    Y::String(s) => s,
+                    Y::Bool(b) => b.to_string(),
+                    Y::Number(n) => n.to_string(),
+                    Y::Null => "null".into(),
+                    other => serde_yaml_ng::to_string(&other).unwrap_or_default().trim().to_string(),
+                };
+                map.insert(key, from_yaml(item));
+            }
+            Value::Object(map)
+        }
+        Y::Tagged(tagged) => from_yaml(tagged.value),
+    }
+}
+
+/// Line and column (1-based) of a byte offset.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rfind('\n').map_or(before.chars().count(), |i| before[i + 1..].chars().count()) + 1;
+    (line, column)
+}
+
+/// Placeholder names differ between the world and the document; shapes must not.
+fn canonical_path(path: &str) -> String {
+    let mut out = String::new();
+    let mut depth = 0i32;
+    for c in path.chars() {
+        match c {
+            '{' => {
+                depth += 1;
+                out.push_str("{}");
+            }
+            '}' => depth -= 1,
+            c if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+impl Document {
+    /// Read and parse a document; a file that does not parse names itself and the place.
+    pub fn load(path: &Path) -> Result<Document, ContractError> {
+        let file = path.to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(path).map_err(|e| refuse(format!("Cannot read {file}: {e}")))?;
+        let yaml = file.ends_with(".yaml") || file.ends_with(".yml");
+        let root = if yaml {
+            match serde_yaml_ng::from_str::<serde_yaml_ng::Value>(&text) {
+                Ok(value) => from_yaml(value),
+                Err(error) => {
+                    let place = error.location().map(|l| format!(" at line {}, column {}", l.line(), l.column())).unwrap_or_default();
+                    let reason = error.to_string();
+                    let reason = reason.split(" at line ").next().unwrap_or(&reason).to_string();
+                    return Err(refuse(format!("{file} is not valid YAML{place}: {reason}")));
+                }
+            }
+        } else {
+            match gateway_world::json::parse(&text) {
+                Ok(parsed) => parsed.value,
+                Err(error) => {
+                    let place = match serde_json::from_str::<serde_json::Value>(&text) {
+                        Err(e) if e.line() > 0 => format!(" at line {}, column {}", e.line(), e.column()),
+                        _ => {
+                            let (line, column) = line_column(&text, text.len());
+                            format!(" near line {line}, column {column}")
+                        }
+                    };
+                    let reason = match error {
+                        gateway_world::json::ParseError::Syntax(s) => s,
+                        gateway_world::json::ParseError::DuplicateKey(k) => format!("duplicate member {k}"),
+                    };
+                    return Err(refuse(format!("{file} is not valid JSON{place}: {reason}")));
+                }
+            }
+        };
+        if root.get("paths").is_none() {
+            return Err(refuse(format!("{file} is not an OpenAPI document (no paths)")));
+        }
+        let prefixes = server_prefixes(&root);
+        Ok(Document { file, root, prefixes })
+    }
+
+    /// Whether this is an OpenAPI 3.0 document (`nullable`, boolean exclusive bounds).
+    pub fn is_v30(&self) -> bool {
+        self.root.get("openapi").and_then(Value::as_str).is_some_and(|v| v.starts_with("3.0")) || self.root.get("swagger").is_some()
+    }
+
+    /// The document's path item operation for a world operation, prefix-tolerant.
+    pub fn find_operation(&self, operation: &Operation) -> Option<Value> {
+        let mut wanted = vec![canonical_path(&operation.path)];
+        for prefix in &self.prefixes {
+            if let Some(rest) = operation.path.strip_prefix(prefix.as_str()).filter(|r| r.starts_with('/')) {
+                wanted.push(canonical_path(rest));
+            }
+        }
+        let method = operation.method.to_ascii_lowercase();
+        self.root.get("paths")?.as_object()?.iter().find_map(|(path, item)| {
+            let item = self.deref(item);
+            (wanted.contains(&canonical_path(path)) && item.get(&method).is_some()).then(|| item.get(&method).cloned()).flatten()
+        })
+    }
+
+    /// Follow `$ref`s into this document; sibling members override the target's.
+    pub fn deref(&self, schema: &Value) -> Value {
+        let mut current = schema.clone();
+        let mut seen: Vec<String> = Vec::new();
+        while let Some(reference) = current.get("$ref").and_then(Value::as_str).map(str::to_string) {
+            if seen.contains(&reference) || !reference.starts_with("#/") {
+                return Value::Object(Map::new());
+            }
+            seen.push(reference.clone());
+            let mut node = &self.root;
+            for part in reference[2..].split('/') {
+                let part = part.replace("~1", "/").replace("~0", "~");
+                match node.get(&part) {
+                    Some(next) => node = next,
+                    None => return Value::Object(Map::new()),
+                }
+            }
+            let Value::Object(target) = node else { return Value::Object(Map::new()) };
+            let mut merged = target.clone();
+            if let Value::Object(siblings) = &current {
+                for (k, v) in siblings {
+                    if k != "$ref" {
+                        merged.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+            current = Value::Object(merged);
+        }
+        if matches!(current, Value::Object(_)) {
+            current
+        } else {
+            Value::Object(Map::new())
+        }
+    }
+
+    /// A value the schema accepts, from its examples or its shape (request bodies and
+    /// path arguments nothing else supplies).
+    pub fn example(&self, schema: &Value, depth: usize) -> Value {
+        let schema = self.deref(schema);
+        for key in ["example", "default"] {
+            if let Some(v) = schema.get(key) {
+                return v.clone();
+            }
+        }
+        if let Some(first) = schema.get("examples").and_then(Value::as_array).and_then(|e| e.first()) {
+            return first.clone();
+        }
+        if let Some(first) = schema.get("enum").and_then(Value::as_array).and_then(|e| e.first()) {
+            return first.clone();
+        }
+        for keyword in ["allOf", "anyOf", "oneOf"] {
+            let Some(branches) = schema.get(keyword).and_then(Value::as_array).filter(|b| !b.is_empty()) else { continue };
+            let mut merged = Map::new();
+            let take = if keyword == "allOf" { branches.len() } else { 1 };
+            for branch in &branches[..take] {
+                match self.example(branch, depth + 1) {
+                    Value::Object(m) => merged.extend(m),
+                    other => return other,
+                }
+            }
+            return Value::Object(merged);
+        }
+        let kind = match schema.get("type") {
+            Some(Value::Str(s)) => Some(s.clone()),
+            Some(Value::Array(types)) => types.iter().filter_map(Value::as_str).find(|t| *t != "null").map(str::to_string),
+            _ => None,
+        };
+        let required: Vec<&str> =
+            schema.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        match kind.as_deref() {
+            Some("object") | None if kind.is_some() || schema.get("properties").is_some() => {
+                if depth > 6 {
+                    return Value::Object(Map::new());
+                }
+                let mut out = Map::new();
+                if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+                    for (name, property) in properties {
+                        if required.contains(&name.as_str()) {
+                            out.insert(name.clone(), self.example(property, depth + 1));
+                        }
+                    }
+                }
+                Value::Object(out)
+            }
+            Some("array") => match schema.get("items") {
+                Some(items @ Value::Object(_)) if depth < 6 => Value::Array(vec![self.example(items, depth + 1)]),
+                _ => Value::Array(Vec::new()),
+            },
+            Some("integer") => Value::Int(schema.get("minimum").and_then(Value::as_f64).map_or(1, |m| m as i64)),
+            Some("number") => Value::Float(schema.get("minimum").and_then(Value::as_f64).unwrap_or(1.0)),
+            Some("boolean") => Value::Bool(true),
+            Some("string") => Value::str(match schema.get("format").and_then(Value::as_str) {
+                Some("date-time") => "2026-01-01T00:00:00Z",
+                Some("date") => "2026-01-01",
+                Some("uuid") => "00000000-0000-4000-8000-000000000001",
+                Some("email") => "sample@example.invalid",
+                _ => "sample",
+            }),
+            _ => Value::Null,
+        }
+    }
+
+    /// Validate `value` against a response schema of this document. `Err` when the
+    /// schema itself cannot be compiled (then nothing is claimed about the body).
+    pub fn check(&self, schema: &Value, value: &Value) -> Result<Vec<String>, String> {
+        crate::schema::check(self, schema, value)
+    }
+}
+
+/// The path part of each server URL (variables at their defaults), longest first.
+pub fn server_prefixes(document: &Value) -> Vec<String> {
+    let mut prefixes: Vec<String> = Vec::new();
+    for server in document.get("servers").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default() {
+        let mut url = server.get("url").and_then(Value::as_str).unwrap_or_default().to_string();
+        if let Some(variables) = server.get("variables").and_then(Value::as_object) {
+            for (name, variable) in variables {
+                let default = variable.get("default").map(gateway_world::json::python_str).unwrap_or_default();
+                url = url.replace(&format!("{{{name}}}"), &default);
+            }
+        }
+        let path = if url.contains("://") { gateway_connector::url::split(&url).2 } else { url };
+        let path = path.trim_end_matches('/').to_string();
+        if !path.is_empty() && !prefixes.contains(&path) {
+            prefixes.push(path);
+        }
+    }
+    prefixes.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    prefixes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_paths_ignore_placeholder_names() {
+        assert_eq!(canonical_path("/a/{id}/b/{x_y}"), "/a/{}/b/{}");
+        let doc = gateway_world::json::parse(
+            r#"{"servers": [{"url": "https://h/{v}/api/", "variables": {"v": {"default": "v2"}}}, {"url": "/x"}], "paths": {}}"#,
+        )
+        .unwrap()
+        .value;
+        assert_eq!(server_prefixes(&doc), vec!["/v2/api".to_string(), "/x".to_string()]);
+    }
+}
