@@ -164,6 +164,16 @@ pub struct Parsed {
 
 /// Parse JSON text the way Python's `json.loads` does (strict mode).
 pub fn parse(text: &str) -> Result<Parsed, ParseError> {
+    parse_with(text, false)
+}
+
+/// Parse JSON text as Python's plain `json.loads` does: a repeated member keeps its
+/// first position and takes the last value, silently (rows files are read this way).
+pub fn parse_loads(text: &str) -> Result<Parsed, ParseError> {
+    parse_with(text, true)
+}
+
+fn parse_with(text: &str, duplicates: bool) -> Result<Parsed, ParseError> {
     let mut parser = Parser { bytes: text.as_bytes(), pos: 0, problem: None, duplicate: None, path: Vec::new() };
     parser.skip_ws();
     let value = parser.value()?;
@@ -171,7 +181,7 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
     if parser.pos != parser.bytes.len() {
         return Err(ParseError::Syntax("Extra data".into()));
     }
-    if let Some(name) = parser.duplicate {
+    if let Some(name) = parser.duplicate.filter(|_| !duplicates) {
         return Err(ParseError::DuplicateKey(name));
     }
     Ok(Parsed { value, problem: parser.problem })
