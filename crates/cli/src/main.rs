@@ -5,7 +5,9 @@
 //! refusal (a JSON envelope on stdout for `worlds schema …`, a line on stderr for
 //! `worlds data …`), 2 on a usage error. It is not where behaviour lives.
 
+mod bench;
 mod connector;
+mod hub;
 mod worlds;
 
 use clap::{Parser, Subcommand};
@@ -26,11 +28,29 @@ enum Command {
         #[command(subcommand)]
         command: worlds::WorldsCommand,
     },
+    /// Benchmark container hub — version and push benchmark environments.
+    Bench {
+        #[command(subcommand)]
+        command: bench::BenchCommand,
+    },
+    /// The self-hosted hub: serve it, manage its project keys.
+    Hub {
+        #[command(subcommand)]
+        command: hub::HubCommand,
+    },
+    /// Manage authentication credentials.
+    Auth {
+        #[command(subcommand)]
+        command: hub::AuthCommand,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Worlds { command } => worlds::run(command),
+        Command::Bench { command } => bench::run(command),
+        Command::Hub { command } => hub::run(command),
+        Command::Auth { command } => hub::auth(command),
     }
 }

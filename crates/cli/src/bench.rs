@@ -1,0 +1,537 @@
+//! `gateway bench …`: the hub client commands (push, pull, checkout, status, log,
+//! branch, tag, fork, diff, propose, secrets, run-configs), with the original's flags
+//! and output. Failures print `Error: …` on stderr and exit 1; usage errors exit 2.
+
+use clap::Subcommand;
+use gateway_hub::client::{read_local_meta, Client, PushOptions};
+use gateway_hub::HubError;
+use gateway_world::json::{dumps, DumpOptions, Map, Value};
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Push a benchmark container to Gateway as a content-hashed source bundle.
+    Push {
+        /// Path to the environment directory.
+        path: PathBuf,
+        /// Container slug (defaults to the pyproject name, else the directory name).
+        #[arg(long)]
+        slug: Option<String>,
+        /// Human-readable container name.
+        #[arg(long)]
+        name: Option<String>,
+        /// Container description.
+        #[arg(long)]
+        description: Option<String>,
+        /// Tag (repeatable).
+        #[arg(long = "tag")]
+        tag: Vec<String>,
+        /// PRIVATE or PUBLIC.
+        #[arg(long)]
+        visibility: Option<String>,
+        /// Patch-bump pyproject version before pushing.
+        #[arg(long = "auto-bump")]
+        auto_bump: bool,
+        /// Bump/create an .rc pre-release before pushing.
+        #[arg(long)]
+        rc: bool,
+        /// Bump/create a .post release before pushing.
+        #[arg(long)]
+        post: bool,
+        /// Pre-built OCI image ref (recorded on the version).
+        #[arg(long)]
+        image: Option<String>,
+        /// Build a wheel and upload it (not supported by this client).
+        #[arg(long = "build-wheel")]
+        build_wheel: bool,
+        /// Branch to push to (default: the dir's tracked branch, else main).
+        #[arg(long, short = 'b')]
+        branch: Option<String>,
+        /// Skip the fast-forward check (move the branch even if it diverged).
+        #[arg(long)]
+        force: bool,
+        /// Change reason, shown in History.
+        #[arg(long, short = 'm')]
+        message: Option<String>,
+        /// Attribution shown in History (default: GATEWAY_AUTHOR env).
+        #[arg(long)]
+        author: Option<String>,
+        /// Hub URL (default: GATEWAY_HOST).
+        #[arg(long)]
+        host: Option<String>,
+    },
+    /// Reconstruct a container version's source directory, addressed by name.
+    Pull {
+        /// Container slug, optionally slug@latest | @<semver> | @<hash-prefix>.
+        slug: String,
+        /// Target dir (defaults to ./<slug>).
+        #[arg(long, short = 't')]
+        target: Option<PathBuf>,
+        /// Hub URL (default: GATEWAY_HOST).
+        #[arg(long)]
+        host: Option<String>,
+    },
+    /// Materialize a ref into a working dir and track it (pull + set base).
+    Checkout {
+        /// slug@<branch|tag|semver|hash> (bare slug = main).
+        slug_ref: String,
+        /// Target dir (defaults to ./<slug>).
+        #[arg(long, short = 't')]
+        target: Option<PathBuf>,
+        /// Hub URL (default: GATEWAY_HOST).
+        #[arg(long)]
+        host: Option<String>,
+    },
+    /// Where this dir stands: tracked branch, base version, local edits, remote tip.
+    Status {
+        /// Working dir (defaults to cwd).
+        #[arg(default_value = ".")]
+        path: PathBuf,
+        /// Hub URL (default: GATEWAY_HOST).
+        #[arg(long)]
+        host: Option<String>,
+    },
+    /// A branch's version lineage, tip first — hash, semver, author, reason.
+    Log {
+        /// Container slug.
+        slug: String,
+        /// Branch (default main).
+        #[arg(long, short = 'b')]
+        branch: Option<String>,
+        /// Max entries.
+        #[arg(long, short = 'n', default_value_t = 20)]
+        limit: i64,
+        /// Hub URL (default: GATEWAY_HOST).
+        #[arg(long)]
+        host: Option<String>,
+    },
+    /// List branches/tags (the dir's current branch marked with *), or create one.
+    Branch {
+        /// Create a branch with this name (omit to list).
+        name: Option<String>,
+        /// Working dir whose container/branch to use.
+        #[arg(long, default_value = ".")]
+        path: PathBuf,
+        /// Container slug (default: the dir's tracked slug).
+        #[arg(long)]
+        slug: Option<String>,
+        /// Start version id (default: the main tip).
+        #[arg(long = "from")]
+        from_version: Option<String>,
+        /// Hub URL (default: GATEWAY_HOST).
+        #[arg(long)]
+        host: Option<String>,
+    },
+    /// Create an immutable tag pointing at a version.
+    Tag {
+        /// Tag name (immutable).
+        name: String,
+        /// Working dir whose container to use.
+        #[arg(long, default_value = ".")]
+        path: PathBuf,
+        /// Container slug (default: the dir's tracked slug).
+        #[arg(long)]
+        slug: Option<String>,
+        /// Version id to tag (default: main tip).
+        #[arg(long)]
+        version: Option<String>,
+        /// Hub URL (default: GATEWAY_HOST).
+        #[arg(long)]
+        host: Option<String>,
+    },
+    /// Fork a container into a new one (shares the bundle; records provenance).
+    Fork {
+        /// Source container slug (forks the head; omit @version).
+        slug: String,
+        /// Target slug (defaults to <slug>-fork).
+        #[arg(long)]
+        into: Option<String>,
+        /// Hub URL (default: GATEWAY_HOST).
+        #[arg(long)]
+        host: Option<String>,
+    },
+    /// Per-file diff (added/removed/modified/unchanged) between two version ids.
+    Diff {
+        /// Base version id.
+        base: String,
+        /// Head version id.
+        head: String,
+        /// Hub URL (default: GATEWAY_HOST).
+        #[arg(long)]
+        host: Option<String>,
+    },
+    /// File local edits as a change proposal (a PR to the env) instead of pushing.
+    Propose {
+        /// Working dir with local edits.
+        #[arg(default_value = ".")]
+        path: PathBuf,
+        /// Proposal title, shown to the reviewer.
+        #[arg(long, required = true)]
+        title: String,
+        /// Why this changeset.
+        #[arg(long, short = 'm', required = true)]
+        message: String,
+        /// Branch the proposal merges into (default main).
+        #[arg(long, short = 'b')]
+        branch: Option<String>,
+        /// Hub URL (default: GATEWAY_HOST).
+        #[arg(long)]
+        host: Option<String>,
+    },
+    /// Environment secrets — env vars every hosted run of the world receives (write-only).
+    Secrets {
+        /// set | list | unset
+        action: String,
+        /// World slug the secret belongs to.
+        #[arg(long, required = true)]
+        env: String,
+        /// Secret name (UPPER_SNAKE_CASE) — required for set/unset.
+        #[arg(long)]
+        key: Option<String>,
+        /// Secret value for `set`; omit to read from stdin.
+        #[arg(long)]
+        value: Option<String>,
+        /// Hub URL (default: GATEWAY_HOST).
+        #[arg(long)]
+        host: Option<String>,
+    },
+    /// Run configs — list them, create one for CI, delete one.
+    #[command(name = "run-configs")]
+    RunConfigs {
+        /// list | create | delete
+        #[arg(default_value = "list")]
+        action: String,
+        /// Config name (create).
+        #[arg(long)]
+        name: Option<String>,
+        /// Comma-separated model list (create).
+        #[arg(long)]
+        models: Option<String>,
+        /// Containers per model, 1-16 (create).
+        #[arg(long, default_value_t = 1)]
+        parallelism: i64,
+        /// Comma-separated bundled task names (create).
+        #[arg(long)]
+        tasks: Option<String>,
+        /// Comma-separated stored task refs, <id> or <id>@<version> (create).
+        #[arg(long = "world-tasks")]
+        world_tasks: Option<String>,
+        /// harbor agent (create).
+        #[arg(long)]
+        agent: Option<String>,
+        /// Dispatch on every pushed READY version (create).
+        #[arg(long = "auto-run-on-push")]
+        auto_run_on_push: bool,
+        /// Config id (delete/update).
+        #[arg(long = "id")]
+        config_id: Option<String>,
+        /// Hub URL (default: GATEWAY_HOST).
+        #[arg(long)]
+        host: Option<String>,
+    },
+}
+
+enum Failure {
+    Hub(HubError),
+    Usage(String),
+    Plain(String),
+}
+
+impl From<HubError> for Failure {
+    fn from(error: HubError) -> Self {
+        Failure::Hub(error)
+    }
+}
+
+fn print_json(value: &Value) {
+    // A closed pipe (`| head`) is not an error worth a panic.
+    let _ = writeln!(std::io::stdout(), "{}", dumps(value, DumpOptions::PRETTY));
+}
+
+fn client(host: &Option<String>) -> Result<Client, Failure> {
+    Ok(Client::from_env(host.as_deref())?)
+}
+
+/// Run one `bench` command.
+pub fn run(command: BenchCommand) -> ExitCode {
+    match execute(command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Hub(error)) => {
+            eprintln!("Error: {error}");
+            ExitCode::from(1)
+        }
+        Err(Failure::Plain(message)) => {
+            eprintln!("{message}");
+            ExitCode::from(1)
+        }
+        Err(Failure::Usage(message)) => {
+            eprintln!("Error: Invalid value: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn tracked_slug(slug: Option<String>, path: &Path) -> Result<String, Failure> {
+    slug.filter(|s| !s.is_empty())
+        .or_else(|| read_local_meta(path).and_then(|m| m.get("slug").and_then(Value::as_str).map(str::to_string)))
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| Failure::Plain("Error: no --slug and this dir tracks no container (pull first).".into()))
+}
+
+fn execute(command: BenchCommand) -> Result<(), Failure> {
+    match command {
+        BenchCommand::Push {
+            path,
+            slug,
+            name,
+            description,
+            tag,
+            visibility,
+            auto_bump,
+            rc,
+            post,
+            image,
+            build_wheel,
+            branch,
+            force,
+            message,
+            author,
+            host,
+        } => {
+            if build_wheel {
+                return Err(Failure::Plain(
+                    "Error: --build-wheel is not supported by this client: push the source bundle and build the wheel where you install it"
+                        .into(),
+                ));
+            }
+            if let Some(v) = &visibility {
+                if v != "PRIVATE" && v != "PUBLIC" {
+                    return Err(Failure::Usage(format!("--visibility must be PRIVATE or PUBLIC, not {v}")));
+                }
+            }
+            let client = client(&host)?;
+            let options = PushOptions {
+                slug,
+                name,
+                description,
+                tags: tag,
+                visibility,
+                auto_bump,
+                rc,
+                post,
+                image_ref: image,
+                branch,
+                force,
+                message,
+                author: author.or_else(|| std::env::var("GATEWAY_AUTHOR").ok()).filter(|a| !a.is_empty()),
+            };
+            print_json(&client.push(&path, &options)?);
+        }
+        BenchCommand::Pull { slug, target, host } => print_json(&client(&host)?.pull(&slug, target.as_deref())?),
+        BenchCommand::Checkout { slug_ref, target, host } => print_json(&client(&host)?.pull(&slug_ref, target.as_deref())?),
+        BenchCommand::Status { path, host } => {
+            let result = client(&host)?.status(&path)?;
+            print_json(&result);
+            if matches!(result.get("dirty"), Some(Value::Bool(true))) {
+                eprintln!("# local edits not pushed");
+            }
+            if matches!(result.get("behind"), Some(Value::Bool(true))) {
+                eprintln!("# branch tip moved past your base — `gateway bench pull` before pushing");
+            }
+        }
+        BenchCommand::Log { slug, branch, limit, host } => print_json(&client(&host)?.log(&slug, branch.as_deref(), limit)?),
+        BenchCommand::Branch { name, path, slug, from_version, host } => {
+            let client = client(&host)?;
+            let meta = read_local_meta(&path).unwrap_or_default();
+            let slug = tracked_slug(slug, &path)?;
+            if let Some(name) = name.filter(|n| !n.is_empty()) {
+                print_json(&client.create_ref(&slug, &name, "branch", from_version.as_deref())?);
+                return Ok(());
+            }
+            let refs = client.list_refs(&slug)?;
+            let meta_slug = meta.get("slug").and_then(Value::as_str);
+            let current = if meta_slug == Some(slug.as_str()) { meta.get("branch").and_then(Value::as_str) } else { None };
+            let text = |v: Option<&Value>| match v {
+                Some(Value::Str(s)) => s.clone(),
+                Some(Value::Null) | None => "None".to_string(),
+                Some(other) => dumps(other, DumpOptions::CLI),
+            };
+            for r in refs.get("refs").and_then(Value::as_array).cloned().unwrap_or_default() {
+                let kind = text(r.get("kind"));
+                let name = text(r.get("name"));
+                let marker = if kind == "branch" && Some(name.as_str()) == current { "*" } else { " " };
+                let hash: String = r.get("contentHash").and_then(Value::as_str).unwrap_or("").chars().take(12).collect();
+                let semver = r.get("semanticVersion").and_then(Value::as_str).unwrap_or("");
+                println!("{marker} {kind:<6} {name:<24} {hash:<12} {semver}");
+            }
+        }
+        BenchCommand::Tag { name, path, slug, version, host } => {
+            let client = client(&host)?;
+            let slug = tracked_slug(slug, &path)?;
+            print_json(&client.create_ref(&slug, &name, "tag", version.as_deref())?);
+        }
+        BenchCommand::Fork { slug, into, host } => print_json(&client(&host)?.fork(&slug, into.as_deref())?),
+        BenchCommand::Diff { base, head, host } => print_json(&client(&host)?.diff(&base, &head)?),
+        BenchCommand::Propose { path, title, message, branch, host } => {
+            print_json(&client(&host)?.propose(&path, &title, &message, branch.as_deref())?)
+        }
+        BenchCommand::Secrets { action, env, key, value, host } => secrets(action, env, key, value, host)?,
+        BenchCommand::RunConfigs { action, name, models, parallelism, tasks, world_tasks, agent, auto_run_on_push, config_id, host } => {
+            let client = client(&host)?;
+            match action.as_str() {
+                "list" => {
+                    let listed = client.list_run_configs()?;
+                    let rows = listed.get("runConfigs").and_then(Value::as_array).cloned().unwrap_or_default();
+                    if rows.is_empty() {
+                        println!("No run configs in this project.");
+                        return Ok(());
+                    }
+                    for row in rows {
+                        let mut flags = Vec::new();
+                        if let Some(Value::Int(p)) = row.get("parallelism") {
+                            if *p > 1 {
+                                flags.push(format!("x{p} containers"));
+                            }
+                        }
+                        if row.get("autoRunOnPush").is_some_and(gateway_hub::client::truthy) {
+                            flags.push("auto-on-push".to_string());
+                        }
+                        let suffix = if flags.is_empty() { String::new() } else { format!("  [{}]", flags.join(", ")) };
+                        println!("{}  {}  ({}){suffix}", field(&row, "id"), field(&row, "name"), models_text(&row, true));
+                    }
+                }
+                "delete" => {
+                    let id = config_id.filter(|i| !i.is_empty()).ok_or_else(|| Failure::Usage("--id is required for delete".into()))?;
+                    client.delete_run_config(&id)?;
+                    println!("Deleted {id}.");
+                }
+                "create" => {
+                    let (Some(name), Some(models)) = (name.filter(|n| !n.is_empty()), models.filter(|m| !m.is_empty())) else {
+                        return Err(Failure::Usage("--name and --models are required for create".into()));
+                    };
+                    let split =
+                        |text: &str| -> Vec<Value> { text.split(',').map(str::trim).filter(|s| !s.is_empty()).map(Value::str).collect() };
+                    let mut fields = Map::new();
+                    fields.insert("name".into(), Value::str(name));
+                    fields.insert("models".into(), Value::Array(split(&models)));
+                    fields.insert("parallelism".into(), Value::Int(parallelism));
+                    if let Some(agent) = agent.filter(|a| !a.is_empty()) {
+                        fields.insert("agent".into(), Value::str(agent));
+                    }
+                    if let Some(tasks) = tasks.as_deref().filter(|t| !t.is_empty()) {
+                        fields.insert("taskNames".into(), Value::Array(split(tasks)));
+                    }
+                    if let Some(world_tasks) = world_tasks.filter(|w| !w.is_empty()) {
+                        if tasks.as_deref().is_some_and(|t| !t.is_empty()) {
+                            return Err(Failure::Usage(
+                                "--tasks and --world-tasks are exclusive: a config runs bundled scenarios or stored tasks".into(),
+                            ));
+                        }
+                        fields.insert("worldTasks".into(), parse_world_task_refs(&world_tasks).map_err(Failure::Usage)?);
+                    }
+                    if auto_run_on_push {
+                        fields.insert("autoRunOnPush".into(), Value::Bool(true));
+                    }
+                    if let Some(id) = config_id.filter(|i| !i.is_empty()) {
+                        fields.insert("id".into(), Value::str(id));
+                    }
+                    let row = client.upsert_run_config(fields)?;
+                    println!("{}  {}  ({})", field(&row, "id"), field(&row, "name"), models_text(&row, false));
+                }
+                _ => return Err(Failure::Usage("action must be one of: list | create | delete".into())),
+            }
+        }
+    }
+    Ok(())
+}
+
+fn field(row: &Value, key: &str) -> String {
+    match row.get(key) {
+        Some(Value::Str(s)) => s.clone(),
+        Some(Value::Null) | None => "None".into(),
+        Some(other) => dumps(other, DumpOptions::CLI),
+    }
+}
+
+fn models_text(row: &Value, placeholder: bool) -> String {
+    let models: Vec<String> = row
+        .get("models")
+        .and_then(Value::as_array)
+        .map(|m| m.iter().map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| dumps(v, DumpOptions::CLI))).collect())
+        .unwrap_or_default();
+    if models.is_empty() && placeholder {
+        "no models".into()
+    } else {
+        models.join(", ")
+    }
+}
+
+/// `wt_a,wt_b@2` → `[{id: wt_a}, {id: wt_b, version: 2}]`.
+fn parse_world_task_refs(text: &str) -> Result<Value, String> {
+    let mut out = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match part.split_once('@') {
+            Some((id, version)) => {
+                let version: i64 = version
+                    .parse()
+                    .ok()
+                    .filter(|v| *v >= 1)
+                    .ok_or_else(|| format!("world task ref '{part}': the version after @ must be a positive integer"))?;
+                if id.is_empty() {
+                    return Err(format!("world task ref '{part}' has no id"));
+                }
+                out.push(gateway_world::json::object([("id", Value::str(id)), ("version", Value::Int(version))]));
+            }
+            None => out.push(gateway_world::json::object([("id", Value::str(part))])),
+        }
+    }
+    if out.is_empty() {
+        return Err("--world-tasks names no task".into());
+    }
+    Ok(Value::Array(out))
+}
+
+fn secrets(action: String, env: String, key: Option<String>, value: Option<String>, host: Option<String>) -> Result<(), Failure> {
+    let client = client(&host)?;
+    if action == "list" {
+        let listed = client.list_env_secret_keys(&env)?;
+        let rows = listed.get("secrets").and_then(Value::as_array).cloned().unwrap_or_default();
+        if rows.is_empty() {
+            println!("No secrets on {env}.");
+            return Ok(());
+        }
+        for row in rows {
+            println!("{}  (rotated {})", field(&row, "key"), field(&row, "updatedAt"));
+        }
+        return Ok(());
+    }
+    if action != "set" && action != "unset" {
+        return Err(Failure::Usage("action must be one of: set | list | unset".into()));
+    }
+    let key = key.filter(|k| !k.is_empty()).ok_or_else(|| Failure::Usage(format!("--key is required for `{action}`")))?;
+    if action == "unset" {
+        client.delete_env_secret(&env, &key)?;
+        println!("Deleted {key} from {env}.");
+        return Ok(());
+    }
+    let secret = match value {
+        Some(value) => value,
+        None => {
+            eprint!("Value for {key} (input hidden): ");
+            let _ = std::io::stderr().flush();
+            let mut line = String::new();
+            // On a terminal the value is read as typed (no echo control here).
+            std::io::stdin().lock().read_line(&mut line).map_err(|e| Failure::Plain(format!("Error: {e}")))?;
+            line.trim().to_string()
+        }
+    };
+    if secret.is_empty() {
+        return Err(Failure::Usage("empty value — nothing stored".into()));
+    }
+    let result = client.set_env_secret(&env, &key, &secret)?;
+    let word = if result.get("created").is_some_and(gateway_hub::client::truthy) { "Added" } else { "Rotated" };
+    println!("{word} {key} on {env} — next hosted run receives it.");
+    Ok(())
+}

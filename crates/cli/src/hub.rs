@@ -1,0 +1,236 @@
+//! `gateway hub serve|keys` (the self-hosted hub) and `gateway auth login|logout|status`
+//! (`~/.gateway/config.json`, as the original writes it).
+
+use clap::Subcommand;
+use gateway_hub::server::Limits;
+use gateway_hub::HubConfig;
+use gateway_world::json::{dumps, object, DumpOptions, Value};
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, Subcommand)]
+pub enum HubCommand {
+    /// Serve the hub API (/api/public/benchmark-containers/*) and its object URLs.
+    Serve {
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8090")]
+        addr: String,
+        /// Data directory: keys, and by default the database and the bundles.
+        #[arg(long, default_value_os_t = default_data())]
+        data: PathBuf,
+        /// Metadata database URL (default sqlite:<data>/hub.sqlite).
+        #[arg(long)]
+        database: Option<String>,
+        /// Object store URL (default file:<data>/objects).
+        #[arg(long)]
+        objects: Option<String>,
+        /// Base URL put into presigned object URLs (default: the request's Host).
+        #[arg(long = "public-url")]
+        public_url: Option<String>,
+        /// Largest bundle upload, in MiB.
+        #[arg(long = "max-bundle-mb", default_value_t = 1024)]
+        max_bundle_mb: usize,
+    },
+    /// Project API keys.
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Create a key pair for a project (created when new) and print it once.
+    Create {
+        /// Project name.
+        #[arg(long, default_value = "default")]
+        project: String,
+        /// Data directory of the hub.
+        #[arg(long, default_value_os_t = default_data())]
+        data: PathBuf,
+        /// Metadata database URL (as given to `hub serve`).
+        #[arg(long)]
+        database: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuthCommand {
+    /// Store credentials for the gateway CLI.
+    Login {
+        /// Gateway server URL.
+        #[arg(long)]
+        host: Option<String>,
+        /// Project public key (pk-lf-...).
+        #[arg(long = "public-key")]
+        public_key: Option<String>,
+        /// Project secret key (sk-lf-...).
+        #[arg(long = "api-key")]
+        api_key: Option<String>,
+    },
+    /// Clear stored credentials.
+    Logout,
+    /// Show current authentication status.
+    Status,
+}
+
+fn home() -> PathBuf {
+    std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn default_data() -> PathBuf {
+    home().join(".gateway").join("hub")
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime")
+}
+
+/// Run one `hub` command.
+pub fn run(command: HubCommand) -> ExitCode {
+    match command {
+        HubCommand::Serve { addr, data, database, objects, public_url, max_bundle_mb } => {
+            let Ok(addr) = addr.parse::<std::net::SocketAddr>() else {
+                eprintln!("Error: Invalid value: --addr must be HOST:PORT, not {addr}");
+                return ExitCode::from(2);
+            };
+            let config = HubConfig { data: data.clone(), database, objects };
+            let limits = Limits { max_object_bytes: max_bundle_mb.saturating_mul(1024 * 1024), ..Limits::default() };
+            let result = runtime().block_on(async move {
+                let hub = config.open(public_url, limits).await?;
+                if hub.meta.key_count().await? == 0 {
+                    eprintln!(
+                        "No API keys yet: every call will be refused (401). Create one with\n  gateway hub keys create --data {} [--project NAME]\nthen point clients at this hub with GATEWAY_HOST=http://{addr} GATEWAY_PUBLIC_KEY=… GATEWAY_SECRET_KEY=…",
+                        data.display()
+                    );
+                }
+                let listener = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .map_err(|e| gateway_hub::HubError::Storage(format!("cannot listen on {addr}: {e}")))?;
+                eprintln!("gateway hub listening on http://{}", listener.local_addr().map(|a| a.to_string()).unwrap_or_default());
+                gateway_hub::server::serve_on(hub, listener).await
+            });
+            match result {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => {
+                    eprintln!("Error: {error}");
+                    ExitCode::from(1)
+                }
+            }
+        }
+        HubCommand::Keys { command: KeysCommand::Create { project, data, database } } => {
+            let config = HubConfig { data, database, objects: None };
+            let result = runtime().block_on(async move {
+                let meta = config.open_meta().await?;
+                gateway_hub::create_key(meta.as_ref(), &project).await.map(|(id, public, secret)| (project, id, public, secret))
+            });
+            match result {
+                Ok((project, id, public, secret)) => {
+                    let out = object([
+                        ("project", Value::str(project)),
+                        ("projectId", Value::str(id)),
+                        ("publicKey", Value::str(public.clone())),
+                        ("secretKey", Value::str(secret.clone())),
+                    ]);
+                    println!("{}", dumps(&out, DumpOptions::PRETTY));
+                    eprintln!("# The secret key is shown once (the hub keeps only its hash). Use it with:");
+                    eprintln!("#   export GATEWAY_PUBLIC_KEY={public} GATEWAY_SECRET_KEY={secret}");
+                    ExitCode::SUCCESS
+                }
+                Err(error) => {
+                    eprintln!("Error: {error}");
+                    ExitCode::from(1)
+                }
+            }
+        }
+    }
+}
+
+fn config_file() -> PathBuf {
+    home().join(".gateway").join("config.json")
+}
+
+fn prompt(label: &str) -> String {
+    print!("{label}: ");
+    let _ = std::io::stdout().flush();
+    let mut line = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut line);
+    line.trim_end_matches(['\n', '\r']).to_string()
+}
+
+/// Run one `auth` command.
+pub fn auth(command: AuthCommand) -> ExitCode {
+    match command {
+        AuthCommand::Login { host, public_key, api_key } => {
+            let host = host.unwrap_or_else(|| prompt("Host"));
+            let public_key = public_key.unwrap_or_else(|| prompt("Public key"));
+            let api_key = api_key.unwrap_or_else(|| prompt("Api key"));
+            let config = object([
+                ("host", Value::str(host.trim_end_matches('/'))),
+                ("public_key", Value::str(public_key)),
+                ("api_key", Value::str(api_key)),
+            ]);
+            match save_config(&config) {
+                Ok(()) => {
+                    println!("Credentials saved to ~/.gateway/config.json");
+                    ExitCode::SUCCESS
+                }
+                Err(error) => {
+                    eprintln!("Error: {error}");
+                    ExitCode::from(1)
+                }
+            }
+        }
+        AuthCommand::Logout => {
+            let path = config_file();
+            if path.exists() {
+                if let Err(error) = std::fs::remove_file(&path) {
+                    eprintln!("Error: {}: {error}", path.display());
+                    return ExitCode::from(1);
+                }
+                println!("Credentials cleared.");
+            } else {
+                println!("No credentials stored.");
+            }
+            ExitCode::SUCCESS
+        }
+        AuthCommand::Status => {
+            let config = std::fs::read_to_string(config_file())
+                .ok()
+                .and_then(|text| gateway_world::json::parse(&text).ok())
+                .map(|p| p.value)
+                .unwrap_or(Value::Null);
+            let host = config.get("host").and_then(Value::as_str).filter(|h| !h.is_empty());
+            let has_key = config.get("api_key").is_some_and(gateway_hub::client::truthy);
+            match host {
+                Some(host) => {
+                    println!("Host: {host}");
+                    println!("API key: {}", if has_key { "configured" } else { "not set" });
+                }
+                None => println!("No credentials stored. Run `gateway auth login`."),
+            }
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+fn save_config(config: &Value) -> std::io::Result<()> {
+    let path = config_file();
+    let dir = path.parent().expect("config dir").to_path_buf();
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(&dir)?;
+    std::fs::write(&path, dumps(config, DumpOptions::PRETTY))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,270 @@
+//! The hub end to end: `gateway hub serve` on loopback, our `bench` client against it,
+//! and — when the reference install is present — the ORIGINAL client against it, plus
+//! content-hash and tarball parity with the original's own functions.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+const GATEWAY: &str = env!("CARGO_BIN_EXE_gateway");
+
+fn reference() -> Option<(PathBuf, PathBuf)> {
+    let home = PathBuf::from(std::env::var_os("HOME")?).join(".cache/gateway-reference/bin");
+    let (gateway, python) = (home.join("gateway"), home.join("python"));
+    if gateway.is_file() && python.is_file() {
+        Some((gateway, python))
+    } else {
+        eprintln!("NOTICE: reference gateway not installed (../shared/reference/install.sh); skipping interop checks");
+        None
+    }
+}
+
+struct Server {
+    child: Child,
+    host: String,
+    public: String,
+    secret: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn field(json: &str, key: &str) -> String {
+    let value = gateway_world::json::parse(json).unwrap_or_else(|e| panic!("not JSON ({e:?}): {json}")).value;
+    value.get(key).and_then(|v| v.as_str()).map(str::to_string).unwrap_or_else(|| panic!("no {key} in {json}"))
+}
+
+fn start(data: &Path) -> Server {
+    let keys = Command::new(GATEWAY).args(["hub", "keys", "create", "--project", "p1", "--data"]).arg(data).output().unwrap();
+    assert!(keys.status.success(), "{}", String::from_utf8_lossy(&keys.stderr));
+    let out = String::from_utf8(keys.stdout).unwrap();
+    let mut child = Command::new(GATEWAY)
+        .args(["hub", "serve", "--addr", "127.0.0.1:0", "--data"])
+        .arg(data)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut reader = BufReader::new(child.stderr.take().unwrap());
+    let mut host = String::new();
+    for _ in 0..20 {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        if let Some(addr) = line.trim().strip_prefix("gateway hub listening on ") {
+            host = addr.to_string();
+            break;
+        }
+    }
+    assert!(!host.is_empty(), "hub did not start");
+    std::thread::spawn(move || for _ in reader.lines() {});
+    Server { child, host, public: field(&out, "publicKey"), secret: field(&out, "secretKey") }
+}
+
+fn run(server: &Server, program: &Path, args: &[&str], cwd: &Path) -> (bool, String, String) {
+    let out = Command::new(program)
+        .args(args)
+        .current_dir(cwd)
+        .env("GATEWAY_HOST", &server.host)
+        .env("GATEWAY_PUBLIC_KEY", &server.public)
+        .env("GATEWAY_SECRET_KEY", &server.secret)
+        .env_remove("GATEWAY_AUTHOR")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn ok(server: &Server, program: &Path, args: &[&str], cwd: &Path) -> String {
+    let (success, stdout, stderr) = run(server, program, args, cwd);
+    assert!(success, "{} {args:?} failed:\n{stdout}\n{stderr}", program.display());
+    stdout
+}
+
+fn write_tree(root: &Path) {
+    let files: &[(&str, &str)] = &[
+        ("README.md", "# Demo\n"),
+        ("pyproject.toml", "[project]\nname = \"demo-env\"\nversion = \"0.1.0\"\ndependencies = [\"requests\"]\n"),
+        ("main.py", "print(1)\n"),
+        ("notes.txt", "notes\n"),
+        ("pkg/a.py", "x = 1\n"),
+        ("pkg/sub/b.json", "{}\n"),
+        (".env", "SECRET=1\n"),
+        (".gitignore", "data/\n*.log\n!keep.log\n"),
+        ("data/rows.json", "[]\n"),
+        ("pkg/x.log", "log\n"),
+        ("pkg/keep.log", "kept\n"),
+        ("pkg/.dot", "dot\n"),
+        (".hidden/c.py", "y\n"),
+        ("dist/d.py", "d\n"),
+        ("pkg/éèà-ünïcode.py", "u = 'é'\n"),
+    ];
+    for (rel, text) in files {
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let long = format!("pkg/{}.py", "n".repeat(120));
+    std::fs::write(root.join(long), "long = True\n").unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink("main.py", root.join("link.py")).unwrap();
+}
+
+fn python_hash_and_bundle(python: &Path, dir: &Path) -> (String, String) {
+    let script = "import sys,hashlib,base64\nfrom gatewaysdk.benchmark_hub._archive import compute_content_hash\n\
+                  from gatewaysdk.benchmark_hub.client import build_source_tarball\n\
+                  t=build_source_tarball(sys.argv[1]);print(compute_content_hash(sys.argv[1]));print(base64.b64encode(hashlib.sha256(t).digest()).decode())";
+    let out = Command::new(python).args(["-c", script]).arg(dir).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines();
+    (lines.next().unwrap().to_string(), lines.next().unwrap().to_string())
+}
+
+#[test]
+fn content_hash_and_tarball_match_the_original() {
+    let Some((_, python)) = reference() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    write_tree(tmp.path());
+    let mut dirs = vec![tmp.path().to_path_buf()];
+    let marker = tempfile::tempdir().unwrap();
+    write_tree(marker.path());
+    std::fs::write(marker.path().join("gateway-api-world.toml"), "[world]\n").unwrap();
+    dirs.push(marker.path().to_path_buf());
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    dirs.push(repo.join("examples/helpdesk"));
+    let conformance = repo.join("../shared/conformance");
+    if let Ok(entries) = std::fs::read_dir(conformance.join("worlds")) {
+        dirs.extend(entries.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.is_dir()));
+    }
+    for dir in dirs {
+        let (hash, bundle) = python_hash_and_bundle(&python, &dir);
+        assert_eq!(gateway_hub::archive::compute_content_hash(&dir).unwrap(), hash, "content hash of {}", dir.display());
+        let ours = gateway_hub::archive::sha256_base64(&gateway_hub::archive::build_source_tarball(&dir).unwrap());
+        assert_eq!(ours, bundle, "tarball bytes of {}", dir.display());
+    }
+}
+
+#[test]
+fn our_client_against_our_hub() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = start(&tmp.path().join("data"));
+    let gw = Path::new(GATEWAY);
+    let work = tmp.path();
+    write_tree(&work.join("env"));
+    let pushed = ok(&server, gw, &["bench", "push", "env", "-m", "first", "--author", "alice"], work);
+    let v1 = field(&pushed, "versionId");
+    assert_eq!(field(&pushed, "state"), "READY");
+    // Same tree again: deduplicated.
+    assert!(ok(&server, gw, &["bench", "push", "env"], work).contains("\"alreadyUploaded\": true"));
+    let pulled = ok(&server, gw, &["bench", "pull", "demo-env", "-t", "copy"], work);
+    assert_eq!(field(&pulled, "versionId"), v1);
+    assert_eq!(std::fs::read(work.join("copy/main.py")).unwrap(), b"print(1)\n");
+    assert!(!work.join("copy/notes.txt").exists(), "not in the archive");
+    // A second working copy from the same base, both edited: the second push is refused.
+    ok(&server, gw, &["bench", "checkout", "demo-env@main", "-t", "other"], work);
+    std::fs::write(work.join("copy/main.py"), "print(2)\n").unwrap();
+    std::fs::write(work.join("other/main.py"), "print(3)\n").unwrap();
+    let status = ok(&server, gw, &["bench", "status", "copy"], work);
+    assert!(status.contains("\"dirty\": true"));
+    let v2 = field(&ok(&server, gw, &["bench", "push", "copy", "--auto-bump", "-m", "second"], work), "versionId");
+    assert!(std::fs::read_to_string(work.join("copy/pyproject.toml")).unwrap().contains("version = \"0.1.1\""));
+    let (success, _, stderr) = run(&server, gw, &["bench", "push", "other"], work);
+    assert!(!success && stderr.contains("409") && stderr.contains("--force"), "{stderr}");
+    assert!(ok(&server, gw, &["bench", "status", "other"], work).contains("\"behind\": true"));
+    // Another branch takes it; then --force moves main.
+    ok(&server, gw, &["bench", "push", "other", "--branch", "fix/other"], work);
+    ok(&server, gw, &["bench", "branch", "wip", "--slug", "demo-env"], work);
+    ok(&server, gw, &["bench", "tag", "v1", "--slug", "demo-env", "--version", &v1], work);
+    let (success, _, stderr) = run(&server, gw, &["bench", "tag", "v1", "--slug", "demo-env"], work);
+    assert!(!success && stderr.contains("immutable"), "{stderr}");
+    let listed = ok(&server, gw, &["bench", "branch", "--path", "copy"], work);
+    assert!(listed.contains("* branch main") && listed.contains("  branch fix/other") && listed.contains("  tag    v1"), "{listed}");
+    let log = ok(&server, gw, &["bench", "log", "demo-env"], work);
+    assert!(log.find(&v2).unwrap() < log.find(&v1).unwrap() && log.contains("\"author\": \"alice\""), "{log}");
+    let pinned = ok(&server, gw, &["bench", "pull", "demo-env@v1", "-t", "pinned"], work);
+    assert_eq!(field(&pinned, "versionId"), v1);
+    let prefix: String = field(&pushed, "contentHash").chars().take(10).collect();
+    assert_eq!(field(&ok(&server, gw, &["bench", "pull", &format!("demo-env@{prefix}"), "-t", "byhash"], work), "versionId"), v1);
+    assert_eq!(field(&ok(&server, gw, &["bench", "pull", "demo-env@0.1.1", "-t", "bysemver"], work), "versionId"), v2);
+    let diff = ok(&server, gw, &["bench", "diff", &v1, &v2], work);
+    assert!(diff.contains("\"modified\": [\n    \"main.py\",\n    \"pyproject.toml\""), "{diff}");
+    let fork = ok(&server, gw, &["bench", "fork", "demo-env", "--into", "demo-fork"], work);
+    assert_eq!(field(&fork, "forkedFromVersionId"), v2);
+    std::fs::write(work.join("copy/pkg/a.py"), "x = 2\n").unwrap();
+    assert!(ok(&server, gw, &["bench", "propose", "copy", "--title", "T", "-m", "why"], work).contains("\"status\": \"OPEN\""));
+    let (success, _, stderr) = run(&server, gw, &["bench", "propose", "pinned", "--title", "T", "-m", "why"], work);
+    assert!(!success && stderr.contains("No changes"), "{stderr}");
+    assert!(ok(&server, gw, &["bench", "secrets", "set", "--env", "demo-env", "--key", "API_KEY", "--value", "v4lue"], work)
+        .starts_with("Added"));
+    assert!(ok(&server, gw, &["bench", "secrets", "set", "--env", "demo-env", "--key", "API_KEY", "--value", "v5lue"], work)
+        .starts_with("Rotated"));
+    assert!(ok(&server, gw, &["bench", "secrets", "list", "--env", "demo-env"], work).starts_with("API_KEY  (rotated "));
+    let db = std::fs::read(tmp.path().join("data/hub.sqlite")).unwrap();
+    assert!(!db.windows(5).any(|w| w == b"v5lue"), "secret values are encrypted at rest");
+    ok(&server, gw, &["bench", "secrets", "unset", "--env", "demo-env", "--key", "API_KEY"], work);
+    let created = ok(&server, gw, &["bench", "run-configs", "create", "--name", "ci", "--models", "a,b", "--parallelism", "4"], work);
+    let id = created.split_whitespace().next().unwrap().to_string();
+    assert!(ok(&server, gw, &["bench", "run-configs", "list"], work).contains("[x4 containers]"));
+    ok(&server, gw, &["bench", "run-configs", "delete", "--id", &id], work);
+    assert!(ok(&server, gw, &["bench", "run-configs"], work).contains("No run configs"));
+    // Wrong keys: 401; unknown slug: 404.
+    let out = Command::new(GATEWAY)
+        .args(["bench", "log", "demo-env"])
+        .env("GATEWAY_HOST", &server.host)
+        .env("GATEWAY_PUBLIC_KEY", &server.public)
+        .env("GATEWAY_SECRET_KEY", "sk-lf-wrong")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("-> 401"));
+    let (_, _, stderr) = run(&server, gw, &["bench", "pull", "nope"], work);
+    assert!(stderr.contains("-> 404"), "{stderr}");
+}
+
+#[test]
+fn the_original_client_against_our_hub() {
+    let Some((reference, _)) = reference() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let server = start(&tmp.path().join("data"));
+    let (gw, work) = (Path::new(GATEWAY), tmp.path());
+    write_tree(&work.join("env"));
+    let pushed = ok(&server, &reference, &["bench", "push", "env", "-m", "first", "--author", "alice"], work);
+    let v1 = field(&pushed, "versionId");
+    // Our client pulls what the original pushed, and vice versa.
+    ok(&server, gw, &["bench", "pull", "demo-env", "-t", "ours"], work);
+    std::fs::write(work.join("ours/main.py"), "print(2)\n").unwrap();
+    let v2 = field(&ok(&server, gw, &["bench", "push", "ours", "-m", "second"], work), "versionId");
+    let pulled = ok(&server, &reference, &["bench", "pull", "demo-env", "-t", "theirs"], work);
+    assert_eq!(field(&pulled, "versionId"), v2);
+    assert_eq!(std::fs::read(work.join("theirs/main.py")).unwrap(), b"print(2)\n");
+    // The original's stale push is refused with the 409.
+    std::fs::write(work.join("env/main.py"), "print(3)\n").unwrap();
+    let (success, _, stderr) = run(&server, &reference, &["bench", "push", "env"], work);
+    assert!(!success && stderr.contains("409"), "{stderr}");
+    ok(&server, &reference, &["bench", "branch", "feat/x", "--path", "theirs"], work);
+    ok(&server, &reference, &["bench", "tag", "v1", "--path", "theirs", "--version", &v1], work);
+    let listed = ok(&server, &reference, &["bench", "branch", "--path", "theirs"], work);
+    assert!(listed.contains("* branch main") && listed.contains("branch feat/x") && listed.contains("tag    v1"), "{listed}");
+    assert!(ok(&server, &reference, &["bench", "log", "demo-env"], work).contains(&v1));
+    ok(&server, &reference, &["bench", "status", "theirs"], work);
+    ok(&server, &reference, &["bench", "checkout", "demo-env@v1", "-t", "at-v1"], work);
+    assert!(ok(&server, &reference, &["bench", "fork", "demo-env"], work).contains("demo-env-fork"));
+    let ours = ok(&server, gw, &["bench", "diff", &v1, &v2], work);
+    assert_eq!(ok(&server, &reference, &["bench", "diff", &v1, &v2], work), ours);
+    std::fs::write(work.join("theirs/pkg/a.py"), "x = 3\n").unwrap();
+    assert!(ok(&server, &reference, &["bench", "propose", "theirs", "--title", "T", "-m", "why"], work).contains("OPEN"));
+    assert!(
+        ok(&server, &reference, &["bench", "secrets", "set", "--env", "demo-env", "--key", "K", "--value", "v"], work).starts_with("Added")
+    );
+    assert!(ok(&server, &reference, &["bench", "secrets", "list", "--env", "demo-env"], work).starts_with("K  (rotated"));
+    ok(&server, &reference, &["bench", "secrets", "unset", "--env", "demo-env", "--key", "K"], work);
+    ok(&server, &reference, &["bench", "run-configs", "create", "--name", "ci", "--models", "m"], work);
+    assert_eq!(ok(&server, &reference, &["bench", "run-configs", "list"], work), ok(&server, gw, &["bench", "run-configs", "list"], work));
+    // The same status output from both clients on the same working copy.
+    assert_eq!(ok(&server, &reference, &["bench", "status", "theirs"], work), ok(&server, gw, &["bench", "status", "theirs"], work));
+}

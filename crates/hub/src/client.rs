@@ -1,0 +1,688 @@
+//! The hub client behind `gateway bench …`: the original's `GatewayBenchmarkClient`
+//! (push with content hash, tarball and compare-and-set base; pull with integrity
+//! check and safe extraction; refs, log, status, propose, fork, diff, secrets, run
+//! configs), speaking the same HTTP API with the same bodies, and returning the same
+//! JSON objects the original prints.
+
+use crate::archive::{self, ExtractLimits};
+use crate::error::HubError;
+use crate::server::percent_encode;
+use crate::versioning;
+use base64::Engine as _;
+use gateway_world::json::{self, object, Map, Value};
+use sha2::{Digest, Sha256};
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The branch a working copy tracks when nothing says otherwise.
+pub const DEFAULT_BRANCH: &str = "main";
+const API: &str = "/api/public/benchmark-containers";
+
+type Result<T> = std::result::Result<T, HubError>;
+
+fn fail(message: impl Into<String>) -> HubError {
+    HubError::Client(message.into())
+}
+
+// ------------------------------------------------------------------ local metadata
+
+fn meta_path(env: &Path) -> PathBuf {
+    env.join(".gateway").join(".env-metadata.json")
+}
+
+/// `.gateway/.env-metadata.json`, or `None` for an ad-hoc dir (or unreadable metadata).
+pub fn read_local_meta(env: &Path) -> Option<Map> {
+    let text = std::fs::read_to_string(meta_path(env)).ok()?;
+    match json::parse(&text).ok()?.value {
+        Value::Object(map) => Some(map),
+        _ => None,
+    }
+}
+
+/// Write `.gateway/.env-metadata.json` as `json.dumps(meta, indent=2)`.
+pub fn write_local_meta(env: &Path, meta: &Value) -> Result<()> {
+    let dir = env.join(".gateway");
+    std::fs::create_dir_all(&dir).map_err(|e| HubError::io(&dir, e))?;
+    let path = meta_path(env);
+    std::fs::write(&path, json::dumps(meta, json::DumpOptions::PRETTY)).map_err(|e| HubError::io(&path, e))
+}
+
+fn meta_str(meta: &Map, key: &str) -> Option<String> {
+    meta.get(key).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string)
+}
+
+fn base_files(env: &Path) -> Result<Value> {
+    let snapshot = archive::snapshot_tree_hashes(env)?;
+    Ok(Value::Object(snapshot.into_iter().map(|(k, v)| (k, Value::Str(v))).collect()))
+}
+
+fn toml_to_json(value: &toml::Value) -> Value {
+    match value {
+        toml::Value::String(s) => Value::Str(s.clone()),
+        toml::Value::Integer(i) => Value::Int(*i),
+        toml::Value::Float(f) => Value::Float(*f),
+        toml::Value::Boolean(b) => Value::Bool(*b),
+        toml::Value::Datetime(d) => Value::Str(d.to_string()),
+        toml::Value::Array(items) => Value::Array(items.iter().map(toml_to_json).collect()),
+        toml::Value::Table(table) => Value::Object(table.iter().map(|(k, v)| (k.clone(), toml_to_json(v))).collect()),
+    }
+}
+
+/// `read_pyproject`: `{name?, version?, dependencies?, requires_python?}` from pyproject.toml.
+pub fn read_pyproject(env: &Path) -> Map {
+    let mut out = Map::new();
+    let Ok(text) = std::fs::read_to_string(env.join("pyproject.toml")) else { return out };
+    let Ok(table) = text.parse::<toml::Table>() else { return out };
+    let Some(toml::Value::Table(project)) = table.get("project") else { return out };
+    for (key, name) in [("name", "name"), ("version", "version"), ("dependencies", "dependencies"), ("requires-python", "requires_python")]
+    {
+        if let Some(value) = project.get(key) {
+            out.insert(name.to_string(), toml_to_json(value));
+        }
+    }
+    out
+}
+
+// ------------------------------------------------------------------ progress
+
+fn progress(len: u64, what: &str) -> Option<indicatif::ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::with_draw_target(Some(len), indicatif::ProgressDrawTarget::stderr());
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}") {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_message(what.to_string());
+    Some(bar)
+}
+
+struct CountingReader {
+    inner: std::io::Cursor<Vec<u8>>,
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl Read for CountingReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if let Some(bar) = &self.bar {
+            bar.inc(n as u64);
+            if n == 0 {
+                bar.finish_and_clear();
+            }
+        }
+        Ok(n)
+    }
+}
+
+// ------------------------------------------------------------------ the client
+
+/// Options of [`Client::push`] (the `bench push` flags).
+#[derive(Debug, Clone, Default)]
+pub struct PushOptions {
+    /// `--slug`.
+    pub slug: Option<String>,
+    /// `--name`.
+    pub name: Option<String>,
+    /// `--description`.
+    pub description: Option<String>,
+    /// `--tag` (repeatable).
+    pub tags: Vec<String>,
+    /// `--visibility`.
+    pub visibility: Option<String>,
+    /// `--auto-bump`.
+    pub auto_bump: bool,
+    /// `--rc`.
+    pub rc: bool,
+    /// `--post`.
+    pub post: bool,
+    /// `--image`.
+    pub image_ref: Option<String>,
+    /// `--branch`.
+    pub branch: Option<String>,
+    /// `--force`.
+    pub force: bool,
+    /// `-m`.
+    pub message: Option<String>,
+    /// `--author` (or `GATEWAY_AUTHOR`).
+    pub author: Option<String>,
+}
+
+/// A hub client authenticated with a project key pair.
+#[derive(Debug, Clone)]
+pub struct Client {
+    host: String,
+    auth: String,
+    http: reqwest::blocking::Client,
+}
+
+impl Client {
+    /// A client for `host` with a key pair (both required, as in the original).
+    pub fn new(host: &str, public_key: &str, secret_key: &str) -> Result<Client> {
+        if host.is_empty() {
+            return Err(fail("host is required (e.g. https://withgateway.ai): set GATEWAY_HOST or pass --host"));
+        }
+        if public_key.is_empty() || secret_key.is_empty() {
+            return Err(fail("both public_key and secret_key are required: set GATEWAY_PUBLIC_KEY and GATEWAY_SECRET_KEY"));
+        }
+        let auth = base64::engine::general_purpose::STANDARD.encode(format!("{public_key}:{secret_key}"));
+        let http = reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs(300))
+            .build()
+            .map_err(|e| fail(format!("HTTP client: {e}")))?;
+        Ok(Client { host: host.trim_end_matches('/').to_string(), auth, http })
+    }
+
+    /// `from_env`: `--host` else `GATEWAY_HOST`, and `GATEWAY_PUBLIC_KEY` / `GATEWAY_SECRET_KEY`.
+    pub fn from_env(host: Option<&str>) -> Result<Client> {
+        let var = |name: &str| std::env::var(name).unwrap_or_default();
+        let host = host.map(str::to_string).filter(|h| !h.is_empty()).unwrap_or_else(|| var("GATEWAY_HOST"));
+        Client::new(&host, &var("GATEWAY_PUBLIC_KEY"), &var("GATEWAY_SECRET_KEY"))
+    }
+
+    fn request(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> Result<Value> {
+        let mut request = self
+            .http
+            .request(method.clone(), format!("{}{path}", self.host))
+            .timeout(Duration::from_secs(120))
+            .header("Authorization", format!("Basic {}", self.auth));
+        if let Some(body) = body {
+            request = request
+                .header("Content-Type", "application/json")
+                .body(json::dumps(body, json::DumpOptions { sort_keys: false, ensure_ascii: true, indent: None, compact: false }));
+        }
+        let response = request.send().map_err(|e| fail(format!("{method} {path} -> {e}")))?;
+        let status = response.status();
+        let text = response.text().map_err(|e| fail(format!("{method} {path} -> {e}")))?;
+        if !status.is_success() {
+            let detail: String = text.chars().take(500).collect();
+            return Err(fail(format!("{method} {path} -> {}: {detail}", status.as_u16())));
+        }
+        json::parse(&text).map(|p| p.value).map_err(|e| fail(format!("{method} {path} -> {}: not JSON ({e:?})", status.as_u16())))
+    }
+
+    fn post(&self, path: &str, body: &Value) -> Result<Value> {
+        self.request(reqwest::Method::POST, path, Some(body))
+    }
+
+    fn get(&self, path: &str) -> Result<Value> {
+        self.request(reqwest::Method::GET, path, None)
+    }
+
+    fn put_object(&self, url: &str, data: Vec<u8>, sha256_b64: &str, content_type: &str) -> Result<()> {
+        let len = data.len() as u64;
+        let reader = CountingReader { inner: std::io::Cursor::new(data), bar: progress(len, "upload") };
+        let response = self
+            .http
+            .put(url)
+            .timeout(Duration::from_secs(300))
+            .header("Content-Type", content_type)
+            .header("x-amz-checksum-sha256", sha256_b64)
+            .body(reqwest::blocking::Body::sized(reader, len))
+            .send()
+            .map_err(|e| fail(format!("object PUT -> {e}")))?;
+        if !response.status().is_success() {
+            let code = response.status().as_u16();
+            let detail: String = response.text().unwrap_or_default().chars().take(500).collect();
+            return Err(fail(format!("object PUT -> {code}: {detail}")));
+        }
+        Ok(())
+    }
+
+    fn get_object(&self, url: &str) -> Result<Vec<u8>> {
+        let mut response =
+            self.http.get(url).timeout(Duration::from_secs(300)).send().map_err(|e| fail(format!("bundle download -> {e}")))?;
+        if !response.status().is_success() {
+            let code = response.status().as_u16();
+            let detail: String = response.text().unwrap_or_default().chars().take(300).collect();
+            return Err(fail(format!("bundle download -> {code}: {detail}")));
+        }
+        let bar = response.content_length().and_then(|len| progress(len, "download"));
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = response.read(&mut buf).map_err(|e| fail(format!("bundle download -> {e}")))?;
+            if n == 0 {
+                break;
+            }
+            out.extend_from_slice(&buf[..n]);
+            if let Some(bar) = &bar {
+                bar.inc(n as u64);
+            }
+        }
+        if let Some(bar) = bar {
+            bar.finish_and_clear();
+        }
+        Ok(out)
+    }
+
+    /// `bench push`: resolve → versions → PUT → finalize, then rewrite the metadata.
+    pub fn push(&self, env: &Path, options: &PushOptions) -> Result<Value> {
+        if !env.is_dir() {
+            return Err(fail(format!("Not a directory: {}", env.display())));
+        }
+        let local = read_local_meta(env).unwrap_or_default();
+        let branch = options
+            .branch
+            .clone()
+            .filter(|b| !b.is_empty())
+            .or_else(|| meta_str(&local, "branch"))
+            .unwrap_or_else(|| DEFAULT_BRANCH.into());
+        let base_version_id = local.get("versionId").cloned().unwrap_or(Value::Null);
+
+        let bumps = [options.auto_bump, options.rc, options.post].iter().filter(|b| **b).count();
+        if bumps > 1 {
+            return Err(fail("--auto-bump, --rc and --post are mutually exclusive"));
+        }
+        if bumps == 1 {
+            let current = read_pyproject(env).get("version").and_then(Value::as_str).map(str::to_string);
+            let current = current.filter(|v| !v.is_empty()).ok_or_else(|| fail("no [project].version in pyproject.toml to bump"))?;
+            let new_version = if options.auto_bump {
+                versioning::bump_version(&current)
+            } else if options.rc {
+                versioning::bump_rc_version(&current)
+            } else {
+                versioning::bump_post_version(&current)
+            };
+            let path = env.join("pyproject.toml");
+            let text = std::fs::read_to_string(&path).map_err(|e| HubError::io(&path, e))?;
+            let updated = versioning::update_pyproject_version(&text, &new_version)
+                .ok_or_else(|| fail("version line not found or unchanged in pyproject.toml"))?;
+            std::fs::write(&path, updated).map_err(|e| HubError::io(&path, e))?;
+        }
+
+        match gateway_world::compiler::bundle_mode(env) {
+            Ok(None) => {}
+            Ok(Some(_)) => {
+                if let Err(error) = gateway_world::lifecycle::check_bundle(env) {
+                    return Err(fail(format!("Schema world check failed before push: {error}")));
+                }
+            }
+            Err(error) => return Err(fail(format!("Schema world check failed before push: {}", error.message))),
+        }
+
+        let content_hash = archive::compute_content_hash(env)?;
+        let pyproject = read_pyproject(env);
+        let py_name = pyproject.get("name").and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string);
+        let dir_name = env.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let slug = options.slug.clone().filter(|s| !s.is_empty()).or_else(|| py_name.clone()).unwrap_or(dir_name);
+
+        let mut resolve = Map::new();
+        resolve.insert("slug".into(), Value::str(slug.clone()));
+        let name = options.name.clone().filter(|s| !s.is_empty()).or(py_name).unwrap_or_else(|| slug.clone());
+        resolve.insert("name".into(), Value::str(name));
+        if let Some(d) = options.description.clone().filter(|s| !s.is_empty()) {
+            resolve.insert("description".into(), Value::str(d));
+        }
+        if !options.tags.is_empty() {
+            resolve.insert("tags".into(), Value::Array(options.tags.iter().cloned().map(Value::Str).collect()));
+        }
+        if let Some(v) = options.visibility.clone().filter(|s| !s.is_empty()) {
+            resolve.insert("visibility".into(), Value::str(v));
+        }
+        let resolved = self.post(&format!("{API}/resolve"), &Value::Object(resolve))?;
+        let container_id =
+            resolved.get("containerId").and_then(Value::as_str).ok_or_else(|| fail("resolve answered without a containerId"))?.to_string();
+
+        let tarball = archive::build_source_tarball(env)?;
+        let bundle_sha256 = archive::sha256_base64(&tarball);
+        let semantic_version = pyproject.get("version").filter(|v| !matches!(v, Value::Null | Value::Bool(false))).cloned();
+        let mut body = Map::new();
+        body.insert("containerId".into(), Value::str(container_id.clone()));
+        body.insert("contentHash".into(), Value::str(content_hash.clone()));
+        body.insert("bundleSha256".into(), Value::str(bundle_sha256.clone()));
+        body.insert("bundleSizeBytes".into(), Value::Int(tarball.len() as i64));
+        if let Some(v) = semantic_version.clone().filter(|v| v.as_str() != Some("")) {
+            body.insert("semanticVersion".into(), v);
+        }
+        body.insert("pyprojectMeta".into(), Value::Object(pyproject.clone()));
+        body.insert("fileManifest".into(), Value::Array(archive::build_file_manifest(env)));
+        body.insert("branch".into(), Value::str(branch.clone()));
+        body.insert("baseVersionId".into(), base_version_id.clone());
+        if options.force {
+            body.insert("force".into(), Value::Bool(true));
+        }
+        if let Some(m) = options.message.clone().filter(|s| !s.is_empty()) {
+            body.insert("changeReason".into(), Value::str(m));
+        }
+        if let Some(a) = options.author.clone().filter(|s| !s.is_empty()) {
+            body.insert("author".into(), Value::str(a));
+        }
+        if let Some(i) = options.image_ref.clone().filter(|s| !s.is_empty()) {
+            body.insert("imageRef".into(), Value::str(i));
+        }
+        let version = self.post(&format!("{API}/versions"), &Value::Object(body))?;
+        let version_id =
+            version.get("versionId").and_then(Value::as_str).ok_or_else(|| fail("versions answered without a versionId"))?.to_string();
+        if let Some(url) = version.get("uploadUrl").and_then(Value::as_str).filter(|u| !u.is_empty()) {
+            self.put_object(url, tarball, &bundle_sha256, "application/gzip")?;
+        }
+
+        let mut fin = Map::new();
+        fin.insert("branch".into(), Value::str(branch.clone()));
+        fin.insert("baseVersionId".into(), base_version_id.clone());
+        if options.force {
+            fin.insert("force".into(), Value::Bool(true));
+        }
+        let finalized = self.post(&format!("{API}/versions/{version_id}/finalize"), &Value::Object(fin))?;
+
+        let semver_meta = pyproject.get("version").cloned().unwrap_or(Value::Null);
+        write_local_meta(
+            env,
+            &object([
+                ("slug", Value::str(slug.clone())),
+                ("ref", Value::str(branch.clone())),
+                ("branch", Value::str(branch.clone())),
+                ("versionId", Value::str(version_id.clone())),
+                ("contentHash", Value::str(content_hash.clone())),
+                ("semanticVersion", semver_meta),
+                ("forkedFromVersionId", base_version_id),
+                ("baseFiles", base_files(env)?),
+            ]),
+        )?;
+        let already = matches!(version.get("alreadyUploaded"), Some(v) if truthy(v));
+        Ok(object([
+            ("containerId", Value::str(container_id)),
+            ("versionId", Value::str(version_id)),
+            ("slug", Value::str(slug)),
+            ("contentHash", Value::str(content_hash)),
+            ("state", finalized.get("state").cloned().unwrap_or(Value::Null)),
+            ("branch", finalized.get("branch").cloned().unwrap_or(Value::str(branch))),
+            ("alreadyUploaded", Value::Bool(already)),
+            ("wheelBuilt", Value::Bool(false)),
+        ]))
+    }
+
+    /// `resolve-version`: slug + ref to a READY version and its download URL.
+    pub fn resolve_version(&self, slug: &str, reference: &str) -> Result<Value> {
+        let mut body = Map::new();
+        body.insert("slug".into(), Value::str(slug));
+        if !reference.is_empty() {
+            body.insert("ref".into(), Value::str(reference));
+        }
+        self.post(&format!("{API}/resolve-version"), &Value::Object(body))
+    }
+
+    /// `bench pull` / `bench checkout`: download, verify, extract, record the base.
+    pub fn pull(&self, slug_ref: &str, target: Option<&Path>) -> Result<Value> {
+        let (slug, reference) = match slug_ref.rsplit_once('@') {
+            Some((slug, reference)) => (slug.to_string(), reference.to_string()),
+            None => (slug_ref.to_string(), "latest".to_string()),
+        };
+        let details = self.resolve_version(&slug, &reference)?;
+        let url = details
+            .get("downloadUrl")
+            .and_then(Value::as_str)
+            .filter(|u| !u.is_empty())
+            .ok_or_else(|| fail(format!("{slug}@{reference} resolved but has no uploaded bundle")))?
+            .to_string();
+        let dst = match target {
+            Some(target) => target.to_path_buf(),
+            None => {
+                let cwd = std::env::current_dir().map_err(|e| HubError::io(Path::new("."), e))?;
+                let base = cwd.join(&slug);
+                let mut dst = base.clone();
+                let mut i = 1;
+                while dst.exists() {
+                    dst = base.with_file_name(format!("{}-{i}", base.file_name().unwrap_or_default().to_string_lossy()));
+                    i += 1;
+                }
+                dst
+            }
+        };
+        std::fs::create_dir_all(&dst).map_err(|e| HubError::io(&dst, e))?;
+        let bundle = self.get_object(&url)?;
+        if let Some(expected) = details.get("bundleSha256").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+            let actual = archive::sha256_base64(&bundle);
+            if actual != expected {
+                return Err(fail(format!(
+                    "bundle integrity check failed for {slug}@{reference}: downloaded object sha256 ({actual}) != recorded bundleSha256 ({expected})"
+                )));
+            }
+        }
+        archive::safe_extract(&bundle, &dst, ExtractLimits::default())?;
+        let branch = details
+            .get("branch")
+            .and_then(Value::as_str)
+            .filter(|b| !b.is_empty())
+            .map(str::to_string)
+            .or_else(|| (reference == "latest").then(|| DEFAULT_BRANCH.to_string()))
+            .unwrap_or_else(|| DEFAULT_BRANCH.to_string());
+        let field = |k: &str| details.get(k).cloned().unwrap_or(Value::Null);
+        write_local_meta(
+            &dst,
+            &object([
+                ("slug", Value::str(slug.clone())),
+                ("ref", Value::str(reference.clone())),
+                ("branch", Value::str(branch.clone())),
+                ("versionId", field("versionId")),
+                ("contentHash", field("contentHash")),
+                ("semanticVersion", field("semanticVersion")),
+                ("forkedFromVersionId", field("forkedFromVersionId")),
+                ("baseFiles", base_files(&dst)?),
+            ]),
+        )?;
+        Ok(object([
+            ("slug", Value::str(slug)),
+            ("ref", Value::str(reference)),
+            ("branch", Value::str(branch)),
+            ("versionId", field("versionId")),
+            ("contentHash", field("contentHash")),
+            ("target", Value::str(dst.display().to_string())),
+        ]))
+    }
+
+    /// `GET /refs?slug=`.
+    pub fn list_refs(&self, slug: &str) -> Result<Value> {
+        self.get(&format!("{API}/refs?slug={}", form_encode(slug)))
+    }
+
+    /// `POST /refs`: a branch (from the main tip unless pinned) or an immutable tag.
+    pub fn create_ref(&self, slug: &str, name: &str, kind: &str, version_id: Option<&str>) -> Result<Value> {
+        let mut body = Map::new();
+        body.insert("slug".into(), Value::str(slug));
+        body.insert("name".into(), Value::str(name));
+        body.insert("kind".into(), Value::str(kind));
+        if let Some(v) = version_id.filter(|v| !v.is_empty()) {
+            body.insert("versionId".into(), Value::str(v));
+        }
+        self.post(&format!("{API}/refs"), &Value::Object(body))
+    }
+
+    /// `GET /log`: a branch's lineage, tip first.
+    pub fn log(&self, slug: &str, branch: Option<&str>, limit: i64) -> Result<Value> {
+        let mut query = format!("slug={}&limit={limit}", form_encode(slug));
+        if let Some(b) = branch.filter(|b| !b.is_empty()) {
+            query.push_str(&format!("&branch={}", form_encode(b)));
+        }
+        self.get(&format!("{API}/log?{query}"))
+    }
+
+    /// `bench status`: branch, base, dirtiness, and whether the tip moved past the base.
+    pub fn status(&self, env: &Path) -> Result<Value> {
+        let meta = read_local_meta(env).filter(|m| meta_str(m, "slug").is_some()).ok_or_else(|| {
+            fail(format!(
+                "{} has no .gateway/.env-metadata.json — pull or push it first so the dir knows which container/branch it tracks.",
+                env.display()
+            ))
+        })?;
+        let slug = meta_str(&meta, "slug").unwrap_or_default();
+        let branch = meta_str(&meta, "branch").unwrap_or_else(|| DEFAULT_BRANCH.into());
+        let local_hash = archive::compute_content_hash(env)?;
+        let field = |k: &str| meta.get(k).cloned().unwrap_or(Value::Null);
+        let dirty = field("contentHash").as_str() != Some(local_hash.as_str());
+        let refs = self.list_refs(&slug)?;
+        let tip = refs
+            .get("refs")
+            .and_then(Value::as_array)
+            .and_then(|list| list.iter().find(|r| r.get("name").and_then(Value::as_str) == Some(branch.as_str())))
+            .cloned();
+        let tip_field = |k: &str| tip.as_ref().and_then(|t| t.get(k)).cloned().unwrap_or(Value::Null);
+        let behind = tip.is_some() && !json::json_equal(&tip_field("versionId"), &field("versionId"));
+        Ok(object([
+            ("slug", Value::str(slug)),
+            ("branch", Value::str(branch)),
+            ("baseVersionId", field("versionId")),
+            ("baseContentHash", field("contentHash")),
+            ("localContentHash", Value::str(local_hash)),
+            ("dirty", Value::Bool(dirty)),
+            ("behind", Value::Bool(behind)),
+            ("remoteTipVersionId", tip_field("versionId")),
+            ("remoteTipContentHash", tip_field("contentHash")),
+        ]))
+    }
+
+    fn manifest_hashes(&self, version_id: &str) -> Result<Map> {
+        let listed = self.get(&format!("{API}/versions/{version_id}/files"))?;
+        let mut out = Map::new();
+        for f in listed.get("files").and_then(Value::as_array).cloned().unwrap_or_default() {
+            if f.get("isDirectory").is_some_and(truthy) {
+                continue;
+            }
+            let Some(path) = f.get("path").and_then(Value::as_str) else { continue };
+            if path.split('/').any(|seg| seg.starts_with('.')) {
+                continue;
+            }
+            out.insert(path.to_string(), f.get("sha256").cloned().unwrap_or(Value::Null));
+        }
+        Ok(out)
+    }
+
+    /// `bench propose`: file the working dir's edits as a change proposal.
+    pub fn propose(&self, env: &Path, title: &str, message: &str, target_branch: Option<&str>) -> Result<Value> {
+        let meta =
+            read_local_meta(env).filter(|m| meta_str(m, "slug").is_some() && meta_str(m, "versionId").is_some()).ok_or_else(|| {
+                fail(format!(
+                    "{} has no recorded base (.gateway/.env-metadata.json) — a proposal is a diff against a base version, pull first.",
+                    env.display()
+                ))
+            })?;
+        let slug = meta_str(&meta, "slug").unwrap_or_default();
+        let mut base_version_id = meta_str(&meta, "versionId").unwrap_or_default();
+        let recorded = meta_str(&meta, "branch").or_else(|| meta_str(&meta, "ref"));
+        let target = target_branch.filter(|t| !t.is_empty()).unwrap_or(DEFAULT_BRANCH).to_string();
+        let mut source_branch = None;
+        let base_by_path: Map = match recorded {
+            Some(recorded) if recorded != target => {
+                source_branch = Some(recorded);
+                let tip = self
+                    .resolve_version(&slug, &target)
+                    .map_err(|e| fail(format!("could not resolve target branch '{target}' to propose against: {e}")))?;
+                base_version_id = tip.get("versionId").and_then(Value::as_str).unwrap_or_default().to_string();
+                self.manifest_hashes(&base_version_id)?
+            }
+            _ => match meta.get("baseFiles") {
+                Some(Value::Object(files)) if !files.is_empty() => files.clone(),
+                _ => self.manifest_hashes(&base_version_id)?,
+            },
+        };
+        let mut changes = Vec::new();
+        let mut local = std::collections::BTreeSet::new();
+        for file in archive::collect_archive_files(env)? {
+            local.insert(file.rel.clone());
+            let data = std::fs::read(&file.path).map_err(|e| HubError::io(&file.path, e))?;
+            let digest = hex::encode(Sha256::digest(&data));
+            if base_by_path.get(&file.rel).and_then(Value::as_str) == Some(digest.as_str()) {
+                continue;
+            }
+            let text = String::from_utf8(data).map_err(|_| {
+                fail(format!(
+                    "{} is not utf-8 text — proposals carry text changesets; push binary changes directly to a branch instead.",
+                    file.rel
+                ))
+            })?;
+            changes.push(object([("path", Value::str(file.rel)), ("action", Value::str("write")), ("newContent", Value::Str(text))]));
+        }
+        let mut removed: Vec<&String> = base_by_path.keys().filter(|p| !local.contains(*p)).collect();
+        removed.sort();
+        for path in removed {
+            changes.push(object([("path", Value::str(path.clone())), ("action", Value::str("delete"))]));
+        }
+        if changes.is_empty() {
+            let suffix = source_branch.map(|b| format!(" (branch {b} matches the target's tip)")).unwrap_or_default();
+            return Err(fail(format!("No changes against {target} — nothing to propose.{suffix}")));
+        }
+        let mut body = Map::new();
+        body.insert("slug".into(), Value::str(slug));
+        body.insert("title".into(), Value::str(title));
+        body.insert("changeReason".into(), Value::str(message));
+        body.insert("baseVersionId".into(), Value::str(base_version_id));
+        if let Some(t) = target_branch.filter(|t| !t.is_empty()) {
+            body.insert("targetBranch".into(), Value::str(t));
+        }
+        if let Some(s) = source_branch {
+            body.insert("sourceBranch".into(), Value::str(s));
+        }
+        body.insert("changes".into(), Value::Array(changes));
+        self.post(&format!("{API}/proposals"), &Value::Object(body))
+    }
+
+    /// `POST /fork`: a new container whose head copies the source's latest READY version.
+    pub fn fork(&self, slug: &str, target_slug: Option<&str>) -> Result<Value> {
+        if slug.contains('@') {
+            return Err(fail("fork a container head; omit the @version suffix"));
+        }
+        let mut body = Map::new();
+        body.insert("slug".into(), Value::str(slug));
+        if let Some(t) = target_slug.filter(|t| !t.is_empty()) {
+            body.insert("targetSlug".into(), Value::str(t));
+        }
+        self.post(&format!("{API}/fork"), &Value::Object(body))
+    }
+
+    /// `GET /versions/diff`.
+    pub fn diff(&self, base: &str, head: &str) -> Result<Value> {
+        self.get(&format!("{API}/versions/diff?base={}&head={}", form_encode(base), form_encode(head)))
+    }
+
+    /// `PUT /secrets`.
+    pub fn set_env_secret(&self, slug: &str, key: &str, value: &str) -> Result<Value> {
+        let body = object([("slug", Value::str(slug)), ("key", Value::str(key)), ("value", Value::str(value))]);
+        self.request(reqwest::Method::PUT, &format!("{API}/secrets"), Some(&body))
+    }
+
+    /// `GET /secrets?slug=`: names and rotation times only.
+    pub fn list_env_secret_keys(&self, slug: &str) -> Result<Value> {
+        self.get(&format!("{API}/secrets?slug={}", percent_encode(slug)))
+    }
+
+    /// `DELETE /secrets`.
+    pub fn delete_env_secret(&self, slug: &str, key: &str) -> Result<Value> {
+        let body = object([("slug", Value::str(slug)), ("key", Value::str(key))]);
+        self.request(reqwest::Method::DELETE, &format!("{API}/secrets"), Some(&body))
+    }
+
+    /// `GET /run-configs`.
+    pub fn list_run_configs(&self) -> Result<Value> {
+        self.get(&format!("{API}/run-configs"))
+    }
+
+    /// `POST /run-configs` (create, or update with `id`).
+    pub fn upsert_run_config(&self, fields: Map) -> Result<Value> {
+        self.post(&format!("{API}/run-configs"), &Value::Object(fields))
+    }
+
+    /// `DELETE /run-configs`.
+    pub fn delete_run_config(&self, id: &str) -> Result<Value> {
+        self.request(reqwest::Method::DELETE, &format!("{API}/run-configs"), Some(&object([("id", Value::str(id))])))
+    }
+}
+
+/// Python truthiness of a JSON value.
+pub fn truthy(value: &Value) -> bool {
+    match value {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Int(i) => *i != 0,
+        Value::Float(f) => *f != 0.0,
+        Value::Str(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+    }
+}
+
+/// `urlencode` of one value: `quote_plus` (spaces as `+`).
+pub fn form_encode(text: &str) -> String {
+    percent_encode(text).replace("%20", "+")
+}

@@ -1,0 +1,98 @@
+//! The hub: versioned, content-hashed world bundles on branches and tags.
+//!
+//! This crate is both sides of the original's "benchmark containers" platform API
+//! (`/api/public/benchmark-containers/*`, spec §1 and §9):
+//! - the **server** ([`server`]) that `gateway hub serve` runs, self-hosted: containers,
+//!   versions deduplicated by content hash, presigned-style object URLs with the
+//!   `x-amz-checksum-sha256` check, finalize with the branch compare-and-set, refs,
+//!   log, fork, diff, proposals, write-only encrypted secrets and run configs, behind
+//!   HTTP Basic project keys; its state lives behind the [`store`] traits (SQLite and a
+//!   local directory by default);
+//! - the **client** ([`client`]) behind `gateway bench …`: the content hash, the
+//!   deterministic tarball and file manifest ([`archive`]), `.gateway/.env-metadata.json`,
+//!   pull with integrity check and safe extraction.
+//!
+//! It is not the world engine (`gateway-world`), does not compile or validate worlds
+//! itself beyond calling the engine, runs no hosted evaluations (run-config dispatch is
+//! refused), and holds no CLI parsing (that is `gateway-cli`).
+
+pub mod archive;
+pub mod client;
+pub mod error;
+pub mod gitignore;
+pub mod server;
+pub mod sqlite;
+pub mod store;
+pub mod util;
+pub mod versioning;
+
+pub use error::HubError;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Where a hub keeps its state.
+#[derive(Debug, Clone)]
+pub struct HubConfig {
+    /// The data directory: keys, and by default the SQLite database and the objects.
+    pub data: PathBuf,
+    /// Metadata database URL (`sqlite:PATH`); default `<data>/hub.sqlite`.
+    pub database: Option<String>,
+    /// Object store URL (`file:DIR`); default `<data>/objects`.
+    pub objects: Option<String>,
+}
+
+impl HubConfig {
+    /// Keys under the data directory.
+    pub fn keys_dir(&self) -> PathBuf {
+        self.data.join("keys")
+    }
+
+    /// Open the metadata store.
+    pub async fn open_meta(&self) -> Result<Arc<dyn store::MetaStore>, HubError> {
+        std::fs::create_dir_all(&self.data).map_err(|e| HubError::io(&self.data, e))?;
+        match self.database.as_deref() {
+            None => Ok(Arc::new(sqlite::SqliteStore::open(&self.data.join("hub.sqlite"))?)),
+            Some(url) => {
+                if let Some(path) = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")) {
+                    Ok(Arc::new(sqlite::SqliteStore::open(Path::new(path))?))
+                } else {
+                    Err(HubError::BadRequest(format!("unsupported --database URL '{url}': use sqlite:PATH")))
+                }
+            }
+        }
+    }
+
+    /// Open the object store.
+    pub async fn open_objects(&self) -> Result<Arc<dyn store::ObjectStore>, HubError> {
+        match self.objects.as_deref() {
+            None => Ok(Arc::new(store::LocalObjects::new(&self.data.join("objects"))?)),
+            Some(url) => {
+                if let Some(path) = url.strip_prefix("file://").or_else(|| url.strip_prefix("file:")) {
+                    Ok(Arc::new(store::LocalObjects::new(Path::new(path))?))
+                } else {
+                    Err(HubError::BadRequest(format!("unsupported --objects URL '{url}': use file:DIR")))
+                }
+            }
+        }
+    }
+
+    /// Open everything a server needs.
+    pub async fn open(&self, public_url: Option<String>, limits: server::Limits) -> Result<server::Hub, HubError> {
+        Ok(server::Hub {
+            meta: self.open_meta().await?,
+            objects: self.open_objects().await?,
+            keys: server::Keys::load_or_create(&self.keys_dir())?,
+            public_url,
+            limits,
+        })
+    }
+}
+
+/// Create a key pair for a project: returns `(project_id, public, secret)`. Only the
+/// secret's sha256 is stored.
+pub async fn create_key(meta: &dyn store::MetaStore, project: &str) -> Result<(String, String, String), HubError> {
+    let (public, secret) = server::new_key_pair();
+    let project_id = meta.create_key(project, &public, &server::hash_secret(&secret)).await?;
+    Ok((project_id, public, secret))
+}

@@ -1,0 +1,589 @@
+//! [`MetaStore`] on SQLite (the default): one database file under `--data`, WAL mode,
+//! every write in a `BEGIN IMMEDIATE` transaction, so the branch compare-and-set
+//! holds even between several processes sharing the file.
+
+use crate::error::HubError;
+use crate::store::*;
+use crate::util::{new_id, now_iso};
+use async_trait::async_trait;
+use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The migrations, in order: `(version, SQL)`.
+const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("../migrations/sqlite/0001_init.sql"))];
+
+/// The SQLite metadata store.
+#[derive(Clone)]
+pub struct SqliteStore {
+    conn: Arc<Mutex<Connection>>,
+}
+
+impl SqliteStore {
+    /// Open (creating and migrating) the database at `path`.
+    pub fn open(path: &Path) -> Result<SqliteStore, HubError> {
+        let mut conn = Connection::open(path)?;
+        conn.busy_timeout(Duration::from_secs(30))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute_batch("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)")?;
+        for (version, sql) in MIGRATIONS {
+            let done: Option<i64> =
+                tx.query_row("SELECT version FROM schema_migrations WHERE version = ?1", [version], |r| r.get(0)).optional()?;
+            if done.is_none() {
+                tx.execute_batch(sql)?;
+                tx.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (?1, ?2)", params![version, now_iso()])?;
+            }
+        }
+        tx.commit()?;
+        Ok(SqliteStore { conn: Arc::new(Mutex::new(conn)) })
+    }
+
+    /// Run `work` on the connection off the async workers.
+    async fn with<T, F>(&self, work: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
+    {
+        let conn = self.conn.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut guard = conn.lock().map_err(|_| HubError::Storage("database lock poisoned".into()))?;
+            work(&mut guard)
+        })
+        .await
+        .map_err(|e| HubError::Storage(e.to_string()))?
+    }
+}
+
+const CONTAINER_COLUMNS: &str = "id, project_id, slug, name, description, tags, visibility, forked_from_version_id, created_at";
+
+fn container_row(r: &Row) -> rusqlite::Result<Container> {
+    Ok(Container {
+        id: r.get(0)?,
+        project_id: r.get(1)?,
+        slug: r.get(2)?,
+        name: r.get(3)?,
+        description: r.get(4)?,
+        tags: r.get(5)?,
+        visibility: r.get(6)?,
+        forked_from_version_id: r.get(7)?,
+        created_at: r.get(8)?,
+    })
+}
+
+const VERSION_COLUMNS: &str = "id, container_id, content_hash, bundle_sha256, bundle_size, semantic_version, pyproject_meta, \
+     file_manifest, state, change_reason, author, image_ref, object_key, uploaded, wheel_filename, wheel_sha256, wheel_size, \
+     wheel_uploaded, requires_dist, forked_from_version_id, pushed_branch, created_at, seq";
+
+fn version_row(r: &Row) -> rusqlite::Result<Version> {
+    Ok(Version {
+        id: r.get(0)?,
+        container_id: r.get(1)?,
+        content_hash: r.get(2)?,
+        bundle_sha256: r.get(3)?,
+        bundle_size: r.get(4)?,
+        semantic_version: r.get(5)?,
+        pyproject_meta: r.get(6)?,
+        file_manifest: r.get(7)?,
+        state: r.get(8)?,
+        change_reason: r.get(9)?,
+        author: r.get(10)?,
+        image_ref: r.get(11)?,
+        object_key: r.get(12)?,
+        uploaded: r.get::<_, i64>(13)? != 0,
+        wheel_filename: r.get(14)?,
+        wheel_sha256: r.get(15)?,
+        wheel_size: r.get(16)?,
+        wheel_uploaded: r.get::<_, i64>(17)? != 0,
+        requires_dist: r.get(18)?,
+        forked_from_version_id: r.get(19)?,
+        pushed_branch: r.get(20)?,
+        created_at: r.get(21)?,
+        seq: r.get(22)?,
+    })
+}
+
+fn ref_row(r: &Row) -> rusqlite::Result<Ref> {
+    Ok(Ref {
+        container_id: r.get(0)?,
+        name: r.get(1)?,
+        kind: r.get(2)?,
+        version_id: r.get(3)?,
+        created_at: r.get(4)?,
+        updated_at: r.get(5)?,
+    })
+}
+
+fn get_version(conn: &Connection, id: &str) -> StoreResult<Option<Version>> {
+    Ok(conn.query_row(&format!("SELECT {VERSION_COLUMNS} FROM versions WHERE id = ?1"), [id], version_row).optional()?)
+}
+
+fn get_ref(conn: &Connection, container_id: &str, name: &str) -> StoreResult<Option<Ref>> {
+    Ok(conn
+        .query_row(
+            "SELECT container_id, name, kind, version_id, created_at, updated_at FROM refs WHERE container_id = ?1 AND name = ?2",
+            [container_id, name],
+            ref_row,
+        )
+        .optional()?)
+}
+
+fn insert_version(conn: &Connection, v: &Version) -> StoreResult<()> {
+    conn.execute(
+        "INSERT INTO versions (id, container_id, content_hash, bundle_sha256, bundle_size, semantic_version, pyproject_meta, \
+         file_manifest, state, change_reason, author, image_ref, object_key, uploaded, wheel_filename, wheel_sha256, wheel_size, \
+         wheel_uploaded, requires_dist, forked_from_version_id, pushed_branch, created_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
+        params![
+            v.id,
+            v.container_id,
+            v.content_hash,
+            v.bundle_sha256,
+            v.bundle_size,
+            v.semantic_version,
+            v.pyproject_meta,
+            v.file_manifest,
+            v.state,
+            v.change_reason,
+            v.author,
+            v.image_ref,
+            v.object_key,
+            v.uploaded as i64,
+            v.wheel_filename,
+            v.wheel_sha256,
+            v.wheel_size,
+            v.wheel_uploaded as i64,
+            v.requires_dist,
+            v.forked_from_version_id,
+            v.pushed_branch,
+            v.created_at
+        ],
+    )?;
+    Ok(())
+}
+
+fn insert_container(conn: &Connection, c: &Container) -> StoreResult<()> {
+    conn.execute(
+        &format!("INSERT INTO containers ({CONTAINER_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"),
+        params![c.id, c.project_id, c.slug, c.name, c.description, c.tags, c.visibility, c.forked_from_version_id, c.created_at],
+    )?;
+    Ok(())
+}
+
+/// The compare-and-set decision shared by the back ends: `Ok(true)` = move/create.
+pub fn cas_decision(
+    slug_hint: &str,
+    branch: &str,
+    tip: Option<&Ref>,
+    version_id: &str,
+    base: Option<&str>,
+    force: bool,
+) -> StoreResult<()> {
+    let Some(tip) = tip else { return Ok(()) };
+    if tip.kind != "branch" {
+        return Err(HubError::Conflict(format!("'{branch}' is a tag, and tags are immutable: push to a branch instead (--branch <name>)")));
+    }
+    if force || tip.version_id == version_id || base == Some(tip.version_id.as_str()) {
+        return Ok(());
+    }
+    let based_on = match base {
+        Some(base) => format!("based on {base}"),
+        None => "not based on any version (an ad-hoc directory)".to_string(),
+    };
+    Err(HubError::Conflict(format!(
+        "branch '{branch}' has moved: its tip is {tip_id} but this push is {based_on}. \
+         Pull the tip (`gateway bench pull {slug_hint}@{branch}`) and re-apply your changes, \
+         push to another branch with --branch <name>, or overwrite the tip with --force.",
+        tip_id = tip.version_id
+    )))
+}
+
+#[async_trait]
+impl MetaStore for SqliteStore {
+    async fn key_count(&self) -> StoreResult<i64> {
+        self.with(|c| Ok(c.query_row("SELECT COUNT(*) FROM api_keys", [], |r| r.get(0))?)).await
+    }
+
+    async fn create_key(&self, project: &str, public_key: &str, secret_hash: &str) -> StoreResult<String> {
+        let (project, public_key, secret_hash) = (project.to_string(), public_key.to_string(), secret_hash.to_string());
+        self.with(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let existing: Option<String> = tx.query_row("SELECT id FROM projects WHERE name = ?1", [&project], |r| r.get(0)).optional()?;
+            let id = match existing {
+                Some(id) => id,
+                None => {
+                    let id = new_id("prj_");
+                    tx.execute("INSERT INTO projects (id, name, created_at) VALUES (?1, ?2, ?3)", params![id, project, now_iso()])?;
+                    id
+                }
+            };
+            tx.execute(
+                "INSERT INTO api_keys (public_key, secret_sha256, project_id, created_at) VALUES (?1, ?2, ?3, ?4)",
+                params![public_key, secret_hash, id, now_iso()],
+            )?;
+            tx.commit()?;
+            Ok(id)
+        })
+        .await
+    }
+
+    async fn key_lookup(&self, public_key: &str) -> StoreResult<Option<(String, String)>> {
+        let public_key = public_key.to_string();
+        self.with(move |c| {
+            Ok(c.query_row("SELECT project_id, secret_sha256 FROM api_keys WHERE public_key = ?1", [&public_key], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .optional()?)
+        })
+        .await
+    }
+
+    async fn resolve_container(&self, new: Container) -> StoreResult<(Container, bool)> {
+        self.with(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let found = tx
+                .query_row(
+                    &format!("SELECT {CONTAINER_COLUMNS} FROM containers WHERE project_id = ?1 AND slug = ?2"),
+                    [&new.project_id, &new.slug],
+                    container_row,
+                )
+                .optional()?;
+            if let Some(found) = found {
+                return Ok((found, false));
+            }
+            insert_container(&tx, &new)?;
+            tx.commit()?;
+            Ok((new, true))
+        })
+        .await
+    }
+
+    async fn container(&self, project_id: &str, slug: &str) -> StoreResult<Option<Container>> {
+        let (project_id, slug) = (project_id.to_string(), slug.to_string());
+        self.with(move |c| {
+            Ok(c.query_row(
+                &format!("SELECT {CONTAINER_COLUMNS} FROM containers WHERE project_id = ?1 AND slug = ?2"),
+                [&project_id, &slug],
+                container_row,
+            )
+            .optional()?)
+        })
+        .await
+    }
+
+    async fn container_by_id(&self, id: &str) -> StoreResult<Option<Container>> {
+        let id = id.to_string();
+        self.with(move |c| {
+            Ok(c.query_row(&format!("SELECT {CONTAINER_COLUMNS} FROM containers WHERE id = ?1"), [&id], container_row).optional()?)
+        })
+        .await
+    }
+
+    async fn create_version(&self, new: Version) -> StoreResult<(Version, bool)> {
+        self.with(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let existing = tx
+                .query_row(
+                    &format!("SELECT {VERSION_COLUMNS} FROM versions WHERE container_id = ?1 AND content_hash = ?2"),
+                    [&new.container_id, &new.content_hash],
+                    version_row,
+                )
+                .optional()?;
+            if let Some(mut existing) = existing {
+                if !existing.uploaded {
+                    tx.execute(
+                        "UPDATE versions SET bundle_sha256 = ?1, bundle_size = ?2 WHERE id = ?3",
+                        params![new.bundle_sha256, new.bundle_size, existing.id],
+                    )?;
+                    existing.bundle_sha256 = new.bundle_sha256;
+                    existing.bundle_size = new.bundle_size;
+                }
+                tx.commit()?;
+                return Ok((existing, false));
+            }
+            insert_version(&tx, &new)?;
+            let stored = get_version(&tx, &new.id)?.ok_or_else(|| HubError::Storage("version vanished".into()))?;
+            tx.commit()?;
+            Ok((stored, true))
+        })
+        .await
+    }
+
+    async fn version(&self, id: &str) -> StoreResult<Option<Version>> {
+        let id = id.to_string();
+        self.with(move |c| get_version(c, &id)).await
+    }
+
+    async fn mark_uploaded(&self, version_id: &str, wheel: bool) -> StoreResult<()> {
+        let id = version_id.to_string();
+        self.with(move |c| {
+            let column = if wheel { "wheel_uploaded" } else { "uploaded" };
+            c.execute(&format!("UPDATE versions SET {column} = 1 WHERE id = ?1"), [&id])?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn finalize(&self, version_id: &str, branch: &str, base: Option<&str>, force: bool) -> StoreResult<Finalized> {
+        let (id, branch, base) = (version_id.to_string(), branch.to_string(), base.map(str::to_string));
+        self.with(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let mut version = get_version(&tx, &id)?.ok_or_else(|| HubError::NotFound(format!("version {id} not found")))?;
+            if !version.uploaded {
+                return Err(HubError::BadRequest(format!(
+                    "version {id} has no uploaded bundle: PUT the tarball to the uploadUrl from POST /versions before finalizing"
+                )));
+            }
+            let slug: String = tx.query_row("SELECT slug FROM containers WHERE id = ?1", [&version.container_id], |r| r.get(0))?;
+            let tip = get_ref(&tx, &version.container_id, &branch)?;
+            cas_decision(&slug, &branch, tip.as_ref(), &id, base.as_deref(), force)?;
+            let now = now_iso();
+            let previous_tip = tip.as_ref().map(|t| t.version_id.clone());
+            if version.state != "READY" {
+                let parent = base.clone().or_else(|| previous_tip.clone()).filter(|p| *p != id);
+                tx.execute(
+                    "UPDATE versions SET state = 'READY', forked_from_version_id = COALESCE(forked_from_version_id, ?1) WHERE id = ?2",
+                    params![parent, id],
+                )?;
+                version = get_version(&tx, &id)?.ok_or_else(|| HubError::Storage("version vanished".into()))?;
+            }
+            match &tip {
+                Some(_) => {
+                    tx.execute(
+                        "UPDATE refs SET version_id = ?1, updated_at = ?2 WHERE container_id = ?3 AND name = ?4",
+                        params![id, now, version.container_id, branch],
+                    )?;
+                }
+                None => {
+                    tx.execute(
+                        "INSERT INTO refs (container_id, name, kind, version_id, created_at, updated_at) VALUES (?1, ?2, 'branch', ?3, ?4, ?4)",
+                        params![version.container_id, branch, id, now],
+                    )?;
+                }
+            }
+            let moved = get_ref(&tx, &version.container_id, &branch)?.ok_or_else(|| HubError::Storage("ref vanished".into()))?;
+            tx.commit()?;
+            Ok(Finalized { version, branch: moved, previous_tip })
+        })
+        .await
+    }
+
+    async fn find_versions(&self, container_id: &str, filter: VersionFilter, limit: i64) -> StoreResult<Vec<Version>> {
+        let container_id = container_id.to_string();
+        self.with(move |c| {
+            let base = format!("SELECT {VERSION_COLUMNS} FROM versions WHERE container_id = ?1 AND state = 'READY'");
+            let (sql, arg) = match filter {
+                VersionFilter::Ready => (format!("{base} AND ?2 = ?2"), String::new()),
+                VersionFilter::Semver(s) => (format!("{base} AND semantic_version = ?2"), s),
+                VersionFilter::HashPrefix(p) => (format!("{base} AND substr(content_hash, 1, length(?2)) = ?2"), p),
+            };
+            let mut stmt = c.prepare(&format!("{sql} ORDER BY seq DESC LIMIT ?3"))?;
+            let rows = stmt.query_map(params![container_id, arg, limit], version_row)?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .await
+    }
+
+    async fn refs(&self, container_id: &str) -> StoreResult<Vec<Ref>> {
+        let container_id = container_id.to_string();
+        self.with(move |c| {
+            let mut stmt = c.prepare(
+                "SELECT container_id, name, kind, version_id, created_at, updated_at FROM refs WHERE container_id = ?1 \
+                 ORDER BY CASE kind WHEN 'branch' THEN 0 ELSE 1 END, name",
+            )?;
+            let rows = stmt.query_map([&container_id], ref_row)?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .await
+    }
+
+    async fn get_ref(&self, container_id: &str, name: &str) -> StoreResult<Option<Ref>> {
+        let (container_id, name) = (container_id.to_string(), name.to_string());
+        self.with(move |c| get_ref(c, &container_id, &name)).await
+    }
+
+    async fn create_ref(&self, new: Ref) -> StoreResult<()> {
+        self.with(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            if let Some(existing) = get_ref(&tx, &new.container_id, &new.name)? {
+                return Err(HubError::Conflict(format!(
+                    "a {} named '{}' already exists (at {}){}",
+                    existing.kind,
+                    new.name,
+                    existing.version_id,
+                    if existing.kind == "tag" { "; tags are immutable, pick another name" } else { "; pick another name" }
+                )));
+            }
+            tx.execute(
+                "INSERT INTO refs (container_id, name, kind, version_id, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+                params![new.container_id, new.name, new.kind, new.version_id, new.created_at],
+            )?;
+            tx.commit()?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn fork(&self, target: Container, source: &Version) -> StoreResult<(Container, Version)> {
+        let source = source.clone();
+        self.with(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let taken: Option<String> = tx
+                .query_row("SELECT id FROM containers WHERE project_id = ?1 AND slug = ?2", [&target.project_id, &target.slug], |r| {
+                    r.get(0)
+                })
+                .optional()?;
+            if taken.is_some() {
+                return Err(HubError::Conflict(format!(
+                    "a container named '{}' already exists: fork into another slug with --into <slug>",
+                    target.slug
+                )));
+            }
+            insert_container(&tx, &target)?;
+            let now = now_iso();
+            let copy = Version {
+                id: new_id("ver_"),
+                container_id: target.id.clone(),
+                state: "READY".into(),
+                forked_from_version_id: Some(source.id.clone()),
+                pushed_branch: Some("main".into()),
+                created_at: now.clone(),
+                ..source.clone()
+            };
+            insert_version(&tx, &copy)?;
+            tx.execute(
+                "INSERT INTO refs (container_id, name, kind, version_id, created_at, updated_at) VALUES (?1, 'main', 'branch', ?2, ?3, ?3)",
+                params![target.id, copy.id, now],
+            )?;
+            let stored = get_version(&tx, &copy.id)?.ok_or_else(|| HubError::Storage("version vanished".into()))?;
+            tx.commit()?;
+            Ok((target, stored))
+        })
+        .await
+    }
+
+    async fn add_proposal(&self, p: Proposal) -> StoreResult<()> {
+        self.with(move |c| {
+            c.execute(
+                "INSERT INTO proposals (id, container_id, title, change_reason, base_version_id, target_branch, source_branch, changes, status, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                params![p.id, p.container_id, p.title, p.change_reason, p.base_version_id, p.target_branch, p.source_branch, p.changes, p.status, p.created_at],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn proposals(&self, container_id: &str) -> StoreResult<Vec<Proposal>> {
+        let container_id = container_id.to_string();
+        self.with(move |c| {
+            let mut stmt = c.prepare(
+                "SELECT id, container_id, title, change_reason, base_version_id, target_branch, source_branch, changes, status, created_at \
+                 FROM proposals WHERE container_id = ?1 ORDER BY created_at DESC, id",
+            )?;
+            let rows = stmt.query_map([&container_id], |r| {
+                Ok(Proposal {
+                    id: r.get(0)?,
+                    container_id: r.get(1)?,
+                    title: r.get(2)?,
+                    change_reason: r.get(3)?,
+                    base_version_id: r.get(4)?,
+                    target_branch: r.get(5)?,
+                    source_branch: r.get(6)?,
+                    changes: r.get(7)?,
+                    status: r.get(8)?,
+                    created_at: r.get(9)?,
+                })
+            })?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .await
+    }
+
+    async fn put_secret(&self, container_id: &str, key: &str, sealed: Vec<u8>) -> StoreResult<bool> {
+        let (container_id, key) = (container_id.to_string(), key.to_string());
+        self.with(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let now = now_iso();
+            let updated = tx.execute(
+                "UPDATE secrets SET sealed = ?1, updated_at = ?2 WHERE container_id = ?3 AND key = ?4",
+                params![sealed, now, container_id, key],
+            )?;
+            if updated == 0 {
+                tx.execute(
+                    "INSERT INTO secrets (container_id, key, sealed, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?4)",
+                    params![container_id, key, sealed, now],
+                )?;
+            }
+            tx.commit()?;
+            Ok(updated == 0)
+        })
+        .await
+    }
+
+    async fn secrets(&self, container_id: &str) -> StoreResult<Vec<SecretInfo>> {
+        let container_id = container_id.to_string();
+        self.with(move |c| {
+            let mut stmt = c.prepare("SELECT key, created_at, updated_at FROM secrets WHERE container_id = ?1 ORDER BY key")?;
+            let rows =
+                stmt.query_map([&container_id], |r| Ok(SecretInfo { key: r.get(0)?, created_at: r.get(1)?, updated_at: r.get(2)? }))?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .await
+    }
+
+    async fn secret_value(&self, container_id: &str, key: &str) -> StoreResult<Option<Vec<u8>>> {
+        let (container_id, key) = (container_id.to_string(), key.to_string());
+        self.with(move |c| {
+            Ok(c.query_row("SELECT sealed FROM secrets WHERE container_id = ?1 AND key = ?2", [&container_id, &key], |r| r.get(0))
+                .optional()?)
+        })
+        .await
+    }
+
+    async fn delete_secret(&self, container_id: &str, key: &str) -> StoreResult<bool> {
+        let (container_id, key) = (container_id.to_string(), key.to_string());
+        self.with(move |c| Ok(c.execute("DELETE FROM secrets WHERE container_id = ?1 AND key = ?2", [&container_id, &key])? > 0)).await
+    }
+
+    async fn run_configs(&self, project_id: &str) -> StoreResult<Vec<String>> {
+        let project_id = project_id.to_string();
+        self.with(move |c| {
+            let mut stmt = c.prepare("SELECT body FROM run_configs WHERE project_id = ?1 ORDER BY created_at, id")?;
+            let rows = stmt.query_map([&project_id], |r| r.get(0))?;
+            Ok(rows.collect::<rusqlite::Result<Vec<String>>>()?)
+        })
+        .await
+    }
+
+    async fn run_config(&self, project_id: &str, id: &str) -> StoreResult<Option<String>> {
+        let (project_id, id) = (project_id.to_string(), id.to_string());
+        self.with(move |c| {
+            Ok(c.query_row("SELECT body FROM run_configs WHERE project_id = ?1 AND id = ?2", [&project_id, &id], |r| r.get(0))
+                .optional()?)
+        })
+        .await
+    }
+
+    async fn put_run_config(&self, project_id: &str, id: &str, body: &str) -> StoreResult<()> {
+        let (project_id, id, body) = (project_id.to_string(), id.to_string(), body.to_string());
+        self.with(move |c| {
+            let now = now_iso();
+            c.execute(
+                "INSERT INTO run_configs (id, project_id, body, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?4) \
+                 ON CONFLICT (id) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at",
+                params![id, project_id, body, now],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn delete_run_config(&self, project_id: &str, id: &str) -> StoreResult<bool> {
+        let (project_id, id) = (project_id.to_string(), id.to_string());
+        self.with(move |c| Ok(c.execute("DELETE FROM run_configs WHERE project_id = ?1 AND id = ?2", [&project_id, &id])? > 0)).await
+    }
+}

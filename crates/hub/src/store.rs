@@ -1,0 +1,305 @@
+//! Storage behind traits: [`MetaStore`] keeps the metadata (projects and keys,
+//! containers, versions, refs, proposals, secrets, run configs) and [`ObjectStore`]
+//! keeps the bundles. The server only talks to these traits; SQLite
+//! ([`crate::sqlite::SqliteStore`]) and a local directory ([`LocalObjects`]) are the
+//! defaults. Every state change is durable before the call returns.
+
+use crate::error::HubError;
+use async_trait::async_trait;
+use axum::body::Bytes;
+use std::path::{Path, PathBuf};
+
+/// Results of storage calls.
+pub type StoreResult<T> = Result<T, HubError>;
+
+/// A container: a named, versioned world in one project.
+#[derive(Debug, Clone, Default)]
+pub struct Container {
+    /// Id (`cnt_…`).
+    pub id: String,
+    /// Owning project id.
+    pub project_id: String,
+    /// Unique per project.
+    pub slug: String,
+    /// Display name.
+    pub name: String,
+    /// Optional description.
+    pub description: Option<String>,
+    /// Tags, as a canonical JSON array.
+    pub tags: String,
+    /// `PRIVATE` or `PUBLIC`.
+    pub visibility: String,
+    /// The version this container was forked from, if any.
+    pub forked_from_version_id: Option<String>,
+    /// Creation time.
+    pub created_at: String,
+}
+
+/// An immutable version of a container, keyed by its content hash.
+#[derive(Debug, Clone, Default)]
+pub struct Version {
+    /// Id (`ver_…`).
+    pub id: String,
+    /// Container id.
+    pub container_id: String,
+    /// The §9.1 content hash (64 hex).
+    pub content_hash: String,
+    /// base64 sha256 of the tarball.
+    pub bundle_sha256: String,
+    /// Tarball size.
+    pub bundle_size: i64,
+    /// `[project].version`, if any.
+    pub semantic_version: Option<String>,
+    /// pyproject metadata, canonical JSON object.
+    pub pyproject_meta: String,
+    /// File manifest, canonical JSON array.
+    pub file_manifest: String,
+    /// `PENDING` until finalized, then `READY`.
+    pub state: String,
+    /// `-m` of the push.
+    pub change_reason: Option<String>,
+    /// `--author` of the push.
+    pub author: Option<String>,
+    /// `--image` of the push.
+    pub image_ref: Option<String>,
+    /// Object key of the tarball.
+    pub object_key: String,
+    /// Whether the tarball is stored.
+    pub uploaded: bool,
+    /// Wheel file name, when a wheel was announced.
+    pub wheel_filename: Option<String>,
+    /// base64 sha256 of the wheel.
+    pub wheel_sha256: Option<String>,
+    /// Wheel size.
+    pub wheel_size: Option<i64>,
+    /// Whether the wheel is stored.
+    pub wheel_uploaded: bool,
+    /// Requires-Dist lines, canonical JSON array.
+    pub requires_dist: String,
+    /// Lineage: the base (or previous tip) at first finalize, or the fork source.
+    pub forked_from_version_id: Option<String>,
+    /// The branch the version was first pushed to.
+    pub pushed_branch: Option<String>,
+    /// Creation time.
+    pub created_at: String,
+    /// A sequence number: higher is newer.
+    pub seq: i64,
+}
+
+/// A branch (movable) or a tag (immutable). Branches and tags share one namespace.
+#[derive(Debug, Clone, Default)]
+pub struct Ref {
+    /// Container id.
+    pub container_id: String,
+    /// `branch` or `tag`.
+    pub kind: String,
+    /// Name (may contain `/`).
+    pub name: String,
+    /// The version it points at.
+    pub version_id: String,
+    /// Creation time.
+    pub created_at: String,
+    /// Last move.
+    pub updated_at: String,
+}
+
+/// A stored change proposal.
+#[derive(Debug, Clone, Default)]
+pub struct Proposal {
+    /// Id (`prop_…`).
+    pub id: String,
+    /// Container id.
+    pub container_id: String,
+    /// Title.
+    pub title: String,
+    /// Why.
+    pub change_reason: String,
+    /// The version the changes apply to.
+    pub base_version_id: String,
+    /// Branch it merges into.
+    pub target_branch: String,
+    /// Branch it comes from, if any.
+    pub source_branch: Option<String>,
+    /// The changes, canonical JSON array.
+    pub changes: String,
+    /// `OPEN`.
+    pub status: String,
+    /// Creation time.
+    pub created_at: String,
+}
+
+/// A secret's public face: never its value.
+#[derive(Debug, Clone, Default)]
+pub struct SecretInfo {
+    /// Name.
+    pub key: String,
+    /// First set.
+    pub created_at: String,
+    /// Last rotation.
+    pub updated_at: String,
+}
+
+/// How [`MetaStore::find_versions`] selects READY versions (newest first).
+#[derive(Debug, Clone)]
+pub enum VersionFilter {
+    /// Every READY version.
+    Ready,
+    /// READY versions with this `semanticVersion`.
+    Semver(String),
+    /// READY versions whose content hash starts with this lowercase hex prefix.
+    HashPrefix(String),
+}
+
+/// What a finalize did to the branch.
+#[derive(Debug, Clone)]
+pub struct Finalized {
+    /// The version, now READY.
+    pub version: Version,
+    /// The branch after the move.
+    pub branch: Ref,
+    /// The tip before the move, if the branch existed.
+    pub previous_tip: Option<String>,
+}
+
+/// The metadata store.
+#[async_trait]
+pub trait MetaStore: Send + Sync {
+    /// How many API keys exist.
+    async fn key_count(&self) -> StoreResult<i64>;
+    /// Store a key pair (secret hashed by the caller) for a project, creating the
+    /// project when it is new. Returns the project id.
+    async fn create_key(&self, project: &str, public_key: &str, secret_hash: &str) -> StoreResult<String>;
+    /// `(project_id, secret_hash)` of a public key.
+    async fn key_lookup(&self, public_key: &str) -> StoreResult<Option<(String, String)>>;
+
+    /// Get or create a container by slug. Returns it and whether it was created.
+    async fn resolve_container(&self, new: Container) -> StoreResult<(Container, bool)>;
+    /// A project's container by slug.
+    async fn container(&self, project_id: &str, slug: &str) -> StoreResult<Option<Container>>;
+    /// A container by id.
+    async fn container_by_id(&self, id: &str) -> StoreResult<Option<Container>>;
+
+    /// Create a version, or return the existing one with the same content hash
+    /// (`false`). An existing version whose bundle never arrived takes the new
+    /// bundle checksum and size.
+    async fn create_version(&self, new: Version) -> StoreResult<(Version, bool)>;
+    /// A version by id.
+    async fn version(&self, id: &str) -> StoreResult<Option<Version>>;
+    /// Record that the bundle (or the wheel) is stored.
+    async fn mark_uploaded(&self, version_id: &str, wheel: bool) -> StoreResult<()>;
+    /// Mark READY and compare-and-set the branch, atomically (across processes):
+    /// absent → create; `force` → move; tip == base or == this version → move;
+    /// otherwise [`HubError::Conflict`].
+    async fn finalize(&self, version_id: &str, branch: &str, base: Option<&str>, force: bool) -> StoreResult<Finalized>;
+    /// READY versions of a container, newest first, at most `limit`.
+    async fn find_versions(&self, container_id: &str, filter: VersionFilter, limit: i64) -> StoreResult<Vec<Version>>;
+
+    /// Every ref of a container, branches first, by name.
+    async fn refs(&self, container_id: &str) -> StoreResult<Vec<Ref>>;
+    /// One ref by name.
+    async fn get_ref(&self, container_id: &str, name: &str) -> StoreResult<Option<Ref>>;
+    /// Create a ref; [`HubError::Conflict`] when the name is taken.
+    async fn create_ref(&self, new: Ref) -> StoreResult<()>;
+
+    /// Fork: a new container whose `main` points at a copy of `source` (shared bundle).
+    async fn fork(&self, target: Container, source: &Version) -> StoreResult<(Container, Version)>;
+
+    /// Store a proposal.
+    async fn add_proposal(&self, proposal: Proposal) -> StoreResult<()>;
+    /// A container's proposals, newest first.
+    async fn proposals(&self, container_id: &str) -> StoreResult<Vec<Proposal>>;
+
+    /// Set or rotate a secret (already encrypted). Returns whether it was created.
+    async fn put_secret(&self, container_id: &str, key: &str, sealed: Vec<u8>) -> StoreResult<bool>;
+    /// A container's secret names and times.
+    async fn secrets(&self, container_id: &str) -> StoreResult<Vec<SecretInfo>>;
+    /// The sealed value of a secret (for hosted runs; never served by the API).
+    async fn secret_value(&self, container_id: &str, key: &str) -> StoreResult<Option<Vec<u8>>>;
+    /// Remove a secret. Returns whether it existed.
+    async fn delete_secret(&self, container_id: &str, key: &str) -> StoreResult<bool>;
+
+    /// A project's run configs as canonical JSON objects, oldest first.
+    async fn run_configs(&self, project_id: &str) -> StoreResult<Vec<String>>;
+    /// One run config.
+    async fn run_config(&self, project_id: &str, id: &str) -> StoreResult<Option<String>>;
+    /// Create or replace a run config.
+    async fn put_run_config(&self, project_id: &str, id: &str, body: &str) -> StoreResult<()>;
+    /// Remove a run config. Returns whether it existed.
+    async fn delete_run_config(&self, project_id: &str, id: &str) -> StoreResult<bool>;
+}
+
+/// The bundle store.
+#[async_trait]
+pub trait ObjectStore: Send + Sync {
+    /// Store an object (replacing any previous one).
+    async fn put(&self, key: &str, bytes: Bytes) -> StoreResult<()>;
+    /// Read an object.
+    async fn get(&self, key: &str) -> StoreResult<Option<Bytes>>;
+    /// An object's size, if it exists.
+    async fn size(&self, key: &str) -> StoreResult<Option<u64>>;
+}
+
+/// Object keys are ours (`bundles/<container>/<version>.tar.gz`), but are checked anyway.
+pub fn check_object_key(key: &str) -> StoreResult<()> {
+    let ok = !key.is_empty()
+        && key.len() <= 512
+        && key.split('/').all(|part| !part.is_empty() && part != "." && part != "..")
+        && key.chars().all(|c| c.is_ascii_alphanumeric() || "._-/+@=".contains(c));
+    if ok {
+        Ok(())
+    } else {
+        Err(HubError::BadRequest(format!("invalid object key: {key}")))
+    }
+}
+
+/// Objects as files under a directory, written atomically (temp file + rename).
+#[derive(Debug, Clone)]
+pub struct LocalObjects {
+    root: PathBuf,
+}
+
+impl LocalObjects {
+    /// Objects under `root` (created when missing).
+    pub fn new(root: &Path) -> StoreResult<LocalObjects> {
+        std::fs::create_dir_all(root).map_err(|e| HubError::io(root, e))?;
+        Ok(LocalObjects { root: root.to_path_buf() })
+    }
+
+    fn path(&self, key: &str) -> StoreResult<PathBuf> {
+        check_object_key(key)?;
+        Ok(self.root.join(key))
+    }
+}
+
+#[async_trait]
+impl ObjectStore for LocalObjects {
+    async fn put(&self, key: &str, bytes: Bytes) -> StoreResult<()> {
+        let path = self.path(key)?;
+        let parent = path.parent().unwrap_or(&self.root).to_path_buf();
+        tokio::fs::create_dir_all(&parent).await.map_err(|e| HubError::io(&parent, e))?;
+        let tmp = parent.join(format!(".{}.part", crate::util::new_id("")));
+        tokio::fs::write(&tmp, &bytes).await.map_err(|e| HubError::io(&tmp, e))?;
+        let file = tokio::fs::File::open(&tmp).await.map_err(|e| HubError::io(&tmp, e))?;
+        file.sync_all().await.map_err(|e| HubError::io(&tmp, e))?;
+        tokio::fs::rename(&tmp, &path).await.map_err(|e| HubError::io(&path, e))?;
+        Ok(())
+    }
+
+    async fn get(&self, key: &str) -> StoreResult<Option<Bytes>> {
+        let path = self.path(key)?;
+        match tokio::fs::read(&path).await {
+            Ok(bytes) => Ok(Some(Bytes::from(bytes))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(HubError::io(&path, e)),
+        }
+    }
+
+    async fn size(&self, key: &str) -> StoreResult<Option<u64>> {
+        let path = self.path(key)?;
+        match tokio::fs::metadata(&path).await {
+            Ok(meta) => Ok(Some(meta.len())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(HubError::io(&path, e)),
+        }
+    }
+}
