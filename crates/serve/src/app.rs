@@ -176,7 +176,7 @@ fn json_body(raw: &[u8]) -> Option<Value> {
     let text = std::str::from_utf8(raw).ok()?;
     // Python's json.loads: a repeated member keeps its first position and last value;
     // a body that is JSON null reads as "not JSON", as the original's `_json`.
-    gateway_world::json::parse_lenient(text).filter(|v| !matches!(v, Value::Null))
+    gateway_world::json::parse_loads(text).ok().map(|p| p.value).filter(|v| !matches!(v, Value::Null))
 }
 
 impl WorldApp {

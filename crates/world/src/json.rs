@@ -187,20 +187,6 @@ fn parse_with(text: &str, duplicates: bool) -> Result<Parsed, ParseError> {
     Ok(Parsed { value, problem: parser.problem })
 }
 
-/// Parse like Python's plain `json.loads`: duplicate members keep the first position
-/// and the last value, out-of-range numbers are kept (later checks refuse them).
-pub fn parse_lenient(text: &str) -> Option<Value> {
-    match parse(text) {
-        Ok(parsed) => Some(parsed.value),
-        Err(ParseError::DuplicateKey(_)) => {
-            let mut parser = Parser { bytes: text.as_bytes(), pos: 0, problem: None, duplicate: None, path: Vec::new() };
-            parser.skip_ws();
-            parser.value().ok()
-        }
-        Err(ParseError::Syntax(_)) => None,
-    }
-}
-
 /// Parse and require no range problems (for trusted inputs such as our own files).
 pub fn parse_clean(text: &str) -> Option<Value> {
     parse(text).ok().filter(|p| p.problem.is_none()).map(|p| p.value)
