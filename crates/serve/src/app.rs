@@ -74,6 +74,77 @@ pub struct WorldApp {
     /// The operations a session allows (None = all).
     pub allowed: Option<Vec<String>>,
     world_dir: std::path::PathBuf,
+    /// `ctx.spec` and `ctx.settings` as handlers see them.
+    handler_spec: Value,
+    handler_settings: Value,
+}
+
+fn opt(value: &Option<String>) -> Value {
+    value.clone().map(Value::Str).unwrap_or_default()
+}
+
+/// The connection spec's fields, for `ctx.spec`.
+fn spec_value(spec: &gateway_connector::spec::Spec) -> Value {
+    object([
+        ("slug", Value::str(&spec.slug)),
+        ("base_url", Value::str(&spec.base_url)),
+        ("scheme", Value::str(&spec.scheme)),
+        ("auth_name", opt(&spec.auth_name)),
+        ("secret_env", opt(&spec.secret_env)),
+        ("extra_headers", Value::Object(spec.extra_headers.iter().map(|(k, v)| (k.clone(), Value::str(v))).collect())),
+        ("token_url", opt(&spec.token_url)),
+        ("client_id_env", opt(&spec.client_id_env)),
+        ("scope", opt(&spec.scope)),
+        ("requests_per_minute", Value::Int(spec.requests_per_minute)),
+        ("timeout_seconds", Value::Float(spec.timeout_seconds)),
+        ("max_pages", Value::Int(spec.max_pages)),
+        ("cursor_param", opt(&spec.cursor_param)),
+        ("cursor_field", opt(&spec.cursor_field)),
+        ("cursor_header", opt(&spec.cursor_header)),
+    ])
+}
+
+/// The `[api]` settings, for `ctx.settings`.
+fn settings_value(settings: &ApiSettings) -> Value {
+    let paging = &settings.paging;
+    object([
+        ("envelope", Value::str(&settings.envelope)),
+        ("unauthorized", settings.unauthorized.clone()),
+        ("not_found", settings.not_found.clone()),
+        (
+            "filters",
+            Value::Object(
+                settings
+                    .operations
+                    .iter()
+                    .map(|(name, op)| (name.clone(), Value::Object(op.filter.iter().map(|(k, v)| (k.clone(), Value::str(v))).collect())))
+                    .collect(),
+            ),
+        ),
+        ("unauthorized_status", Value::Int(settings.unauthorized_status)),
+        ("not_found_status", Value::Int(settings.not_found_status)),
+        ("invalid", settings.invalid.clone()),
+        ("invalid_status", Value::Int(settings.invalid_status)),
+        ("error_content_type", Value::str(&settings.error_content_type)),
+        ("hits_key", Value::str(&settings.hits_key)),
+        ("cursor_key", Value::str(&settings.cursor_key)),
+        ("previous_key", opt(&settings.previous_key)),
+        ("page_headers", Value::Object(settings.page_headers.iter().map(|(k, v)| (k.clone(), Value::str(v))).collect())),
+        ("page_links", Value::Bool(settings.page_links)),
+        (
+            "paging",
+            object([
+                ("style", Value::str(&paging.style)),
+                ("limit_param", Value::str(&paging.limit_param)),
+                ("offset_param", Value::str(&paging.offset_param)),
+                ("cursor_param", Value::str(&paging.cursor_param)),
+                ("page_size", Value::Int(paging.page_size)),
+            ]),
+        ),
+        ("token_path", opt(&settings.token_path)),
+        ("handlers", settings.handlers.as_ref().map(|p| Value::Str(p.display().to_string())).unwrap_or_default()),
+        ("before", opt(&settings.before)),
+    ])
 }
 
 impl std::fmt::Debug for WorldApp {
@@ -103,7 +174,9 @@ fn json_body(raw: &[u8]) -> Option<Value> {
         return Some(Value::Object(Map::new()));
     }
     let text = std::str::from_utf8(raw).ok()?;
-    gateway_world::json::parse(text).ok().map(|p| p.value)
+    // Python's json.loads: a repeated member keeps its first position and last value;
+    // a body that is JSON null reads as "not JSON", as the original's `_json`.
+    gateway_world::json::parse_loads(text).ok().map(|p| p.value).filter(|v| !matches!(v, Value::Null))
 }
 
 impl WorldApp {
@@ -124,7 +197,20 @@ impl WorldApp {
             None => None,
         };
         let prefix = base_path(&router.spec.base_url);
-        Ok(WorldApp { state, router, settings, key, prefix, worker, allowed: None, world_dir: world.to_path_buf() })
+        let handler_spec = spec_value(&router.spec);
+        let handler_settings = settings_value(&settings);
+        Ok(WorldApp {
+            state,
+            router,
+            settings,
+            key,
+            prefix,
+            worker,
+            allowed: None,
+            world_dir: world.to_path_buf(),
+            handler_spec,
+            handler_settings,
+        })
     }
 
     fn strip<'a>(&self, path: &'a str) -> &'a str {
@@ -351,7 +437,15 @@ impl WorldApp {
                 ("name", Value::str(&request.operation.name)),
                 ("method", Value::str(&request.operation.method)),
                 ("path", Value::str(&request.operation.path)),
+                ("params", Value::Array(request.operation.params.iter().map(Value::str).collect())),
                 ("entity", request.operation.entity.clone().map(Value::Str).unwrap_or_default()),
+                ("results", Value::str(&request.operation.results)),
+                ("placeholders", Value::Array(request.operation.placeholders().into_iter().map(Value::Str).collect())),
+            ]),
+            context: object([
+                ("spec", self.handler_spec.clone()),
+                ("settings", self.handler_settings.clone()),
+                ("link", Value::Array(vec![Value::str(&request.link.0), query_object(&request.link.1)])),
             ]),
         };
         let mut host = Host { app: self, link: &request.link };

@@ -78,6 +78,8 @@ pub struct HandlerRequest {
     pub headers: Value,
     /// The operation (`ctx.operation`): an object with `name`, `method`, `path`, `entity`.
     pub operation: Value,
+    /// `ctx.spec`, `ctx.settings` and `ctx.link`: `{"spec": {…}, "settings": {…}, "link": [url, query]}`.
+    pub context: Value,
 }
 
 /// What a handler that ran to completion handed back.
@@ -336,6 +338,7 @@ fn call_line(function: &str, request: &HandlerRequest) -> String {
         ("body", &request.body),
         ("headers", &request.headers),
         ("operation", &request.operation),
+        ("context", &request.context),
     ] {
         line.push_str(",\"");
         line.push_str(name);

@@ -38,26 +38,37 @@ impl Page {
     }
 }
 
-/// Python's `int(text)` for a query value: whitespace, a sign, digits and single
-/// underscores between digits. None when Python would raise.
+/// Zero code points of Unicode decimal-digit (Nd) blocks Python's `int()` accepts.
+const DIGIT_ZEROS: &[u32] = &[
+    0x30, 0x660, 0x6F0, 0x7C0, 0x966, 0x9E6, 0xA66, 0xAE6, 0xB66, 0xBE6, 0xC66, 0xCE6, 0xD66, 0xDE6, 0xE50, 0xED0, 0xF20, 0x1040, 0x1090,
+    0x17E0, 0x1810, 0x1946, 0x19D0, 0x1A80, 0x1A90, 0x1B50, 0x1BB0, 0x1C40, 0x1C50, 0xA620, 0xA8D0, 0xA900, 0xA9D0, 0xA9F0, 0xAA50, 0xABF0,
+    0xFF10, 0x104A0, 0x11066, 0x110F0, 0x11136, 0x111D0, 0x112F0, 0x11450, 0x114D0, 0x11650, 0x116C0, 0x11730, 0x118E0, 0x16A60, 0x16B50,
+    0x1D7CE, 0x1D7D8, 0x1D7E2, 0x1D7EC, 0x1D7F6, 0x1E950, 0x1FBF0,
+];
+
+fn decimal_digit(c: char) -> Option<u32> {
+    let code = c as u32;
+    DIGIT_ZEROS.iter().find(|zero| (**zero..**zero + 10).contains(&code)).map(|zero| code - zero)
+}
+
+/// Python's `int(text)` for a query value: whitespace, a sign, Unicode decimal
+/// digits and single underscores between digits; None when Python would raise.
+/// Magnitudes beyond i64 saturate (a page that large holds every row anyway).
 pub fn python_int(text: &str) -> Option<i64> {
     let trimmed = text.trim_matches(|c: char| c.is_whitespace());
-    let (negative, digits) = match trimmed.as_bytes().first() {
-        Some(b'-') => (true, &trimmed[1..]),
-        Some(b'+') => (false, &trimmed[1..]),
+    let (negative, digits) = match trimmed.chars().next() {
+        Some('-') => (true, &trimmed[1..]),
+        Some('+') => (false, &trimmed[1..]),
         _ => (false, trimmed),
     };
-    let bytes = digits.as_bytes();
-    if bytes.is_empty()
-        || bytes[0] == b'_'
-        || bytes[bytes.len() - 1] == b'_'
-        || digits.contains("__")
-        || !bytes.iter().all(|b| b.is_ascii_digit() || *b == b'_')
-    {
+    if digits.is_empty() || digits.starts_with('_') || digits.ends_with('_') || digits.contains("__") {
         return None;
     }
-    let clean: String = digits.chars().filter(|c| *c != '_').collect();
-    let value: i64 = clean.parse().ok()?;
+    let mut value: i64 = 0;
+    for c in digits.chars().filter(|c| *c != '_') {
+        let digit = decimal_digit(c)?;
+        value = value.saturating_mul(10).saturating_add(i64::from(digit));
+    }
     Some(if negative { -value } else { value })
 }
 
@@ -71,12 +82,20 @@ fn int_param(value: Option<&str>, default: i64) -> i64 {
     }
 }
 
-/// The offset a cursor token encodes (0 for anything unreadable).
+/// The offset a cursor token encodes, as the original decodes it:
+/// `int(urlsafe_b64decode(raw + padding))`, 0 for anything unreadable.
 pub fn decode_cursor(raw: &str) -> i64 {
-    // Python's urlsafe_b64decode discards characters outside the alphabet.
-    let kept: String = raw.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_').collect();
-    let decoded = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(kept.as_bytes()).ok().and_then(|b| String::from_utf8(b).ok());
-    decoded.and_then(|text| python_int(&text)).unwrap_or(0)
+    let padding = "=".repeat((4 - raw.chars().count() % 4) % 4);
+    let standard: String = raw
+        .chars()
+        .map(|c| match c {
+            '-' => '+',
+            '_' => '/',
+            other => other,
+        })
+        .collect::<String>()
+        + &padding;
+    crate::router::python_b64decode(&standard).and_then(|b| String::from_utf8(b).ok()).and_then(|text| python_int(&text)).unwrap_or(0)
 }
 
 /// The cursor token for an offset.
@@ -215,6 +234,7 @@ mod tests {
         assert_eq!(decode_cursor("Mg"), 2);
         assert_eq!(decode_cursor("%%%"), 0);
         assert_eq!(decode_cursor("MTA="), 10);
+        assert_eq!(decode_cursor("2aM"), 3);
     }
 
     #[test]
@@ -224,6 +244,9 @@ mod tests {
         assert_eq!(python_int("-4"), Some(-4));
         assert_eq!(python_int("1.5"), None);
         assert_eq!(python_int("_1"), None);
+        assert_eq!(python_int("\u{ff13}"), Some(3));
+        assert_eq!(python_int("\u{663}"), Some(3));
+        assert_eq!(python_int("99999999999999999999999"), Some(i64::MAX));
     }
 
     #[test]

@@ -277,10 +277,27 @@ impl Router {
     }
 }
 
-/// Python's lenient `base64.b64decode`: characters outside the alphabet are ignored.
+/// Python's lenient `base64.b64decode`: characters outside the standard alphabet
+/// are ignored, but the data must still be correctly padded.
 pub fn python_b64decode(text: &str) -> Option<Vec<u8>> {
-    let kept: String = text.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '+' || *c == '/').collect();
-    base64::engine::general_purpose::STANDARD_NO_PAD.decode(kept.as_bytes()).ok()
+    let data: String = text.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '+' || *c == '/').collect();
+    let padding = text.chars().filter(|c| *c == '=').count();
+    let padded = match data.len() % 4 {
+        0 => true,
+        2 => padding >= 2,
+        3 => padding >= 1,
+        _ => false,
+    };
+    if !padded {
+        return None;
+    }
+    let engine = base64::engine::GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        base64::engine::GeneralPurposeConfig::new()
+            .with_decode_allow_trailing_bits(true)
+            .with_decode_padding_mode(base64::engine::DecodePaddingMode::RequireNone),
+    );
+    engine.decode(data.as_bytes()).ok()
 }
 
 #[cfg(test)]

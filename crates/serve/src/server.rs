@@ -76,9 +76,26 @@ pub fn load(world: &Path, options: &ServeOptions) -> Result<WorldApp, ServeError
     WorldApp::new(world, state, Router::new(spec), settings, options.api_key.clone()).map_err(ServeError::Handlers)
 }
 
+/// What Python's `http.server` answers for a method it has no handler for.
+fn unsupported_method(method: &str) -> Response {
+    let page = format!(
+        "<!DOCTYPE HTML>\n<html lang=\"en\">\n    <head>\n        <meta charset=\"utf-8\">\n        <title>Error response</title>\n    </head>\n    <body>\n        <h1>Error response</h1>\n        <p>Error code: 501</p>\n        <p>Message: Unsupported method ('{method}').</p>\n        <p>Error code explanation: 501 - Server does not support this operation.</p>\n    </body>\n</html>\n"
+    );
+    let mut response = Response::new(Body::from(page));
+    *response.status_mut() = StatusCode::NOT_IMPLEMENTED;
+    response.headers_mut().insert("content-type", HeaderValue::from_static("text/html;charset=utf-8"));
+    response.headers_mut().insert("connection", HeaderValue::from_static("close"));
+    response
+}
+
 async fn answer(State(app): State<Arc<WorldApp>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let method = parts.method.as_str().to_string();
+    if !matches!(method.as_str(), "GET" | "POST" | "PUT" | "PATCH" | "DELETE") {
+        // The original serves through http.server, which has handlers for these five
+        // methods only; WorldApp's own 405 is for hosts that call it directly.
+        return unsupported_method(&method);
+    }
     let target = parts.uri.path_and_query().map(|p| p.as_str().to_string()).unwrap_or_else(|| "/".into());
     let headers: Vec<(String, String)> =
         parts.headers.iter().map(|(k, v)| (k.as_str().to_ascii_lowercase(), String::from_utf8_lossy(v.as_bytes()).into_owned())).collect();
@@ -130,6 +147,10 @@ fn render(app: &WorldApp, answered: AppResponse) -> Response {
     }
     if let Some(kind) = content_type.and_then(|k| HeaderValue::from_str(&k).ok()) {
         headers.insert("content-type", kind);
+    }
+    if answered.body.is_none() && answered.file.is_none() {
+        // http.server always sends a Content-Length, 0 for an empty answer.
+        headers.insert("content-length", HeaderValue::from_static("0"));
     }
     for (name, value) in answered.headers {
         if let (Ok(name), Ok(value)) = (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(&value)) {

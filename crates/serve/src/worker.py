@@ -136,16 +136,36 @@ class Operation:
         self.entity = None
         if isinstance(fields, dict):
             for key, value in fields.items():
+                # The original's Operation holds params and placeholders as tuples.
+                if key in ("params", "placeholders") and isinstance(value, list):
+                    value = tuple(value)
                 setattr(self, str(key), value)
 
     def __repr__(self):
         return f"Operation(name={self.name!r}, method={self.method!r}, path={self.path!r}, entity={self.entity!r})"
 
 
+class Namespace:
+    """Read-only attributes from a JSON object (``ctx.spec``, ``ctx.settings``)."""
+
+    def __init__(self, fields):
+        for key, value in (fields or {}).items():
+            setattr(self, str(key), Namespace(value) if key == "paging" and isinstance(value, dict) else value)
+
+    def __repr__(self):
+        return f"Namespace({vars(self)!r})"
+
+
 class ApiContext:
     """What a world's handler gets: the store, the clock, and the vendor's shapes."""
 
-    def __init__(self, operation, headers):
+    def __init__(self, operation, headers, context=None):
+        context = context if isinstance(context, dict) else {}
+        self.spec = Namespace(context.get("spec"))
+        self.settings = Namespace(context.get("settings"))
+        link = context.get("link")
+        #: (absolute URL without query, query) of the request being answered.
+        self.link = tuple(link) if isinstance(link, list) else None
         self.operation = operation
         #: The request's headers, lower-cased — a gate reads the credential from here.
         self.headers = headers
@@ -271,7 +291,7 @@ def _call(handlers, request):
     if not callable(function):
         return {"exception": f"AttributeError: handlers have no function {request.get('function')!r}"}
     headers = request.get("headers")
-    ctx = ApiContext(Operation(request.get("operation")), headers if isinstance(headers, dict) else {})
+    ctx = ApiContext(Operation(request.get("operation")), headers if isinstance(headers, dict) else {}, request.get("context"))
     try:
         result = function(ctx, request.get("args") or {}, request.get("query") or {}, request.get("body"))
         return _normalize(result)

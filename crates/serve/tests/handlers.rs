@@ -28,6 +28,7 @@ fn request(args: &str) -> HandlerRequest {
         body: json(r#"{"b": [1, 1.0, null, "é"]}"#),
         headers: json(r#"{"x-quota": "exhausted"}"#),
         operation: json(r#"{"name": "get_record", "method": "GET", "path": "/records/{id}", "entity": "records"}"#),
+        context: Value::Null,
     }
 }
 

@@ -321,6 +321,10 @@ impl Store {
         let Some(mutations) = batch.get("mutations").and_then(Value::as_array) else {
             return Err(ContractError::new("batch", "mutations must be an array", "/batch/mutations").into());
         };
+        if let Some(pointer) = crate::json::range_problem(batch) {
+            // The original canonicalises the whole batch for its digest first.
+            return Err(ContractError::new("numeric_range", crate::json::NUMERIC_RANGE_MESSAGE, pointer).into());
+        }
         let id = batch.get("id").and_then(Value::as_str).expect("checked").to_string();
         let batch_hash = sha256_hex(&encoded(batch));
         self.transaction(|store| {
