@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Compile parity against the original (gatewaysdk 0.3.2): every template the original
-# ships, initialized by the original, must compile to the same bytes with ours.
+# Ours against the original (gatewaysdk 0.3.2), side by side:
+#   1. compile parity: every template the original ships compiles to the same bytes;
+#   2. differential serving: the public worlds and ours (tests/conformance) answer every
+#      scripted request as the original does.
 #   scripts/conformance.sh [PATH_TO_OUR_GATEWAY]
+# Needs ../shared (the conformance kit) and network access to PyPI for the original;
+# skipped with a notice when the kit is absent.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 shared="$here/../shared"
@@ -11,4 +15,6 @@ if [ ! -d "$shared/conformance" ]; then
   exit 0
 fi
 ref=$("$shared/reference/install.sh")
-python3 "$shared/conformance/compile_parity.py" --ours "$ours" --ref "$ref"
+python3 "$shared/conformance/compile_parity.py" --ours "$ours" --ref "$ref" | tail -1
+GATEWAY_REFERENCE="$ref" bash "$here/tests/conformance/run.sh" "$ours"
+python3 "$shared/conformance/diffserve.py" --world "$here/examples/helpdesk" --script "$here/examples/helpdesk.requests.json" --ours "$ours" --ref "$ref" | tail -1
