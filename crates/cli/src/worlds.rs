@@ -79,6 +79,86 @@ pub enum DataCommand {
         #[arg(long)]
         entity: Option<String>,
     },
+    /// Put rows into a world through its own gate (a directory: data/initial.json or db/seed.sql).
+    Import {
+        /// World directory.
+        world: String,
+        /// Rows files ({entity: [rows]} JSON, {entity,row} JSONL, bare rows), or - for stdin.
+        #[arg(required = true)]
+        rows: Vec<String>,
+        /// The entity bare-row files hold.
+        #[arg(long)]
+        entity: Option<String>,
+        /// append (upsert by primary key) | replace (named entities).
+        #[arg(long, default_value = "append")]
+        mode: String,
+        /// Inside the batch, by key: upsert (last wins) | fill (first wins, later add fields).
+        #[arg(long, default_value = "upsert")]
+        merge: String,
+        /// The new batch's id (default `<package>.initial.v<N+1>` or `<package>.import.<N>`).
+        #[arg(long = "batch-id")]
+        batch_id: Option<String>,
+        /// Validate locally against the contract; write nothing.
+        #[arg(long = "dry-run")]
+        dry_run: bool,
+        /// Write the refusals as JSONL here.
+        #[arg(long)]
+        report: Option<PathBuf>,
+        /// One refusal refuses the batch (the default).
+        #[arg(long, overrides_with = "per_chunk")]
+        atomic: bool,
+        /// A refusal refuses only its chunk (platform imports).
+        #[arg(long = "per-chunk", overrides_with = "atomic")]
+        per_chunk: bool,
+        /// now | later (platform imports).
+        #[arg(long, default_value = "now")]
+        publish: String,
+        /// Change reason for the version (platform imports).
+        #[arg(long, short = 'm')]
+        message: Option<String>,
+    },
+    /// Dry run: every row checked against the world's contract in a scratch snapshot. Exit 2 when any row is refused.
+    Check {
+        /// World directory.
+        world: String,
+        /// Rows files, or - for stdin.
+        #[arg(required = true)]
+        rows: Vec<String>,
+        /// The entity bare-row files hold.
+        #[arg(long)]
+        entity: Option<String>,
+        /// append | replace, as the import would run.
+        #[arg(long, default_value = "append")]
+        mode: String,
+        /// upsert | fill, as the import would run.
+        #[arg(long, default_value = "upsert")]
+        merge: String,
+        /// Write the refusals as JSONL here.
+        #[arg(long)]
+        report: Option<PathBuf>,
+    },
+    /// Rows out of a tool-results export, a vendor response or a session export, shaped for `data import`.
+    Extract {
+        /// World directory.
+        world: String,
+        /// Input file, or - for stdin.
+        source: String,
+        /// tool-results | vendor-envelope | session-export.
+        #[arg(long)]
+        shape: String,
+        /// The entity the rows belong to.
+        #[arg(long)]
+        entity: String,
+        /// Write tagged JSONL here (default stdout, also -).
+        #[arg(long)]
+        out: Option<String>,
+        /// Dedupe by primary key: fill (first wins) | upsert (last wins).
+        #[arg(long, default_value = "fill")]
+        merge: String,
+        /// Skip the world's [redact] policy.
+        #[arg(long = "no-redact")]
+        no_redact: bool,
+    },
 }
 
 pub fn run(command: WorldsCommand) -> ExitCode {
@@ -194,11 +274,178 @@ fn data(command: DataCommand) -> ExitCode {
                     println!("{}", dumps(&value, DumpOptions::PRETTY));
                     ExitCode::SUCCESS
                 }
-                Err(error) => {
-                    eprintln!("{error}");
-                    ExitCode::from(1)
-                }
+                Err(error) => data_refused(error),
             }
         }
+        DataCommand::Import {
+            world,
+            rows,
+            entity,
+            mode,
+            merge,
+            batch_id,
+            dry_run,
+            report,
+            atomic: _,
+            per_chunk: _,
+            publish,
+            message: _,
+        } => {
+            if !["append", "replace"].contains(&mode.as_str())
+                || !["upsert", "fill"].contains(&merge.as_str())
+                || !["now", "later"].contains(&publish.as_str())
+            {
+                eprintln!("--mode is append|replace, --merge is upsert|fill, --publish is now|later");
+                return ExitCode::from(1);
+            }
+            if !std::path::Path::new(&world).is_dir() {
+                return data_refused(not_a_directory(&world));
+            }
+            if dry_run {
+                return data_check(&world, &rows, entity, mode, merge, report);
+            }
+            let root = PathBuf::from(&world);
+            let outcome = gateway_world::import::refuse_large(&root, &rows, entity.as_deref())
+                .and_then(|()| {
+                    // The original counts the rows (for the inline cap) by reading every
+                    // input, stdin included, and closes it: reading `-` again fails.
+                    if rows.iter().any(|r| r == "-") {
+                        return Err(Error::Io { message: "I/O operation on closed file".into() });
+                    }
+                    gateway_world::import::parse_rows(&rows, entity.as_deref())
+                })
+                .and_then(|parsed| gateway_world::import::import_rows(&root, &parsed, &mode, batch_id.as_deref()));
+            match outcome {
+                Ok(Value::Object(result)) => {
+                    let mut out = vec![("world".to_string(), Value::str(&world))];
+                    out.extend(result);
+                    println!("{}", dumps(&object(out), DumpOptions::PRETTY));
+                    ExitCode::SUCCESS
+                }
+                Ok(other) => {
+                    println!("{}", dumps(&other, DumpOptions::PRETTY));
+                    ExitCode::SUCCESS
+                }
+                Err(error) => data_refused(error),
+            }
+        }
+        DataCommand::Check { world, rows, entity, mode, merge, report } => {
+            if !std::path::Path::new(&world).is_dir() {
+                return data_refused(not_a_directory(&world));
+            }
+            data_check(&world, &rows, entity, mode, merge, report)
+        }
+        DataCommand::Extract { world, source, shape, entity, out, merge, no_redact } => {
+            data_extract(&world, &source, &shape, &entity, out.as_deref(), &merge, no_redact)
+        }
+    }
+}
+
+/// A `worlds data` refusal: the error's text on stderr, exit 1.
+fn data_refused(error: Error) -> ExitCode {
+    eprintln!("{error}");
+    ExitCode::from(1)
+}
+
+fn not_a_directory(world: &str) -> Error {
+    Error::Io {
+        message: format!(
+            "{world} is not a world directory; platform worlds (slugs) are imported through the hub, which this build does not reach"
+        ),
+    }
+}
+
+/// Inputs larger than this get a progress bar when stderr is a terminal.
+const PROGRESS_BYTES: u64 = 8 * 1024 * 1024;
+
+fn progress_bar(rows: &[String]) -> Option<indicatif::ProgressBar> {
+    use std::io::IsTerminal as _;
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let total: u64 = rows.iter().filter(|r| r.as_str() != "-").filter_map(|r| std::fs::metadata(r).ok()).map(|m| m.len()).sum();
+    if total < PROGRESS_BYTES {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::with_draw_target(Some(total), indicatif::ProgressDrawTarget::stderr());
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {bytes_per_sec} {eta}") {
+        bar.set_style(style);
+    }
+    Some(bar)
+}
+
+fn data_check(world: &str, rows: &[String], entity: Option<String>, mode: String, merge: String, report: Option<PathBuf>) -> ExitCode {
+    use gateway_world::check::{check_rows, CheckOptions, REPORT_CAP};
+    let options = CheckOptions { entity, mode, merge, ..CheckOptions::default() };
+    let bar = progress_bar(rows);
+    let advance = |n: u64| {
+        if let Some(bar) = &bar {
+            bar.inc(n);
+        }
+    };
+    let progress: Option<&dyn Fn(u64)> = if bar.is_some() { Some(&advance) } else { None };
+    let checked = check_rows(std::path::Path::new(world), rows, &options, progress);
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    let checked = match checked {
+        Ok(checked) => checked,
+        Err(error) => return data_refused(error),
+    };
+    if let Some(report) = report {
+        if let Err(error) = std::fs::write(&report, checked.report_lines(REPORT_CAP)) {
+            return data_refused(Error::io(error, &report));
+        }
+    }
+    println!("{}", dumps(&checked.to_json(world), DumpOptions::PRETTY));
+    ExitCode::from(if checked.refusal_count > 0 { 2 } else { 0 })
+}
+
+/// The extraction policy from the world's `connector.toml`: `[api].envelope` and,
+/// unless `no_redact`, the `[redact]` policy.
+fn extract_policy(root: &std::path::Path, no_redact: bool) -> Result<gateway_world::extract::Policy, Error> {
+    use gateway_world::extract::{Policy, Redaction};
+    let path = root.join(gateway_connector::spec::SPEC);
+    if !path.is_file() {
+        return Ok(Policy::default());
+    }
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(e, &path))?;
+    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| Error::Io { message: e.message().to_string() })?;
+    let envelope = table.get("api").and_then(|api| api.get("envelope")).and_then(|e| e.as_str()).unwrap_or_default().to_string();
+    let redaction = if no_redact {
+        None
+    } else {
+        let spec = gateway_connector::spec::parse_spec(&text)?;
+        Some(Redaction { slug: spec.slug, hash: spec.hash_fields, drop: spec.drop_fields, round: spec.round_fields })
+    };
+    Ok(Policy { envelope, redaction })
+}
+
+fn data_extract(world: &str, source: &str, shape: &str, entity: &str, out: Option<&str>, merge: &str, no_redact: bool) -> ExitCode {
+    use std::io::Write as _;
+    let root = PathBuf::from(world);
+    if !root.is_dir() {
+        return data_refused(not_a_directory(world));
+    }
+    let mut sink: Box<dyn std::io::Write> = match out {
+        None | Some("-") => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+        Some(path) => match std::fs::File::create(path) {
+            Ok(file) => Box::new(std::io::BufWriter::new(file)),
+            Err(error) => return data_refused(Error::io(error, std::path::Path::new(path))),
+        },
+    };
+    let policy = || extract_policy(&root, no_redact);
+    let outcome = gateway_world::extract::extract(&root, source, shape, entity, merge, &policy, &mut sink);
+    let flushed = sink.flush();
+    match outcome {
+        Ok(summary) => {
+            if let Err(error) = flushed {
+                return data_refused(Error::Io { message: error.to_string() });
+            }
+            let options = DumpOptions { sort_keys: false, ensure_ascii: true, indent: None, compact: false };
+            eprintln!("{}", dumps(&summary.to_json(), options));
+            ExitCode::SUCCESS
+        }
+        Err(error) => data_refused(error),
     }
 }

@@ -28,12 +28,12 @@ pub fn world_kind(root: &Path) -> Result<&'static str, ContractError> {
     Ok("unknown")
 }
 
-fn refuse_kind(kind: &str, root: &Path) -> ContractError {
+/// The refusal for a world kind rows cannot go into (or be read from).
+pub fn refuse_kind(kind: &str, root: &Path) -> ContractError {
     let shown = crate::snapshot::display_path(root);
     match kind {
         "api" => ContractError::new("kind", "This is an api world: its seed/base.json is generated from the authoring world's data/initial.json. Import into the world directory that holds connector.toml, then `gateway bench push` it again", shown),
-        "harbor" => ContractError::new("kind", "This is a harbor task tree: it holds tasks, not world rows", shown),
-        "mock-tools" => ContractError::new("kind", "Mock-tools worlds (db/seed.sql) are shown by the rows issue; this build reads schema worlds", shown),
+        "harbor" => ContractError::new("kind", "This is a harbor task tree: each task seeds from its own fixtures under tasks/<task>/environment/ (schema.sql, seed.sql, files). Edit those", shown),
         _ => ContractError::new("kind", format!("{shown} is not a world this command knows: no gateway-env.toml, gateway-api-world.toml or tasks/*/task.toml"), shown),
     }
 }
@@ -48,11 +48,36 @@ fn materialize(root: &Path, contract: &std::sync::Arc<crate::Contract>) -> Resul
     Ok((scratch, store))
 }
 
-/// Rows per entity the world seeds with.
+/// The rows of an api world's `seed/base.json`.
+fn api_seed(root: &Path) -> Result<crate::json::Map> {
+    let base = root.join("seed/base.json");
+    if !base.is_file() {
+        return Ok(crate::json::Map::new());
+    }
+    Ok(crate::files::read_json(&base)?.as_object().cloned().unwrap_or_default())
+}
+
+/// A mock-tools world's starting database, materialized in a scratch directory.
+fn mock_tools(root: &Path) -> Result<(tempfile_dir::Scratch, rusqlite::Connection)> {
+    let scratch = tempfile_dir::Scratch::new("gateway-show")?;
+    let conn = crate::import::materialize_mock_tools(root, &scratch.path().join("world.db"))?;
+    Ok((scratch, conn))
+}
+
+/// Rows per entity (or table) the world seeds with.
 pub fn entity_counts(root: &Path) -> Result<Value> {
     let kind = world_kind(root)?;
-    if kind != "schema" {
-        return Err(refuse_kind(kind, root).into());
+    match kind {
+        "api" => {
+            let seed = api_seed(root)?;
+            return Ok(object(seed.iter().filter_map(|(k, v)| v.as_array().map(|rows| (k.clone(), Value::Int(rows.len() as i64))))));
+        }
+        "mock-tools" => {
+            let (_scratch, conn) = mock_tools(root)?;
+            return crate::import::sqlite_counts(&conn);
+        }
+        "schema" => {}
+        _ => return Err(refuse_kind(kind, root).into()),
     }
     let contract = check_bundle(root)?;
     if let Some(sidecar) = current_default(root, &contract)? {
@@ -62,11 +87,25 @@ pub fn entity_counts(root: &Path) -> Result<Value> {
     store.counts_value()
 }
 
-/// The rows one entity seeds with, in key order.
+/// The rows one entity (or table) seeds with, in key order.
 pub fn entity_rows(root: &Path, entity: &str) -> Result<Vec<Value>> {
     let kind = world_kind(root)?;
-    if kind != "schema" {
-        return Err(refuse_kind(kind, root).into());
+    match kind {
+        "api" => {
+            let seed = api_seed(root)?;
+            let Some(rows) = seed.get(entity) else {
+                let mut names: Vec<&str> = seed.keys().map(String::as_str).collect();
+                names.sort();
+                let names = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+                return Err(
+                    ContractError::new("entity", format!("Unknown entity {entity}; the seed has {names}"), format!("/{entity}")).into()
+                );
+            };
+            return Ok(rows.as_array().cloned().unwrap_or_default());
+        }
+        "mock-tools" => return mock_tools_rows(root, entity),
+        "schema" => {}
+        _ => return Err(refuse_kind(kind, root).into()),
     }
     let contract = check_bundle(root)?;
     if contract.entity(entity).is_none() {
@@ -81,6 +120,37 @@ pub fn entity_rows(root: &Path, entity: &str) -> Result<Vec<Value>> {
     }
     let (_scratch, store) = materialize(root, &contract)?;
     store.list(entity)
+}
+
+fn mock_tools_rows(root: &Path, table: &str) -> Result<Vec<Value>> {
+    use rusqlite::types::ValueRef;
+    let (_scratch, conn) = mock_tools(root)?;
+    let columns = crate::import::sqlite_columns(&conn)?;
+    if !columns.iter().any(|(t, _)| t == table) {
+        let mut names: Vec<&str> = columns.iter().map(|(t, _)| t.as_str()).collect();
+        names.sort();
+        let names = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+        return Err(ContractError::new("table", format!("No table {table}; tables: {names}"), format!("/{table}")).into());
+    }
+    let mut statement = conn.prepare(&format!("SELECT * FROM {}", crate::import::sql_ident(table)))?;
+    let names: Vec<String> = statement.column_names().into_iter().map(str::to_string).collect();
+    let mut rows = statement.query([])?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        let mut map = crate::json::Map::new();
+        for (i, name) in names.iter().enumerate() {
+            let value = match row.get_ref(i)? {
+                ValueRef::Null => Value::Null,
+                ValueRef::Integer(n) => Value::Int(n),
+                ValueRef::Real(f) => Value::Float(f),
+                ValueRef::Text(t) => Value::Str(String::from_utf8_lossy(t).into_owned()),
+                ValueRef::Blob(b) => Value::Str(String::from_utf8_lossy(b).into_owned()),
+            };
+            map.insert(name.clone(), value);
+        }
+        out.push(Value::Object(map));
+    }
+    Ok(out)
 }
 
 /// A private temporary directory removed on drop (std only: the engine needs one

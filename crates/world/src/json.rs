@@ -174,9 +174,15 @@ pub fn parse_loads(text: &str) -> Result<Parsed, ParseError> {
 }
 
 fn parse_with(text: &str, duplicates: bool) -> Result<Parsed, ParseError> {
-    let mut parser = Parser { bytes: text.as_bytes(), pos: 0, problem: None, duplicate: None, path: Vec::new() };
+    let mut parser = Parser { bytes: text.as_bytes(), pos: 0, problem: None, duplicate: None, depth: 0, pending: None, parts: Vec::new() };
     parser.skip_ws();
     let value = parser.value()?;
+    if let Some(problem) = &mut parser.problem {
+        for part in parser.parts.iter().rev() {
+            problem.pointer.push('/');
+            problem.pointer.push_str(&escape_pointer(part));
+        }
+    }
     parser.skip_ws();
     if parser.pos != parser.bytes.len() {
         return Err(ParseError::Syntax("Extra data".into()));
@@ -197,7 +203,14 @@ struct Parser<'a> {
     pos: usize,
     problem: Option<RangeProblem>,
     duplicate: Option<String>,
-    path: Vec<String>,
+    /// Containers currently open.
+    depth: usize,
+    /// While a noted problem's pointer is being collected: the depth of the
+    /// container that must add its part for the child it is parsing.
+    pending: Option<usize>,
+    /// The problem's pointer parts, innermost first (collected as the parse unwinds,
+    /// so the hot path never builds a path).
+    parts: Vec<String>,
 }
 
 impl Parser<'_> {
@@ -211,18 +224,20 @@ impl Parser<'_> {
         Err(ParseError::Syntax(format!("{what} at char {}", self.pos)))
     }
 
-    fn note(&mut self, code: &'static str, message: &'static str, extra: Option<&str>) {
+    /// Note the first problem; `at_container` places it at the open container itself
+    /// (a key), else at the value being parsed.
+    fn note(&mut self, code: &'static str, message: &'static str, at_container: bool) {
         if self.problem.is_none() {
-            let mut pointer = String::new();
-            for part in &self.path {
-                pointer.push('/');
-                pointer.push_str(&escape_pointer(part));
-            }
-            if let Some(part) = extra {
-                pointer.push('/');
-                pointer.push_str(&escape_pointer(part));
-            }
-            self.problem = Some(RangeProblem { code, message, pointer });
+            self.problem = Some(RangeProblem { code, message, pointer: String::new() });
+            self.pending = Some(if at_container { self.depth - 1 } else { self.depth });
+        }
+    }
+
+    /// After a child returns: add its part if the noted problem is inside it.
+    fn unwind(&mut self, part: impl FnOnce() -> String) {
+        if self.depth > 0 && self.pending == Some(self.depth) {
+            self.parts.push(part());
+            self.pending = Some(self.depth - 1);
         }
     }
 
@@ -243,7 +258,7 @@ impl Parser<'_> {
             Some(b'"') => {
                 let (text, lone) = self.string()?;
                 if lone {
-                    self.note("json", "Unpaired Unicode surrogate is unsupported", None);
+                    self.note("json", "Unpaired Unicode surrogate is unsupported", false);
                 }
                 Ok(Value::Str(text))
             }
@@ -262,7 +277,7 @@ impl Parser<'_> {
     }
 
     fn float(&mut self, value: f64) -> Result<Value, ParseError> {
-        self.note("numeric_range", NUMERIC_RANGE_MESSAGE, None);
+        self.note("numeric_range", NUMERIC_RANGE_MESSAGE, false);
         Ok(Value::Float(value))
     }
 
@@ -311,7 +326,7 @@ impl Parser<'_> {
             }
         };
         if !in_range(&value) {
-            self.note("numeric_range", NUMERIC_RANGE_MESSAGE, None);
+            self.note("numeric_range", NUMERIC_RANGE_MESSAGE, false);
         }
         Ok(value)
     }
@@ -400,17 +415,19 @@ impl Parser<'_> {
             self.pos += 1;
             return Ok(Value::Array(items));
         }
+        self.depth += 1;
         loop {
             self.skip_ws();
-            self.path.push(items.len().to_string());
-            let item = self.value();
-            self.path.pop();
-            items.push(item?);
+            let item = self.value()?;
+            let index = items.len();
+            self.unwind(|| index.to_string());
+            items.push(item);
             self.skip_ws();
             match self.bytes.get(self.pos) {
                 Some(b',') => self.pos += 1,
                 Some(b']') => {
                     self.pos += 1;
+                    self.depth -= 1;
                     return Ok(Value::Array(items));
                 }
                 _ => return self.err("Expecting ',' delimiter"),
@@ -427,6 +444,7 @@ impl Parser<'_> {
             self.pos += 1;
             return Ok(Value::Object(map));
         }
+        self.depth += 1;
         loop {
             self.skip_ws();
             if self.bytes.get(self.pos) != Some(&b'"') {
@@ -435,7 +453,7 @@ impl Parser<'_> {
             let (key, lone) = self.string()?;
             if lone {
                 // Keys are checked at the object's own path, before their value.
-                self.note("json", "Unpaired Unicode surrogate is unsupported", None);
+                self.note("json", "Unpaired Unicode surrogate is unsupported", true);
             }
             self.skip_ws();
             if self.bytes.get(self.pos) != Some(&b':') {
@@ -443,10 +461,8 @@ impl Parser<'_> {
             }
             self.pos += 1;
             self.skip_ws();
-            self.path.push(key.clone());
-            let value = self.value();
-            self.path.pop();
-            let value = value?;
+            let value = self.value()?;
+            self.unwind(|| key.clone());
             if map.contains_key(&key) {
                 duplicate.get_or_insert_with(|| key.clone());
             }
@@ -456,6 +472,7 @@ impl Parser<'_> {
                 Some(b',') => self.pos += 1,
                 Some(b'}') => {
                     self.pos += 1;
+                    self.depth -= 1;
                     if let Some(name) = duplicate {
                         // Python's object_pairs_hook runs when an object closes:
                         // the innermost object that closes first is reported.

@@ -14,18 +14,23 @@
 //! knows nothing of clap, axum or the network. Those live in the `serve`, `hub`
 //! and `cli` crates, which call into this one.
 
+pub mod check;
 pub mod compiler;
 pub mod data;
 pub mod dialect;
 pub mod error;
+pub mod extract;
 pub mod files;
 pub mod hash;
+pub mod import;
 pub mod json;
 pub mod lifecycle;
 pub mod plan;
+pub mod rows;
 pub mod scaffold;
 pub mod snapshot;
 pub mod store;
+pub mod validator;
 
 pub use compiler::{build, Contract};
 pub use error::{ContractError, Error, Result};

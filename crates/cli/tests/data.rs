@@ -1,0 +1,207 @@
+//! `gateway worlds data import | check | extract | show` against fixtures recorded
+//! from the original (`tests/fixtures/data/record.py` re-records them): stdout,
+//! stderr, exit code, the report and output files, and the world's data files
+//! afterwards. A refused import must leave the world byte-identical.
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/data")
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// `json.dumps` (default separators) of a customer row, as record.py writes it.
+fn customer(i: usize) -> String {
+    format!(
+        "{{\"id\": \"c{i}\", \"name\": \"N{i}\", \"email\": \"n{i}@example.com\", \"tier\": \"pro\", \"created_at\": \"2026-01-01T00:00:00Z\"}}"
+    )
+}
+
+/// The inputs record.py generates instead of keeping them in the repository.
+fn generate(dir: &Path) {
+    let many: String = (0..10005).map(|i| format!("{{\"entity\": \"widgets\", \"row\": {{\"id\": {i}}}}}\n")).collect();
+    std::fs::write(dir.join("many_bad.jsonl"), many).unwrap();
+    let rows: String = (0..5000).map(|i| format!("{{\"entity\": \"customers\", \"row\": {}}}\n", customer(1000 + i))).collect();
+    std::fs::write(dir.join("rows_5000.jsonl"), &rows).unwrap();
+    std::fs::write(dir.join("rows_5001.jsonl"), format!("{rows}{{\"entity\": \"customers\", \"row\": {}}}\n", customer(9999))).unwrap();
+    let big = format!("{{\"customers\": [{}]}}{}", customer(40), " ".repeat(4 * 1024 * 1024));
+    std::fs::write(dir.join("big_bytes.json"), big).unwrap();
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    gateway_world::files::sha256_hex(bytes)
+}
+
+/// Compare a produced file with the recorded text or `{sha256, bytes}`.
+fn same_file(recorded: &Value, bytes: &[u8]) -> bool {
+    match recorded {
+        Value::String(text) => text.as_bytes() == bytes,
+        Value::Object(digest) => digest.get("sha256").and_then(Value::as_str) == Some(sha256(bytes).as_str()),
+        _ => false,
+    }
+}
+
+/// Every file of a tree with its sha256 (for the byte-identical check).
+fn tree_digest(root: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                out.insert(rel, sha256(&std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    out
+}
+
+fn world_files(world: &Path) -> BTreeMap<String, Vec<u8>> {
+    tree_digest(world)
+        .into_keys()
+        .filter(|rel| rel.starts_with("data/") || rel == "db/seed.sql")
+        .map(|rel| {
+            let bytes = std::fs::read(world.join(&rel)).unwrap();
+            (rel, bytes)
+        })
+        .collect()
+}
+
+fn run_case(name: &str) -> Vec<String> {
+    let case: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixtures().join("cases").join(format!("{name}.json"))).unwrap()).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let tmp = scratch.path();
+    let world = tmp.join("w");
+    let source = match case["world"].as_str().unwrap() {
+        "helpdesk" => repo().join("examples/helpdesk"),
+        other => fixtures().join("worlds").join(other),
+    };
+    copy_dir(&source, &world);
+    if let Some(overlay) = case["overlay"].as_str() {
+        copy_dir(&fixtures().join("overlays").join(overlay), &world);
+    }
+    copy_dir(&fixtures().join("inputs"), &tmp.join("in"));
+    generate(&tmp.join("in"));
+    if case["world"].as_str() == Some("helpdesk") {
+        // Current snapshots first, so "a refused import writes nothing" is byte for byte.
+        let compiled = Command::new(env!("CARGO_BIN_EXE_gateway")).args(["worlds", "schema", "compile"]).arg(&world).output().unwrap();
+        assert!(compiled.status.success(), "{name}: compile failed: {}", String::from_utf8_lossy(&compiled.stdout));
+    }
+    let before = tree_digest(&world);
+    let args: Vec<&str> = case["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gateway"))
+        .args(["worlds", "data"])
+        .args(&args)
+        .current_dir(tmp)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = case["stdin"].as_str().map(|f| std::fs::read(tmp.join("in").join(f)).unwrap()).unwrap_or_default();
+    child.stdin.take().unwrap().write_all(&stdin).unwrap();
+    let output = child.wait_with_output().unwrap();
+    let mut problems = Vec::new();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if stdout != case["stdout"].as_str().unwrap() {
+        problems.push(format!("{name}: stdout\n--- want\n{}\n--- got\n{stdout}", case["stdout"].as_str().unwrap()));
+    }
+    if stderr != case["stderr"].as_str().unwrap() {
+        problems.push(format!("{name}: stderr\n--- want\n{}\n--- got\n{stderr}", case["stderr"].as_str().unwrap()));
+    }
+    if output.status.code() != case["exit"].as_i64().map(|c| c as i32) {
+        problems.push(format!("{name}: exit {:?}, want {}", output.status.code(), case["exit"]));
+    }
+    for (file, recorded) in case["files"].as_object().unwrap() {
+        match std::fs::read(tmp.join(file)) {
+            Ok(bytes) if same_file(recorded, &bytes) => {}
+            Ok(bytes) => problems.push(format!("{name}: {file} differs:\n{}", String::from_utf8_lossy(&bytes))),
+            Err(_) => problems.push(format!("{name}: {file} missing")),
+        }
+    }
+    let tree = world_files(&world);
+    let recorded = case["tree"].as_object().unwrap();
+    for (file, want) in recorded {
+        match tree.get(file) {
+            Some(bytes) if same_file(want, bytes) => {}
+            Some(bytes) => problems.push(format!("{name}: world file {file} differs:\n{}", String::from_utf8_lossy(bytes))),
+            None => problems.push(format!("{name}: world file {file} missing")),
+        }
+    }
+    for file in tree.keys().filter(|f| !recorded.contains_key(*f)) {
+        problems.push(format!("{name}: unexpected world file {file}"));
+    }
+    let refused_import = args[0] == "import" && case["exit"].as_i64() != Some(0);
+    if refused_import && tree_digest(&world) != before {
+        problems.push(format!("{name}: a refused import changed the world"));
+    }
+    problems
+}
+
+fn case_names() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(fixtures().join("cases"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+fn run_group(prefix: &str) {
+    let names: Vec<String> = case_names().into_iter().filter(|n| n.starts_with(prefix)).collect();
+    assert!(!names.is_empty(), "no {prefix} fixtures");
+    let problems: Vec<String> = names.iter().flat_map(|n| run_case(n)).collect();
+    assert!(problems.is_empty(), "{} of {} cases differ:\n{}", problems.len(), names.len(), problems.join("\n\n"));
+}
+
+#[test]
+fn check_matches_the_original() {
+    run_group("check_");
+}
+
+#[test]
+fn import_matches_the_original() {
+    run_group("import_");
+}
+
+#[test]
+fn mock_tools_worlds_match_the_original() {
+    run_group("mt_");
+}
+
+#[test]
+fn show_matches_the_original() {
+    run_group("show");
+}
+
+#[test]
+fn extract_matches_the_original() {
+    run_group("extract_");
+}

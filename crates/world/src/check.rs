@@ -1,0 +1,657 @@
+//! The batch engine behind `data check` and `data import --dry-run`: every row of a
+//! rows stream checked against a world's contract in a scratch copy of its snapshot.
+//!
+//! 1. **Stage**: each row's shape (unknown entity, not an object, missing key
+//!    field, the entity's schema) is checked as it streams in; accepted rows are
+//!    merged by store key (`upsert`: last wins, `fill`: first wins and later rows
+//!    only add properties).
+//! 2. **References**: every held row's relationships must point at a key the batch
+//!    or the parent snapshot holds (the snapshot's keys do not count for an entity
+//!    a `replace` names).
+//! 3. **Apply**: the remaining rows as one batch (dependency order, planned against
+//!    the scratch store exactly as a live seed is), so unique conflicts and the
+//!    commit-time audit speak with the store's own refusals.
+//!
+//! Refusals are the original's records `{chunk, index, entity, primaryKey, field,
+//! pointer, detail}`. Row positions follow the original's chunking: rows are cut into
+//! chunks of at most 64 MiB of compact JSONL, `index` counts rows inside a chunk.
+
+use crate::compiler::{Contract, Entity};
+use crate::dialect::validate;
+use crate::error::{ContractError, Error, Result};
+use crate::json::{dumps, object, DumpOptions, Map, Value};
+use crate::lifecycle::check_bundle;
+use crate::rows::{plain, read_rows, Flow, Progress, Row, Seen};
+use crate::snapshot::{build_default, default_snapshot};
+use crate::store::{key_of, Store};
+use crate::validator::Validator;
+use indexmap::IndexMap;
+use std::collections::HashSet;
+use std::path::Path;
+
+/// JSONL bytes per chunk before a new one starts.
+pub const CHUNK_BYTES: usize = 64 * 1024 * 1024;
+/// Refusal records kept (and written to a report).
+pub const REPORT_CAP: usize = 10_000;
+/// Refusal records printed by the CLI.
+pub const PRINT_CAP: usize = 200;
+/// Merge rules for rows repeating a key inside one batch.
+pub const MERGES: [&str; 2] = ["upsert", "fill"];
+
+/// `json.dumps(x, ensure_ascii=False, separators=(",", ":"))`: one JSONL line.
+pub const ROW_LINE: DumpOptions = DumpOptions { sort_keys: false, ensure_ascii: false, indent: None, compact: true };
+
+/// What a check was asked to do.
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
+    /// The entity bare-row files hold.
+    pub entity: Option<String>,
+    /// `append` or `replace`.
+    pub mode: String,
+    /// `upsert` or `fill`.
+    pub merge: String,
+    /// JSONL bytes per chunk.
+    pub chunk_bytes: usize,
+}
+
+impl Default for CheckOptions {
+    fn default() -> Self {
+        CheckOptions { entity: None, mode: "append".into(), merge: "upsert".into(), chunk_bytes: CHUNK_BYTES }
+    }
+}
+
+/// The outcome of a check.
+#[derive(Debug, Clone)]
+pub struct CheckReport {
+    /// Rows read.
+    pub rows: usize,
+    /// The first [`REPORT_CAP`] refusal records.
+    pub refusals: Vec<Value>,
+    /// How many rows were refused.
+    pub refusal_count: usize,
+    /// Row counts of the scratch copy after the accepted rows (`{}` for no rows).
+    pub entity_counts: Value,
+}
+
+impl CheckReport {
+    /// The CLI's output object: `{world, dryRun, rows, refusalCount, refusals (first 200), entityCounts}`.
+    pub fn to_json(&self, world: &str) -> Value {
+        object([
+            ("world", Value::str(world)),
+            ("dryRun", Value::Bool(true)),
+            ("rows", Value::Int(self.rows as i64)),
+            ("refusalCount", Value::Int(self.refusal_count as i64)),
+            ("refusals", Value::Array(self.refusals.iter().take(PRINT_CAP).cloned().collect())),
+            ("entityCounts", self.entity_counts.clone()),
+        ])
+    }
+
+    /// The `--report` file: JSONL records, at most `cap`, then `{"truncated": true, "total": N}`
+    /// when more were given (the original hands over the records it kept).
+    pub fn report_lines(&self, cap: usize) -> String {
+        let mut out = String::new();
+        for record in self.refusals.iter().take(cap) {
+            out.push_str(&dumps(record, ROW_LINE));
+            out.push('\n');
+        }
+        if self.refusals.len() > cap {
+            let marker = object([("truncated", Value::Bool(true)), ("total", Value::Int(self.refusals.len() as i64))]);
+            out.push_str(&dumps(&marker, ROW_LINE));
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// One refusal record.
+pub fn refusal(
+    chunk: Option<usize>,
+    index: Option<usize>,
+    entity: Option<&str>,
+    row: Option<&Value>,
+    field: Option<&str>,
+    detail: &str,
+    contract: Option<&Contract>,
+) -> Value {
+    let key = contract
+        .and_then(|c| entity.and_then(|e| c.entity(e)))
+        .zip(row.and_then(Value::as_object))
+        .filter(|(declared, map)| declared.primary_key.iter().all(|f| map.contains_key(f)))
+        .map(|(declared, map)| object(declared.primary_key.iter().map(|f| (f.clone(), map[f].clone()))))
+        .unwrap_or(Value::Null);
+    let mut pointer = format!("/{}", entity.unwrap_or_default());
+    if let Some(index) = index {
+        pointer.push_str(&format!("/{index}"));
+    }
+    if let Some(field) = field.filter(|f| !f.is_empty()) {
+        pointer.push('/');
+        pointer.push_str(field);
+    }
+    let int = |n: Option<usize>| n.map_or(Value::Null, |n| Value::Int(n as i64));
+    object([
+        ("chunk", int(chunk)),
+        ("index", int(index)),
+        ("entity", entity.map_or(Value::Null, Value::str)),
+        ("primaryKey", key),
+        ("field", field.map_or(Value::Null, Value::str)),
+        ("pointer", Value::Str(pointer)),
+        ("detail", Value::str(detail)),
+    ])
+}
+
+/// The refused property of a validation error: its value path without the leading `/`.
+pub fn field_of(error: &ContractError) -> Option<&str> {
+    error.path.strip_prefix('/').filter(|rest| !rest.is_empty())
+}
+
+/// A row's shape against the contract; None when it conforms.
+pub fn shape_refusal(contract: &Contract, chunk: usize, index: usize, entity: &str, row: &Value) -> Option<Value> {
+    shape_refusal_with(contract, None, chunk, index, entity, row)
+}
+
+fn shape_refusal_with(
+    contract: &Contract,
+    validators: Option<&Validators>,
+    chunk: usize,
+    index: usize,
+    entity: &str,
+    row: &Value,
+) -> Option<Value> {
+    let Some(declared) = contract.entity(entity) else {
+        let names: Vec<&str> = contract.entities.iter().map(|e| e.name.as_str()).collect();
+        let detail = format!("Unknown entity {entity}; the world has {}", names.join(", "));
+        return Some(refusal(Some(chunk), Some(index), Some(entity), Some(row), None, &detail, None));
+    };
+    let Some(map) = row.as_object() else {
+        return Some(refusal(Some(chunk), Some(index), Some(entity), Some(row), None, "A row must be an object", None));
+    };
+    if let Some(missing) = declared.primary_key.iter().find(|f| !map.contains_key(*f)) {
+        let detail = format!("Row is missing primary key field {}", crate::json::python_repr(&Value::str(missing)));
+        return Some(refusal(Some(chunk), Some(index), Some(entity), Some(row), Some(missing), &detail, Some(contract)));
+    }
+    if validators.and_then(|v| v.get(entity)).is_some_and(|v| v.accepts(row)) {
+        return None;
+    }
+    let location = format!("{}/schema", declared.location);
+    match validate(&declared.schema, row, &location, "") {
+        Ok(()) => None,
+        Err(error) => Some(refusal(Some(chunk), Some(index), Some(entity), Some(row), field_of(&error), &error.message, Some(contract))),
+    }
+}
+
+/// Each entity's schema compiled once.
+pub type Validators = std::collections::HashMap<String, Validator>;
+
+/// Compile every entity's schema.
+pub fn validators(contract: &Contract) -> Validators {
+    contract.entities.iter().map(|e| (e.name.clone(), Validator::compile(&e.schema))).collect()
+}
+
+/// The store's `_key` of a row that passed its schema (so the key fields are valid):
+/// the canonical array of the key values, integral floats as integers.
+pub fn row_key(entity: &Entity, row: &Map) -> String {
+    let mut key = String::from("[");
+    for (i, field) in entity.primary_key.iter().enumerate() {
+        if i > 0 {
+            key.push(',');
+        }
+        match &row[field] {
+            Value::Float(f) => key.push_str(&(*f as i64).to_string()),
+            other => key.push_str(&crate::json::canonical(other)),
+        }
+    }
+    key.push(']');
+    key
+}
+
+fn string_len(text: &str) -> usize {
+    2 + text
+        .bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+            0..=0x1f => 6,
+            _ => 1,
+        })
+        .sum::<usize>()
+}
+
+/// The length in bytes of `json.dumps(value, ensure_ascii=False, separators=(",", ":"))`.
+pub fn encoded_len(value: &Value) -> usize {
+    match value {
+        Value::Null | Value::Bool(true) => 4,
+        Value::Bool(false) => 5,
+        Value::Int(n) => {
+            let digits = if *n == 0 { 1 } else { n.unsigned_abs().ilog10() as usize + 1 };
+            digits + usize::from(*n < 0)
+        }
+        Value::Float(f) => crate::json::python_float_repr(*f).len(),
+        Value::Str(text) => string_len(text),
+        Value::Array(items) => 2 + items.len().saturating_sub(1) + items.iter().map(encoded_len).sum::<usize>(),
+        Value::Object(map) => 2 + map.len().saturating_sub(1) + map.iter().map(|(k, v)| string_len(k) + 1 + encoded_len(v)).sum::<usize>(),
+    }
+}
+
+/// Entities with the targets of their relationships first; a cycle keeps name order.
+pub fn dependency_order(contract: &Contract) -> Vec<String> {
+    let mut remaining: Vec<&Entity> = contract.entities.iter().collect();
+    remaining.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut ordered = Vec::new();
+    while !remaining.is_empty() {
+        let names: HashSet<&str> = remaining.iter().map(|e| e.name.as_str()).collect();
+        let mut ready: Vec<String> = remaining
+            .iter()
+            .filter(|e| e.relationships.iter().all(|r| r.target == e.name || !names.contains(r.target.as_str())))
+            .map(|e| e.name.clone())
+            .collect();
+        if ready.is_empty() {
+            ready.push(remaining[0].name.clone());
+        }
+        remaining.retain(|e| !ready.contains(&e.name));
+        ordered.extend(ready);
+    }
+    ordered
+}
+
+/// Python's `json.dumps` refusal of NaN and infinities (`allow_nan=False`).
+pub fn has_non_finite(value: &Value) -> bool {
+    match value {
+        Value::Float(f) => !f.is_finite(),
+        Value::Array(items) => items.iter().any(has_non_finite),
+        Value::Object(map) => map.values().any(has_non_finite),
+        _ => false,
+    }
+}
+
+/// The JSONL line of a row as the original's chunker writes it, or its refusal:
+/// NaN and infinities are not JSON, a lone surrogate is not UTF-8.
+pub fn encode_line(row: &Row, tagged: bool) -> Result<String> {
+    debug_assert!(row.problem.is_some() || encoded_len(&row.value) > 0);
+    if row.problem.as_ref().is_some_and(|p| p.code == "numeric_range") && has_non_finite(&row.value) {
+        return Err(plain("Out of range float values are not JSON compliant"));
+    }
+    let line = if tagged {
+        let mut map = Map::with_capacity(2);
+        map.insert("entity".into(), Value::str(&row.entity));
+        map.insert("row".into(), row.value.clone());
+        dumps(&Value::Object(map), ROW_LINE)
+    } else {
+        dumps(&row.value, ROW_LINE)
+    };
+    if row.problem.as_ref().is_some_and(|p| p.code == "json") {
+        let position = line.chars().position(|c| c == '\u{FFFD}').unwrap_or(0);
+        let unit = row.lone_surrogate.unwrap_or(0xD800);
+        return Err(plain(format!("'utf-8' codec can't encode character '\\u{unit:04x}' in position {position}: surrogates not allowed")));
+    }
+    Ok(line)
+}
+
+struct Staged {
+    value: Value,
+    chunk: usize,
+    index: usize,
+}
+
+/// Rows accepted by the shape check, merged by store key, per entity in first-staged order.
+#[derive(Default)]
+struct Stage {
+    rows: IndexMap<String, IndexMap<String, Staged>>,
+    refusals: Vec<Value>,
+    refused: usize,
+}
+
+impl Stage {
+    fn refuse(&mut self, record: Value) {
+        self.refused += 1;
+        if self.refusals.len() < REPORT_CAP {
+            self.refusals.push(record);
+        }
+    }
+}
+
+/// Check rows files against the world at `root` without changing its data files.
+///
+/// Like the original this builds `db/state.sqlite` in the world when it is not
+/// current; the rows are applied to a scratch copy that is then discarded.
+pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progress: Option<Progress<'_>>) -> Result<CheckReport> {
+    let timing = std::env::var_os("GATEWAY_TIMING").is_some();
+    let clock = std::time::Instant::now();
+    let lap = |what: &str| {
+        if timing {
+            eprintln!("{what}: {:.3}s", clock.elapsed().as_secs_f64());
+        }
+    };
+    let contract = check_bundle(root)?;
+    lap("check_bundle");
+    let mut stage = Stage::default();
+    let mut rows_read = 0usize;
+    let (mut chunk, mut index, mut chunk_bytes) = (0usize, 0usize, 0usize);
+    let tagged = options.entity.is_none();
+    let merge_fill = options.merge == "fill";
+    let mut seen = Seen::new();
+    let validators = validators(&contract);
+    read_rows(sources, options.entity.as_deref(), &mut seen, progress, &mut |row: Row| {
+        let line_len = if row.problem.is_some() {
+            encode_line(&row, tagged)?.len()
+        } else if tagged {
+            "{\"entity\":,\"row\":}".len() + string_len(&row.entity) + encoded_len(&row.value)
+        } else {
+            encoded_len(&row.value)
+        };
+        let bytes = line_len + 1;
+        if chunk_bytes > 0 && chunk_bytes + bytes > options.chunk_bytes {
+            chunk += 1;
+            index = 0;
+            chunk_bytes = 0;
+        }
+        chunk_bytes += bytes;
+        let position = index;
+        index += 1;
+        rows_read += 1;
+        if let Some(record) = shape_refusal_with(&contract, Some(&validators), chunk, position, &row.entity, &row.value) {
+            stage.refuse(record);
+            return Ok(Flow::More);
+        }
+        let declared = contract.entity(&row.entity).expect("shape-checked entity");
+        let key = row_key(declared, row.value.as_object().expect("shape-checked object"));
+        let held = stage.rows.entry(row.entity).or_default();
+        match held.get_mut(&key) {
+            Some(first) if merge_fill => {
+                if let (Value::Object(first), Value::Object(later)) = (&mut first.value, row.value) {
+                    for (name, value) in later {
+                        first.entry(name).or_insert(value);
+                    }
+                }
+            }
+            Some(slot) => *slot = Staged { value: row.value, chunk, index: position },
+            None => {
+                held.insert(key, Staged { value: row.value, chunk, index: position });
+            }
+        }
+        Ok(Flow::More)
+    })?;
+    if rows_read == 0 {
+        return Ok(CheckReport { rows: 0, refusals: Vec::new(), refusal_count: 0, entity_counts: object::<_, String>([]) });
+    }
+    if !matches!(options.mode.as_str(), "append" | "replace") {
+        return Err(ContractError::new("mode", "mode must be append or replace", "/mode").into());
+    }
+    if !MERGES.contains(&options.merge.as_str()) {
+        return Err(ContractError::new("merge", "merge must be upsert or fill", "/merge").into());
+    }
+    lap("stage");
+    build_default(root, &contract, false)?;
+    let scratch = crate::data::tempfile_dir::Scratch::new("gateway-check")?;
+    let parent = scratch.path().join("state.sqlite");
+    let source = default_snapshot(root);
+    std::fs::copy(&source, &parent).map_err(|e| Error::io(e, &source))?;
+    let store = Store::open(&parent, contract.clone(), false)?;
+    let references = reference_refusals(&contract, &store, &mut stage, &options.mode)?;
+    lap("references");
+    for record in references {
+        stage.refuse(record);
+    }
+    let (refused, entity_counts) = apply(&contract, &validators, &store, &stage, &options.mode)?;
+    if let Some(record) = refused {
+        stage.refuse(record);
+    }
+    lap("apply");
+    drop(store);
+    Ok(CheckReport { rows: rows_read, refusals: stage.refusals, refusal_count: stage.refused, entity_counts })
+}
+
+fn reference_refusals(contract: &Contract, store: &Store, stage: &mut Stage, mode: &str) -> Result<Vec<Value>> {
+    let mut refusals = Vec::new();
+    let mut known: IndexMap<String, HashSet<String>> = IndexMap::new();
+    let entities: Vec<String> = stage.rows.keys().cloned().collect();
+    for entity_name in entities {
+        let declared = contract.entity(&entity_name).expect("staged entity");
+        if declared.relationships.is_empty() {
+            continue;
+        }
+        let mut dropped = Vec::new();
+        for (key, staged) in &stage.rows[&entity_name] {
+            let row = &staged.value;
+            for relationship in &declared.relationships {
+                let values: Vec<Option<&Value>> =
+                    relationship.fields.iter().map(|f| row.get(f).filter(|v| !matches!(v, Value::Null))).collect();
+                if values.iter().all(Option::is_none) {
+                    continue;
+                }
+                let first_field = relationship.fields[0].as_str();
+                let refuse = |detail: &str| {
+                    refusal(
+                        Some(staged.chunk),
+                        Some(staged.index),
+                        Some(&entity_name),
+                        Some(row),
+                        Some(first_field),
+                        detail,
+                        Some(contract),
+                    )
+                };
+                if values.iter().any(Option::is_none) {
+                    refusals.push(refuse("Composite references must be wholly present or wholly absent/null"));
+                    dropped.push(key.clone());
+                    break;
+                }
+                let target = contract.entity(&relationship.target).expect("compiled target");
+                let wanted = object(target.primary_key.iter().cloned().zip(values.iter().map(|v| v.expect("present").clone())));
+                let wanted = match key_of(target, &wanted, false) {
+                    Ok(wanted) => wanted,
+                    Err(error) => {
+                        refusals.push(refuse(&error.message));
+                        dropped.push(key.clone());
+                        break;
+                    }
+                };
+                if !known.contains_key(&target.name) {
+                    let mut held: HashSet<String> = stage.rows.get(&target.name).map(|r| r.keys().cloned().collect()).unwrap_or_default();
+                    if !(mode == "replace" && stage.rows.contains_key(&target.name)) {
+                        let sql = format!("SELECT _key FROM {}", crate::compiler::quote(&target.name));
+                        let mut statement = store.connection().prepare(&sql)?;
+                        for stored in statement.query_map([], |r| r.get::<_, String>(0))? {
+                            held.insert(stored?);
+                        }
+                    }
+                    known.insert(target.name.clone(), held);
+                }
+                if !known[&target.name].contains(&wanted) {
+                    refusals.push(refuse(&format!("Relationship target does not exist in {}", target.name)));
+                    dropped.push(key.clone());
+                    break;
+                }
+            }
+        }
+        let rows = stage.rows.get_mut(&entity_name).expect("staged entity");
+        for key in dropped {
+            rows.shift_remove(&key);
+        }
+    }
+    Ok(refusals)
+}
+
+/// Apply the staged rows as one batch in the scratch copy, as the original's
+/// `seed_batch` + `apply_batch` would (replace deletes first, then per row: skip an
+/// identical row, update with a shallow merge, or insert; then the commit-time
+/// audit), and roll it back. Returns the store's refusal mapped back to its row,
+/// and the counts after the batch (the parent's when it was refused).
+fn apply(contract: &Contract, validators: &Validators, store: &Store, stage: &Stage, mode: &str) -> Result<(Option<Value>, Value)> {
+    let conn = store.connection();
+    conn.execute_batch("PRAGMA journal_mode = MEMORY; PRAGMA synchronous = OFF; PRAGMA cache_size = -262144; BEGIN")?;
+    let outcome = apply_rows(contract, validators, conn, stage, mode);
+    let counts = match &outcome {
+        Ok(None) => Some(store.counts_value()),
+        _ => None,
+    };
+    conn.execute_batch("ROLLBACK")?;
+    let refused = outcome?;
+    let counts = match counts {
+        Some(counts) => counts?,
+        None => store.counts_value()?,
+    };
+    Ok((refused, counts))
+}
+
+fn is_constraint(error: &rusqlite::Error) -> bool {
+    matches!(error, rusqlite::Error::SqliteFailure(failure, _) if failure.code == rusqlite::ErrorCode::ConstraintViolation)
+}
+
+fn apply_rows(
+    contract: &Contract,
+    validators: &Validators,
+    conn: &rusqlite::Connection,
+    stage: &Stage,
+    mode: &str,
+) -> Result<Option<Value>> {
+    use crate::compiler::quote;
+    let order: Vec<String> = dependency_order(contract).into_iter().filter(|n| stage.rows.contains_key(n)).collect();
+    let row_refusal = |name: &str, staged: &Staged, field: Option<&str>, detail: &str| {
+        refusal(Some(staged.chunk), Some(staged.index), Some(name), Some(&staged.value), field, detail, Some(contract))
+    };
+    let mut deleted = HashSet::new();
+    if mode == "replace" {
+        for name in &order {
+            let table = quote(name);
+            let incoming = &stage.rows[name];
+            let doomed: Vec<String> = {
+                let mut statement = conn.prepare(&format!("SELECT _key FROM {table} ORDER BY _key"))?;
+                let keys = statement.query_map([], |r| r.get::<_, String>(0))?;
+                let mut doomed = Vec::new();
+                for key in keys {
+                    let key = key?;
+                    if !incoming.contains_key(&key) {
+                        doomed.push(key);
+                    }
+                }
+                doomed
+            };
+            let mut delete = conn.prepare(&format!("DELETE FROM {table} WHERE _key = ?1"))?;
+            for key in doomed {
+                delete.execute([&key])?;
+                deleted.insert(name.clone());
+            }
+        }
+    }
+    let mut updated: Vec<(&str, &Staged, Value)> = Vec::new();
+    for name in &order {
+        let declared = contract.entity(name).expect("staged entity");
+        let table = quote(name);
+        let mut select = conn.prepare(&format!("SELECT payload FROM {table} WHERE _key = ?1"))?;
+        let mut insert = conn.prepare(&format!("INSERT INTO {table} (_key, payload) VALUES (?1, ?2)"))?;
+        let mut update = conn.prepare(&format!("UPDATE {table} SET payload = ?1 WHERE _key = ?2"))?;
+        // One scan of the keys held, so a new row costs no lookup.
+        let held: HashSet<String> = {
+            let mut statement = conn.prepare(&format!("SELECT _key FROM {table}"))?;
+            let keys = statement.query_map([], |r| r.get::<_, String>(0))?;
+            keys.collect::<rusqlite::Result<_>>()?
+        };
+        for (key, staged) in &stage.rows[name] {
+            let existing: Option<String> = if held.contains(key) {
+                use rusqlite::OptionalExtension as _;
+                select.query_row([key], |r| r.get(0)).optional()?
+            } else {
+                None
+            };
+            let Some(existing) = existing else {
+                match insert.execute([key, &crate::json::canonical(&staged.value)]) {
+                    Ok(_) => continue,
+                    Err(error) if is_constraint(&error) => {
+                        return Ok(Some(row_refusal(name, staged, None, "Primary or unique key conflicts with existing state")));
+                    }
+                    Err(error) => return Err(error.into()),
+                }
+            };
+            let current = crate::json::parse_clean(&existing).unwrap_or_default();
+            if crate::json::python_equal(&current, &staged.value) {
+                continue;
+            }
+            let mut merged = current.as_object().cloned().unwrap_or_default();
+            for (k, v) in staged.value.as_object().expect("staged object") {
+                merged.insert(k.clone(), v.clone());
+            }
+            let merged = Value::Object(merged);
+            if !validators[name].accepts(&merged) {
+                if let Err(error) = validate(&declared.schema, &merged, &format!("{}/schema", declared.location), "") {
+                    return Ok(Some(row_refusal(name, staged, field_of(&error), &error.message)));
+                }
+            }
+            match update.execute([&crate::json::canonical(&merged), key]) {
+                Ok(_) => updated.push((name, staged, merged)),
+                Err(error) if is_constraint(&error) => {
+                    return Ok(Some(row_refusal(name, staged, None, "Primary or unique key conflicts with existing state")));
+                }
+                Err(error) => return Err(error.into()),
+            }
+        }
+    }
+    // The commit-time audit: inserted rows were reference-checked against the batch
+    // and the parent; an update keeps the references of the row it merges into.
+    for (name, staged, merged) in &updated {
+        let declared = contract.entity(name).expect("staged entity");
+        for relationship in &declared.relationships {
+            let keys: Vec<Option<&Value>> = relationship
+                .fields
+                .iter()
+                .map(|f| crate::compiler::payload_value(merged, f).filter(|v| !matches!(v, Value::Null)))
+                .collect();
+            if keys.iter().all(Option::is_none) {
+                continue;
+            }
+            if keys.iter().any(Option::is_none) {
+                return Ok(Some(row_refusal(name, staged, None, "Composite references must be wholly present or wholly absent/null")));
+            }
+            let target = contract.entity(&relationship.target).expect("compiled target");
+            let wanted = object(target.primary_key.iter().cloned().zip(keys.into_iter().map(|k| k.expect("present").clone())));
+            let wanted = match key_of(target, &wanted, true) {
+                Ok(wanted) => wanted,
+                Err(error) => return Ok(Some(row_refusal(name, staged, field_of(&error), &error.message))),
+            };
+            let exists = conn.prepare_cached(&format!("SELECT 1 FROM {} WHERE _key = ?1", quote(&target.name)))?.exists([&wanted])?;
+            if !exists {
+                return Ok(Some(row_refusal(
+                    name,
+                    staged,
+                    None,
+                    "Relationship target does not exist; incomplete evidence requires an explicit mapping decision",
+                )));
+            }
+        }
+    }
+    if !deleted.is_empty() {
+        for entity in contract.entities.iter().filter(|e| e.relationships.iter().any(|r| deleted.contains(&r.target))) {
+            if conn.prepare(&format!("PRAGMA foreign_key_check({})", quote(&entity.name)))?.exists([])? {
+                return Ok(Some(refusal(None, None, None, None, None, "Persisted SQLite relationship check failed", None)));
+            }
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusal_records_point_at_the_row() {
+        let record = refusal(Some(0), Some(7), Some("users"), None, Some("profile/team"), "Expected string", None);
+        assert_eq!(
+            crate::json::dumps(&record, ROW_LINE),
+            r#"{"chunk":0,"index":7,"entity":"users","primaryKey":null,"field":"profile/team","pointer":"/users/7/profile/team","detail":"Expected string"}"#
+        );
+        let record = refusal(None, None, None, None, None, "Persisted SQLite relationship check failed", None);
+        assert_eq!(record.get("pointer").and_then(Value::as_str), Some("/"));
+    }
+
+    #[test]
+    fn report_is_capped() {
+        let report = CheckReport {
+            rows: 3,
+            refusals: (0..3).map(|i| refusal(Some(0), Some(i), Some("a"), None, None, "x", None)).collect(),
+            refusal_count: 3,
+            entity_counts: Value::Null,
+        };
+        let text = report.report_lines(2);
+        assert_eq!(text.lines().count(), 3);
+        assert_eq!(text.lines().last(), Some(r#"{"truncated":true,"total":3}"#));
+    }
+}

@@ -1,0 +1,473 @@
+//! `data import` into a world directory: rows written the way the world's kind seeds.
+//!
+//! * A **schema** world gets a new batch: folded into `data/initial.json` (a new
+//!   `.v<N+1>` id) or, once refresh journals exist, written as the next
+//!   `data/batches/<N:06d>-<sha16>.json`. The new file is proven first: a scratch
+//!   copy of the world with the file in place builds its default snapshot from
+//!   scratch, so any row the contract refuses is refused with the store's own
+//!   diagnostic and nothing in the world changes. Then the file is written
+//!   atomically, the proven snapshot moved into `db/`, and the world compiled and
+//!   checked.
+//! * A **mock-tools** world gets statements appended to `db/seed.sql`, columns
+//!   checked against `db/schema.sql` and the seed proven to load in a scratch
+//!   database first.
+
+use crate::data::tempfile_dir::Scratch;
+use crate::data::{entity_counts, refuse_kind, world_kind};
+use crate::error::{ContractError, Error, Result};
+use crate::files::{read_json, sha256_hex, write_atomic};
+use crate::json::{dumps, encoded, object, python_float_repr, DumpOptions, Value};
+use crate::lifecycle::{check_bundle, compile_bundle};
+use crate::plan::{held_from, plan, Rows, MODES};
+use crate::rows::{count_rows, plain, read_rows, Flow, Seen};
+use crate::snapshot::{build_default, default_snapshot, sidecar_path};
+use rusqlite::Connection;
+use std::path::{Path, PathBuf};
+
+/// Rows a directory import takes at most (the platform takes larger data in chunks).
+pub const INLINE_ROWS: usize = 5000;
+/// Bytes of input a directory import takes at most.
+pub const INLINE_BYTES: u64 = 4 * 1024 * 1024;
+/// Left out of scratch copies: captures, caches, and the snapshots (rebuilt from the data).
+const SCRATCH_IGNORE: [&str; 5] = ["captures", "__pycache__", ".gateway", "state.sqlite", "state.json"];
+
+/// Rows read for an import, with the rows whose text held an unpaired surrogate.
+#[derive(Debug, Default)]
+pub struct ParsedRows {
+    /// `{entity: [rows]}`; every entity a file names is present, even with no rows
+    /// (a `replace` empties it).
+    pub rows: Rows,
+    /// `(entity, index, pointer inside the row)` of each row with an unpaired
+    /// surrogate (held here as U+FFFD: the original carries the surrogate into the
+    /// file it proves, whose read refuses it).
+    pub surrogates: Vec<(String, usize, String)>,
+}
+
+/// Read rows files for an import.
+pub fn parse_rows(sources: &[String], entity: Option<&str>) -> Result<ParsedRows> {
+    let mut parsed = ParsedRows::default();
+    let mut seen = Seen::new();
+    read_rows(sources, entity, &mut seen, None, &mut |row| {
+        let listed = parsed.rows.entry(row.entity.clone()).or_default();
+        if let Some(problem) = row.problem.as_ref().filter(|p| p.code == "json") {
+            let pointer = if entity.is_none() && problem.pointer.starts_with("/row") && sources_tagged(&problem.pointer) {
+                problem.pointer[4..].to_string()
+            } else {
+                problem.pointer.clone()
+            };
+            parsed.surrogates.push((row.entity.clone(), listed.len(), pointer));
+        }
+        listed.push(row.value);
+        Ok(Flow::More)
+    })?;
+    for name in seen.keys() {
+        parsed.rows.entry(name.clone()).or_default();
+    }
+    Ok(parsed)
+}
+
+fn sources_tagged(pointer: &str) -> bool {
+    pointer == "/row" || pointer.starts_with("/row/")
+}
+
+/// The platform slug a local world would import into: its pulled metadata, else its name.
+pub fn world_slug(root: &Path) -> String {
+    let meta = root.join(".gateway/.env-metadata.json");
+    if let Some(slug) = std::fs::read(&meta)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .and_then(|t| crate::json::parse_loads(&t).ok())
+        .and_then(|p| p.value.get("slug").and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string))
+    {
+        return slug;
+    }
+    std::fs::canonicalize(root)
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| root.to_string_lossy().into_owned())
+}
+
+/// The inline cap of a directory import: input size and row count (counted by
+/// streaming, stopping past the cap).
+pub fn refuse_large(root: &Path, sources: &[String], entity: Option<&str>) -> Result<()> {
+    let size: u64 = sources
+        .iter()
+        .filter(|s| s.as_str() != "-")
+        .filter_map(|s| std::fs::metadata(s).ok().filter(|m| m.is_file()).map(|m| m.len()))
+        .sum();
+    if size > INLINE_BYTES || count_rows(sources, entity, Some(INLINE_ROWS))? > INLINE_ROWS {
+        return Err(plain(format!(
+            "{} file(s) exceed the inline cap ({INLINE_ROWS} rows / {INLINE_BYTES} bytes) for a directory; import into the platform world `{}`",
+            sources.len(),
+            world_slug(root)
+        )));
+    }
+    Ok(())
+}
+
+/// Write `rows` into the world at `root` the way its kind seeds.
+pub fn import_rows(root: &Path, parsed: &ParsedRows, mode: &str, batch_id: Option<&str>) -> Result<Value> {
+    let rows = &parsed.rows;
+    if !MODES.contains(&mode) {
+        return Err(ContractError::new("mode", format!("mode must be one of {}", MODES.join(", ")), "/mode").into());
+    }
+    match world_kind(root)? {
+        "schema" => import_schema(root, parsed, mode, batch_id),
+        "mock-tools" => import_mock_tools(root, rows, mode),
+        kind => Err(refuse_kind(kind, root).into()),
+    }
+}
+
+fn journal_paths(root: &Path) -> Vec<PathBuf> {
+    crate::snapshot::data_files(root).into_iter().filter(|p| p.is_file()).collect()
+}
+
+fn mutations_of(batch: &Value) -> Vec<Value> {
+    batch.get("mutations").and_then(Value::as_array).cloned().unwrap_or_default()
+}
+
+fn import_schema(root: &Path, parsed: &ParsedRows, mode: &str, batch_id: Option<&str>) -> Result<Value> {
+    let rows = &parsed.rows;
+    if root.join("db/snapshot.json").is_file() {
+        return Err(ContractError::new(
+            "snapshot_pinned",
+            "This world's data is a hosted snapshot (db/snapshot.json), which its data files cannot reproduce: import rows through the platform (`gateway worlds data import <slug>` or import_world_data) instead of into the checkout",
+            "/db/snapshot.json",
+        )
+        .into());
+    }
+    let contract = compile_bundle(root, true)?;
+    let journals = journal_paths(root);
+    let initial_path = root.join("data/initial.json");
+    let previous = if initial_path.is_file() { Some(read_json(&initial_path)?) } else { None };
+    let package = contract.package().get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+    let mut prior = previous.as_ref().map(mutations_of).unwrap_or_default();
+    let prior_id = match &previous {
+        Some(batch) => batch.get("id").and_then(Value::as_str).unwrap_or_default().to_string(),
+        None => format!("{package}.initial.v0"),
+    };
+    let mut refreshed = Vec::new();
+    if previous.is_some() {
+        for path in journals.iter().skip(1) {
+            refreshed.extend(mutations_of(&read_json(path)?));
+        }
+    }
+    let mut replay = prior.clone();
+    replay.extend(refreshed.iter().cloned());
+    let mut fresh = plan(&contract, rows, mode, &mut held_from(&contract, &replay))?;
+    if fresh.is_empty() {
+        return Ok(object([
+            ("kind", Value::str("schema")),
+            ("batch", Value::Str(prior_id)),
+            ("entity_counts", entity_counts(root)?),
+            ("changed", Value::Bool(false)),
+        ]));
+    }
+    if mode == "replace" && refreshed.is_empty() {
+        // Folded into initial.json, a replace is written compactly: the named
+        // entities' old mutations are dropped and the rows inserted afresh.
+        prior.retain(|m| !m.get("entity").and_then(Value::as_str).is_some_and(|e| rows.contains_key(e)));
+        fresh = plan(&contract, rows, mode, &mut held_from(&contract, &prior))?;
+    }
+    let version = prior_id
+        .rsplit_once(".v")
+        .and_then(|(_, n)| (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).then(|| n.parse::<u64>().ok()).flatten())
+        .map_or(1, |n| n + 1);
+    let mapping = object([("id", Value::str("data-import")), ("version", Value::str("1"))]);
+    let (batch, written, payload) = if !refreshed.is_empty() {
+        let id = batch_id.map(str::to_string).unwrap_or_else(|| format!("{package}.import.{:06}", journals.len()));
+        let name = format!("{:06}-{}.json", journals.len(), &sha256_hex(id.as_bytes())[..16]);
+        let batch = object([
+            ("id", Value::Str(id)),
+            ("target", contract.target().clone()),
+            ("mapping", mapping),
+            ("coverage", Value::str("partial")),
+            ("mutations", Value::Array(fresh)),
+        ]);
+        let payload = encoded(&batch);
+        (batch, PathBuf::from("data/batches").join(name), payload)
+    } else {
+        let id = batch_id.map(str::to_string).unwrap_or_else(|| format!("{package}.initial.v{version}"));
+        prior.extend(fresh);
+        let batch = object([
+            ("id", Value::Str(id)),
+            ("target", contract.target().clone()),
+            ("mapping", mapping),
+            ("coverage", Value::str("partial")),
+            ("mutations", Value::Array(prior)),
+        ]);
+        let options = DumpOptions { sort_keys: true, ensure_ascii: true, indent: Some(1), compact: false };
+        let payload = format!("{}\n", dumps(&batch, options)).into_bytes();
+        (batch, PathBuf::from("data/initial.json"), payload)
+    };
+    if let Some((entity, index, pointer)) = parsed.surrogates.first() {
+        let row = crate::json::canonical(&rows[entity][*index]);
+        let position = batch.get("mutations").and_then(Value::as_array).and_then(|m| {
+            m.iter().position(|m| {
+                m.get("entity").and_then(Value::as_str) == Some(entity) && m.get("value").is_some_and(|v| crate::json::canonical(v) == row)
+            })
+        });
+        if let Some(position) = position {
+            let file = written.file_name().unwrap_or_default().to_string_lossy().into_owned();
+            return Err(ContractError::new(
+                "json",
+                "Unpaired Unicode surrogate is unsupported",
+                format!("{file}/mutations/{position}/value{pointer}"),
+            )
+            .into());
+        }
+    }
+    let scratch = Scratch::new("gateway-import")?;
+    let staged = scratch.path().join("world");
+    copy_tree(root, &staged)?;
+    let staged_file = staged.join(&written);
+    write_atomic(&staged_file, &payload).map_err(|e| Error::io(e, &staged_file))?;
+    // Building the staged snapshot is the proof: every row goes through the store.
+    let staged_contract = compile_bundle(&staged, false)?;
+    let sidecar = build_default(&staged, &staged_contract, true)?;
+    let counts = sidecar.get("entityCounts").cloned().unwrap_or(Value::Null);
+    let target_file = root.join(&written);
+    write_atomic(&target_file, &payload).map_err(|e| Error::io(e, &target_file))?;
+    // The proven snapshot moves into the world; compile finds it current and only
+    // rebuilds the scenario snapshots on top of it.
+    let target = default_snapshot(root);
+    move_file(&default_snapshot(&staged), &target)?;
+    move_file(&sidecar_path(&default_snapshot(&staged)), &sidecar_path(&target))?;
+    compile_bundle(root, true)?;
+    check_bundle(root)?;
+    Ok(object([
+        ("kind", Value::str("schema")),
+        ("batch", batch.get("id").cloned().unwrap_or_default()),
+        ("entity_counts", counts),
+        ("changed", Value::Bool(true)),
+    ]))
+}
+
+fn move_file(from: &Path, to: &Path) -> Result<()> {
+    if let Some(parent) = to.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io(e, parent))?;
+    }
+    if std::fs::rename(from, to).is_err() {
+        // Across filesystems: copy beside the target, then rename into place.
+        let temp = to.with_file_name(format!(".{}.moving", to.file_name().unwrap_or_default().to_string_lossy()));
+        std::fs::copy(from, &temp).map_err(|e| Error::io(e, from))?;
+        std::fs::rename(&temp, to).map_err(|e| Error::io(e, to))?;
+        let _ = std::fs::remove_file(from);
+    }
+    Ok(())
+}
+
+fn ignored(name: &str) -> bool {
+    SCRATCH_IGNORE.contains(&name) || name.starts_with(".state.sqlite.")
+}
+
+/// Copy a world into a scratch directory, leaving out captures, caches and snapshots.
+pub fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to).map_err(|e| Error::io(e, to))?;
+    let entries = std::fs::read_dir(from).map_err(|e| Error::io(e, from))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io(e, from))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if ignored(&name) {
+            continue;
+        }
+        let source = entry.path();
+        let target = to.join(&name);
+        let kind = entry.file_type().map_err(|e| Error::io(e, &source))?;
+        if kind.is_symlink() {
+            let link = std::fs::read_link(&source).map_err(|e| Error::io(e, &source))?;
+            std::os::unix::fs::symlink(link, &target).map_err(|e| Error::io(e, &target))?;
+        } else if kind.is_dir() {
+            copy_tree(&source, &target)?;
+        } else {
+            std::fs::copy(&source, &target).map_err(|e| Error::io(e, &source))?;
+        }
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------------ mock-tools
+
+/// Every user table's columns, in declaration order (tables in creation order).
+pub fn sqlite_columns(conn: &Connection) -> rusqlite::Result<Vec<(String, Vec<String>)>> {
+    let mut statement = conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")?;
+    let tables: Vec<String> = statement.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+    let mut out = Vec::new();
+    for table in tables {
+        let mut info = conn.prepare(&format!("PRAGMA table_info({})", sql_ident(&table)))?;
+        let columns: Vec<String> = info.query_map([], |r| r.get(1))?.collect::<rusqlite::Result<_>>()?;
+        out.push((table, columns));
+    }
+    Ok(out)
+}
+
+/// A SQLite identifier, quoted.
+pub fn sql_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+fn sql_literal(value: &Value) -> String {
+    match value {
+        Value::Null => "NULL".into(),
+        Value::Bool(b) => if *b { "1" } else { "0" }.into(),
+        Value::Int(n) => n.to_string(),
+        Value::Float(f) => match python_float_repr(*f).as_str() {
+            "NaN" => "nan".into(),
+            "Infinity" => "inf".into(),
+            "-Infinity" => "-inf".into(),
+            text => text.into(),
+        },
+        Value::Str(text) => format!("'{}'", text.replace('\'', "''")),
+        other => crate::json::python_str(other),
+    }
+}
+
+/// SQL text that seeds `rows` into tables with these `columns`.
+pub fn sqlite_statements(columns: &[(String, Vec<String>)], rows: &Rows, mode: &str) -> Result<Vec<String>, ContractError> {
+    let mut sorted: Vec<&str> = columns.iter().map(|(t, _)| t.as_str()).collect();
+    sorted.sort();
+    for (table, listed) in rows {
+        let Some((_, declared)) = columns.iter().find(|(t, _)| t == table) else {
+            let names = if sorted.is_empty() { "none".to_string() } else { sorted.join(", ") };
+            return Err(ContractError::new("table", format!("No table {table} in db/schema.sql; tables: {names}"), format!("/{table}")));
+        };
+        for (index, row) in listed.iter().enumerate() {
+            let Some(map) = row.as_object() else {
+                return Err(ContractError::new("rows", "A row must be an object", format!("/{table}/{index}")));
+            };
+            for (column, value) in map {
+                if !declared.contains(column) {
+                    return Err(ContractError::new(
+                        "column",
+                        format!("Column {column} is not in table {table}; columns: {}", declared.join(", ")),
+                        format!("/{table}/{index}/{column}"),
+                    ));
+                }
+                if matches!(value, Value::Array(_) | Value::Object(_)) {
+                    return Err(ContractError::new(
+                        "value",
+                        format!("Column {column} of {table} takes a scalar; encode nested values as text yourself"),
+                        format!("/{table}/{index}/{column}"),
+                    ));
+                }
+            }
+        }
+    }
+    let verb = if mode == "replace" { "INSERT" } else { "INSERT OR REPLACE" };
+    let mut statements = Vec::new();
+    for (table, listed) in rows {
+        let quoted = sql_ident(table);
+        if mode == "replace" {
+            statements.push(format!("DELETE FROM {quoted};"));
+        }
+        for row in listed {
+            let map = row.as_object().expect("checked");
+            if map.is_empty() {
+                statements.push(format!("{verb} INTO {quoted} DEFAULT VALUES;"));
+                continue;
+            }
+            let names: Vec<String> = map.keys().map(|c| sql_ident(c)).collect();
+            let values: Vec<String> = map.values().map(sql_literal).collect();
+            statements.push(format!("{verb} INTO {quoted} ({}) VALUES ({});", names.join(", "), values.join(", ")));
+        }
+    }
+    Ok(statements)
+}
+
+/// Row counts of every user table of a mock-tools database, in creation order.
+pub fn sqlite_counts(conn: &Connection) -> Result<Value> {
+    let mut out = Vec::new();
+    for (table, _) in sqlite_columns(conn)? {
+        let count: i64 = conn.query_row(&format!("SELECT COUNT(*) FROM {}", sql_ident(&table)), [], |r| r.get(0))?;
+        out.push((table, Value::Int(count)));
+    }
+    Ok(object(out))
+}
+
+/// A mock-tools world's starting database: `db/schema.sql` then `db/seed.sql`.
+pub fn materialize_mock_tools(root: &Path, database: &Path) -> Result<Connection> {
+    let schema = root.join("db/schema.sql");
+    let seed = root.join("db/seed.sql");
+    if !schema.is_file() {
+        return Err(plain("mock-tools bundle is missing db/schema.sql"));
+    }
+    let conn = Connection::open(database)?;
+    let failed = || plain("Failed to build seed database; check db/schema.sql and db/seed.sql");
+    for script in [schema, seed] {
+        if script.is_file() {
+            let text = std::fs::read_to_string(&script).map_err(|e| Error::io(e, &script))?;
+            conn.execute_batch(&text).map_err(|_| failed())?;
+        }
+    }
+    Ok(conn)
+}
+
+fn import_mock_tools(root: &Path, rows: &Rows, mode: &str) -> Result<Value> {
+    let schema = root.join("db/schema.sql");
+    if !schema.is_file() {
+        return Err(ContractError::new("schema", "mock-tools world has no db/schema.sql to read tables from", "db/schema.sql").into());
+    }
+    let probe = Connection::open_in_memory()?;
+    let text = std::fs::read_to_string(&schema).map_err(|e| Error::io(e, &schema))?;
+    if let Err(error) = probe.execute_batch(&text) {
+        let message = match &error {
+            rusqlite::Error::SqliteFailure(_, Some(message)) => message.clone(),
+            other => other.to_string(),
+        };
+        return Err(ContractError::new("schema", format!("db/schema.sql does not load: {message}"), "db/schema.sql").into());
+    }
+    let columns = sqlite_columns(&probe)?;
+    let statements = sqlite_statements(&columns, rows, mode)?;
+    if statements.is_empty() {
+        return Ok(object([("kind", Value::str("mock-tools")), ("entity_counts", entity_counts(root)?), ("changed", Value::Bool(false))]));
+    }
+    let seed = root.join("db/seed.sql");
+    let mut existing = if seed.is_file() { std::fs::read_to_string(&seed).map_err(|e| Error::io(e, &seed))? } else { String::new() };
+    if !existing.is_empty() && !existing.ends_with('\n') {
+        existing.push('\n');
+    }
+    let appended = format!("{existing}{}\n", statements.join("\n"));
+    let scratch = Scratch::new("gateway-import")?;
+    let staged = scratch.path().join("world");
+    copy_tree(root, &staged)?;
+    let staged_seed = staged.join("db/seed.sql");
+    write_atomic(&staged_seed, appended.as_bytes()).map_err(|e| Error::io(e, &staged_seed))?;
+    let conn = materialize_mock_tools(&staged, &scratch.path().join("world.db"))?;
+    let counts = sqlite_counts(&conn)?;
+    drop(conn);
+    write_atomic(&seed, appended.as_bytes()).map_err(|e| Error::io(e, &seed))?;
+    Ok(object([
+        ("kind", Value::str("mock-tools")),
+        ("entity_counts", counts),
+        ("changed", Value::Bool(true)),
+        ("statements", Value::Int(statements.len() as i64)),
+    ]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statements_quote_like_the_original() {
+        let columns = vec![("users".to_string(), vec!["id".to_string(), "name".to_string(), "age".to_string()])];
+        let mut rows = Rows::new();
+        let row = crate::json::parse(r#"{"id": "u1", "name": "O'Hara", "age": 3.5}"#).unwrap().value;
+        rows.insert("users".into(), vec![row, Value::Object(Default::default())]);
+        assert_eq!(
+            sqlite_statements(&columns, &rows, "append").unwrap(),
+            [
+                "INSERT OR REPLACE INTO \"users\" (\"id\", \"name\", \"age\") VALUES ('u1', 'O''Hara', 3.5);",
+                "INSERT OR REPLACE INTO \"users\" DEFAULT VALUES;"
+            ]
+        );
+        let replaced = sqlite_statements(&columns, &rows, "replace").unwrap();
+        assert_eq!(replaced[0], "DELETE FROM \"users\";");
+        let mut bad = Rows::new();
+        bad.insert("users".into(), vec![crate::json::parse(r#"{"zzz": 1}"#).unwrap().value]);
+        assert_eq!(
+            sqlite_statements(&columns, &bad, "append").unwrap_err().to_string(),
+            "column at /users/0/zzz: Column zzz is not in table users; columns: id, name, age"
+        );
+    }
+}

@@ -1,0 +1,785 @@
+//! Rows files: the three shapes `data import`, `data check` and live seeding read,
+//! streamed row by row in bounded memory.
+//!
+//! * a JSON object `{"<entity>": [row, …], …}` (a *document*),
+//! * tagged JSONL, one `{"entity": "<name>", "row": {…}}` per line,
+//! * bare rows (only with `--entity`): a JSON array of rows, or JSONL of row objects.
+//!
+//! `-` reads stdin and `*.gz` files are gunzipped. Shape detection, the refusals and
+//! their wording follow the original's `batch.iter_rows`: the first non-space
+//! character picks array vs object, and for an object the first line (≤ 1 MiB)
+//! decides between JSONL and a document. Rows are parsed as Python's `json.loads`
+//! parses them (integers vs floats, member order, a repeated member silently last).
+
+use crate::error::{ContractError, Error, Result};
+use crate::json::{parse_loads, ParseError, RangeProblem, Value};
+use indexmap::IndexMap;
+use std::io::Read;
+use std::path::Path;
+
+/// Bytes read from a source per block.
+pub const READ_BLOCK: usize = 256 * 1024;
+/// A first line longer than this is a one-line document, never a JSONL row.
+pub const LINE_CAP: usize = 1024 * 1024;
+
+/// Entity names a rows stream named, with how many rows each held (an entity named
+/// with `[]` is recorded with 0: a `replace` import empties it).
+pub type Seen = IndexMap<String, usize>;
+
+/// One row as the reader hands it over.
+#[derive(Debug)]
+pub struct Row {
+    /// The entity the row is for.
+    pub entity: String,
+    /// The row (any JSON value: non-objects are refused by the reader before this).
+    pub value: Value,
+    /// The first out-of-range number or lone surrogate in the row's text, if any.
+    pub problem: Option<RangeProblem>,
+    /// The first unpaired surrogate escape in the row's text (code unit), if any.
+    pub lone_surrogate: Option<u32>,
+}
+
+/// A decoded value with what the range check found in its text.
+pub(crate) struct Decoded {
+    pub(crate) value: Value,
+    pub(crate) problem: Option<RangeProblem>,
+    pub(crate) surrogate: Option<u32>,
+}
+
+fn decode(text: &str) -> Result<Decoded, ParseError> {
+    let parsed = parse_loads(text)?;
+    let surrogate = if parsed.problem.as_ref().is_some_and(|p| p.code == "json") { first_lone_surrogate(text) } else { None };
+    Ok(Decoded { value: parsed.value, problem: parsed.problem, surrogate })
+}
+
+/// The first `\uXXXX` escape of an unpaired surrogate in JSON text.
+fn first_lone_surrogate(text: &str) -> Option<u32> {
+    let bytes = text.as_bytes();
+    let unit = |at: usize| -> Option<u32> {
+        if bytes.get(at) == Some(&b'\\') && bytes.get(at + 1) == Some(&b'u') {
+            u32::from_str_radix(std::str::from_utf8(bytes.get(at + 2..at + 6)?).ok()?, 16).ok()
+        } else {
+            None
+        }
+    };
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\' {
+            if let Some(code) = unit(i) {
+                if (0xD800..0xDC00).contains(&code) && unit(i + 6).is_some_and(|low| (0xDC00..0xE000).contains(&low)) {
+                    i += 12;
+                    continue;
+                }
+                if (0xD800..0xE000).contains(&code) {
+                    return Some(code);
+                }
+                i += 6;
+                continue;
+            }
+            i += 2;
+            continue;
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Whether a sink wants more rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    /// Keep reading.
+    More,
+    /// Stop here (e.g. a row count cap was passed).
+    Stop,
+}
+
+/// Called with the number of raw input bytes read since the last call.
+pub type Progress<'a> = &'a dyn Fn(u64);
+
+fn rows_error(message: impl Into<String>, at: &str) -> Error {
+    ContractError::new("rows", message, at).into()
+}
+
+/// A plain error message (the original's `ValueError`/`OSError` text, printed as is).
+pub fn plain(message: impl Into<String>) -> Error {
+    Error::Io { message: message.into() }
+}
+
+/// Python's `repr()` of a bytes value (`b'th'`).
+pub fn bytes_repr(bytes: &[u8]) -> String {
+    let quote = if bytes.contains(&b'\'') && !bytes.contains(&b'"') { '"' } else { '\'' };
+    let mut out = format!("b{quote}");
+    for &b in bytes {
+        match b {
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            b if b as char == quote => {
+                out.push('\\');
+                out.push(quote);
+            }
+            0x20..=0x7e => out.push(b as char),
+            b => out.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    out.push(quote);
+    out
+}
+
+struct Counting<'a, R> {
+    inner: R,
+    progress: Option<Progress<'a>>,
+}
+
+impl<R: Read> Read for Counting<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if let Some(progress) = self.progress {
+            progress(n as u64);
+        }
+        Ok(n)
+    }
+}
+
+/// Open a rows source: `-` is stdin, `*.gz` is gunzipped (its magic checked on the
+/// first read, as Python's `gzip` does).
+pub fn open_source<'a>(source: &str, progress: Option<Progress<'a>>) -> Result<Box<dyn Read + 'a>> {
+    if source == "-" {
+        return Ok(Box::new(Counting { inner: std::io::stdin(), progress }));
+    }
+    let path = Path::new(source);
+    if path.is_dir() {
+        return Err(rows_error(format!("Cannot read {source}"), source));
+    }
+    let file = std::fs::File::open(path).map_err(|_| rows_error(format!("Cannot read {source}"), source))?;
+    let counted = Counting { inner: file, progress };
+    if path.extension().is_some_and(|x| x == "gz") {
+        return Ok(Box::new(Gunzip::new(counted)));
+    }
+    Ok(Box::new(counted))
+}
+
+/// A gzip stream checked the way Python's `gzip` checks it.
+struct Gunzip<R: Read> {
+    state: GzState<R>,
+}
+
+enum GzState<R: Read> {
+    Start(R),
+    Running(Box<flate2::read::MultiGzDecoder<std::io::Chain<std::io::Cursor<Vec<u8>>, R>>>),
+    Done,
+}
+
+impl<R: Read> Gunzip<R> {
+    fn new(inner: R) -> Self {
+        Gunzip { state: GzState::Start(inner) }
+    }
+}
+
+impl<R: Read> Read for Gunzip<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            match std::mem::replace(&mut self.state, GzState::Done) {
+                GzState::Done => return Ok(0),
+                GzState::Start(mut inner) => {
+                    let mut magic = Vec::with_capacity(2);
+                    (&mut inner).take(2).read_to_end(&mut magic)?;
+                    if magic.is_empty() {
+                        return Ok(0);
+                    }
+                    if magic != [0x1f, 0x8b] {
+                        return Err(std::io::Error::new(
+                            std::io::ErrorKind::InvalidData,
+                            format!("Not a gzipped file ({})", bytes_repr(&magic)),
+                        ));
+                    }
+                    let chained = std::io::Cursor::new(magic).chain(inner);
+                    self.state = GzState::Running(Box::new(flate2::read::MultiGzDecoder::new(chained)));
+                }
+                GzState::Running(mut decoder) => {
+                    let n = decoder.read(buf).map_err(|error| {
+                        let text = if error.kind() == std::io::ErrorKind::UnexpectedEof {
+                            "Compressed file ended before the end-of-stream marker was reached".to_string()
+                        } else {
+                            format!("Error -3 while decompressing data: {error}")
+                        };
+                        std::io::Error::new(std::io::ErrorKind::InvalidData, text)
+                    })?;
+                    self.state = GzState::Running(decoder);
+                    return Ok(n);
+                }
+            }
+        }
+    }
+}
+
+// ------------------------------------------------------------------ the reader
+
+/// Scanning state of a value whose end is not in the buffer yet.
+#[derive(Default)]
+struct Scan {
+    at: usize,
+    depth: usize,
+    in_string: bool,
+    escape: bool,
+}
+
+/// A UTF-8 text stream with a growing buffer, decoded one JSON value or line at a time.
+pub(crate) struct Reader<'a> {
+    inner: Box<dyn Read + 'a>,
+    source: &'a str,
+    buf: Vec<u8>,
+    pub(crate) pos: usize,
+    eof: bool,
+    tail: Vec<u8>,
+    block: Vec<u8>,
+}
+
+const WS: [u8; 4] = [b' ', b'\t', b'\r', b'\n'];
+
+impl<'a> Reader<'a> {
+    pub(crate) fn new(inner: Box<dyn Read + 'a>, source: &'a str) -> Self {
+        Reader { inner, source, buf: Vec::new(), pos: 0, eof: false, tail: Vec::new(), block: vec![0; READ_BLOCK] }
+    }
+
+    fn utf8_error(&self) -> Error {
+        rows_error(format!("Cannot read {} as UTF-8 text", self.source), self.source)
+    }
+
+    /// Read one more block; false at the end of the stream.
+    fn fill(&mut self) -> Result<bool> {
+        if self.eof {
+            return Ok(false);
+        }
+        let n = loop {
+            match self.inner.read(&mut self.block) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(plain(e.to_string())),
+            }
+        };
+        if n == 0 {
+            self.eof = true;
+            if !self.tail.is_empty() {
+                return Err(self.utf8_error());
+            }
+            return Ok(false);
+        }
+        if self.tail.is_empty() {
+            match std::str::from_utf8(&self.block[..n]) {
+                Ok(_) => self.buf.extend_from_slice(&self.block[..n]),
+                Err(e) if e.error_len().is_some() => return Err(self.utf8_error()),
+                Err(e) => {
+                    self.buf.extend_from_slice(&self.block[..e.valid_up_to()]);
+                    self.tail.extend_from_slice(&self.block[e.valid_up_to()..n]);
+                }
+            }
+        } else {
+            self.tail.extend_from_slice(&self.block[..n]);
+            match std::str::from_utf8(&self.tail) {
+                Ok(_) => {
+                    self.buf.append(&mut self.tail);
+                }
+                Err(e) if e.error_len().is_some() => return Err(self.utf8_error()),
+                Err(e) => {
+                    let valid = e.valid_up_to();
+                    self.buf.extend_from_slice(&self.tail[..valid]);
+                    self.tail.drain(..valid);
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// Read the rest of the stream, only to find undecodable text (a failed decode
+    /// in the original reads on to the end before failing).
+    fn drain(&mut self) -> Result<()> {
+        loop {
+            let start = self.buf.len();
+            if !self.fill()? {
+                return Ok(());
+            }
+            self.buf.truncate(start.max(self.pos));
+        }
+    }
+
+    /// Drop consumed text once enough has accumulated (positions before `pos` are dead).
+    pub(crate) fn compact(&mut self) {
+        if self.pos >= LINE_CAP {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+        }
+    }
+
+    /// The next non-whitespace byte (BOMs count as whitespace), or None at the end.
+    pub(crate) fn peek(&mut self) -> Result<Option<u8>> {
+        loop {
+            while self.pos < self.buf.len() {
+                let b = self.buf[self.pos];
+                if WS.contains(&b) {
+                    self.pos += 1;
+                } else if b == 0xEF && self.buf[self.pos..].starts_with(&[0xEF, 0xBB, 0xBF]) {
+                    self.pos += 3;
+                } else {
+                    return Ok(Some(b));
+                }
+            }
+            if !self.fill()? {
+                return Ok(None);
+            }
+        }
+    }
+
+    fn take(&mut self, char: u8, at: &str) -> Result<()> {
+        if self.peek()? != Some(char) {
+            return Err(rows_error(format!("{at}: expected '{}' in the JSON document", char as char), at));
+        }
+        self.pos += 1;
+        Ok(())
+    }
+
+    fn invalid(&mut self, at: &str) -> Error {
+        if let Err(error) = self.drain() {
+            return error;
+        }
+        rows_error(format!("{at}: not valid JSON"), at)
+    }
+
+    /// Decode the next JSON value, reading more of the stream as needed.
+    pub(crate) fn value(&mut self, at: &str) -> Result<Decoded> {
+        self.peek()?;
+        let mut scan = Scan { at: self.pos, ..Scan::default() };
+        let end = loop {
+            match scan_value(&self.buf, self.pos, &mut scan) {
+                Scanned::End(end) => {
+                    // A number or literal may continue past the buffer's edge.
+                    if end == self.buf.len() && self.fill()? {
+                        scan = Scan { at: self.pos, ..Scan::default() };
+                        continue;
+                    }
+                    break end;
+                }
+                Scanned::More => {
+                    if !self.fill()? {
+                        return Err(self.invalid(at));
+                    }
+                }
+                Scanned::Invalid => return Err(self.invalid(at)),
+            }
+        };
+        let text = std::str::from_utf8(&self.buf[self.pos..end]).expect("utf-8 buffer");
+        match decode(text) {
+            Ok(decoded) => {
+                self.pos = end;
+                Ok(decoded)
+            }
+            Err(_) => Err(self.invalid(at)),
+        }
+    }
+
+    /// The next line without its newline, or None at the end. With `cap`, a line
+    /// longer than it is handed back without being consumed.
+    pub(crate) fn line(&mut self, cap: Option<usize>) -> Result<Option<(usize, usize)>> {
+        let mut searched = self.pos;
+        loop {
+            if let Some(offset) = memchr::memchr(b'\n', &self.buf[searched..]) {
+                let start = self.pos;
+                let end = searched + offset;
+                self.pos = end + 1;
+                return Ok(Some((start, end)));
+            }
+            searched = self.buf.len();
+            if cap.is_some_and(|cap| self.buf.len() - self.pos > cap) {
+                return Ok(Some((self.pos, self.buf.len())));
+            }
+            if !self.fill()? {
+                break;
+            }
+        }
+        if self.pos == self.buf.len() {
+            return Ok(None);
+        }
+        let start = self.pos;
+        self.pos = self.buf.len();
+        Ok(Some((start, self.buf.len())))
+    }
+
+    pub(crate) fn text(&self, range: (usize, usize)) -> &str {
+        std::str::from_utf8(&self.buf[range.0..range.1]).expect("utf-8 buffer")
+    }
+}
+
+enum Scanned {
+    End(usize),
+    More,
+    Invalid,
+}
+
+/// Find where the JSON value starting at `start` ends, resuming from `scan`.
+fn scan_value(buf: &[u8], start: usize, scan: &mut Scan) -> Scanned {
+    let Some(&first) = buf.get(start) else { return Scanned::More };
+    match first {
+        b'{' | b'[' | b'"' => {
+            if scan.at == start {
+                if first == b'"' {
+                    scan.in_string = true;
+                } else {
+                    scan.depth = 1;
+                }
+                scan.at = start + 1;
+            }
+            let mut i = scan.at;
+            while i < buf.len() {
+                let b = buf[i];
+                if scan.in_string {
+                    if scan.escape {
+                        scan.escape = false;
+                    } else if b == b'\\' {
+                        scan.escape = true;
+                    } else if b == b'"' {
+                        scan.in_string = false;
+                        if scan.depth == 0 {
+                            return Scanned::End(i + 1);
+                        }
+                    } else if let Some(offset) = memchr::memchr2(b'"', b'\\', &buf[i + 1..]) {
+                        i += offset;
+                    } else {
+                        i = buf.len() - 1;
+                    }
+                } else {
+                    match b {
+                        b'"' => scan.in_string = true,
+                        b'{' | b'[' => scan.depth += 1,
+                        b'}' | b']' => {
+                            scan.depth -= 1;
+                            if scan.depth == 0 {
+                                return Scanned::End(i + 1);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                i += 1;
+            }
+            scan.at = buf.len();
+            Scanned::More
+        }
+        _ => {
+            let rest = &buf[start..];
+            for literal in [&b"null"[..], b"true", b"false", b"NaN", b"Infinity", b"-Infinity"] {
+                if rest.starts_with(literal) {
+                    return Scanned::End(start + literal.len());
+                }
+                if literal.starts_with(rest) {
+                    return Scanned::More;
+                }
+            }
+            match number_end(rest) {
+                Some(n) => Scanned::End(start + n),
+                None => Scanned::Invalid,
+            }
+        }
+    }
+}
+
+/// The length of the JSON number at the start of `text` (the original's NUMBER_RE).
+fn number_end(text: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    if text.first() == Some(&b'-') {
+        i += 1;
+    }
+    match text.get(i) {
+        Some(b'0') => i += 1,
+        Some(b'1'..=b'9') => {
+            while text.get(i).is_some_and(u8::is_ascii_digit) {
+                i += 1;
+            }
+        }
+        _ => return None,
+    }
+    if text.get(i) == Some(&b'.') && text.get(i + 1).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+        while text.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+    }
+    if matches!(text.get(i), Some(b'e' | b'E')) {
+        let mut j = i + 1;
+        if matches!(text.get(j), Some(b'+' | b'-')) {
+            j += 1;
+        }
+        if text.get(j).is_some_and(u8::is_ascii_digit) {
+            while text.get(j).is_some_and(u8::is_ascii_digit) {
+                j += 1;
+            }
+            i = j;
+        }
+    }
+    Some(i)
+}
+
+fn python_blank(text: &str) -> bool {
+    text.chars().all(|c| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c))
+}
+
+/// The sink rows are pushed into.
+pub type Sink<'s> = dyn FnMut(Row) -> Result<Flow> + 's;
+
+/// Stream every row of `sources` (in argument order) into `sink`.
+pub fn read_rows(
+    sources: &[String],
+    entity: Option<&str>,
+    seen: &mut Seen,
+    progress: Option<Progress<'_>>,
+    sink: &mut Sink<'_>,
+) -> Result<()> {
+    for source in sources {
+        let stream = open_source(source, progress)?;
+        let mut reader = Reader::new(stream, source);
+        if read_file(&mut reader, source, entity, seen, sink)? == Flow::Stop {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// How many rows the sources hold, stopping once past `cap`.
+pub fn count_rows(sources: &[String], entity: Option<&str>, cap: Option<usize>) -> Result<usize> {
+    let mut total = 0usize;
+    let mut seen = Seen::new();
+    read_rows(sources, entity, &mut seen, None, &mut |_| {
+        total += 1;
+        Ok(if cap.is_some_and(|cap| total > cap) { Flow::Stop } else { Flow::More })
+    })?;
+    Ok(total)
+}
+
+fn as_row(value: Value, at: &str) -> Result<Value> {
+    match value {
+        Value::Object(_) => Ok(value),
+        _ => Err(rows_error(format!("{at}: a row must be a JSON object"), at)),
+    }
+}
+
+fn read_file(reader: &mut Reader<'_>, at: &str, entity: Option<&str>, seen: &mut Seen, sink: &mut Sink<'_>) -> Result<Flow> {
+    let Some(head) = reader.peek()? else { return Ok(Flow::More) };
+    if head == b'[' {
+        let Some(entity) = entity else {
+            return Err(rows_error(format!("{at} is a bare array; say which entity it holds with --entity"), at));
+        };
+        seen.entry(entity.to_string()).or_insert(0);
+        return stream_array(reader, at, entity, seen, sink);
+    }
+    if head != b'{' {
+        return Err(rows_error(format!("{at} is neither a JSON object of entity -> rows nor an array of rows"), at));
+    }
+    let start = reader.pos;
+    let first = reader.line(Some(LINE_CAP))?;
+    let mut is_jsonl = false;
+    if let Some(range) = first.filter(|(s, e)| e - s <= LINE_CAP) {
+        if let Ok(parsed) = parse_loads(reader.text(range)) {
+            if let Value::Object(map) = &parsed.value {
+                is_jsonl = match entity {
+                    None => map.len() == 2 && map.contains_key("entity") && map.contains_key("row"),
+                    Some(entity) => !(map.len() == 1 && matches!(map.get(entity), Some(Value::Array(_)))),
+                };
+            }
+        }
+    }
+    reader.pos = start;
+    if is_jsonl {
+        stream_jsonl(reader, at, entity, seen, sink)
+    } else {
+        stream_document(reader, at, entity, seen, sink)
+    }
+}
+
+pub(crate) fn stream_array(reader: &mut Reader<'_>, at: &str, entity: &str, seen: &mut Seen, sink: &mut Sink<'_>) -> Result<Flow> {
+    reader.take(b'[', at)?;
+    let mut index = 0usize;
+    loop {
+        if reader.peek()? == Some(b']') {
+            reader.pos += 1;
+            return Ok(Flow::More);
+        }
+        let here = format!("{at}[{index}]");
+        let decoded = reader.value(&here)?;
+        let value = as_row(decoded.value, &here)?;
+        *seen.entry(entity.to_string()).or_insert(0) += 1;
+        let row = Row { entity: entity.to_string(), value, problem: decoded.problem, lone_surrogate: decoded.surrogate };
+        if sink(row)? == Flow::Stop {
+            return Ok(Flow::Stop);
+        }
+        reader.compact();
+        index += 1;
+        match reader.peek()? {
+            Some(b',') => reader.pos += 1,
+            Some(b']') => {}
+            _ => return Err(rows_error(format!("{at}: expected ',' or ']' after row {}", index - 1), at)),
+        }
+    }
+}
+
+fn stream_document(reader: &mut Reader<'_>, at: &str, entity: Option<&str>, seen: &mut Seen, sink: &mut Sink<'_>) -> Result<Flow> {
+    reader.take(b'{', at)?;
+    loop {
+        if reader.peek()? == Some(b'}') {
+            reader.pos += 1;
+            return Ok(Flow::More);
+        }
+        let Value::Str(name) = reader.value(at)?.value else {
+            return Err(rows_error(format!("{at}: object keys must be entity names"), at));
+        };
+        reader.take(b':', at)?;
+        if reader.peek()? != Some(b'[') {
+            return Err(rows_error(format!("{at}: {name} must map to an array of rows (JSONL lines are {{\"entity\", \"row\"}})"), at));
+        }
+        if entity.is_some_and(|e| e != name) {
+            return Err(rows_error(format!("{at} maps entities; drop --entity or make the file a bare array"), at));
+        }
+        seen.entry(name.clone()).or_insert(0);
+        if stream_array(reader, &format!("{at}:{name}"), &name, seen, sink)? == Flow::Stop {
+            return Ok(Flow::Stop);
+        }
+        match reader.peek()? {
+            Some(b',') => reader.pos += 1,
+            Some(b'}') => {}
+            _ => return Err(rows_error(format!("{at}: expected ',' or '}}' after {name}"), at)),
+        }
+    }
+}
+
+fn stream_jsonl(reader: &mut Reader<'_>, at: &str, entity: Option<&str>, seen: &mut Seen, sink: &mut Sink<'_>) -> Result<Flow> {
+    let mut number = 0usize;
+    while let Some(range) = reader.line(None)? {
+        number += 1;
+        let line = reader.text(range);
+        if !python_blank(line) {
+            let parsed = match decode(line) {
+                Ok(parsed) => parsed,
+                Err(ParseError::Syntax(_) | ParseError::DuplicateKey(_)) => {
+                    return Err(rows_error(format!("{at}:{number} is not JSON"), at));
+                }
+            };
+            let here = || format!("{at}:{number}");
+            let row = match entity {
+                Some(entity) => Row {
+                    entity: entity.to_string(),
+                    value: as_row(parsed.value, &here())?,
+                    problem: parsed.problem,
+                    lone_surrogate: parsed.surrogate,
+                },
+                None => {
+                    let tagged = match parsed.value {
+                        Value::Object(mut map)
+                            if map.len() == 2 && matches!(map.get("entity"), Some(Value::Str(_))) && map.contains_key("row") =>
+                        {
+                            let Some(Value::Str(name)) = map.shift_remove("entity") else { unreachable!("checked") };
+                            Some((name, map.shift_remove("row").expect("checked")))
+                        }
+                        _ => None,
+                    };
+                    let Some((name, value)) = tagged else {
+                        return Err(rows_error(
+                            format!("{at}:{number}: expected {{\"entity\": name, \"row\": {{…}}}} (or pass --entity for bare rows)"),
+                            at,
+                        ));
+                    };
+                    Row { entity: name, value: as_row(value, &here())?, problem: parsed.problem, lone_surrogate: parsed.surrogate }
+                }
+            };
+            *seen.entry(row.entity.clone()).or_insert(0) += 1;
+            if sink(row)? == Flow::Stop {
+                return Ok(Flow::Stop);
+            }
+        }
+        reader.compact();
+    }
+    Ok(Flow::More)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str, entity: Option<&str>) -> Result<(Vec<(String, String)>, Seen)> {
+        let dir = std::env::temp_dir().join(format!("gw-rows-{}-{}", std::process::id(), crate::store::new_batch_id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("rows.json");
+        std::fs::write(&path, text).unwrap();
+        let mut out = Vec::new();
+        let mut seen = Seen::new();
+        let result = read_rows(&[path.to_string_lossy().into_owned()], entity, &mut seen, None, &mut |row| {
+            out.push((row.entity, crate::json::canonical(&row.value)));
+            Ok(Flow::More)
+        });
+        std::fs::remove_dir_all(&dir).unwrap();
+        result.map(|_| (out, seen))
+    }
+
+    fn message(error: Error) -> String {
+        match error {
+            Error::Contract(c) => c.message,
+            other => other.to_string(),
+        }
+    }
+
+    #[test]
+    fn three_shapes() {
+        let (rows, seen) = read("{\"a\": [{\"id\": 1}, {\"id\": 2.0}], \"b\": []}", None).unwrap();
+        assert_eq!(rows, [("a".into(), "{\"id\":1}".into()), ("a".into(), "{\"id\":2.0}".into())]);
+        assert_eq!(seen.into_iter().collect::<Vec<_>>(), [("a".to_string(), 2), ("b".to_string(), 0)]);
+        let (rows, _) = read("{\"entity\": \"a\", \"row\": {\"id\": 1}}\n\n{\"row\": {\"id\": 2}, \"entity\": \"b\"}", None).unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[1].0, "b");
+        let (rows, _) = read("\u{feff} [{\"id\": 1},{\"id\": 2},]", Some("a")).unwrap();
+        assert_eq!(rows.len(), 2);
+        let (rows, _) = read("{\"id\": 1}\n{\"id\": 2}\n", Some("a")).unwrap();
+        assert_eq!(rows.len(), 2);
+        let (rows, _) = read("{\"a\": [{\"id\": 1}]}", Some("a")).unwrap();
+        assert_eq!(rows.len(), 1);
+    }
+
+    #[test]
+    fn refusals_name_the_place() {
+        assert!(message(read("[{}]", None).unwrap_err()).ends_with("is a bare array; say which entity it holds with --entity"));
+        assert!(message(read("{\"a\": [{}", None).unwrap_err()).ends_with(":a: expected ',' or ']' after row 0"));
+        assert!(message(read("{\"a\": [1]}", None).unwrap_err()).ends_with(":a[0]: a row must be a JSON object"));
+        assert!(message(read("{\"a\": 1}", None).unwrap_err()).contains("a must map to an array of rows"));
+        assert!(message(read("{\"entity\": \"a\", \"row\": {}}\nnope\n", None).unwrap_err()).ends_with(":2 is not JSON"));
+        assert!(message(read("{\"entity\": \"a\", \"row\": {}}\n[1]\n", None).unwrap_err()).contains(":2: expected {\"entity\""));
+        assert!(message(read("{\"a\": [{\"x\": tru}]}", None).unwrap_err()).ends_with(":a[0]: not valid JSON"));
+        assert!(message(read("5", None).unwrap_err()).ends_with("is neither a JSON object of entity -> rows nor an array of rows"));
+        assert!(
+            message(read("{\n\"b\": []}", Some("a")).unwrap_err()).ends_with("maps entities; drop --entity or make the file a bare array")
+        );
+    }
+
+    #[test]
+    fn duplicates_keep_the_last_value() {
+        let (rows, _) = read("{\"a\": [{\"id\": 1, \"x\": 1, \"id\": 2}]}", None).unwrap();
+        assert_eq!(rows[0].1, "{\"id\":2,\"x\":1}");
+    }
+
+    #[test]
+    fn values_across_block_edges() {
+        let mut text = String::from("{\"a\": [");
+        for i in 0..40_000 {
+            if i > 0 {
+                text.push(',');
+            }
+            text.push_str(&format!("{{\"id\": {i}, \"name\": \"é{i}\"}}"));
+        }
+        text.push_str("]}");
+        let (rows, _) = read(&text, None).unwrap();
+        assert_eq!(rows.len(), 40_000);
+        assert_eq!(rows[39_999].1, "{\"id\":39999,\"name\":\"é39999\"}");
+    }
+
+    #[test]
+    fn python_bytes_repr() {
+        assert_eq!(bytes_repr(b"th"), "b'th'");
+        assert_eq!(bytes_repr(b"\x00'"), "b\"\\x00'\"");
+    }
+}
