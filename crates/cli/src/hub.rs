@@ -95,13 +95,14 @@ pub fn run(command: HubCommand) -> ExitCode {
                 eprintln!("Error: Invalid value: --addr must be HOST:PORT, not {addr}");
                 return ExitCode::from(2);
             };
+            let database_flag = if database.is_some() { " --database <the same URL>" } else { "" };
             let config = HubConfig { data: data.clone(), database, objects };
             let limits = Limits { max_object_bytes: max_bundle_mb.saturating_mul(1024 * 1024), ..Limits::default() };
             let result = runtime().block_on(async move {
                 let hub = config.open(public_url, limits).await?;
                 if hub.meta.key_count().await? == 0 {
                     eprintln!(
-                        "No API keys yet: every call will be refused (401). Create one with\n  gateway hub keys create --data {} [--project NAME]\nthen point clients at this hub with GATEWAY_HOST=http://{addr} GATEWAY_PUBLIC_KEY=… GATEWAY_SECRET_KEY=…",
+                        "No API keys yet: every call will be refused (401). Create one with\n  gateway hub keys create --data {}{database_flag} [--project NAME]\nthen point clients at this hub with GATEWAY_HOST=http://{addr} GATEWAY_PUBLIC_KEY=… GATEWAY_SECRET_KEY=…",
                         data.display()
                     );
                 }

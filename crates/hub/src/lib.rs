@@ -7,7 +7,8 @@
 //!   `x-amz-checksum-sha256` check, finalize with the branch compare-and-set, refs,
 //!   log, fork, diff, proposals, write-only encrypted secrets and run configs, behind
 //!   HTTP Basic project keys; its state lives behind the [`store`] traits (SQLite and a
-//!   local directory by default);
+//!   local directory by default; PostgreSQL ([`postgres`]) and an S3-compatible bucket
+//!   ([`s3`]) for several processes);
 //! - the **client** ([`client`]) behind `gateway bench …`: the content hash, the
 //!   deterministic tarball and file manifest ([`archive`]), `.gateway/.env-metadata.json`,
 //!   pull with integrity check and safe extraction.
@@ -20,6 +21,8 @@ pub mod archive;
 pub mod client;
 pub mod error;
 pub mod gitignore;
+pub mod postgres;
+pub mod s3;
 pub mod server;
 pub mod sqlite;
 pub mod store;
@@ -36,9 +39,10 @@ use std::sync::Arc;
 pub struct HubConfig {
     /// The data directory: keys, and by default the SQLite database and the objects.
     pub data: PathBuf,
-    /// Metadata database URL (`sqlite:PATH`); default `<data>/hub.sqlite`.
+    /// Metadata database URL (`sqlite:PATH` or `postgres://…`); default `<data>/hub.sqlite`.
     pub database: Option<String>,
-    /// Object store URL (`file:DIR`); default `<data>/objects`.
+    /// Object store URL (`file:DIR` or `s3://bucket[/prefix]?endpoint=…&region=…`); default
+    /// `<data>/objects`.
     pub objects: Option<String>,
 }
 
@@ -56,8 +60,12 @@ impl HubConfig {
             Some(url) => {
                 if let Some(path) = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")) {
                     Ok(Arc::new(sqlite::SqliteStore::open(Path::new(path))?))
+                } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+                    Ok(Arc::new(postgres::PostgresStore::open(url).await?))
                 } else {
-                    Err(HubError::BadRequest(format!("unsupported --database URL '{url}': use sqlite:PATH")))
+                    Err(HubError::BadRequest(format!(
+                        "unsupported --database URL '{url}': use sqlite:PATH or postgres://USER:PASS@HOST/DB"
+                    )))
                 }
             }
         }
@@ -70,8 +78,12 @@ impl HubConfig {
             Some(url) => {
                 if let Some(path) = url.strip_prefix("file://").or_else(|| url.strip_prefix("file:")) {
                     Ok(Arc::new(store::LocalObjects::new(Path::new(path))?))
+                } else if url.starts_with("s3://") {
+                    Ok(Arc::new(s3::S3Objects::open(url).await?))
                 } else {
-                    Err(HubError::BadRequest(format!("unsupported --objects URL '{url}': use file:DIR")))
+                    Err(HubError::BadRequest(format!(
+                        "unsupported --objects URL '{url}': use file:DIR or s3://BUCKET[/PREFIX]?endpoint=…&region=…"
+                    )))
                 }
             }
         }

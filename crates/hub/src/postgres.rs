@@ -1,0 +1,637 @@
+//! [`MetaStore`] on PostgreSQL (`--database postgres://…`): the store several hub
+//! processes share. The schema is `migrations/postgres/*.sql` (column for column the
+//! SQLite one), applied at open under an advisory lock so processes starting together
+//! migrate once.
+//!
+//! Why sqlx (default features off: `postgres`, `runtime-tokio`, rustls TLS) rather than
+//! `tokio-postgres`: it brings the connection pool and TLS in one crate, with no macros
+//! and no compile-time database; tokio-postgres would need a pool crate and a TLS
+//! adapter on top. Migrations are our own embedded files and `schema_migrations` table
+//! (as on SQLite), so sqlx's `migrate` feature is not needed.
+//!
+//! The branch compare-and-set: `finalize` (and `create_ref`) run in a transaction that
+//! first locks the container's row (`SELECT … FOR NO KEY UPDATE`). Every ref change of
+//! a container is thereby serialised across all processes and connections; under READ
+//! COMMITTED each statement after the lock sees the tip the previous holder committed,
+//! so of many finalizes from one stale base exactly one moves the branch.
+
+use crate::error::HubError;
+use crate::sqlite::cas_decision;
+use crate::store::*;
+use crate::util::{new_id, now_iso};
+use async_trait::async_trait;
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
+use sqlx::{Postgres, Row, Transaction};
+use std::str::FromStr;
+use std::time::Duration;
+
+/// The migrations, in order: `(version, SQL)`.
+const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("../migrations/postgres/0001_init.sql"))];
+
+/// An arbitrary constant: the advisory lock key held while migrating.
+const MIGRATION_LOCK: i64 = 0x6761_7465_7761_7968;
+
+impl From<sqlx::Error> for HubError {
+    fn from(error: sqlx::Error) -> Self {
+        HubError::Storage(format!("postgres: {error}"))
+    }
+}
+
+/// The PostgreSQL metadata store.
+#[derive(Clone, Debug)]
+pub struct PostgresStore {
+    pool: PgPool,
+}
+
+/// Redact the password of a database URL for messages.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            match userinfo.find(':') {
+                Some(colon) => format!("{}{}:***{}", &url[..scheme + 3], &userinfo[..colon], &url[at..]),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+impl PostgresStore {
+    /// Connect to `url` (`postgres://user:pass@host:port/db?sslmode=…`) and migrate.
+    pub async fn open(url: &str) -> Result<PostgresStore, HubError> {
+        let options =
+            PgConnectOptions::from_str(url).map_err(|e| HubError::BadRequest(format!("invalid --database URL {}: {e}", redact(url))))?;
+        let pool = PgPoolOptions::new()
+            .max_connections(16)
+            .acquire_timeout(Duration::from_secs(30))
+            .connect_with(options)
+            .await
+            .map_err(|e| HubError::Storage(format!("cannot connect to PostgreSQL at {}: {e}", redact(url))))?;
+        let store = PostgresStore { pool };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    async fn migrate(&self) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(MIGRATION_LOCK).execute(&mut *tx).await?;
+        sqlx::query("CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)")
+            .execute(&mut *tx)
+            .await?;
+        for (version, sql) in MIGRATIONS {
+            let done =
+                sqlx::query("SELECT version FROM schema_migrations WHERE version = $1").bind(version).fetch_optional(&mut *tx).await?;
+            if done.is_none() {
+                sqlx::raw_sql(sql).execute(&mut *tx).await?;
+                sqlx::query("INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)")
+                    .bind(version)
+                    .bind(now_iso())
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+}
+
+type Tx = Transaction<'static, Postgres>;
+
+const CONTAINER_COLUMNS: &str = "id, project_id, slug, name, description, tags, visibility, forked_from_version_id, created_at";
+
+fn container_row(r: &PgRow) -> Result<Container, sqlx::Error> {
+    Ok(Container {
+        id: r.try_get(0)?,
+        project_id: r.try_get(1)?,
+        slug: r.try_get(2)?,
+        name: r.try_get(3)?,
+        description: r.try_get(4)?,
+        tags: r.try_get(5)?,
+        visibility: r.try_get(6)?,
+        forked_from_version_id: r.try_get(7)?,
+        created_at: r.try_get(8)?,
+    })
+}
+
+const VERSION_COLUMNS: &str = "id, container_id, content_hash, bundle_sha256, bundle_size, semantic_version, pyproject_meta, \
+     file_manifest, state, change_reason, author, image_ref, object_key, uploaded, wheel_filename, wheel_sha256, wheel_size, \
+     wheel_uploaded, requires_dist, forked_from_version_id, pushed_branch, created_at, seq";
+
+fn version_row(r: &PgRow) -> Result<Version, sqlx::Error> {
+    Ok(Version {
+        id: r.try_get(0)?,
+        container_id: r.try_get(1)?,
+        content_hash: r.try_get(2)?,
+        bundle_sha256: r.try_get(3)?,
+        bundle_size: r.try_get(4)?,
+        semantic_version: r.try_get(5)?,
+        pyproject_meta: r.try_get(6)?,
+        file_manifest: r.try_get(7)?,
+        state: r.try_get(8)?,
+        change_reason: r.try_get(9)?,
+        author: r.try_get(10)?,
+        image_ref: r.try_get(11)?,
+        object_key: r.try_get(12)?,
+        uploaded: r.try_get::<i64, _>(13)? != 0,
+        wheel_filename: r.try_get(14)?,
+        wheel_sha256: r.try_get(15)?,
+        wheel_size: r.try_get(16)?,
+        wheel_uploaded: r.try_get::<i64, _>(17)? != 0,
+        requires_dist: r.try_get(18)?,
+        forked_from_version_id: r.try_get(19)?,
+        pushed_branch: r.try_get(20)?,
+        created_at: r.try_get(21)?,
+        seq: r.try_get(22)?,
+    })
+}
+
+const REF_COLUMNS: &str = "container_id, name, kind, version_id, created_at, updated_at";
+
+fn ref_row(r: &PgRow) -> Result<Ref, sqlx::Error> {
+    Ok(Ref {
+        container_id: r.try_get(0)?,
+        name: r.try_get(1)?,
+        kind: r.try_get(2)?,
+        version_id: r.try_get(3)?,
+        created_at: r.try_get(4)?,
+        updated_at: r.try_get(5)?,
+    })
+}
+
+fn proposal_row(r: &PgRow) -> Result<Proposal, sqlx::Error> {
+    Ok(Proposal {
+        id: r.try_get(0)?,
+        container_id: r.try_get(1)?,
+        title: r.try_get(2)?,
+        change_reason: r.try_get(3)?,
+        base_version_id: r.try_get(4)?,
+        target_branch: r.try_get(5)?,
+        source_branch: r.try_get(6)?,
+        changes: r.try_get(7)?,
+        status: r.try_get(8)?,
+        created_at: r.try_get(9)?,
+    })
+}
+
+async fn get_version(tx: &mut Tx, id: &str) -> StoreResult<Option<Version>> {
+    let row = sqlx::query(&format!("SELECT {VERSION_COLUMNS} FROM versions WHERE id = $1")).bind(id).fetch_optional(&mut **tx).await?;
+    Ok(row.as_ref().map(version_row).transpose()?)
+}
+
+async fn get_ref(tx: &mut Tx, container_id: &str, name: &str) -> StoreResult<Option<Ref>> {
+    let row = sqlx::query(&format!("SELECT {REF_COLUMNS} FROM refs WHERE container_id = $1 AND name = $2"))
+        .bind(container_id)
+        .bind(name)
+        .fetch_optional(&mut **tx)
+        .await?;
+    Ok(row.as_ref().map(ref_row).transpose()?)
+}
+
+/// Lock a container's row for the rest of the transaction: ref changes of one container
+/// are serialised by this lock. Returns its slug.
+async fn lock_container(tx: &mut Tx, container_id: &str) -> StoreResult<String> {
+    let row = sqlx::query("SELECT slug FROM containers WHERE id = $1 FOR NO KEY UPDATE")
+        .bind(container_id)
+        .fetch_optional(&mut **tx)
+        .await?
+        .ok_or_else(|| HubError::NotFound(format!("container {container_id} not found")))?;
+    Ok(row.try_get(0)?)
+}
+
+async fn insert_version(tx: &mut Tx, v: &Version) -> StoreResult<bool> {
+    let done = sqlx::query(
+        "INSERT INTO versions (id, container_id, content_hash, bundle_sha256, bundle_size, semantic_version, pyproject_meta, \
+         file_manifest, state, change_reason, author, image_ref, object_key, uploaded, wheel_filename, wheel_sha256, wheel_size, \
+         wheel_uploaded, requires_dist, forked_from_version_id, pushed_branch, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22) \
+         ON CONFLICT (container_id, content_hash) DO NOTHING",
+    )
+    .bind(&v.id)
+    .bind(&v.container_id)
+    .bind(&v.content_hash)
+    .bind(&v.bundle_sha256)
+    .bind(v.bundle_size)
+    .bind(&v.semantic_version)
+    .bind(&v.pyproject_meta)
+    .bind(&v.file_manifest)
+    .bind(&v.state)
+    .bind(&v.change_reason)
+    .bind(&v.author)
+    .bind(&v.image_ref)
+    .bind(&v.object_key)
+    .bind(v.uploaded as i64)
+    .bind(&v.wheel_filename)
+    .bind(&v.wheel_sha256)
+    .bind(v.wheel_size)
+    .bind(v.wheel_uploaded as i64)
+    .bind(&v.requires_dist)
+    .bind(&v.forked_from_version_id)
+    .bind(&v.pushed_branch)
+    .bind(&v.created_at)
+    .execute(&mut **tx)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Insert a container unless the slug is taken in its project. Returns whether it was inserted.
+async fn insert_container(tx: &mut Tx, c: &Container) -> StoreResult<bool> {
+    let done = sqlx::query(&format!(
+        "INSERT INTO containers ({CONTAINER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (project_id, slug) DO NOTHING"
+    ))
+    .bind(&c.id)
+    .bind(&c.project_id)
+    .bind(&c.slug)
+    .bind(&c.name)
+    .bind(&c.description)
+    .bind(&c.tags)
+    .bind(&c.visibility)
+    .bind(&c.forked_from_version_id)
+    .bind(&c.created_at)
+    .execute(&mut **tx)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+#[async_trait]
+impl MetaStore for PostgresStore {
+    async fn key_count(&self) -> StoreResult<i64> {
+        Ok(sqlx::query("SELECT COUNT(*) FROM api_keys").fetch_one(&self.pool).await?.try_get(0)?)
+    }
+
+    async fn create_key(&self, project: &str, public_key: &str, secret_hash: &str) -> StoreResult<String> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("INSERT INTO projects (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING")
+            .bind(new_id("prj_"))
+            .bind(project)
+            .bind(now_iso())
+            .execute(&mut *tx)
+            .await?;
+        let id: String = sqlx::query("SELECT id FROM projects WHERE name = $1").bind(project).fetch_one(&mut *tx).await?.try_get(0)?;
+        sqlx::query("INSERT INTO api_keys (public_key, secret_sha256, project_id, created_at) VALUES ($1, $2, $3, $4)")
+            .bind(public_key)
+            .bind(secret_hash)
+            .bind(&id)
+            .bind(now_iso())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(id)
+    }
+
+    async fn key_lookup(&self, public_key: &str) -> StoreResult<Option<(String, String)>> {
+        let row = sqlx::query("SELECT project_id, secret_sha256 FROM api_keys WHERE public_key = $1")
+            .bind(public_key)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(match row {
+            Some(r) => Some((r.try_get(0)?, r.try_get(1)?)),
+            None => None,
+        })
+    }
+
+    async fn resolve_container(&self, new: Container) -> StoreResult<(Container, bool)> {
+        let mut tx = self.pool.begin().await?;
+        let created = insert_container(&mut tx, &new).await?;
+        if created {
+            tx.commit().await?;
+            return Ok((new, true));
+        }
+        let row = sqlx::query(&format!("SELECT {CONTAINER_COLUMNS} FROM containers WHERE project_id = $1 AND slug = $2"))
+            .bind(&new.project_id)
+            .bind(&new.slug)
+            .fetch_one(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok((container_row(&row)?, false))
+    }
+
+    async fn container(&self, project_id: &str, slug: &str) -> StoreResult<Option<Container>> {
+        let row = sqlx::query(&format!("SELECT {CONTAINER_COLUMNS} FROM containers WHERE project_id = $1 AND slug = $2"))
+            .bind(project_id)
+            .bind(slug)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.as_ref().map(container_row).transpose()?)
+    }
+
+    async fn container_by_id(&self, id: &str) -> StoreResult<Option<Container>> {
+        let row =
+            sqlx::query(&format!("SELECT {CONTAINER_COLUMNS} FROM containers WHERE id = $1")).bind(id).fetch_optional(&self.pool).await?;
+        Ok(row.as_ref().map(container_row).transpose()?)
+    }
+
+    async fn create_version(&self, new: Version) -> StoreResult<(Version, bool)> {
+        let mut tx = self.pool.begin().await?;
+        if insert_version(&mut tx, &new).await? {
+            let stored = get_version(&mut tx, &new.id).await?.ok_or_else(|| HubError::Storage("version vanished".into()))?;
+            tx.commit().await?;
+            return Ok((stored, true));
+        }
+        // Same content hash already there: lock it, and let a never-uploaded one take the
+        // new bundle checksum and size.
+        let row = sqlx::query(&format!("SELECT {VERSION_COLUMNS} FROM versions WHERE container_id = $1 AND content_hash = $2 FOR UPDATE"))
+            .bind(&new.container_id)
+            .bind(&new.content_hash)
+            .fetch_one(&mut *tx)
+            .await?;
+        let mut existing = version_row(&row)?;
+        if !existing.uploaded {
+            sqlx::query("UPDATE versions SET bundle_sha256 = $1, bundle_size = $2 WHERE id = $3")
+                .bind(&new.bundle_sha256)
+                .bind(new.bundle_size)
+                .bind(&existing.id)
+                .execute(&mut *tx)
+                .await?;
+            existing.bundle_sha256 = new.bundle_sha256;
+            existing.bundle_size = new.bundle_size;
+        }
+        tx.commit().await?;
+        Ok((existing, false))
+    }
+
+    async fn version(&self, id: &str) -> StoreResult<Option<Version>> {
+        let row = sqlx::query(&format!("SELECT {VERSION_COLUMNS} FROM versions WHERE id = $1")).bind(id).fetch_optional(&self.pool).await?;
+        Ok(row.as_ref().map(version_row).transpose()?)
+    }
+
+    async fn mark_uploaded(&self, version_id: &str, wheel: bool) -> StoreResult<()> {
+        let column = if wheel { "wheel_uploaded" } else { "uploaded" };
+        sqlx::query(&format!("UPDATE versions SET {column} = 1 WHERE id = $1")).bind(version_id).execute(&self.pool).await?;
+        Ok(())
+    }
+
+    async fn finalize(&self, version_id: &str, branch: &str, base: Option<&str>, force: bool) -> StoreResult<Finalized> {
+        let id = version_id;
+        let mut tx = self.pool.begin().await?;
+        let container_id: String = sqlx::query("SELECT container_id FROM versions WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or_else(|| HubError::NotFound(format!("version {id} not found")))?
+            .try_get(0)?;
+        // The row lock: from here on, no other finalize of this container runs.
+        let slug = lock_container(&mut tx, &container_id).await?;
+        let mut version = get_version(&mut tx, id).await?.ok_or_else(|| HubError::NotFound(format!("version {id} not found")))?;
+        if !version.uploaded {
+            return Err(HubError::BadRequest(format!(
+                "version {id} has no uploaded bundle: PUT the tarball to the uploadUrl from POST /versions before finalizing"
+            )));
+        }
+        let tip = get_ref(&mut tx, &container_id, branch).await?;
+        cas_decision(&slug, branch, tip.as_ref(), id, base, force)?;
+        let now = now_iso();
+        let previous_tip = tip.as_ref().map(|t| t.version_id.clone());
+        if version.state != "READY" {
+            let parent = base.map(str::to_string).or_else(|| previous_tip.clone()).filter(|p| p != id);
+            sqlx::query("UPDATE versions SET state = 'READY', forked_from_version_id = COALESCE(forked_from_version_id, $1) WHERE id = $2")
+                .bind(parent)
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            version = get_version(&mut tx, id).await?.ok_or_else(|| HubError::Storage("version vanished".into()))?;
+        }
+        if tip.is_some() {
+            sqlx::query("UPDATE refs SET version_id = $1, updated_at = $2 WHERE container_id = $3 AND name = $4")
+                .bind(id)
+                .bind(&now)
+                .bind(&container_id)
+                .bind(branch)
+                .execute(&mut *tx)
+                .await?;
+        } else {
+            sqlx::query(
+                "INSERT INTO refs (container_id, name, kind, version_id, created_at, updated_at) VALUES ($1, $2, 'branch', $3, $4, $4)",
+            )
+            .bind(&container_id)
+            .bind(branch)
+            .bind(id)
+            .bind(&now)
+            .execute(&mut *tx)
+            .await?;
+        }
+        let moved = get_ref(&mut tx, &container_id, branch).await?.ok_or_else(|| HubError::Storage("ref vanished".into()))?;
+        tx.commit().await?;
+        Ok(Finalized { version, branch: moved, previous_tip })
+    }
+
+    async fn find_versions(&self, container_id: &str, filter: VersionFilter, limit: i64) -> StoreResult<Vec<Version>> {
+        let base = format!("SELECT {VERSION_COLUMNS} FROM versions WHERE container_id = $1 AND state = 'READY'");
+        let (sql, arg) = match filter {
+            VersionFilter::Ready => (format!("{base} AND $2 = $2"), String::new()),
+            VersionFilter::Semver(s) => (format!("{base} AND semantic_version = $2"), s),
+            VersionFilter::HashPrefix(p) => (format!("{base} AND starts_with(content_hash, $2)"), p),
+        };
+        let rows = sqlx::query(&format!("{sql} ORDER BY seq DESC LIMIT $3"))
+            .bind(container_id)
+            .bind(arg)
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(version_row).collect::<Result<Vec<_>, _>>()?)
+    }
+
+    async fn refs(&self, container_id: &str) -> StoreResult<Vec<Ref>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {REF_COLUMNS} FROM refs WHERE container_id = $1 \
+             ORDER BY CASE kind WHEN 'branch' THEN 0 ELSE 1 END, name COLLATE \"C\""
+        ))
+        .bind(container_id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(ref_row).collect::<Result<Vec<_>, _>>()?)
+    }
+
+    async fn get_ref(&self, container_id: &str, name: &str) -> StoreResult<Option<Ref>> {
+        let row = sqlx::query(&format!("SELECT {REF_COLUMNS} FROM refs WHERE container_id = $1 AND name = $2"))
+            .bind(container_id)
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.as_ref().map(ref_row).transpose()?)
+    }
+
+    async fn create_ref(&self, new: Ref) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await?;
+        lock_container(&mut tx, &new.container_id).await?;
+        if let Some(existing) = get_ref(&mut tx, &new.container_id, &new.name).await? {
+            return Err(HubError::Conflict(format!(
+                "a {} named '{}' already exists (at {}){}",
+                existing.kind,
+                new.name,
+                existing.version_id,
+                if existing.kind == "tag" { "; tags are immutable, pick another name" } else { "; pick another name" }
+            )));
+        }
+        sqlx::query("INSERT INTO refs (container_id, name, kind, version_id, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5)")
+            .bind(&new.container_id)
+            .bind(&new.name)
+            .bind(&new.kind)
+            .bind(&new.version_id)
+            .bind(&new.created_at)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn fork(&self, target: Container, source: &Version) -> StoreResult<(Container, Version)> {
+        let mut tx = self.pool.begin().await?;
+        if !insert_container(&mut tx, &target).await? {
+            return Err(HubError::Conflict(format!(
+                "a container named '{}' already exists: fork into another slug with --into <slug>",
+                target.slug
+            )));
+        }
+        let now = now_iso();
+        let copy = Version {
+            id: new_id("ver_"),
+            container_id: target.id.clone(),
+            state: "READY".into(),
+            forked_from_version_id: Some(source.id.clone()),
+            pushed_branch: Some("main".into()),
+            created_at: now.clone(),
+            ..source.clone()
+        };
+        insert_version(&mut tx, &copy).await?;
+        sqlx::query(
+            "INSERT INTO refs (container_id, name, kind, version_id, created_at, updated_at) VALUES ($1, 'main', 'branch', $2, $3, $3)",
+        )
+        .bind(&target.id)
+        .bind(&copy.id)
+        .bind(&now)
+        .execute(&mut *tx)
+        .await?;
+        let stored = get_version(&mut tx, &copy.id).await?.ok_or_else(|| HubError::Storage("version vanished".into()))?;
+        tx.commit().await?;
+        Ok((target, stored))
+    }
+
+    async fn add_proposal(&self, p: Proposal) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO proposals (id, container_id, title, change_reason, base_version_id, target_branch, source_branch, changes, status, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        )
+        .bind(&p.id)
+        .bind(&p.container_id)
+        .bind(&p.title)
+        .bind(&p.change_reason)
+        .bind(&p.base_version_id)
+        .bind(&p.target_branch)
+        .bind(&p.source_branch)
+        .bind(&p.changes)
+        .bind(&p.status)
+        .bind(&p.created_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn proposals(&self, container_id: &str) -> StoreResult<Vec<Proposal>> {
+        let rows = sqlx::query(
+            "SELECT id, container_id, title, change_reason, base_version_id, target_branch, source_branch, changes, status, created_at \
+             FROM proposals WHERE container_id = $1 ORDER BY created_at COLLATE \"C\" DESC, id COLLATE \"C\"",
+        )
+        .bind(container_id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(proposal_row).collect::<Result<Vec<_>, _>>()?)
+    }
+
+    async fn put_secret(&self, container_id: &str, key: &str, sealed: Vec<u8>) -> StoreResult<bool> {
+        let now = now_iso();
+        // xmax = 0 on the returned row: it was inserted, not updated.
+        let row = sqlx::query(
+            "INSERT INTO secrets (container_id, key, sealed, created_at, updated_at) VALUES ($1, $2, $3, $4, $4) \
+             ON CONFLICT (container_id, key) DO UPDATE SET sealed = EXCLUDED.sealed, updated_at = EXCLUDED.updated_at \
+             RETURNING (xmax = 0)",
+        )
+        .bind(container_id)
+        .bind(key)
+        .bind(sealed)
+        .bind(&now)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(row.try_get(0)?)
+    }
+
+    async fn secrets(&self, container_id: &str) -> StoreResult<Vec<SecretInfo>> {
+        let rows = sqlx::query("SELECT key, created_at, updated_at FROM secrets WHERE container_id = $1 ORDER BY key COLLATE \"C\"")
+            .bind(container_id)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(|r| Ok(SecretInfo { key: r.try_get(0)?, created_at: r.try_get(1)?, updated_at: r.try_get(2)? })).collect()
+    }
+
+    async fn secret_value(&self, container_id: &str, key: &str) -> StoreResult<Option<Vec<u8>>> {
+        let row = sqlx::query("SELECT sealed FROM secrets WHERE container_id = $1 AND key = $2")
+            .bind(container_id)
+            .bind(key)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(match row {
+            Some(r) => Some(r.try_get(0)?),
+            None => None,
+        })
+    }
+
+    async fn delete_secret(&self, container_id: &str, key: &str) -> StoreResult<bool> {
+        let done = sqlx::query("DELETE FROM secrets WHERE container_id = $1 AND key = $2")
+            .bind(container_id)
+            .bind(key)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn run_configs(&self, project_id: &str) -> StoreResult<Vec<String>> {
+        let rows = sqlx::query("SELECT body FROM run_configs WHERE project_id = $1 ORDER BY created_at COLLATE \"C\", id COLLATE \"C\"")
+            .bind(project_id)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(|r| r.try_get(0)).collect::<Result<Vec<String>, _>>()?)
+    }
+
+    async fn run_config(&self, project_id: &str, id: &str) -> StoreResult<Option<String>> {
+        let row = sqlx::query("SELECT body FROM run_configs WHERE project_id = $1 AND id = $2")
+            .bind(project_id)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(match row {
+            Some(r) => Some(r.try_get(0)?),
+            None => None,
+        })
+    }
+
+    async fn put_run_config(&self, project_id: &str, id: &str, body: &str) -> StoreResult<()> {
+        let now = now_iso();
+        // Like SQLite's upsert: an id is global; the row keeps its first project.
+        sqlx::query(
+            "INSERT INTO run_configs (id, project_id, body, created_at, updated_at) VALUES ($1, $2, $3, $4, $4) \
+             ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body, updated_at = EXCLUDED.updated_at",
+        )
+        .bind(id)
+        .bind(project_id)
+        .bind(body)
+        .bind(&now)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn delete_run_config(&self, project_id: &str, id: &str) -> StoreResult<bool> {
+        let done =
+            sqlx::query("DELETE FROM run_configs WHERE project_id = $1 AND id = $2").bind(project_id).bind(id).execute(&self.pool).await?;
+        Ok(done.rows_affected() > 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn passwords_are_redacted_in_messages() {
+        assert_eq!(super::redact("postgres://u:secret@h:5432/db"), "postgres://u:***@h:5432/db");
+        assert_eq!(super::redact("postgres://h/db"), "postgres://h/db");
+    }
+}

@@ -1,0 +1,195 @@
+//! [`ObjectStore`] on any S3-compatible bucket (`--objects s3://bucket[/prefix]?…`), through
+//! the `object_store` crate (feature `aws`). Credentials come from the standard AWS
+//! environment variables (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+//! `AWS_SESSION_TOKEN`, `AWS_DEFAULT_REGION`/`AWS_REGION`, `AWS_ENDPOINT_URL`…); the URL's
+//! query may set `endpoint`, `region` and `virtual_hosted=true`.
+//!
+//! Clients never talk to the bucket: they PUT/GET the hub's own signed `/objects/…` URLs
+//! (unchanged contract, checksum verified by the hub before storing), and the hub stores
+//! into / streams out of the bucket behind them. Every hub process therefore needs the
+//! bucket credentials, and no client does.
+
+use crate::error::HubError;
+use crate::store::{check_object_key, ObjectStore, StoreResult};
+use async_trait::async_trait;
+use axum::body::Bytes;
+use object_store::aws::{AmazonS3, AmazonS3Builder};
+use object_store::path::Path as ObjectPath;
+use object_store::ObjectStore as _;
+use object_store::RetryConfig;
+use std::time::Duration;
+
+impl From<object_store::Error> for HubError {
+    fn from(error: object_store::Error) -> Self {
+        HubError::Storage(format!("object store: {error}"))
+    }
+}
+
+/// Objects in an S3-compatible bucket, under an optional key prefix.
+#[derive(Debug)]
+pub struct S3Objects {
+    store: AmazonS3,
+    prefix: String,
+    url: String,
+}
+
+/// The parts of an `s3://bucket[/prefix][?endpoint=…&region=…&virtual_hosted=…]` URL.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct S3Url {
+    /// Bucket name.
+    pub bucket: String,
+    /// Key prefix without leading or trailing `/` (may be empty).
+    pub prefix: String,
+    /// Endpoint (`http://127.0.0.1:9000`); AWS when absent.
+    pub endpoint: Option<String>,
+    /// Region.
+    pub region: Option<String>,
+    /// Virtual-hosted-style requests (`bucket.host`) instead of path style.
+    pub virtual_hosted: bool,
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' if i + 2 < bytes.len() => match u8::from_str_radix(std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("zz"), 16) {
+                Ok(b) => {
+                    out.push(b);
+                    i += 3;
+                    continue;
+                }
+                Err(_) => out.push(b'%'),
+            },
+            b'+' => out.push(b' '),
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+impl S3Url {
+    /// Parse an `s3://` URL, refusing what would be silently ignored.
+    pub fn parse(url: &str) -> StoreResult<S3Url> {
+        let bad = |why: &str| {
+            HubError::BadRequest(format!(
+                "invalid --objects URL '{url}': {why} (use s3://bucket[/prefix]?endpoint=http://host:port&region=us-east-1)"
+            ))
+        };
+        let rest = url.strip_prefix("s3://").ok_or_else(|| bad("not an s3:// URL"))?;
+        let (location, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let (bucket, prefix) = location.split_once('/').unwrap_or((location, ""));
+        if bucket.is_empty() {
+            return Err(bad("no bucket"));
+        }
+        let prefix = prefix.trim_matches('/').to_string();
+        if !prefix.is_empty() {
+            check_object_key(&prefix).map_err(|_| bad("the prefix must be plain path segments"))?;
+        }
+        let mut parsed = S3Url { bucket: bucket.to_string(), prefix, ..S3Url::default() };
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let value = percent_decode(value);
+            match name {
+                "endpoint" => parsed.endpoint = Some(value),
+                "region" => parsed.region = Some(value),
+                "virtual_hosted" => parsed.virtual_hosted = matches!(value.as_str(), "true" | "1" | "yes"),
+                other => return Err(bad(&format!("unknown parameter '{other}'"))),
+            }
+        }
+        Ok(parsed)
+    }
+}
+
+impl S3Objects {
+    /// Open the bucket of an `s3://` URL, credentials from the environment, and check
+    /// that it answers (a missing bucket or wrong credentials fail here, not at the
+    /// first push).
+    pub async fn open(url: &str) -> StoreResult<S3Objects> {
+        let parsed = S3Url::parse(url)?;
+        // Retries on 5xx and connection errors, but not for minutes: a request fails
+        // (answering 500 to the client) after 30 s.
+        let retry = RetryConfig { max_retries: 5, retry_timeout: Duration::from_secs(30), ..RetryConfig::default() };
+        let mut builder = AmazonS3Builder::from_env().with_bucket_name(&parsed.bucket).with_retry(retry);
+        if let Some(region) = &parsed.region {
+            builder = builder.with_region(region);
+        }
+        if let Some(endpoint) = &parsed.endpoint {
+            builder = builder.with_endpoint(endpoint).with_allow_http(endpoint.starts_with("http://"));
+        }
+        if parsed.virtual_hosted {
+            builder = builder.with_virtual_hosted_style_request(true);
+        }
+        let store = builder.build().map_err(|e| HubError::BadRequest(format!("--objects {url}: {e}")))?;
+        let objects = S3Objects { store, prefix: parsed.prefix, url: url.to_string() };
+        // A probe: listing answers even for an empty prefix, so any error (a 404 here is
+        // a missing bucket) is a setup error.
+        let probe = if objects.prefix.is_empty() {
+            None
+        } else {
+            Some(ObjectPath::parse(&objects.prefix).map_err(|e| HubError::BadRequest(e.to_string()))?)
+        };
+        match objects.store.list_with_delimiter(probe.as_ref()).await {
+            Ok(_) => Ok(objects),
+            Err(e) => Err(HubError::Storage(format!(
+                "the bucket of --objects {url} does not answer: {e}. Check that the bucket exists and that \
+                 AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (and the endpoint and region) are right"
+            ))),
+        }
+    }
+
+    fn path(&self, key: &str) -> StoreResult<ObjectPath> {
+        check_object_key(key)?;
+        let full = if self.prefix.is_empty() { key.to_string() } else { format!("{}/{key}", self.prefix) };
+        ObjectPath::parse(&full).map_err(|e| HubError::BadRequest(format!("invalid object key {key}: {e}")))
+    }
+}
+
+#[async_trait]
+impl ObjectStore for S3Objects {
+    async fn put(&self, key: &str, bytes: Bytes) -> StoreResult<()> {
+        let path = self.path(key)?;
+        self.store.put(&path, bytes.into()).await.map_err(|e| HubError::Storage(format!("storing {key} in {}: {e}", self.url)))?;
+        Ok(())
+    }
+
+    async fn get(&self, key: &str) -> StoreResult<Option<Bytes>> {
+        let path = self.path(key)?;
+        match self.store.get(&path).await {
+            Ok(found) => Ok(Some(found.bytes().await?)),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn size(&self, key: &str) -> StoreResult<Option<u64>> {
+        let path = self.path(key)?;
+        match self.store.head(&path).await {
+            Ok(meta) => Ok(Some(meta.size)),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::S3Url;
+
+    #[test]
+    fn s3_urls_parse() {
+        let u = S3Url::parse("s3://hub/bundles/prod/?endpoint=http%3A%2F%2F127.0.0.1%3A9000&region=eu-west-1").unwrap();
+        assert_eq!(u.bucket, "hub");
+        assert_eq!(u.prefix, "bundles/prod");
+        assert_eq!(u.endpoint.as_deref(), Some("http://127.0.0.1:9000"));
+        assert_eq!(u.region.as_deref(), Some("eu-west-1"));
+        let plain = S3Url::parse("s3://b?endpoint=http://localhost:9000").unwrap();
+        assert_eq!((plain.prefix.as_str(), plain.endpoint.as_deref()), ("", Some("http://localhost:9000")));
+        assert!(S3Url::parse("s3://").is_err());
+        assert!(S3Url::parse("s3://b?colour=red").is_err());
+        assert!(S3Url::parse("s3://b/../x").is_err());
+        assert!(S3Url::parse("file:/x").is_err());
+    }
+}
