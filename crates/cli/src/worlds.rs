@@ -62,6 +62,14 @@ pub enum SchemaCommand {
     Check { path: PathBuf },
     /// Print the generated README of the contract.
     Describe { path: PathBuf },
+    /// Write the api-kind bundle the platform hosts for this world.
+    ApiBundle {
+        /// World directory holding connector.toml.
+        path: PathBuf,
+        /// Empty directory for the api-kind bundle.
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Declare entities in schema/world.json without hand-editing it.
     Entity {
         #[command(subcommand)]
@@ -216,6 +224,19 @@ fn rejected(error: Error) -> ExitCode {
 fn schema(command: SchemaCommand) -> ExitCode {
     let outcome = match command {
         SchemaCommand::Entity { command } => return crate::connector::entity(command),
+        SchemaCommand::ApiBundle { path, out } => {
+            // The original lets the error escape as a traceback whose last line this is.
+            return match gateway_serve::bundle::build_api_bundle(&path, &out) {
+                Ok(bundle) => {
+                    println!("api bundle: {}", gateway_world::snapshot::display_path(&bundle));
+                    ExitCode::SUCCESS
+                }
+                Err(error) => {
+                    eprintln!("{error}");
+                    ExitCode::from(1)
+                }
+            };
+        }
         SchemaCommand::Templates => {
             for slug in scaffold::list_templates() {
                 println!("{slug}");

@@ -75,13 +75,14 @@ pub fn plan(contract: &Contract, rows: &Rows, mode: &str, held: &mut Held) -> Re
                 listed.iter().filter(|r| r.as_object().is_some()).map(move |row| (entity.clone(), plan_key(contract, entity, row)))
             })
             .collect();
-        let doomed: Vec<HeldKey> = held
-            .keys()
-            .filter(|(entity, key)| rows.contains_key(entity) && !incoming.contains(&(entity.clone(), Some(key.clone()))))
-            .cloned()
-            .collect();
-        for held_key in doomed {
-            let value = held.shift_remove(&held_key).expect("held row");
+        // One pass over the held rows (a replace of a large entity deletes most of
+        // them: removing one by one from an ordered map would be quadratic).
+        let mut kept = Held::with_capacity(held.len());
+        for (held_key, value) in std::mem::take(held) {
+            if !rows.contains_key(&held_key.0) || incoming.contains(&(held_key.0.clone(), Some(held_key.1.clone()))) {
+                kept.insert(held_key, value);
+                continue;
+            }
             let fields = &contract.entity(&held_key.0).expect("known entity").primary_key;
             let key = object(fields.iter().map(|f| (f.clone(), value.get(f).cloned().unwrap_or_default())));
             mutations.push(object([
@@ -91,6 +92,7 @@ pub fn plan(contract: &Contract, rows: &Rows, mode: &str, held: &mut Held) -> Re
                 ("source", object([("record", Value::Str(format!("data-import:{}:replace", held_key.0)))])),
             ]));
         }
+        *held = kept;
     }
     for (entity, listed) in rows {
         let Some(declared) = contract.entity(entity) else {
