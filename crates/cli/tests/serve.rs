@@ -143,9 +143,10 @@ fn reads_filters_pages_and_errors() {
     let unknown = get(&server, "/api/v2/nothing");
     assert_eq!(unknown.status, 404);
 
+    // The issue asks for 405 (the original's WorldApp answer); its http.server front
+    // answers 501 HTML instead, which schemathesis counts as a server error.
     let weird = request(&server, "OPTIONS", "/api/v2/tickets", &[AUTH], b"");
-    assert_eq!(weird.status, 501, "http.server has no do_OPTIONS");
-    assert!(weird.body.contains("Unsupported method ('OPTIONS')"), "{}", weird.body);
+    assert_eq!((weird.status, weird.body.as_str()), (405, r#"{"error": "method_not_allowed"}"#));
 
     let bad_json = request(&server, "POST", "/api/v2/tickets", &[AUTH, ("Content-Type", "application/json")], b"{nope");
     assert_eq!(

@@ -76,26 +76,9 @@ pub fn load(world: &Path, options: &ServeOptions) -> Result<WorldApp, ServeError
     WorldApp::new(world, state, Router::new(spec), settings, options.api_key.clone()).map_err(ServeError::Handlers)
 }
 
-/// What Python's `http.server` answers for a method it has no handler for.
-fn unsupported_method(method: &str) -> Response {
-    let page = format!(
-        "<!DOCTYPE HTML>\n<html lang=\"en\">\n    <head>\n        <meta charset=\"utf-8\">\n        <title>Error response</title>\n    </head>\n    <body>\n        <h1>Error response</h1>\n        <p>Error code: 501</p>\n        <p>Message: Unsupported method ('{method}').</p>\n        <p>Error code explanation: 501 - Server does not support this operation.</p>\n    </body>\n</html>\n"
-    );
-    let mut response = Response::new(Body::from(page));
-    *response.status_mut() = StatusCode::NOT_IMPLEMENTED;
-    response.headers_mut().insert("content-type", HeaderValue::from_static("text/html;charset=utf-8"));
-    response.headers_mut().insert("connection", HeaderValue::from_static("close"));
-    response
-}
-
 async fn answer(State(app): State<Arc<WorldApp>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let method = parts.method.as_str().to_string();
-    if !matches!(method.as_str(), "GET" | "POST" | "PUT" | "PATCH" | "DELETE") {
-        // The original serves through http.server, which has handlers for these five
-        // methods only; WorldApp's own 405 is for hosts that call it directly.
-        return unsupported_method(&method);
-    }
     let target = parts.uri.path_and_query().map(|p| p.as_str().to_string()).unwrap_or_else(|| "/".into());
     let headers: Vec<(String, String)> =
         parts.headers.iter().map(|(k, v)| (k.as_str().to_ascii_lowercase(), String::from_utf8_lossy(v.as_bytes()).into_owned())).collect();
