@@ -12,6 +12,20 @@ pub fn read_json(path: &Path) -> Result<Value, ContractError> {
     parse_json_bytes(&bytes, &name)
 }
 
+/// The `id` of the JSON object in a file (None when absent or not a string), with
+/// exactly [`read_json`]'s refusals but without building the document in memory.
+pub fn read_json_id(path: &Path) -> Result<Option<String>, ContractError> {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let bytes = std::fs::read(path).map_err(|_| document_error(&name))?;
+    let text = std::str::from_utf8(&bytes).map_err(|_| document_error(&name))?;
+    match crate::json::skim_id(text) {
+        Err(ParseError::Syntax(_)) => Err(document_error(&name)),
+        Err(ParseError::DuplicateKey(key)) => fail("duplicate_key", format!("Duplicate JSON member {key}"), name),
+        Ok((Some(problem), _)) => fail(problem.code, problem.message, format!("{name}{}", problem.pointer)),
+        Ok((None, id)) => Ok(id),
+    }
+}
+
 /// Parse JSON bytes with the original's `parse_json` refusals, at `location`.
 pub fn parse_json_bytes(bytes: &[u8], location: &str) -> Result<Value, ContractError> {
     let text = std::str::from_utf8(bytes).map_err(|_| document_error(location))?;

@@ -174,7 +174,17 @@ pub fn parse_loads(text: &str) -> Result<Parsed, ParseError> {
 }
 
 fn parse_with(text: &str, duplicates: bool) -> Result<Parsed, ParseError> {
-    let mut parser = Parser { bytes: text.as_bytes(), pos: 0, problem: None, duplicate: None, depth: 0, pending: None, parts: Vec::new() };
+    let mut parser = Parser {
+        bytes: text.as_bytes(),
+        pos: 0,
+        problem: None,
+        duplicate: None,
+        depth: 0,
+        pending: None,
+        parts: Vec::new(),
+        skim: false,
+        top_id: None,
+    };
     parser.skip_ws();
     let value = parser.value()?;
     if let Some(problem) = &mut parser.problem {
@@ -191,6 +201,40 @@ fn parse_with(text: &str, duplicates: bool) -> Result<Parsed, ParseError> {
         return Err(ParseError::DuplicateKey(name));
     }
     Ok(Parsed { value, problem: parser.problem })
+}
+
+/// Check a document exactly as [`parse`] does — same syntax, duplicate-member and
+/// range verdicts — without building it, and return the top-level object's `id`
+/// member when it is a string. Used where only a batch's id is needed from a file
+/// that may hold hundreds of thousands of rows.
+pub fn skim_id(text: &str) -> Result<(Option<RangeProblem>, Option<String>), ParseError> {
+    let mut parser = Parser {
+        bytes: text.as_bytes(),
+        pos: 0,
+        problem: None,
+        duplicate: None,
+        depth: 0,
+        pending: None,
+        parts: Vec::new(),
+        skim: true,
+        top_id: None,
+    };
+    parser.skip_ws();
+    parser.value()?;
+    if let Some(problem) = &mut parser.problem {
+        for part in parser.parts.iter().rev() {
+            problem.pointer.push('/');
+            problem.pointer.push_str(&escape_pointer(part));
+        }
+    }
+    parser.skip_ws();
+    if parser.pos != parser.bytes.len() {
+        return Err(ParseError::Syntax("Extra data".into()));
+    }
+    if let Some(name) = parser.duplicate {
+        return Err(ParseError::DuplicateKey(name));
+    }
+    Ok((parser.problem, parser.top_id))
 }
 
 /// Parse and require no range problems (for trusted inputs such as our own files).
@@ -211,6 +255,10 @@ struct Parser<'a> {
     /// The problem's pointer parts, innermost first (collected as the parse unwinds,
     /// so the hot path never builds a path).
     parts: Vec<String>,
+    /// Check the document without building it (see [`skim_id`]).
+    skim: bool,
+    /// While skimming: the top-level object's `id` member, when it is a string.
+    top_id: Option<String>,
 }
 
 impl Parser<'_> {
@@ -416,12 +464,16 @@ impl Parser<'_> {
             return Ok(Value::Array(items));
         }
         self.depth += 1;
+        let mut count = 0usize;
         loop {
             self.skip_ws();
             let item = self.value()?;
-            let index = items.len();
+            let index = count;
+            count += 1;
             self.unwind(|| index.to_string());
-            items.push(item);
+            if !self.skim {
+                items.push(item);
+            }
             self.skip_ws();
             match self.bytes.get(self.pos) {
                 Some(b',') => self.pos += 1,
@@ -438,6 +490,7 @@ impl Parser<'_> {
     fn object(&mut self) -> Result<Value, ParseError> {
         self.pos += 1;
         let mut map = Map::new();
+        let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
         let mut duplicate: Option<String> = None;
         self.skip_ws();
         if self.bytes.get(self.pos) == Some(&b'}') {
@@ -463,10 +516,21 @@ impl Parser<'_> {
             self.skip_ws();
             let value = self.value()?;
             self.unwind(|| key.clone());
-            if map.contains_key(&key) {
-                duplicate.get_or_insert_with(|| key.clone());
+            if self.skim {
+                if self.depth == 1 && key == "id" {
+                    self.top_id = value.as_str().map(str::to_string);
+                }
+                if seen.contains(&key) {
+                    duplicate.get_or_insert_with(|| key.clone());
+                } else {
+                    seen.insert(key);
+                }
+            } else {
+                if map.contains_key(&key) {
+                    duplicate.get_or_insert_with(|| key.clone());
+                }
+                map.insert(key, value);
             }
-            map.insert(key, value);
             self.skip_ws();
             match self.bytes.get(self.pos) {
                 Some(b',') => self.pos += 1,
@@ -849,6 +913,23 @@ mod tests {
     fn syntax_errors_are_refused() {
         for bad in ["", "{", "[1,]", "{\"a\" 1}", "01", "\"\t\"", "1 2", "\u{feff}{}"] {
             assert!(matches!(parse(bad), Err(ParseError::Syntax(_))), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn skimming_gives_the_same_verdicts_and_the_id() {
+        for text in
+            [r#"{"id": "b1", "mutations": [{"a": 1}]}"#, r#"{"a": {"b": 1, "b": 2}}"#, r#"{"x": [1, NaN]}"#, "{", r#"[{"id": "no"}]"#]
+        {
+            let skimmed = skim_id(text);
+            match parse(text) {
+                Ok(parsed) => {
+                    let (problem, id) = skimmed.unwrap();
+                    assert_eq!(problem, parsed.problem, "{text}");
+                    assert_eq!(id, parsed.value.get("id").and_then(Value::as_str).map(str::to_string));
+                }
+                Err(error) => assert_eq!(skimmed.unwrap_err(), error, "{text}"),
+            }
         }
     }
 

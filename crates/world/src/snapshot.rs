@@ -65,8 +65,7 @@ pub fn data_files(world: &Path) -> Vec<PathBuf> {
 
 /// The digest of the tree's data files applied in order.
 pub fn default_batch_digest(world: &Path) -> Result<String> {
-    let initial = read_json(&world.join("data/initial.json"))?;
-    let batch_id = initial.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+    let batch_id = crate::files::read_json_id(&world.join("data/initial.json"))?.unwrap_or_default();
     let mut chunks = Vec::new();
     for path in data_files(world) {
         chunks.push(file_sha256(&path).map_err(|e| io_error(e, &path))?);
