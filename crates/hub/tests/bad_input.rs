@@ -1,0 +1,200 @@
+//! The hub's refusals: crafted tarballs, checksum mismatches, unuploaded finalizes,
+//! unknown refs, existing tags, malformed slugs, wrong keys, other projects' containers
+//! and oversized bodies. Each is refused with a message and leaves the stored state usable.
+
+use gateway_hub::archive::{gzip_bytes, safe_extract, sha256_base64, tar_bytes, ExtractLimits};
+use gateway_hub::server::{Hub, Limits};
+use gateway_hub::HubConfig;
+use gateway_world::json::{self, object, Value};
+
+// ------------------------------------------------------------------ crafted archives
+
+/// One raw ustar member (enough to craft what no well-behaved writer produces).
+fn member(name: &str, kind: u8, link: &str, payload: &[u8]) -> Vec<u8> {
+    let mut header = vec![0u8; 512];
+    header[..name.len()].copy_from_slice(name.as_bytes());
+    header[100..108].copy_from_slice(b"0000644\0");
+    header[108..116].copy_from_slice(b"0000000\0");
+    header[116..124].copy_from_slice(b"0000000\0");
+    header[124..136].copy_from_slice(format!("{:011o}\0", payload.len()).as_bytes());
+    header[136..148].copy_from_slice(b"00000000000\0");
+    header[156] = kind;
+    header[157..157 + link.len()].copy_from_slice(link.as_bytes());
+    header[257..263].copy_from_slice(b"ustar\0");
+    header[263..265].copy_from_slice(b"00");
+    header[148..156].copy_from_slice(b"        ");
+    let sum: u32 = header.iter().map(|b| u32::from(*b)).sum();
+    header[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+    let mut out = header;
+    out.extend_from_slice(payload);
+    out.resize(out.len().div_ceil(512) * 512, 0);
+    out
+}
+
+fn archive(members: &[Vec<u8>]) -> Vec<u8> {
+    let mut tar: Vec<u8> = members.concat();
+    tar.extend_from_slice(&[0u8; 1024]);
+    gzip_bytes(&tar)
+}
+
+#[test]
+fn crafted_archives_are_refused_before_anything_is_written() {
+    let cases = [
+        ("parent escape", archive(&[member("ok.txt", b'0', "", b"fine"), member("../evil.txt", b'0', "", b"x")])),
+        ("nested parent escape", archive(&[member("a/../../evil.txt", b'0', "", b"x")])),
+        ("absolute path", archive(&[member("/tmp/evil.txt", b'0', "", b"x")])),
+        ("symlink", archive(&[member("link", b'2', "/etc/passwd", b"")])),
+        ("hard link", archive(&[member("hard", b'1', "../outside", b"")])),
+        ("device", archive(&[member("dev", b'3', "", b"")])),
+    ];
+    for (label, tgz) in cases {
+        let dest = tempfile::tempdir().unwrap();
+        let refused = safe_extract(&tgz, dest.path(), ExtractLimits::default());
+        assert!(refused.is_err(), "{label} was accepted");
+        let written: Vec<_> = std::fs::read_dir(dest.path()).unwrap().collect();
+        assert!(written.is_empty(), "{label}: something was written before the refusal");
+        assert!(!dest.path().parent().unwrap().join("evil.txt").exists(), "{label} escaped");
+    }
+    let garbage = safe_extract(b"not a gzip stream", tempfile::tempdir().unwrap().path(), ExtractLimits::default());
+    assert!(garbage.is_err());
+    let honest = archive(&[member("dir/ok.txt", b'0', "", b"fine")]);
+    let dest = tempfile::tempdir().unwrap();
+    assert!(safe_extract(&honest, dest.path(), ExtractLimits::default()).is_ok());
+    assert_eq!(std::fs::read(dest.path().join("dir/ok.txt")).unwrap(), b"fine");
+}
+
+// ------------------------------------------------------------------ the HTTP surface
+
+struct Client {
+    http: reqwest::blocking::Client,
+    api: String,
+    auth: (String, String),
+}
+
+impl Client {
+    fn call(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+        let url = format!("{}{path}", self.api);
+        let request = match method {
+            "GET" => self.http.get(url),
+            "PUT" => self.http.put(url),
+            _ => self.http.post(url),
+        };
+        let request = request.basic_auth(&self.auth.0, Some(&self.auth.1));
+        let request = match body {
+            Some(body) => request.header("content-type", "application/json").body(json::canonical(body)),
+            None => request,
+        };
+        let response = request.send().expect("request");
+        let status = response.status().as_u16();
+        let text = response.text().unwrap_or_default();
+        (status, json::parse(&text).map(|p| p.value).unwrap_or(Value::Str(text)))
+    }
+}
+
+async fn start(limits: Limits) -> (String, (String, String), (String, String)) {
+    let data = tempfile::tempdir().unwrap().keep();
+    let config = HubConfig { data, database: None, objects: None };
+    let hub: Hub = config.open(None, limits).await.expect("open hub");
+    let (_, public, secret) = gateway_hub::create_key(hub.meta.as_ref(), "one").await.expect("key");
+    let (_, other_public, other_secret) = gateway_hub::create_key(hub.meta.as_ref(), "two").await.expect("key");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(gateway_hub::server::serve_on(hub, listener));
+    (format!("http://{addr}/api/public/benchmark-containers"), (public, secret), (other_public, other_secret))
+}
+
+fn text(value: &Value, key: &str) -> String {
+    value.get(key).and_then(Value::as_str).unwrap_or_default().to_string()
+}
+
+#[test]
+fn refusals_leave_the_hub_consistent() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let limits = Limits { max_json_bytes: 64 * 1024, max_object_bytes: 256 * 1024, ..Limits::default() };
+    let (api, auth, other) = runtime.block_on(start(limits));
+    let http = reqwest::blocking::Client::new();
+    let one = Client { http: http.clone(), api: api.clone(), auth };
+    let two = Client { http: http.clone(), api: api.clone(), auth: other };
+    let wrong = Client { http: http.clone(), api: api.clone(), auth: ("pk-lf-nobody".into(), "sk-lf-wrong".into()) };
+
+    let (status, _) = wrong.call("POST", "/resolve", Some(&object([("slug", Value::str("demo"))])));
+    assert_eq!(status, 401, "wrong keys");
+
+    let (status, answer) = one.call("POST", "/resolve", Some(&object([("slug", Value::str("Not A Slug!"))])));
+    assert!((400..500).contains(&status), "malformed slug: {status} {answer:?}");
+    assert!(!text(&answer, "message").is_empty(), "a refusal says why: {answer:?}");
+
+    let (status, resolved) = one.call("POST", "/resolve", Some(&object([("slug", Value::str("demo"))])));
+    assert_eq!(status, 200, "{resolved:?}");
+    let container = text(&resolved, "containerId");
+    let tgz = gzip_bytes(&tar_bytes(&[("main.py".to_string(), b"print(1)\n".to_vec())]));
+    let create = |hash: &str| {
+        object([
+            ("containerId", Value::str(&container)),
+            ("contentHash", Value::str(hash)),
+            ("bundleSha256", Value::str(sha256_base64(&tgz))),
+            ("bundleSizeBytes", Value::Int(tgz.len() as i64)),
+            ("fileManifest", Value::Array(vec![])),
+            ("branch", Value::str("main")),
+            ("baseVersionId", Value::Null),
+        ])
+    };
+    let (status, version) = one.call("POST", "/versions", Some(&create(&"a".repeat(64))));
+    assert_eq!(status, 200, "{version:?}");
+    let version_id = text(&version, "versionId");
+
+    // A finalize before the bundle is uploaded is refused.
+    let (status, answer) = one.call("POST", &format!("/versions/{version_id}/finalize"), Some(&object([("branch", Value::str("main"))])));
+    assert!((400..500).contains(&status), "finalize of an unuploaded version: {status} {answer:?}");
+
+    // An upload whose bytes do not match the announced checksum is refused.
+    let url = text(&version, "uploadUrl");
+    let tampered =
+        http.put(&url).header("x-amz-checksum-sha256", sha256_base64(b"other bytes")).body(b"other bytes".to_vec()).send().unwrap();
+    assert!(tampered.status().is_client_error(), "checksum mismatch: {}", tampered.status());
+    let uploaded = http.put(&url).header("x-amz-checksum-sha256", sha256_base64(&tgz)).body(tgz.clone()).send().unwrap();
+    assert!(uploaded.status().is_success());
+    let (status, answer) = one.call("POST", &format!("/versions/{version_id}/finalize"), Some(&object([("branch", Value::str("main"))])));
+    assert_eq!(status, 200, "finalize after upload: {answer:?}");
+
+    // Unknown refs, existing tags.
+    let resolve = |reference: &str| object([("slug", Value::str("demo")), ("ref", Value::str(reference))]);
+    let (status, _) = one.call("POST", "/resolve-version", Some(&resolve("no-such-branch")));
+    assert_eq!(status, 404, "a ref that does not exist");
+    let tag = object([
+        ("slug", Value::str("demo")),
+        ("name", Value::str("v1")),
+        ("kind", Value::str("tag")),
+        ("versionId", Value::str(&version_id)),
+    ]);
+    let (status, answer) = one.call("POST", "/refs", Some(&tag));
+    assert_eq!(status, 200, "{answer:?}");
+    let (status, answer) = one.call("POST", "/refs", Some(&tag));
+    assert_eq!(status, 409, "a tag that exists: {answer:?}");
+
+    // Another project never sees this container.
+    let (status, answer) = two.call("POST", "/resolve-version", Some(&resolve("main")));
+    assert_eq!(status, 404, "another project's container: {answer:?}");
+    assert!(!json::canonical(&answer).contains(&version_id), "no data of the other project leaks");
+    let (status, _) = two.call("GET", &format!("/versions/{version_id}/files"), None);
+    assert_eq!(status, 404);
+
+    // Bodies over the limits.
+    let huge = object([("slug", Value::Str("x".repeat(128 * 1024)))]);
+    let (status, _) = one.call("POST", "/resolve", Some(&huge));
+    assert_eq!(status, 413, "JSON body over the limit");
+    let (status, big) = one.call("POST", "/versions", Some(&create(&"b".repeat(64))));
+    assert_eq!(status, 200, "{big:?}");
+    let oversized = http
+        .put(text(&big, "uploadUrl"))
+        .header("x-amz-checksum-sha256", sha256_base64(&[0u8; 300 * 1024]))
+        .body(vec![0u8; 300 * 1024])
+        .send()
+        .unwrap();
+    assert_eq!(oversized.status().as_u16(), 413, "object over the limit");
+
+    // After all of that the hub still resolves what was stored.
+    let (status, answer) = one.call("POST", "/resolve-version", Some(&resolve("v1")));
+    assert_eq!(status, 200, "{answer:?}");
+    assert_eq!(text(&answer, "versionId"), version_id);
+}
