@@ -185,21 +185,7 @@ fn parse_with(text: &str, duplicates: bool) -> Result<Parsed, ParseError> {
         skim: false,
         top_id: None,
     };
-    parser.skip_ws();
-    let value = parser.value()?;
-    if let Some(problem) = &mut parser.problem {
-        for part in parser.parts.iter().rev() {
-            problem.pointer.push('/');
-            problem.pointer.push_str(&escape_pointer(part));
-        }
-    }
-    parser.skip_ws();
-    if parser.pos != parser.bytes.len() {
-        return Err(ParseError::Syntax("Extra data".into()));
-    }
-    if let Some(name) = parser.duplicate.filter(|_| !duplicates) {
-        return Err(ParseError::DuplicateKey(name));
-    }
+    let value = parser.document(duplicates)?;
     Ok(Parsed { value, problem: parser.problem })
 }
 
@@ -219,21 +205,7 @@ pub fn skim_id(text: &str) -> Result<(Option<RangeProblem>, Option<String>), Par
         skim: true,
         top_id: None,
     };
-    parser.skip_ws();
-    parser.value()?;
-    if let Some(problem) = &mut parser.problem {
-        for part in parser.parts.iter().rev() {
-            problem.pointer.push('/');
-            problem.pointer.push_str(&escape_pointer(part));
-        }
-    }
-    parser.skip_ws();
-    if parser.pos != parser.bytes.len() {
-        return Err(ParseError::Syntax("Extra data".into()));
-    }
-    if let Some(name) = parser.duplicate {
-        return Err(ParseError::DuplicateKey(name));
-    }
+    parser.document(false)?;
     Ok((parser.problem, parser.top_id))
 }
 
@@ -262,6 +234,27 @@ struct Parser<'a> {
 }
 
 impl Parser<'_> {
+    /// One whole document: the value, nothing after it, the problem's pointer
+    /// completed, and (unless `duplicates` are tolerated) no repeated member.
+    fn document(&mut self, duplicates: bool) -> Result<Value, ParseError> {
+        self.skip_ws();
+        let value = self.value()?;
+        if let Some(problem) = &mut self.problem {
+            for part in self.parts.iter().rev() {
+                problem.pointer.push('/');
+                problem.pointer.push_str(&escape_pointer(part));
+            }
+        }
+        self.skip_ws();
+        if self.pos != self.bytes.len() {
+            return Err(ParseError::Syntax("Extra data".into()));
+        }
+        match self.duplicate.take().filter(|_| !duplicates) {
+            Some(name) => Err(ParseError::DuplicateKey(name)),
+            None => Ok(value),
+        }
+    }
+
     fn skip_ws(&mut self) {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes.get(self.pos) {
             self.pos += 1;

@@ -14,7 +14,9 @@ use crate::store::Store;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// Connection settings while a snapshot is being built (none of them persist in the file).
+/// Connection settings while a snapshot is being built (none of them persist in the
+/// file): a build file is renamed into place only when complete, so it needs rollback
+/// (a refused batch) but not durability, and a large cache keeps big batches linear.
 const BUILD_PRAGMAS: &str =
     "PRAGMA journal_mode = MEMORY; PRAGMA synchronous = OFF; PRAGMA cache_size = -262144; PRAGMA temp_store = MEMORY;";
 
@@ -323,20 +325,27 @@ pub fn build_default(world: &Path, contract: &Arc<Contract>, force: bool) -> Res
     if let (false, Some(kept)) = (force, kept) {
         return Ok(kept);
     }
-    let fresh = snapshot.with_file_name(format!(".{SNAPSHOT}.building"));
-    let _ = std::fs::remove_file(&fresh);
-    let built = (|| {
-        let mut store = Store::create(&fresh, contract.clone())?;
-        // A build file is renamed into place only when complete: it needs rollback
-        // (a refused batch) but not durability, and a large cache keeps big batches linear.
+    build_into(&snapshot, &contract_digest, &digest, |fresh| {
+        let mut store = Store::create(fresh, contract.clone())?;
         store.connection().execute_batch(BUILD_PRAGMAS)?;
         for path in data_files(world) {
             store.apply_batch(&read_json(&path)?)?;
         }
+        Ok(store)
+    })
+}
+
+/// Build a snapshot under `.state.sqlite.building` with `fill`, then count, move it into
+/// place and write its sidecar. A refusal removes the building file and leaves the
+/// previous snapshot as it was.
+fn build_into(snapshot: &Path, contract_digest: &str, digest: &str, fill: impl FnOnce(&Path) -> Result<Store>) -> Result<Value> {
+    let fresh = snapshot.with_file_name(format!(".{SNAPSHOT}.building"));
+    let _ = std::fs::remove_file(&fresh);
+    let built = fill(&fresh).and_then(|store| {
         let counts = store.counts_value()?;
         store.close()?;
-        Ok::<_, Error>(counts)
-    })();
+        Ok(counts)
+    });
     let counts = match built {
         Ok(counts) => counts,
         Err(error) => {
@@ -344,8 +353,8 @@ pub fn build_default(world: &Path, contract: &Arc<Contract>, force: bool) -> Res
             return Err(error);
         }
     };
-    replace(&snapshot, &fresh)?;
-    write_sidecar(&snapshot, &contract_digest, &digest, counts)
+    replace(snapshot, &fresh)?;
+    write_sidecar(snapshot, contract_digest, digest, counts)
 }
 
 /// Build `scenarios/<name>/state.sqlite`: the default snapshot with the overlays applied.
@@ -363,35 +372,21 @@ pub fn build_scenario(world: &Path, scenario: &Scenario, contract: &Arc<Contract
             return Ok(kept);
         }
     }
-    let fresh = snapshot.with_file_name(format!(".{SNAPSHOT}.building"));
-    let _ = std::fs::remove_file(&fresh);
     let source = default_snapshot(world);
-    std::fs::copy(&source, &fresh).map_err(|e| io_error(e, &source))?;
-    let built = (|| {
-        let mut store = Store::open(&fresh, contract.clone(), false)?;
+    build_into(&snapshot, &contract_digest, &digest, |fresh| {
+        std::fs::copy(&source, fresh).map_err(|e| io_error(e, &source))?;
+        let mut store = Store::open(fresh, contract.clone(), false)?;
         store.connection().execute_batch(BUILD_PRAGMAS)?;
         let overlay = scenario_overlay(&scenario.dir)?;
         if !overlay.is_empty() {
-            let Some(rows) = crate::plan::rows_from_object(&Value::Object(overlay)) else {
+            let Some(rows): Option<Rows> = crate::plan::rows_from_object(&Value::Object(overlay)) else {
                 return Err(ContractError::new("rows", "rows must map entity names to arrays of rows", "/rows").into());
             };
-            let rows: Rows = rows;
             let batch = seed_batch(&store, &rows, "replace", Some(&format!("scenario:{}", scenario.name)))?;
             store.apply_batch(&batch)?;
         }
-        let counts = store.counts_value()?;
-        store.close()?;
-        Ok::<_, Error>(counts)
-    })();
-    let counts = match built {
-        Ok(counts) => counts,
-        Err(error) => {
-            let _ = std::fs::remove_file(&fresh);
-            return Err(error);
-        }
-    };
-    replace(&snapshot, &fresh)?;
-    write_sidecar(&snapshot, &contract_digest, &digest, counts)
+        Ok(store)
+    })
 }
 
 /// The default snapshot and one per scenario: `{"default": sidecar, "scenarios": {name: sidecar}}`.
