@@ -219,7 +219,7 @@ fn normalise(text: &str, port: u16) -> String {
 /// Exit code, stdout and the last stderr line that is not our progress (`# …`; the
 /// original prints none) against `fixtures/connector/original/<step>.txt`.
 fn parity(step: &str, out: &Output, port: u16) {
-    let last = stderr(out).lines().filter(|l| !l.trim().is_empty() && !l.starts_with("# ")).last().map(|l| format!("{l}\n")).unwrap_or_default();
+    let last = stderr(out).lines().rfind(|l| !l.trim().is_empty() && !l.starts_with("# ")).map(|l| format!("{l}\n")).unwrap_or_default();
     let ours = format!("exit: {}\n--- stdout\n{}--- stderr (last line)\n{last}", out.status.code().unwrap_or(-1), stdout(out));
     let original = std::fs::read_to_string(fixture(&format!("original/{step}.txt"))).unwrap();
     assert_eq!(normalise(&ours, port), original, "{step} differs from the original");
@@ -406,7 +406,16 @@ fn capture_ingest_and_conform_close_the_loop() {
     // The stricter document: a schema violation and a status mismatch, exit 1.
     let strict = dir.path().join("strict-report.json");
     let out = gateway(
-        &["worlds", "connector", "conform", path, "--openapi", fixture("acme.strict.json").to_str().unwrap(), "--out", strict.to_str().unwrap()],
+        &[
+            "worlds",
+            "connector",
+            "conform",
+            path,
+            "--openapi",
+            fixture("acme.strict.json").to_str().unwrap(),
+            "--out",
+            strict.to_str().unwrap(),
+        ],
         &[],
     );
     let text = stdout(&out);
@@ -540,4 +549,159 @@ fn serve_fake_vendor_for_recording() {
     std::fs::write(std::env::var("RECORD_VENDOR_PORT").unwrap(), port.to_string()).unwrap();
     let seconds: u64 = std::env::var("RECORD_VENDOR_SECONDS").map_or(600, |s| s.parse().unwrap());
     std::thread::sleep(std::time::Duration::from_secs(seconds));
+}
+
+#[test]
+fn inline_secrets_are_refused() {
+    let dir = world(1);
+    let root = dir.path().join("acme");
+    let path = root.to_str().unwrap();
+    let spec = spec_text(1);
+    for (inline, key) in [
+        ("token = \"tok-VALUE-123\"\n", "/auth/token: auth.token holds a credential inline"),
+        ("api_key = \"tok-VALUE-123\"\n", "/auth/api_key: auth.api_key holds a credential inline"),
+        ("password = \"tok-VALUE-123\"\n", "/auth/password: auth.password holds a credential inline"),
+    ] {
+        std::fs::write(root.join("connector.toml"), spec.replace("scheme = \"oauth2\"\n", &format!("scheme = \"oauth2\"\n{inline}")))
+            .unwrap();
+        // The original accepts this (it ignores unknown [auth] keys); we refuse, naming the key only.
+        let out = gateway(&["worlds", "connector", "validate", path], &[]);
+        assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+        assert!(stderr(&out).contains(&format!("ContractError: spec at {key}")), "{}", stderr(&out));
+        assert!(!stderr(&out).contains("tok-VALUE") && !stdout(&out).contains("tok-VALUE"));
+    }
+    let literal = spec.replace("secret_env = \"ACME_SECRET\"", "secret_env = \"sk_live_tokVALUE123\"");
+    std::fs::write(root.join("connector.toml"), literal).unwrap();
+    let out = gateway(&["worlds", "connector", "capture", path, "--op", "list_users"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("ContractError: spec at /auth/secret_env: auth.secret_env must name an environment variable"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!stderr(&out).contains("tokVALUE"));
+    assert!(!root.join("captures").exists());
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let name = entry.file_name();
+        if name.to_string_lossy().starts_with("state.") || name == "__pycache__" {
+            continue;
+        }
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &to.join(&name));
+        } else {
+            std::fs::copy(entry.path(), to.join(&name)).unwrap();
+        }
+    }
+}
+
+struct Served(std::process::Child);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The closed loop, a world as the vendor: serve world A (the helpdesk example),
+/// capture from it into world B (its read routes, base_url at A on loopback), ingest into B,
+/// conform B against A's `openapi.json` from `schema api-bundle` (exit 0); then break one
+/// of B's routes and conform again (exit 1).
+#[test]
+fn a_world_captured_from_a_served_world_conforms_to_its_openapi() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a");
+    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), &a);
+    let out = gateway(&["worlds", "schema", "compile", a.to_str().unwrap()], &[]);
+    assert!(out.status.success(), "{}", stdout(&out));
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let _served = Served(
+        Command::new(BIN)
+            .args(["worlds", "serve", a.to_str().unwrap(), "--port", &port.to_string(), "--api-key", "loop-key"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let bundle = dir.path().join("bundle");
+    std::fs::create_dir(&bundle).unwrap();
+    let out = gateway(&["worlds", "schema", "api-bundle", a.to_str().unwrap(), "--out", bundle.to_str().unwrap()], &[]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let openapi = bundle.join("openapi.json");
+    assert!(openapi.is_file());
+
+    // World B: A's contract, no data, the read routes only, captured from A.
+    let b = dir.path().join("b");
+    copy_dir(&a, &b);
+    std::fs::remove_file(b.join("data/initial.json")).unwrap();
+    let _ = std::fs::remove_dir_all(b.join("scenarios"));
+    let spec = std::fs::read_to_string(b.join("connector.toml")).unwrap();
+    let mut blocks = spec.split("[[operations]]\n");
+    let mut text = blocks
+        .next()
+        .unwrap()
+        .replace("https://helpdesk.example.test/api/v2", &format!("http://127.0.0.1:{port}/api/v2"))
+        .replace("\n[api]\n", "\n[capture]\nrequests_per_minute = 6000\ncursor_param = \"cursor\"\ncursor_field = \"cursor\"\n\n[api]\n");
+    for block in blocks {
+        let reads = ["list_tickets", "get_ticket", "list_customers", "get_customer", "customer_tickets"];
+        if !reads.iter().any(|name| block.starts_with(&format!("name = \"{name}\"\n"))) {
+            continue;
+        }
+        let block = block
+            .replace(
+                "name = \"list_tickets\"\npath = \"/tickets\"\n",
+                "name = \"list_tickets\"\npath = \"/tickets\"\nresults = \"tickets\"\n",
+            )
+            .replace(
+                "name = \"list_customers\"\npath = \"/customers\"\n",
+                "name = \"list_customers\"\npath = \"/customers\"\nresults = \"customers\"\n",
+            );
+        text.push_str("[[operations]]\n");
+        text.push_str(&block);
+    }
+    assert_eq!(text.matches("results = ").count(), 2, "{text}");
+    std::fs::write(b.join("connector.toml"), &text).unwrap();
+    let world = b.to_str().unwrap();
+    let token = [("HELPDESK_TOKEN", "loop-key")];
+
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(std::time::Instant::now() < deadline, "world A did not start");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    for op in ["list_tickets", "list_customers"] {
+        let out = gateway(&["worlds", "connector", "capture", world, "--op", op], &token);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let record = std::fs::read_to_string(b.join(stdout(&out).trim())).unwrap();
+        assert!(record.contains("\"status\": 200"), "{record}");
+        assert!(!record.contains("loop-key"));
+    }
+    let out = gateway(&["worlds", "connector", "ingest", world], &[]);
+    assert_eq!(stdout(&out), "batch helpdesk.initial.v1: 7 mutations\n  customers: 3\n  tickets: 4\n", "{}", stderr(&out));
+
+    let out = gateway(&["worlds", "connector", "conform", world, "--openapi", openapi.to_str().unwrap()], &[]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    assert!(text.ends_with(
+        "{\"operations\": 5, \"documented\": 5, \"conforming\": 5, \"status_mismatch\": 0, \"schema_violations\": 0, \"undocumented\": 0}\n"
+    ));
+
+    // Break one route: get_customer now deletes instead of reading.
+    let spec = std::fs::read_to_string(b.join("connector.toml")).unwrap();
+    let at = spec.find("name = \"get_customer\"").unwrap();
+    let single = at + spec[at..].find("single = true").unwrap();
+    let broken = format!("{}action = \"delete\"{}", &spec[..single], &spec[single + "single = true".len()..]);
+    std::fs::write(b.join("connector.toml"), broken).unwrap();
+    let out = gateway(&["worlds", "connector", "conform", world, "--openapi", openapi.to_str().unwrap()], &[]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
+    assert!(text.contains(" FAIL GET    /customers/{id}"), "{text}");
+    assert!(text.contains("get_customer  status 422, vendor documents 200"), "{text}");
+    assert!(text.ends_with(
+        "{\"operations\": 5, \"documented\": 5, \"conforming\": 4, \"status_mismatch\": 1, \"schema_violations\": 0, \"undocumented\": 0}\n"
+    ));
 }
