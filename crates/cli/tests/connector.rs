@@ -203,6 +203,40 @@ fn all_text(dir: &Path) -> String {
     text
 }
 
+/// The original's recorded behaviour on the same inputs, normalised: the vendor's port,
+/// capture file stamps, `captured_at`, file digests (they cover `captured_at` and the port),
+/// the world path as given and the `--out` path legitimately differ between two runs.
+fn normalise(text: &str, port: u16) -> String {
+    let text = text.replace(&format!("127.0.0.1:{port}"), "127.0.0.1:<PORT>");
+    let text = regex::Regex::new(r"\d{8}T\d{6,12}Z").unwrap().replace_all(&text, "<STAMP>").into_owned();
+    let text = regex::Regex::new(r#""captured_at": "[^"]*""#).unwrap().replace_all(&text, r#""captured_at": "<TIME>""#).into_owned();
+    let text = regex::Regex::new(r#""(sha256|digest)": "[0-9a-f]{64}""#).unwrap().replace_all(&text, r#""$1": "<SHA>""#).into_owned();
+    // The report names the world as given on the command line (the original ran in its parent).
+    let text = regex::Regex::new(r#""world": "(?:[^"]*/)?([^"/]+)""#).unwrap().replace_all(&text, r#""world": "$1""#).into_owned();
+    regex::Regex::new(r"(?m)^report: .*$").unwrap().replace_all(&text, "report: <OUT>").into_owned()
+}
+
+/// Exit code, stdout and the last stderr line that is not our progress (`# …`; the
+/// original prints none) against `fixtures/connector/original/<step>.txt`.
+fn parity(step: &str, out: &Output, port: u16) {
+    let last = stderr(out).lines().rfind(|l| !l.trim().is_empty() && !l.starts_with("# ")).map(|l| format!("{l}\n")).unwrap_or_default();
+    let ours = format!("exit: {}\n--- stdout\n{}--- stderr (last line)\n{last}", out.status.code().unwrap_or(-1), stdout(out));
+    let original = std::fs::read_to_string(fixture(&format!("original/{step}.txt"))).unwrap();
+    assert_eq!(normalise(&ours, port), original, "{step} differs from the original");
+}
+
+/// A file the command wrote against the original's `fixtures/connector/original/files/<name>`.
+fn parity_file(name: &str, path: &Path, port: u16) {
+    let original = std::fs::read_to_string(fixture(&format!("original/files/{name}"))).unwrap();
+    assert_eq!(normalise(&std::fs::read_to_string(path).unwrap(), port), original, "{name} differs from the original's");
+}
+
+fn only_file(dir: &Path) -> std::path::PathBuf {
+    let files: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().map(|e| e.path()).collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    files[0].clone()
+}
+
 #[test]
 fn capture_ingest_and_conform_close_the_loop() {
     let (port, seen) = vendor();
@@ -212,6 +246,7 @@ fn capture_ingest_and_conform_close_the_loop() {
     let creds = [("ACME_SECRET", SECRET), ("ACME_CLIENT", "acme-client")];
 
     let out = gateway(&["worlds", "connector", "validate", path], &[]);
+    parity("validate", &out, port);
     assert_eq!(
         stdout(&out),
         format!(
@@ -221,6 +256,7 @@ fn capture_ingest_and_conform_close_the_loop() {
 
     // A missing credential refuses the capture before any request.
     let out = gateway(&["worlds", "connector", "capture", path, "--op", "list_users"], &[("ACME_SECRET", SECRET)]);
+    parity("01-missing-client", &out, port);
     assert_eq!(out.status.code(), Some(1));
     assert!(
         stderr(&out).contains("ContractError: secret at /auth/client_id_env: Set ACME_CLIENT to the connection's client id"),
@@ -232,11 +268,13 @@ fn capture_ingest_and_conform_close_the_loop() {
         &["worlds", "connector", "capture", path, "--op", "list_users"],
         &[("ACME_SECRET", "wrong"), ("ACME_CLIENT", "acme-client")],
     );
+    parity("02-wrong-secret", &out, port);
     assert!(stderr(&out).contains("Token endpoint answered 401 without an access_token"), "{}", stderr(&out));
     assert!(!root.join("captures").exists());
 
     // Two pages by cursor field, minted token, progress on stderr.
     let out = gateway(&["worlds", "connector", "capture", path, "--op", "list_users"], &creds);
+    parity("03-list-users", &out, port);
     assert!(out.status.success(), "{}", stderr(&out));
     let files: Vec<&str> = stdout(&out).leak().lines().collect();
     assert_eq!(files.len(), 2);
@@ -248,11 +286,15 @@ fn capture_ingest_and_conform_close_the_loop() {
     assert!(page1.contains("\"email\": \"sha256:"));
     assert!(!page1.contains("ssn"));
     let requests = seen.lock().unwrap().clone();
+    parity_file("list_users-p1.json", &root.join(files[0]), port);
+    parity_file("list_users-p2.json", &root.join(files[1]), port);
     assert!(requests.iter().any(|r| r == &format!("GET /v1/users?cursor=page2 auth=Bearer {TOKEN}")), "{requests:?}");
 
     // Non-2xx pages are recorded and end the run.
-    for (op, status) in [("limited", "429"), ("broken", "500")] {
+    for (op, status, step) in [("limited", "429", "04-limited"), ("broken", "500", "05-broken")] {
         let out = gateway(&["worlds", "connector", "capture", path, "--op", op], &creds);
+        parity(step, &out, port);
+        parity_file(&format!("{op}-p1.json"), &only_file(&root.join("captures").join(op)), port);
         assert!(out.status.success(), "{}", stderr(&out));
         assert_eq!(stdout(&out).lines().count(), 1);
         let record = std::fs::read_to_string(root.join(stdout(&out).trim())).unwrap();
@@ -265,8 +307,10 @@ fn capture_ingest_and_conform_close_the_loop() {
 
     // An unknown argument or operation is refused.
     let out = gateway(&["worlds", "connector", "capture", path, "--op", "get_user", "--arg", "nope=1"], &creds);
+    parity("06-bad-arg", &out, port);
     assert!(stderr(&out).contains("Missing path argument(s): id"), "{}", stderr(&out));
     let out = gateway(&["worlds", "connector", "capture", path, "--op", "nope"], &creds);
+    parity("07-unknown-op", &out, port);
     assert!(stderr(&out).contains("Unknown operation; choose one of broken, get_user, limited, list_users"));
 
     // No secret, token or raw e-mail ever reaches disk.
@@ -280,15 +324,23 @@ fn capture_ingest_and_conform_close_the_loop() {
     // Ingest: children first, deduped by key; a second ingest changes nothing.
     let out = gateway(&["worlds", "connector", "ingest", path], &[]);
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    parity("08-ingest", &out, port);
+    parity_file("initial.v2.json", &root.join("data/initial.json"), port);
     assert_eq!(stdout(&out), "batch acme.initial.v2: 6 mutations\n  memberships: 3\n  records: 0\n  users: 3\n");
     let first = std::fs::read_to_string(root.join("data/initial.json")).unwrap();
     let out = gateway(&["worlds", "connector", "ingest", path], &[]);
+    parity("09-ingest-again", &out, port);
     assert_eq!(stdout(&out), "batch acme.initial.v2: 6 mutations\n  memberships: 3\n  records: 0\n  users: 3\n");
     assert_eq!(std::fs::read_to_string(root.join("data/initial.json")).unwrap(), first, "nothing new, nothing written");
     // A later capture that renames u1 becomes an update.
     let out = gateway(&["worlds", "connector", "capture", path, "--op", "get_user", "--arg", "id=u1"], &creds);
     assert!(out.status.success(), "{}", stderr(&out));
+    parity("10-get-user", &out, port);
+    parity_file("get_user-p1.json", &only_file(&root.join("captures/get_user")), port);
+    parity_file("manifest.json", &root.join("captures/manifest.json"), port);
     let out = gateway(&["worlds", "connector", "ingest", path], &[]);
+    parity("11-ingest-update", &out, port);
+    parity_file("initial.v3.json", &root.join("data/initial.json"), port);
     assert_eq!(stdout(&out), "batch acme.initial.v3: 7 mutations\n  memberships: 3\n  records: 0\n  users: 3\n", "{}", stderr(&out));
     let initial = std::fs::read_to_string(root.join("data/initial.json")).unwrap();
     assert!(initial.contains("\"op\": \"update\""), "the get_user capture renames u1: {initial}");
@@ -301,9 +353,28 @@ fn capture_ingest_and_conform_close_the_loop() {
     std::fs::write(&page, original.replace("Cy", "Cyd")).unwrap();
     let out = gateway(&["worlds", "connector", "ingest", path], &[]);
     assert!(stderr(&out).contains("Capture changed since it was recorded"), "{}", stderr(&out));
+    parity("12-tampered", &out, port);
     std::fs::write(&page, original).unwrap();
 
     // Conform the served world: the YAML 3.0 document matches; `?` for what it omits.
+    // The original crashes on unquoted (integer) YAML status keys (recorded in
+    // original/divergent-conform-unquoted-yaml.txt); its parity run uses the quoted copy.
+    let quoted = dir.path().join("quoted-report.json");
+    let out = gateway(
+        &[
+            "worlds",
+            "connector",
+            "conform",
+            path,
+            "--openapi",
+            fixture("acme.quoted.openapi.yaml").to_str().unwrap(),
+            "--out",
+            quoted.to_str().unwrap(),
+        ],
+        &[],
+    );
+    parity("13-conform-yaml", &out, port);
+    parity_file("conform-yaml.report.json", &quoted, port);
     let report = dir.path().join("report.json");
     let out = gateway(
         &[
@@ -333,7 +404,20 @@ fn capture_ingest_and_conform_close_the_loop() {
     assert_eq!(written["operations"][1]["request"]["url"], "/v1/users/u1");
 
     // The stricter document: a schema violation and a status mismatch, exit 1.
-    let out = gateway(&["worlds", "connector", "conform", path, "--openapi", fixture("acme.strict.json").to_str().unwrap()], &[]);
+    let strict = dir.path().join("strict-report.json");
+    let out = gateway(
+        &[
+            "worlds",
+            "connector",
+            "conform",
+            path,
+            "--openapi",
+            fixture("acme.strict.json").to_str().unwrap(),
+            "--out",
+            strict.to_str().unwrap(),
+        ],
+        &[],
+    );
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains(" FAIL GET    /users/{id}"), "{text}");
@@ -343,6 +427,8 @@ fn capture_ingest_and_conform_close_the_loop() {
     );
     assert!(text.contains("broken  status 501, vendor documents 200"), "{text}");
     assert!(text.contains(r#""status_mismatch": 1, "schema_violations": 1"#), "{text}");
+    parity("14-conform-strict", &out, port);
+    parity_file("conform-strict.report.json", &strict, port);
 
     // A document that does not parse names the file and the place.
     let out = gateway(&["worlds", "connector", "conform", path, "--openapi", fixture("broken.openapi.yaml").to_str().unwrap()], &[]);
@@ -451,4 +537,171 @@ fn skills_print_list_and_install() {
     assert_eq!(std::fs::read_to_string(&skill).unwrap(), "edited");
     let out = gateway(&["worlds", "skill", "world-data-ingestion", "--install", repo, "--force"], &[]);
     assert!(stdout(&out).contains("wrote ") && stdout(&out).contains("unchanged "));
+}
+
+/// Not a check: serves the fake vendor for `RECORD_VENDOR_SECONDS` and writes its port to
+/// `RECORD_VENDOR_PORT`, so the original CLI can be recorded against the same vendor
+/// (`cargo test --test connector -- --ignored serve_fake_vendor_for_recording`).
+#[test]
+#[ignore]
+fn serve_fake_vendor_for_recording() {
+    let (port, _) = vendor();
+    std::fs::write(std::env::var("RECORD_VENDOR_PORT").unwrap(), port.to_string()).unwrap();
+    let seconds: u64 = std::env::var("RECORD_VENDOR_SECONDS").map_or(600, |s| s.parse().unwrap());
+    std::thread::sleep(std::time::Duration::from_secs(seconds));
+}
+
+#[test]
+fn inline_secrets_are_refused() {
+    let dir = world(1);
+    let root = dir.path().join("acme");
+    let path = root.to_str().unwrap();
+    let spec = spec_text(1);
+    for (inline, key) in [
+        ("token = \"tok-VALUE-123\"\n", "/auth/token: auth.token holds a credential inline"),
+        ("api_key = \"tok-VALUE-123\"\n", "/auth/api_key: auth.api_key holds a credential inline"),
+        ("password = \"tok-VALUE-123\"\n", "/auth/password: auth.password holds a credential inline"),
+    ] {
+        std::fs::write(root.join("connector.toml"), spec.replace("scheme = \"oauth2\"\n", &format!("scheme = \"oauth2\"\n{inline}")))
+            .unwrap();
+        // The original accepts this (it ignores unknown [auth] keys); we refuse, naming the key only.
+        let out = gateway(&["worlds", "connector", "validate", path], &[]);
+        assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+        assert!(stderr(&out).contains(&format!("ContractError: spec at {key}")), "{}", stderr(&out));
+        assert!(!stderr(&out).contains("tok-VALUE") && !stdout(&out).contains("tok-VALUE"));
+    }
+    let literal = spec.replace("secret_env = \"ACME_SECRET\"", "secret_env = \"sk_live_tokVALUE123\"");
+    std::fs::write(root.join("connector.toml"), literal).unwrap();
+    let out = gateway(&["worlds", "connector", "capture", path, "--op", "list_users"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("ContractError: spec at /auth/secret_env: auth.secret_env must name an environment variable"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!stderr(&out).contains("tokVALUE"));
+    assert!(!root.join("captures").exists());
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let name = entry.file_name();
+        if name.to_string_lossy().starts_with("state.") || name == "__pycache__" {
+            continue;
+        }
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &to.join(&name));
+        } else {
+            std::fs::copy(entry.path(), to.join(&name)).unwrap();
+        }
+    }
+}
+
+struct Served(std::process::Child);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The issue's closed loop, a world as the vendor: serve world A (the helpdesk example),
+/// capture from it into world B (its read routes, base_url at A on loopback), ingest into B,
+/// conform B against A's `openapi.json` from `schema api-bundle` (exit 0); then break one
+/// of B's routes and conform again (exit 1).
+#[test]
+fn a_world_captured_from_a_served_world_conforms_to_its_openapi() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a");
+    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), &a);
+    let out = gateway(&["worlds", "schema", "compile", a.to_str().unwrap()], &[]);
+    assert!(out.status.success(), "{}", stdout(&out));
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let _served = Served(
+        Command::new(BIN)
+            .args(["worlds", "serve", a.to_str().unwrap(), "--port", &port.to_string(), "--api-key", "loop-key"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let bundle = dir.path().join("bundle");
+    std::fs::create_dir(&bundle).unwrap();
+    let out = gateway(&["worlds", "schema", "api-bundle", a.to_str().unwrap(), "--out", bundle.to_str().unwrap()], &[]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let openapi = bundle.join("openapi.json");
+    assert!(openapi.is_file());
+
+    // World B: A's contract, no data, the read routes only, captured from A.
+    let b = dir.path().join("b");
+    copy_dir(&a, &b);
+    std::fs::remove_file(b.join("data/initial.json")).unwrap();
+    let _ = std::fs::remove_dir_all(b.join("scenarios"));
+    let spec = std::fs::read_to_string(b.join("connector.toml")).unwrap();
+    let mut blocks = spec.split("[[operations]]\n");
+    let mut text = blocks
+        .next()
+        .unwrap()
+        .replace("https://helpdesk.example.test/api/v2", &format!("http://127.0.0.1:{port}/api/v2"))
+        .replace("\n[api]\n", "\n[capture]\nrequests_per_minute = 6000\ncursor_param = \"cursor\"\ncursor_field = \"cursor\"\n\n[api]\n");
+    for block in blocks {
+        let reads = ["list_tickets", "get_ticket", "list_customers", "get_customer", "customer_tickets"];
+        if !reads.iter().any(|name| block.starts_with(&format!("name = \"{name}\"\n"))) {
+            continue;
+        }
+        let block = block
+            .replace(
+                "name = \"list_tickets\"\npath = \"/tickets\"\n",
+                "name = \"list_tickets\"\npath = \"/tickets\"\nresults = \"tickets\"\n",
+            )
+            .replace(
+                "name = \"list_customers\"\npath = \"/customers\"\n",
+                "name = \"list_customers\"\npath = \"/customers\"\nresults = \"customers\"\n",
+            );
+        text.push_str("[[operations]]\n");
+        text.push_str(&block);
+    }
+    assert_eq!(text.matches("results = ").count(), 2, "{text}");
+    std::fs::write(b.join("connector.toml"), &text).unwrap();
+    let world = b.to_str().unwrap();
+    let token = [("HELPDESK_TOKEN", "loop-key")];
+
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(std::time::Instant::now() < deadline, "world A did not start");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    for op in ["list_tickets", "list_customers"] {
+        let out = gateway(&["worlds", "connector", "capture", world, "--op", op], &token);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let record = std::fs::read_to_string(b.join(stdout(&out).trim())).unwrap();
+        assert!(record.contains("\"status\": 200"), "{record}");
+        assert!(!record.contains("loop-key"));
+    }
+    let out = gateway(&["worlds", "connector", "ingest", world], &[]);
+    assert_eq!(stdout(&out), "batch helpdesk.initial.v1: 7 mutations\n  customers: 3\n  tickets: 4\n", "{}", stderr(&out));
+
+    let out = gateway(&["worlds", "connector", "conform", world, "--openapi", openapi.to_str().unwrap()], &[]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    assert!(text.ends_with(
+        "{\"operations\": 5, \"documented\": 5, \"conforming\": 5, \"status_mismatch\": 0, \"schema_violations\": 0, \"undocumented\": 0}\n"
+    ));
+
+    // Break one route: get_customer now deletes instead of reading.
+    let spec = std::fs::read_to_string(b.join("connector.toml")).unwrap();
+    let at = spec.find("name = \"get_customer\"").unwrap();
+    let single = at + spec[at..].find("single = true").unwrap();
+    let broken = format!("{}action = \"delete\"{}", &spec[..single], &spec[single + "single = true".len()..]);
+    std::fs::write(b.join("connector.toml"), broken).unwrap();
+    let out = gateway(&["worlds", "connector", "conform", world, "--openapi", openapi.to_str().unwrap()], &[]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
+    assert!(text.contains(" FAIL GET    /customers/{id}"), "{text}");
+    assert!(text.contains("get_customer  status 422, vendor documents 200"), "{text}");
+    assert!(text.ends_with(
+        "{\"operations\": 5, \"documented\": 5, \"conforming\": 4, \"status_mismatch\": 1, \"schema_violations\": 0, \"undocumented\": 0}\n"
+    ));
 }

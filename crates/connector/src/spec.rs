@@ -227,6 +227,91 @@ pub fn base_path(base_url: &str) -> String {
     split_url(base_url).2.trim_end_matches('/').to_string()
 }
 
+/// The `[auth]` keys the spec reads; any other key the original silently ignores.
+const AUTH_KEYS: [&str; 7] = ["scheme", "name", "secret_env", "headers", "token_url", "client_id_env", "scope"];
+/// Key names that say "this holds a credential" (matched case-insensitively, as a part).
+const CREDENTIAL_WORDS: [&str; 13] = [
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "passphrase",
+    "pwd",
+    "apikey",
+    "api_key",
+    "api-key",
+    "credential",
+    "bearer",
+    "cookie",
+    "private_key",
+];
+/// Prefixes of well-known credential formats (Stripe, GitHub, Slack, GitLab, AWS, Google, JWTs).
+const CREDENTIAL_PREFIXES: [&str; 14] =
+    ["sk_", "sk-", "pk_live", "rk_live", "ghp_", "gho_", "ghu_", "ghs_", "github_pat_", "xoxb-", "xoxp-", "glpat-", "AKIA", "eyJ"];
+
+fn credential_key(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    CREDENTIAL_WORDS.iter().any(|w| key.contains(w)) || key == "key" || key.ends_with("_key") || key == "pass" || key == "auth"
+}
+
+/// Whether `value` can be an environment variable's name and does not read as a credential.
+fn env_name(value: &str) -> bool {
+    let shaped = value.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && value.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    let random = value.len() >= 16
+        && value.chars().any(|c| c.is_ascii_lowercase())
+        && value.chars().any(|c| c.is_ascii_uppercase())
+        && value.chars().any(|c| c.is_ascii_digit());
+    shaped && !random && !CREDENTIAL_PREFIXES.iter().any(|p| value.starts_with(p)) && !value.starts_with("AIza")
+}
+
+/// connector.toml names environment variables, never holds credentials: an unknown
+/// credential-named key in `[auth]`/`[connector]`, a credential where a variable name
+/// belongs, or userinfo in base_url is refused. The refusal names the key, never the value.
+/// (The original ignores unknown `[auth]` keys and takes any string as a variable name.)
+fn refuse_inline_secrets(
+    connector: &toml::Table,
+    auth: &toml::Table,
+    netloc: &str,
+    secret_env: Option<&str>,
+    client_id_env: Option<&str>,
+    headers: &BTreeMap<String, String>,
+) -> Result<(), ContractError> {
+    if netloc.contains('@') {
+        return fail("spec", "base_url carries credentials; name an environment variable in [auth] instead", "/connector/base_url");
+    }
+    for (section, t) in [("auth", auth), ("connector", connector)] {
+        let known: &[&str] = if section == "auth" { &AUTH_KEYS } else { &["slug", "base_url"] };
+        if let Some(key) = t.keys().find(|k| !known.contains(&k.as_str()) && credential_key(k)) {
+            return fail(
+                "spec",
+                format!(
+                    "{section}.{key} holds a credential inline; connector.toml names environment variables, never values: \
+                     export it and name the variable in auth.secret_env"
+                ),
+                format!("/{section}/{key}"),
+            );
+        }
+    }
+    for (key, value) in [("secret_env", secret_env), ("client_id_env", client_id_env)] {
+        if value.is_some_and(|v| !env_name(v)) {
+            return fail(
+                "spec",
+                format!("auth.{key} must name an environment variable (letters, digits, _), not hold the credential itself"),
+                format!("/auth/{key}"),
+            );
+        }
+    }
+    if let Some(header) = headers.iter().find(|(_, v)| !env_name(v)).map(|(k, _)| k) {
+        return fail(
+            "spec",
+            format!("auth.headers.{header} must name an environment variable (letters, digits, _), not hold the credential itself"),
+            format!("/auth/headers/{header}"),
+        );
+    }
+    Ok(())
+}
+
 /// Parse `connector.toml` text.
 pub fn parse_spec(text: &str) -> Result<Spec, ContractError> {
     let raw: toml::Table = match text.parse() {
@@ -279,6 +364,7 @@ pub fn parse_spec(text: &str) -> Result<Spec, ContractError> {
             return fail("spec", "auth.headers repeats the secret header", "/auth/headers");
         }
     }
+    refuse_inline_secrets(connector, auth, &netloc, secret_env.as_deref(), client_id_env.as_deref(), &extra_headers)?;
     let empty = Toml::Table(toml::Table::new());
     let capture = table(Some(raw.get("capture").unwrap_or(&empty)), "/capture")?;
     let cursor_param = string(capture, "cursor_param", "/capture", None, false)?;
@@ -430,5 +516,34 @@ mod tests {
         assert_eq!(err.message, "Declare at least one [[operations]] entry");
         let err = parse_spec("[connector]\nslug = \"acme\"\nbase_url = \"https://x\"\n[auth]\nscheme = \"header\"\nsecret_env = \"K\"\n[[operations]]\nname = \"a\"\npath = \"/a\"\n").unwrap_err();
         assert_eq!(err.message, "Missing name");
+    }
+
+    #[test]
+    fn refuses_inline_secrets_without_echoing_them() {
+        let spec = |auth: &str, base: &str| {
+            format!("[connector]\nslug = \"acme\"\nbase_url = \"{base}\"\n[auth]\n{auth}\n[[operations]]\nname = \"a\"\npath = \"/a\"\n")
+        };
+        let bearer = "scheme = \"bearer\"\nsecret_env = \"ACME_TOKEN\"";
+        assert!(parse_spec(&spec(bearer, "https://x")).is_ok());
+        assert!(
+            parse_spec(&spec(&format!("{bearer}\nheaders = {{ \"X-App\" = \"ACME_APP_TOKEN\" }}\ncomment = \"ok\""), "https://x")).is_ok()
+        );
+        for (auth, base, path) in [
+            (format!("{bearer}\ntoken = \"s3cr3t-VALUE\""), "https://x", "/auth/token"),
+            (format!("{bearer}\napi_key = \"s3cr3t-VALUE\""), "https://x", "/auth/api_key"),
+            (format!("{bearer}\nPassword = \"s3cr3t-VALUE\""), "https://x", "/auth/Password"),
+            (format!("{bearer}\nclient_secret = \"s3cr3t-VALUE\""), "https://x", "/auth/client_secret"),
+            ("scheme = \"bearer\"\nsecret_env = \"s3cr3t-VALUE\"".into(), "https://x", "/auth/secret_env"),
+            ("scheme = \"bearer\"\nsecret_env = \"sk_live_s3cr3tVALUE\"".into(), "https://x", "/auth/secret_env"),
+            ("scheme = \"bearer\"\nsecret_env = \"aB3dE5gH7jK9mN1pQ3\"".into(), "https://x", "/auth/secret_env"),
+            (format!("{bearer}\nheaders = {{ \"X-App\" = \"s3cr3t-VALUE\" }}"), "https://x", "/auth/headers/X-App"),
+            (bearer.into(), "https://me:s3cr3t-VALUE@x", "/connector/base_url"),
+        ] {
+            let err = parse_spec(&spec(&auth, base)).unwrap_err();
+            assert_eq!((err.code.as_str(), err.schema_path.as_str()), ("spec", path), "{auth}");
+            assert!(!err.message.contains("s3cr3t") && !err.message.contains("aB3dE5"), "{}", err.message);
+        }
+        let err = parse_spec(&spec(&format!("{bearer}\ntoken = \"s3cr3t-VALUE\""), "https://x")).unwrap_err();
+        assert!(err.message.starts_with("auth.token holds a credential inline"), "{}", err.message);
     }
 }
