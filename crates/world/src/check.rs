@@ -327,11 +327,8 @@ impl<'c> RefPlans<'c> {
                 .iter()
                 .map(|relationship| {
                     let target = contract.entity(&relationship.target).expect("compiled target");
-                    let checks = target
-                        .primary_key
-                        .iter()
-                        .map(|f| Validator::compile(&target.property(f).cloned().unwrap_or_default()))
-                        .collect();
+                    let checks =
+                        target.primary_key.iter().map(|f| Validator::compile(&target.property(f).cloned().unwrap_or_default())).collect();
                     (relationship, target, checks)
                 })
                 .collect();
@@ -416,12 +413,13 @@ pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progr
     let validators = validators(&contract);
     let ref_plans = RefPlans::new(&contract);
     read_rows(sources, options.entity.as_deref(), &mut seen, progress, &mut |row: Row| {
+        let row_len = if row.problem.is_some() { 0 } else { encoded_len(&row.value) };
         let line_len = if row.problem.is_some() {
             encode_line(&row, tagged)?.len()
         } else if tagged {
-            "{\"entity\":,\"row\":}".len() + string_len(&row.entity) + encoded_len(&row.value)
+            "{\"entity\":,\"row\":}".len() + string_len(&row.entity) + row_len
         } else {
-            encoded_len(&row.value)
+            row_len
         };
         let bytes = line_len + 1;
         if chunk_bytes > 0 && chunk_bytes + bytes > options.chunk_bytes {
@@ -454,11 +452,11 @@ pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progr
             }
             Some(slot) => {
                 let refs = ref_plans.resolve(&declared.name, map);
-                *slot = Staged { text: crate::json::canonical(&row.value), refs, chunk, index: position };
+                *slot = Staged { text: crate::json::canonical_sized(&row.value, row_len), refs, chunk, index: position };
             }
             None => {
                 let refs = ref_plans.resolve(&declared.name, map);
-                held.insert(key, Staged { text: crate::json::canonical(&row.value), refs, chunk, index: position });
+                held.insert(key, Staged { text: crate::json::canonical_sized(&row.value, row_len), refs, chunk, index: position });
             }
         }
         Ok(Flow::More)
