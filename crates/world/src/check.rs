@@ -563,7 +563,7 @@ fn reference_refusals(contract: &Contract, store: &Store, stage: &mut Stage, mod
 /// and the counts after the batch (the parent's when it was refused).
 fn apply(contract: &Contract, validators: &Validators, store: &Store, stage: &Stage, mode: &str) -> Result<(Option<Value>, Value)> {
     let conn = store.connection();
-    conn.execute_batch("PRAGMA journal_mode = MEMORY; PRAGMA synchronous = OFF; PRAGMA cache_size = -262144; BEGIN")?;
+    conn.execute_batch("PRAGMA journal_mode = MEMORY; PRAGMA synchronous = OFF; PRAGMA cache_size = -32768; BEGIN")?;
     let outcome = apply_rows(contract, validators, conn, stage, mode);
     let counts = match &outcome {
         Ok(None) => Some(store.counts_value()),
