@@ -285,10 +285,92 @@ pub fn encode_line(row: &Row, tagged: bool) -> Result<String> {
     Ok(line)
 }
 
+/// An accepted row as held until the apply: its canonical text (what the store
+/// holds) and the outcome of each of its entity's relationships, not its tree.
 struct Staged {
-    value: Value,
+    text: String,
+    refs: Vec<Ref>,
     chunk: usize,
     index: usize,
+}
+
+impl Staged {
+    /// The row's tree again (for a refusal's primary key, a merge or an update).
+    fn value(&self) -> Value {
+        crate::json::parse_clean(&self.text).expect("canonical text parses")
+    }
+}
+
+/// One relationship of a staged row, resolved at staging.
+enum Ref {
+    /// Every referencing field absent or null.
+    Absent,
+    /// Some referencing fields present, some not.
+    Partial,
+    /// The referenced key is not a valid key of the target (the error's message).
+    Invalid(String),
+    /// The target's store key.
+    Key(String),
+}
+
+/// Each entity's relationships with their targets' key-property validators compiled once.
+struct RefPlans<'c> {
+    plans: std::collections::HashMap<&'c str, Vec<(&'c crate::compiler::Relationship, &'c Entity, Vec<Validator>)>>,
+}
+
+impl<'c> RefPlans<'c> {
+    fn new(contract: &'c Contract) -> Self {
+        let mut plans = std::collections::HashMap::new();
+        for entity in &contract.entities {
+            let list = entity
+                .relationships
+                .iter()
+                .map(|relationship| {
+                    let target = contract.entity(&relationship.target).expect("compiled target");
+                    let checks =
+                        target.primary_key.iter().map(|f| Validator::compile(&target.property(f).cloned().unwrap_or_default())).collect();
+                    (relationship, target, checks)
+                })
+                .collect();
+            plans.insert(entity.name.as_str(), list);
+        }
+        RefPlans { plans }
+    }
+
+    /// The outcome of each relationship of `entity` for `row`, as the references
+    /// step words them (`row.get(field)`, null counts as absent, `key_of` not exact).
+    fn resolve(&self, entity: &str, row: &Map) -> Vec<Ref> {
+        let Some(plans) = self.plans.get(entity) else { return Vec::new() };
+        plans
+            .iter()
+            .map(|(relationship, target, checks)| {
+                let values: Vec<Option<&Value>> =
+                    relationship.fields.iter().map(|f| row.get(f).filter(|v| !matches!(v, Value::Null))).collect();
+                if values.iter().all(Option::is_none) {
+                    return Ref::Absent;
+                }
+                if values.iter().any(Option::is_none) {
+                    return Ref::Partial;
+                }
+                let values: Vec<&Value> = values.into_iter().map(|v| v.expect("present")).collect();
+                if values.len() == target.primary_key.len() && values.iter().zip(checks).all(|(v, check)| check.accepts(v)) {
+                    let parts = values
+                        .iter()
+                        .map(|v| match v {
+                            Value::Float(f) => Value::Int(*f as i64),
+                            other => (*other).clone(),
+                        })
+                        .collect();
+                    return Ref::Key(crate::json::canonical(&Value::Array(parts)));
+                }
+                let wanted = object(target.primary_key.iter().cloned().zip(values.into_iter().cloned()));
+                match key_of(target, &wanted, false) {
+                    Ok(wanted) => Ref::Key(wanted),
+                    Err(error) => Ref::Invalid(error.message),
+                }
+            })
+            .collect()
+    }
 }
 
 /// Rows accepted by the shape check, merged by store key, per entity in first-staged order.
@@ -329,13 +411,15 @@ pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progr
     let merge_fill = options.merge == "fill";
     let mut seen = Seen::new();
     let validators = validators(&contract);
+    let ref_plans = RefPlans::new(&contract);
     read_rows(sources, options.entity.as_deref(), &mut seen, progress, &mut |row: Row| {
+        let row_len = if row.problem.is_some() { 0 } else { encoded_len(&row.value) };
         let line_len = if row.problem.is_some() {
             encode_line(&row, tagged)?.len()
         } else if tagged {
-            "{\"entity\":,\"row\":}".len() + string_len(&row.entity) + encoded_len(&row.value)
+            "{\"entity\":,\"row\":}".len() + string_len(&row.entity) + row_len
         } else {
-            encoded_len(&row.value)
+            row_len
         };
         let bytes = line_len + 1;
         if chunk_bytes > 0 && chunk_bytes + bytes > options.chunk_bytes {
@@ -352,19 +436,27 @@ pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progr
             return Ok(Flow::More);
         }
         let declared = contract.entity(&row.entity).expect("shape-checked entity");
-        let key = row_key(declared, row.value.as_object().expect("shape-checked object"));
+        let map = row.value.as_object().expect("shape-checked object");
+        let key = row_key(declared, map);
         let held = stage.rows.entry(row.entity).or_default();
         match held.get_mut(&key) {
             Some(first) if merge_fill => {
-                if let (Value::Object(first), Value::Object(later)) = (&mut first.value, row.value) {
+                let mut merged = first.value();
+                if let (Value::Object(first), Value::Object(later)) = (&mut merged, row.value) {
                     for (name, value) in later {
                         first.entry(name).or_insert(value);
                     }
                 }
+                first.refs = ref_plans.resolve(&declared.name, merged.as_object().expect("object"));
+                first.text = crate::json::canonical(&merged);
             }
-            Some(slot) => *slot = Staged { value: row.value, chunk, index: position },
+            Some(slot) => {
+                let refs = ref_plans.resolve(&declared.name, map);
+                *slot = Staged { text: crate::json::canonical_sized(&row.value, row_len), refs, chunk, index: position };
+            }
             None => {
-                held.insert(key, Staged { value: row.value, chunk, index: position });
+                let refs = ref_plans.resolve(&declared.name, map);
+                held.insert(key, Staged { text: crate::json::canonical_sized(&row.value, row_len), refs, chunk, index: position });
             }
         }
         Ok(Flow::More)
@@ -410,40 +502,34 @@ fn reference_refusals(contract: &Contract, store: &Store, stage: &mut Stage, mod
         }
         let mut dropped = Vec::new();
         for (key, staged) in &stage.rows[&entity_name] {
-            let row = &staged.value;
-            for relationship in &declared.relationships {
-                let values: Vec<Option<&Value>> =
-                    relationship.fields.iter().map(|f| row.get(f).filter(|v| !matches!(v, Value::Null))).collect();
-                if values.iter().all(Option::is_none) {
-                    continue;
-                }
+            for (relationship, resolved) in declared.relationships.iter().zip(&staged.refs) {
                 let first_field = relationship.fields[0].as_str();
                 let refuse = |detail: &str| {
                     refusal(
                         Some(staged.chunk),
                         Some(staged.index),
                         Some(&entity_name),
-                        Some(row),
+                        Some(&staged.value()),
                         Some(first_field),
                         detail,
                         Some(contract),
                     )
                 };
-                if values.iter().any(Option::is_none) {
-                    refusals.push(refuse("Composite references must be wholly present or wholly absent/null"));
-                    dropped.push(key.clone());
-                    break;
-                }
-                let target = contract.entity(&relationship.target).expect("compiled target");
-                let wanted = object(target.primary_key.iter().cloned().zip(values.iter().map(|v| v.expect("present").clone())));
-                let wanted = match key_of(target, &wanted, false) {
-                    Ok(wanted) => wanted,
-                    Err(error) => {
-                        refusals.push(refuse(&error.message));
+                let wanted = match resolved {
+                    Ref::Absent => continue,
+                    Ref::Partial => {
+                        refusals.push(refuse("Composite references must be wholly present or wholly absent/null"));
                         dropped.push(key.clone());
                         break;
                     }
+                    Ref::Invalid(message) => {
+                        refusals.push(refuse(message));
+                        dropped.push(key.clone());
+                        break;
+                    }
+                    Ref::Key(wanted) => wanted,
                 };
+                let target = contract.entity(&relationship.target).expect("compiled target");
                 if !known.contains_key(&target.name) {
                     let mut held: HashSet<String> = stage.rows.get(&target.name).map(|r| r.keys().cloned().collect()).unwrap_or_default();
                     if !(mode == "replace" && stage.rows.contains_key(&target.name)) {
@@ -455,7 +541,7 @@ fn reference_refusals(contract: &Contract, store: &Store, stage: &mut Stage, mod
                     }
                     known.insert(target.name.clone(), held);
                 }
-                if !known[&target.name].contains(&wanted) {
+                if !known[&target.name].contains(wanted) {
                     refusals.push(refuse(&format!("Relationship target does not exist in {}", target.name)));
                     dropped.push(key.clone());
                     break;
@@ -477,7 +563,7 @@ fn reference_refusals(contract: &Contract, store: &Store, stage: &mut Stage, mod
 /// and the counts after the batch (the parent's when it was refused).
 fn apply(contract: &Contract, validators: &Validators, store: &Store, stage: &Stage, mode: &str) -> Result<(Option<Value>, Value)> {
     let conn = store.connection();
-    conn.execute_batch("PRAGMA journal_mode = MEMORY; PRAGMA synchronous = OFF; PRAGMA cache_size = -262144; BEGIN")?;
+    conn.execute_batch("PRAGMA journal_mode = MEMORY; PRAGMA synchronous = OFF; PRAGMA cache_size = -32768; BEGIN")?;
     let outcome = apply_rows(contract, validators, conn, stage, mode);
     let counts = match &outcome {
         Ok(None) => Some(store.counts_value()),
@@ -506,7 +592,7 @@ fn apply_rows(
     use crate::compiler::quote;
     let order: Vec<String> = dependency_order(contract).into_iter().filter(|n| stage.rows.contains_key(n)).collect();
     let row_refusal = |name: &str, staged: &Staged, field: Option<&str>, detail: &str| {
-        refusal(Some(staged.chunk), Some(staged.index), Some(name), Some(&staged.value), field, detail, Some(contract))
+        refusal(Some(staged.chunk), Some(staged.index), Some(name), Some(&staged.value()), field, detail, Some(contract))
     };
     let mut deleted = HashSet::new();
     if mode == "replace" {
@@ -553,7 +639,7 @@ fn apply_rows(
                 None
             };
             let Some(existing) = existing else {
-                match insert.execute([key, &crate::json::canonical(&staged.value)]) {
+                match insert.execute([key, &staged.text]) {
                     Ok(_) => continue,
                     Err(error) if is_constraint(&error) => {
                         return Ok(Some(row_refusal(name, staged, None, "Primary or unique key conflicts with existing state")));
@@ -562,11 +648,12 @@ fn apply_rows(
                 }
             };
             let current = crate::json::parse_clean(&existing).unwrap_or_default();
-            if crate::json::python_equal(&current, &staged.value) {
+            let value = staged.value();
+            if crate::json::python_equal(&current, &value) {
                 continue;
             }
             let mut merged = current.as_object().cloned().unwrap_or_default();
-            for (k, v) in staged.value.as_object().expect("staged object") {
+            for (k, v) in value.as_object().expect("staged object") {
                 merged.insert(k.clone(), v.clone());
             }
             let merged = Value::Object(merged);

@@ -632,6 +632,13 @@ pub fn canonical(value: &Value) -> String {
     dumps(value, DumpOptions::CANONICAL)
 }
 
+/// [`canonical`] into a string of `capacity` bytes (its length when known: one allocation).
+pub fn canonical_sized(value: &Value, capacity: usize) -> String {
+    let mut out = String::with_capacity(capacity);
+    write_value(&mut out, value, DumpOptions::CANONICAL, 0);
+    out
+}
+
 /// Canonical text plus a newline, as bytes: what generated JSON files hold.
 pub fn encoded(value: &Value) -> Vec<u8> {
     let mut text = canonical(value);
