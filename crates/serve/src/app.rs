@@ -4,7 +4,7 @@
 
 use crate::handlers::{CtxError, CtxHost, HandlerFailure, HandlerOutcome, HandlerRequest, Worker};
 use crate::page::{page_headers, paginate, window, wrap, Link, Page};
-use crate::router::{parse_query, python_b64decode, query_get, Router};
+use crate::router::{parse_query, python_b64decode, Router};
 use crate::settings::{ApiSettings, OperationSettings, Paging};
 use crate::state::{dig, matches, Filter, WorldState};
 use gateway_connector::spec::{base_path, Operation};
@@ -303,9 +303,9 @@ impl WorldApp {
         if safe && candidate.is_file() {
             return serve_file(candidate);
         }
-        let (_, query) = ("", Vec::<(String, String)>::new());
-        let under_entry = path.starts_with(ui.entry.as_str());
-        if under_entry && self.router.route("GET", self.strip(path), &query).is_none() && !self.strip(path).starts_with(&self.prefix) {
+        // Paths under the API's base prefix, or that an operation answers, stay the API's.
+        let api_path = !self.prefix.is_empty() && path.starts_with(&self.prefix);
+        if path.starts_with(ui.entry.as_str()) && !api_path && self.router.route("GET", path, &[]).is_none() {
             return serve_file(root.join("index.html"));
         }
         None
@@ -761,9 +761,4 @@ impl CtxHost for Host<'_> {
             other => Err(CtxError::Other(format!("unknown ctx method {other}"))),
         }
     }
-}
-
-/// Query values of a request, as the handler sees them (helper for tests).
-pub fn query_value(query: &[(String, String)], name: &str) -> Option<String> {
-    query_get(query, name).map(str::to_string)
 }

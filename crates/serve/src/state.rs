@@ -13,7 +13,7 @@ use gateway_world::error::{ContractError, Error as WorldError};
 use gateway_world::json::{object, python_str, Map, Value};
 use gateway_world::plan::{rows_from_object, seed_batch, Rows, MODES};
 use gateway_world::snapshot;
-use gateway_world::store::{fold_json_text, new_batch_id, register_functions, Store, ARRAY_FOLD, SERVING_INDEX_PREFIX};
+use gateway_world::store::{new_batch_id, register_functions, Store, ARRAY_FOLD, SERVING_INDEX_PREFIX};
 use gateway_world::{Contract, Result};
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 use std::collections::{BTreeMap, HashMap};
@@ -693,9 +693,4 @@ fn add_indexes(path: &Path, contract: &Arc<Contract>, indexed: &BTreeMap<String,
         }
     }
     Ok(())
-}
-
-/// `gw_fold` of a JSON text, exposed for tests.
-pub fn fold(text: &str) -> Option<String> {
-    fold_json_text(text)
 }

@@ -3,7 +3,7 @@
 use crate::compiler::{build, Contract};
 use crate::error::{ContractError, Error, Result};
 use crate::files::write_atomic;
-use crate::json::{encoded, Value};
+use crate::json::Value;
 use crate::snapshot;
 use std::path::Path;
 use std::sync::Arc;
@@ -63,9 +63,4 @@ pub fn check_bundle(world: &Path) -> Result<Arc<Contract>> {
 pub fn describe(world: &Path) -> Result<String> {
     let contract = build(world)?;
     Ok(String::from_utf8_lossy(contract.artifact("schema/README.md")).into_owned())
-}
-
-/// The lock as the bytes `schema/lock.json` holds.
-pub fn lock_bytes(contract: &Contract) -> Vec<u8> {
-    encoded(&contract.lock)
 }
