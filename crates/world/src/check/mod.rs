@@ -26,8 +26,13 @@ use crate::snapshot::{build_default, default_snapshot};
 use crate::store::{key_of, Store};
 use crate::validator::Validator;
 use indexmap::IndexMap;
+use memory::{Decision, Tuple, UniquePlans};
+use rusqlite::{Connection, OpenFlags};
 use std::collections::HashSet;
 use std::path::Path;
+
+mod memory;
+mod sql;
 
 /// JSONL bytes per chunk before a new one starts.
 pub const CHUNK_BYTES: usize = 64 * 1024 * 1024;
@@ -52,11 +57,14 @@ pub struct CheckOptions {
     pub merge: String,
     /// JSONL bytes per chunk.
     pub chunk_bytes: usize,
+    /// Always apply in a scratch SQLite copy, even where the in-memory apply decides
+    /// (the two must agree; tests compare them).
+    pub exact: bool,
 }
 
 impl Default for CheckOptions {
     fn default() -> Self {
-        CheckOptions { entity: None, mode: "append".into(), merge: "upsert".into(), chunk_bytes: CHUNK_BYTES }
+        CheckOptions { entity: None, mode: "append".into(), merge: "upsert".into(), chunk_bytes: CHUNK_BYTES, exact: false }
     }
 }
 
@@ -290,6 +298,8 @@ pub fn encode_line(row: &Row, tagged: bool) -> Result<String> {
 struct Staged {
     text: String,
     refs: Vec<Ref>,
+    /// The row's tuples for its entity's declared `unique` constraints.
+    uniques: Vec<Tuple>,
     chunk: usize,
     index: usize,
 }
@@ -412,6 +422,7 @@ pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progr
     let mut seen = Seen::new();
     let validators = validators(&contract);
     let ref_plans = RefPlans::new(&contract);
+    let unique_plans = UniquePlans::new(&contract);
     read_rows(sources, options.entity.as_deref(), &mut seen, progress, &mut |row: Row| {
         let row_len = if row.problem.is_some() { 0 } else { encoded_len(&row.value) };
         let line_len = if row.problem.is_some() {
@@ -448,15 +459,18 @@ pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progr
                     }
                 }
                 first.refs = ref_plans.resolve(&declared.name, merged.as_object().expect("object"));
+                first.uniques = unique_plans.declared_tuples(&declared.name, &merged);
                 first.text = crate::json::canonical(&merged);
             }
             Some(slot) => {
                 let refs = ref_plans.resolve(&declared.name, map);
-                *slot = Staged { text: crate::json::canonical_sized(&row.value, row_len), refs, chunk, index: position };
+                let uniques = unique_plans.declared_tuples(&declared.name, &row.value);
+                *slot = Staged { text: crate::json::canonical_sized(&row.value, row_len), refs, uniques, chunk, index: position };
             }
             None => {
                 let refs = ref_plans.resolve(&declared.name, map);
-                held.insert(key, Staged { text: crate::json::canonical_sized(&row.value, row_len), refs, chunk, index: position });
+                let uniques = unique_plans.declared_tuples(&declared.name, &row.value);
+                held.insert(key, Staged { text: crate::json::canonical_sized(&row.value, row_len), refs, uniques, chunk, index: position });
             }
         }
         Ok(Flow::More)
@@ -472,26 +486,38 @@ pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progr
     }
     lap("stage");
     build_default(root, &contract, false)?;
-    let scratch = crate::data::tempfile_dir::Scratch::new("gateway-check")?;
-    let parent = scratch.path().join("state.sqlite");
     let source = default_snapshot(root);
-    std::fs::copy(&source, &parent).map_err(|e| Error::io(e, &source))?;
-    let store = Store::open(&parent, contract.clone(), false)?;
-    let references = reference_refusals(&contract, &store, &mut stage, &options.mode)?;
-    lap("references");
-    for record in references {
+    let snapshot = Connection::open_with_flags(&source, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+    for record in reference_refusals(&contract, &snapshot, &mut stage, &options.mode)? {
         stage.refuse(record);
     }
-    let (refused, entity_counts) = apply(&contract, &validators, &store, &stage, &options.mode)?;
+    lap("references");
+    let decided = if options.mode == "append" && !options.exact {
+        memory::apply(&contract, &validators, &unique_plans, &snapshot, &stage)?
+    } else {
+        Decision::Undecided
+    };
+    let (refused, entity_counts) = match decided {
+        // A refused batch leaves the parent's counts.
+        Decision::Decided(Some(record), _) => (Some(record), memory::counts(&contract, &snapshot, &Default::default())?),
+        Decision::Decided(None, counts) => (None, counts),
+        Decision::Undecided => {
+            let scratch = crate::data::tempfile_dir::Scratch::new("gateway-check")?;
+            let parent = scratch.path().join("state.sqlite");
+            std::fs::copy(&source, &parent).map_err(|e| Error::io(e, &source))?;
+            let store = Store::open(&parent, contract.clone(), false)?;
+            sql::apply(&contract, &validators, &store, &stage, &options.mode)?
+        }
+    };
+    drop(snapshot);
     if let Some(record) = refused {
         stage.refuse(record);
     }
     lap("apply");
-    drop(store);
     Ok(CheckReport { rows: rows_read, refusals: stage.refusals, refusal_count: stage.refused, entity_counts })
 }
 
-fn reference_refusals(contract: &Contract, store: &Store, stage: &mut Stage, mode: &str) -> Result<Vec<Value>> {
+fn reference_refusals(contract: &Contract, snapshot: &Connection, stage: &mut Stage, mode: &str) -> Result<Vec<Value>> {
     let mut refusals = Vec::new();
     let mut known: IndexMap<String, HashSet<String>> = IndexMap::new();
     let entities: Vec<String> = stage.rows.keys().cloned().collect();
@@ -534,7 +560,7 @@ fn reference_refusals(contract: &Contract, store: &Store, stage: &mut Stage, mod
                     let mut held: HashSet<String> = stage.rows.get(&target.name).map(|r| r.keys().cloned().collect()).unwrap_or_default();
                     if !(mode == "replace" && stage.rows.contains_key(&target.name)) {
                         let sql = format!("SELECT _key FROM {}", crate::compiler::quote(&target.name));
-                        let mut statement = store.connection().prepare(&sql)?;
+                        let mut statement = snapshot.prepare(&sql)?;
                         for stored in statement.query_map([], |r| r.get::<_, String>(0))? {
                             held.insert(stored?);
                         }
@@ -554,164 +580,6 @@ fn reference_refusals(contract: &Contract, store: &Store, stage: &mut Stage, mod
         }
     }
     Ok(refusals)
-}
-
-/// Apply the staged rows as one batch in the scratch copy, as the original's
-/// `seed_batch` + `apply_batch` would (replace deletes first, then per row: skip an
-/// identical row, update with a shallow merge, or insert; then the commit-time
-/// audit), and roll it back. Returns the store's refusal mapped back to its row,
-/// and the counts after the batch (the parent's when it was refused).
-fn apply(contract: &Contract, validators: &Validators, store: &Store, stage: &Stage, mode: &str) -> Result<(Option<Value>, Value)> {
-    let conn = store.connection();
-    conn.execute_batch("PRAGMA journal_mode = MEMORY; PRAGMA synchronous = OFF; PRAGMA cache_size = -32768; BEGIN")?;
-    let outcome = apply_rows(contract, validators, conn, stage, mode);
-    let counts = match &outcome {
-        Ok(None) => Some(store.counts_value()),
-        _ => None,
-    };
-    conn.execute_batch("ROLLBACK")?;
-    let refused = outcome?;
-    let counts = match counts {
-        Some(counts) => counts?,
-        None => store.counts_value()?,
-    };
-    Ok((refused, counts))
-}
-
-fn is_constraint(error: &rusqlite::Error) -> bool {
-    matches!(error, rusqlite::Error::SqliteFailure(failure, _) if failure.code == rusqlite::ErrorCode::ConstraintViolation)
-}
-
-fn apply_rows(
-    contract: &Contract,
-    validators: &Validators,
-    conn: &rusqlite::Connection,
-    stage: &Stage,
-    mode: &str,
-) -> Result<Option<Value>> {
-    use crate::compiler::quote;
-    let order: Vec<String> = dependency_order(contract).into_iter().filter(|n| stage.rows.contains_key(n)).collect();
-    let row_refusal = |name: &str, staged: &Staged, field: Option<&str>, detail: &str| {
-        refusal(Some(staged.chunk), Some(staged.index), Some(name), Some(&staged.value()), field, detail, Some(contract))
-    };
-    let mut deleted = HashSet::new();
-    if mode == "replace" {
-        for name in &order {
-            let table = quote(name);
-            let incoming = &stage.rows[name];
-            let doomed: Vec<String> = {
-                let mut statement = conn.prepare(&format!("SELECT _key FROM {table} ORDER BY _key"))?;
-                let keys = statement.query_map([], |r| r.get::<_, String>(0))?;
-                let mut doomed = Vec::new();
-                for key in keys {
-                    let key = key?;
-                    if !incoming.contains_key(&key) {
-                        doomed.push(key);
-                    }
-                }
-                doomed
-            };
-            let mut delete = conn.prepare(&format!("DELETE FROM {table} WHERE _key = ?1"))?;
-            for key in doomed {
-                delete.execute([&key])?;
-                deleted.insert(name.clone());
-            }
-        }
-    }
-    let mut updated: Vec<(&str, &Staged, Value)> = Vec::new();
-    for name in &order {
-        let declared = contract.entity(name).expect("staged entity");
-        let table = quote(name);
-        let mut select = conn.prepare(&format!("SELECT payload FROM {table} WHERE _key = ?1"))?;
-        let mut insert = conn.prepare(&format!("INSERT INTO {table} (_key, payload) VALUES (?1, ?2)"))?;
-        let mut update = conn.prepare(&format!("UPDATE {table} SET payload = ?1 WHERE _key = ?2"))?;
-        // One scan of the keys held, so a new row costs no lookup.
-        let held: HashSet<String> = {
-            let mut statement = conn.prepare(&format!("SELECT _key FROM {table}"))?;
-            let keys = statement.query_map([], |r| r.get::<_, String>(0))?;
-            keys.collect::<rusqlite::Result<_>>()?
-        };
-        for (key, staged) in &stage.rows[name] {
-            let existing: Option<String> = if held.contains(key) {
-                use rusqlite::OptionalExtension as _;
-                select.query_row([key], |r| r.get(0)).optional()?
-            } else {
-                None
-            };
-            let Some(existing) = existing else {
-                match insert.execute([key, &staged.text]) {
-                    Ok(_) => continue,
-                    Err(error) if is_constraint(&error) => {
-                        return Ok(Some(row_refusal(name, staged, None, "Primary or unique key conflicts with existing state")));
-                    }
-                    Err(error) => return Err(error.into()),
-                }
-            };
-            let current = crate::json::parse_clean(&existing).unwrap_or_default();
-            let value = staged.value();
-            if crate::json::python_equal(&current, &value) {
-                continue;
-            }
-            let mut merged = current.as_object().cloned().unwrap_or_default();
-            for (k, v) in value.as_object().expect("staged object") {
-                merged.insert(k.clone(), v.clone());
-            }
-            let merged = Value::Object(merged);
-            if !validators[name].accepts(&merged) {
-                if let Err(error) = validate(&declared.schema, &merged, &format!("{}/schema", declared.location), "") {
-                    return Ok(Some(row_refusal(name, staged, field_of(&error), &error.message)));
-                }
-            }
-            match update.execute([&crate::json::canonical(&merged), key]) {
-                Ok(_) => updated.push((name, staged, merged)),
-                Err(error) if is_constraint(&error) => {
-                    return Ok(Some(row_refusal(name, staged, None, "Primary or unique key conflicts with existing state")));
-                }
-                Err(error) => return Err(error.into()),
-            }
-        }
-    }
-    // The commit-time audit: inserted rows were reference-checked against the batch
-    // and the parent; an update keeps the references of the row it merges into.
-    for (name, staged, merged) in &updated {
-        let declared = contract.entity(name).expect("staged entity");
-        for relationship in &declared.relationships {
-            let keys: Vec<Option<&Value>> = relationship
-                .fields
-                .iter()
-                .map(|f| crate::compiler::payload_value(merged, f).filter(|v| !matches!(v, Value::Null)))
-                .collect();
-            if keys.iter().all(Option::is_none) {
-                continue;
-            }
-            if keys.iter().any(Option::is_none) {
-                return Ok(Some(row_refusal(name, staged, None, "Composite references must be wholly present or wholly absent/null")));
-            }
-            let target = contract.entity(&relationship.target).expect("compiled target");
-            let wanted = object(target.primary_key.iter().cloned().zip(keys.into_iter().map(|k| k.expect("present").clone())));
-            let wanted = match key_of(target, &wanted, true) {
-                Ok(wanted) => wanted,
-                Err(error) => return Ok(Some(row_refusal(name, staged, field_of(&error), &error.message))),
-            };
-            let exists = conn.prepare_cached(&format!("SELECT 1 FROM {} WHERE _key = ?1", quote(&target.name)))?.exists([&wanted])?;
-            if !exists {
-                return Ok(Some(row_refusal(
-                    name,
-                    staged,
-                    None,
-                    "Relationship target does not exist; incomplete evidence requires an explicit mapping decision",
-                )));
-            }
-        }
-    }
-    if !deleted.is_empty() {
-        for entity in contract.entities.iter().filter(|e| e.relationships.iter().any(|r| deleted.contains(&r.target))) {
-            if conn.prepare(&format!("PRAGMA foreign_key_check({})", quote(&entity.name)))?.exists([])? {
-                return Ok(Some(refusal(None, None, None, None, None, "Persisted SQLite relationship check failed", None)));
-            }
-        }
-    }
-    Ok(None)
 }
 
 #[cfg(test)]

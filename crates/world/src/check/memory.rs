@@ -1,0 +1,401 @@
+//! The in-memory apply: what the scratch-copy apply ([`super::sql`]) would decide for
+//! an `append` batch, decided from hash sets and a read-only look at the parent
+//! snapshot, without copying the snapshot or writing a row.
+//!
+//! An append batch can only be refused by a unique constraint (the primary key's
+//! `UNIQUE` included), by an updated row that no longer conforms, or by the
+//! commit-time audit of an updated row's references. Each is modelled here with
+//! SQLite's own comparison rules (see [`Cell`]); where a staged value would need
+//! SQLite's rendering of a JSON object or array to compare it, the apply answers
+//! [`Decision::Undecided`] and the caller runs the exact one.
+
+use super::{dependency_order, field_of, refusal, Stage, Staged, Validators};
+use crate::compiler::{quote, Contract, Entity};
+use crate::dialect::validate;
+use crate::error::Result;
+use crate::json::{object, Value};
+use crate::store::key_of;
+use rusqlite::{types::ValueRef, Connection, OptionalExtension as _};
+use std::collections::{HashMap, HashSet};
+
+/// One value as a SQLite `UNIQUE` index compares it: what `json_extract` makes of a
+/// payload field (booleans are integers; a real equal to an integer is that integer).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Cell {
+    Int(i64),
+    /// A real that is not an integer, by its bits.
+    Real(u64),
+    Text(Box<str>),
+}
+
+impl Cell {
+    fn real(f: f64) -> Cell {
+        // The cast saturates; the bounds keep only reals an i64 holds exactly.
+        if f.fract() == 0.0 && f >= -9.223_372_036_854_776e18 && f < 9.223_372_036_854_776e18 {
+            Cell::Int(f as i64)
+        } else {
+            Cell::Real(f.to_bits())
+        }
+    }
+
+    fn from_sql(value: ValueRef<'_>) -> Option<Cell> {
+        match value {
+            ValueRef::Null => None,
+            ValueRef::Integer(n) => Some(Cell::Int(n)),
+            ValueRef::Real(f) => Some(Cell::real(f)),
+            ValueRef::Text(bytes) | ValueRef::Blob(bytes) => Some(Cell::Text(String::from_utf8_lossy(bytes).into())),
+        }
+    }
+
+    fn to_sql(&self) -> rusqlite::types::Value {
+        match self {
+            Cell::Int(n) => rusqlite::types::Value::Integer(*n),
+            Cell::Real(bits) => rusqlite::types::Value::Real(f64::from_bits(*bits)),
+            Cell::Text(text) => rusqlite::types::Value::Text(text.to_string()),
+        }
+    }
+}
+
+/// A row's values for one unique constraint.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Tuple {
+    /// Some value is absent or null: SQLite's NULLs never conflict.
+    Null,
+    /// Every value is a scalar.
+    Values(Box<[Cell]>),
+    /// Some value is an object or array: only SQLite can compare its text.
+    Complex,
+}
+
+/// The key paths of every unique constraint of every entity, parsed once.
+pub(super) struct UniquePlans {
+    plans: HashMap<String, Vec<Vec<Vec<String>>>>,
+    /// Entities whose primary-key `UNIQUE` cannot disagree with their store keys.
+    keyed: HashSet<String>,
+}
+
+impl UniquePlans {
+    pub(super) fn new(contract: &Contract) -> UniquePlans {
+        let plans = contract
+            .entities
+            .iter()
+            .map(|entity| {
+                let sets = constraints(entity)
+                    .map(|fields| fields.iter().map(|f| crate::compiler::pointer_parts(f, f, "key").unwrap_or_default()).collect())
+                    .collect();
+                (entity.name.clone(), sets)
+            })
+            .collect();
+        // Two distinct store keys name the same SQLite tuple only when a boolean meets
+        // an integer (`json_extract` makes `true` 1); key properties typed without
+        // `boolean` rule that out, and the store-key check alone decides the primary key.
+        let keyed = contract
+            .entities
+            .iter()
+            .filter(|entity| {
+                entity.primary_key.iter().all(|field| {
+                    let types = entity.property(field).map(crate::dialect::declared_types).unwrap_or_default();
+                    !types.is_empty() && !types.contains(&"boolean")
+                })
+            })
+            .map(|entity| entity.name.clone())
+            .collect();
+        UniquePlans { plans, keyed }
+    }
+
+    /// How many leading constraints (0 or 1: the primary key's) the apply need not check.
+    fn skipped(&self, entity: &str) -> usize {
+        usize::from(self.keyed.contains(entity))
+    }
+
+    /// The row's tuple for each unique constraint of its entity the apply checks.
+    pub(super) fn tuples(&self, entity: &str, row: &Value) -> Vec<Tuple> {
+        let Some(sets) = self.plans.get(entity) else { return Vec::new() };
+        sets.iter().skip(self.skipped(entity)).map(|fields| tuple(row, fields)).collect()
+    }
+
+    /// The row's tuples for the declared `unique` constraints only (a staged row's
+    /// primary-key tuple comes from its store key).
+    pub(super) fn declared_tuples(&self, entity: &str, row: &Value) -> Vec<Tuple> {
+        let Some(sets) = self.plans.get(entity) else { return Vec::new() };
+        sets.iter().skip(1).map(|fields| tuple(row, fields)).collect()
+    }
+}
+
+/// The unique constraints of an entity as its table declares them: the primary key, then `unique`.
+fn constraints(entity: &Entity) -> impl Iterator<Item = &Vec<String>> {
+    std::iter::once(&entity.primary_key).chain(&entity.unique)
+}
+
+fn tuple(row: &Value, fields: &[Vec<String>]) -> Tuple {
+    let mut cells = Vec::with_capacity(fields.len());
+    for parts in fields {
+        let mut current = Some(row);
+        for part in parts {
+            current = current.and_then(Value::as_object).and_then(|map| map.get(part.as_str()));
+        }
+        cells.push(match current {
+            None | Some(Value::Null) => return Tuple::Null,
+            Some(Value::Bool(b)) => Cell::Int(i64::from(*b)),
+            Some(Value::Int(n)) => Cell::Int(*n),
+            Some(Value::Float(f)) => Cell::real(*f),
+            Some(Value::Str(text)) => Cell::Text(text.as_str().into()),
+            Some(Value::Array(_) | Value::Object(_)) => return Tuple::Complex,
+        });
+    }
+    Tuple::Values(cells.into_boxed_slice())
+}
+
+/// What the in-memory apply decided.
+pub(super) enum Decision {
+    /// The refusal the exact apply would give (if any) and the counts after the batch.
+    Decided(Option<Value>, Value),
+    /// A case only SQLite can decide.
+    Undecided,
+}
+
+/// The rows a parent table holds, as far as the apply needs them.
+enum Stored {
+    /// Read whole, once: every key, and each constraint's tuples with their keys.
+    Scanned { keys: HashSet<String>, owners: Vec<HashMap<Box<[Cell]>, String>> },
+    /// Too large to read for this batch: looked up by index, row by row.
+    Indexed,
+}
+
+/// A parent table is read whole when it is not much larger than what the batch
+/// brings; otherwise every staged row costs index lookups instead.
+fn scan_worthwhile(stored: i64, staged: usize) -> bool {
+    stored <= 10_000 || (stored as u64) <= 4 * staged as u64
+}
+
+/// Decide an `append` batch against the snapshot behind `conn` (opened read-only).
+pub(super) fn apply(
+    contract: &Contract,
+    validators: &Validators,
+    plans: &UniquePlans,
+    conn: &Connection,
+    stage: &Stage,
+) -> Result<Decision> {
+    let order: Vec<String> = dependency_order(contract).into_iter().filter(|n| stage.rows.contains_key(n)).collect();
+    let row_refusal = |name: &str, staged: &Staged, field: Option<&str>, detail: &str| {
+        refusal(Some(staged.chunk), Some(staged.index), Some(name), Some(&staged.value()), field, detail, Some(contract))
+    };
+    const CONFLICT: &str = "Primary or unique key conflicts with existing state";
+    let mut inserted: HashMap<&str, i64> = HashMap::new();
+    let mut updated: Vec<(&str, &Staged, Value)> = Vec::new();
+    for name in &order {
+        let declared = contract.entity(name).expect("staged entity");
+        let table = quote(name);
+        let skipped = plans.skipped(name);
+        let sets: Vec<&Vec<String>> = constraints(declared).skip(skipped).collect();
+        let rows = &stage.rows[name];
+        let count: i64 = conn.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))?;
+        let stored = if scan_worthwhile(count, rows.len()) { scan(conn, &table, &sets)? } else { Stored::Indexed };
+        // Tuples claimed (Some(key)) or given up (None) by rows of this batch.
+        let mut overlay: Vec<HashMap<Box<[Cell]>, Option<String>>> = vec![HashMap::new(); sets.len()];
+        let owner = |overlay: &[HashMap<Box<[Cell]>, Option<String>>], set: usize, cells: &[Cell]| -> Result<Option<String>> {
+            if let Some(claimed) = overlay[set].get(cells) {
+                return Ok(claimed.clone());
+            }
+            match &stored {
+                Stored::Scanned { owners, .. } => Ok(owners[set].get(cells).cloned()),
+                Stored::Indexed => {
+                    let clause: Vec<String> = sets[set].iter().enumerate().map(|(i, f)| format!("{} = ?{}", quote(f), i + 1)).collect();
+                    let sql = format!("SELECT _key FROM {table} WHERE {} LIMIT 1", clause.join(" AND "));
+                    let params: Vec<rusqlite::types::Value> = cells.iter().map(Cell::to_sql).collect();
+                    Ok(conn.prepare_cached(&sql)?.query_row(rusqlite::params_from_iter(params), |r| r.get(0)).optional()?)
+                }
+            }
+        };
+        let mut select = conn.prepare_cached(&format!("SELECT payload FROM {table} WHERE _key = ?1"))?;
+        for (key, staged) in rows {
+            let existing: Option<String> = match &stored {
+                Stored::Scanned { keys, .. } if !keys.contains(key) => None,
+                _ => select.query_row([key], |r| r.get(0)).optional()?,
+            };
+            let Some(existing) = existing else {
+                let tuples = staged_tuples(key, staged, skipped == 0);
+                for (set, tuple) in tuples.iter().enumerate() {
+                    match tuple {
+                        Tuple::Null => {}
+                        Tuple::Complex => return Ok(Decision::Undecided),
+                        Tuple::Values(cells) => {
+                            if owner(&overlay, set, cells)?.is_some() {
+                                return Ok(Decision::Decided(Some(row_refusal(name, staged, None, CONFLICT)), Value::Null));
+                            }
+                        }
+                    }
+                }
+                for (set, tuple) in tuples.into_iter().enumerate() {
+                    if let Tuple::Values(cells) = tuple {
+                        overlay[set].insert(cells, Some(key.clone()));
+                    }
+                }
+                *inserted.entry(name).or_default() += 1;
+                continue;
+            };
+            let current = crate::json::parse_clean(&existing).unwrap_or_default();
+            let value = staged.value();
+            if crate::json::python_equal(&current, &value) {
+                continue;
+            }
+            let mut merged = current.as_object().cloned().unwrap_or_default();
+            for (k, v) in value.as_object().expect("staged object") {
+                merged.insert(k.clone(), v.clone());
+            }
+            let merged = Value::Object(merged);
+            if !validators[name].accepts(&merged) {
+                if let Err(error) = validate(&declared.schema, &merged, &format!("{}/schema", declared.location), "") {
+                    return Ok(Decision::Decided(Some(row_refusal(name, staged, field_of(&error), &error.message)), Value::Null));
+                }
+            }
+            let before = plans.tuples(name, &current);
+            let after = plans.tuples(name, &merged);
+            for (set, (old, new)) in before.iter().zip(&after).enumerate() {
+                if old == new {
+                    continue;
+                }
+                match new {
+                    Tuple::Null => {}
+                    Tuple::Complex => return Ok(Decision::Undecided),
+                    Tuple::Values(cells) => {
+                        if owner(&overlay, set, cells)?.is_some_and(|k| &k != key) {
+                            return Ok(Decision::Decided(Some(row_refusal(name, staged, None, CONFLICT)), Value::Null));
+                        }
+                    }
+                }
+                if matches!(old, Tuple::Complex) {
+                    return Ok(Decision::Undecided);
+                }
+            }
+            for (set, (old, new)) in before.into_iter().zip(after).enumerate() {
+                if old == new {
+                    continue;
+                }
+                if let Tuple::Values(cells) = old {
+                    overlay[set].insert(cells, None);
+                }
+                if let Tuple::Values(cells) = new {
+                    overlay[set].insert(cells, Some(key.clone()));
+                }
+            }
+            updated.push((name, staged, merged));
+        }
+    }
+    // The commit-time audit of updated rows (inserted ones were reference-checked):
+    // an append deletes nothing, so a target exists when the parent or the batch has it.
+    for (name, staged, merged) in &updated {
+        let declared = contract.entity(name).expect("staged entity");
+        for relationship in &declared.relationships {
+            let keys: Vec<Option<&Value>> = relationship
+                .fields
+                .iter()
+                .map(|f| crate::compiler::payload_value(merged, f).filter(|v| !matches!(v, Value::Null)))
+                .collect();
+            if keys.iter().all(Option::is_none) {
+                continue;
+            }
+            if keys.iter().any(Option::is_none) {
+                let detail = "Composite references must be wholly present or wholly absent/null";
+                return Ok(Decision::Decided(Some(row_refusal(name, staged, None, detail)), Value::Null));
+            }
+            let target = contract.entity(&relationship.target).expect("compiled target");
+            let wanted = object(target.primary_key.iter().cloned().zip(keys.into_iter().map(|k| k.expect("present").clone())));
+            let wanted = match key_of(target, &wanted, true) {
+                Ok(wanted) => wanted,
+                Err(error) => return Ok(Decision::Decided(Some(row_refusal(name, staged, field_of(&error), &error.message)), Value::Null)),
+            };
+            let staged_target = stage.rows.get(&target.name).is_some_and(|rows| rows.contains_key(&wanted));
+            if !staged_target
+                && !conn.prepare_cached(&format!("SELECT 1 FROM {} WHERE _key = ?1", quote(&target.name)))?.exists([&wanted])?
+            {
+                let detail = "Relationship target does not exist; incomplete evidence requires an explicit mapping decision";
+                return Ok(Decision::Decided(Some(row_refusal(name, staged, None, detail)), Value::Null));
+            }
+        }
+    }
+    Ok(Decision::Decided(None, counts(contract, conn, &inserted)?))
+}
+
+/// Each entity's row count in the snapshot, plus what the batch inserts.
+pub(super) fn counts(contract: &Contract, conn: &Connection, inserted: &HashMap<&str, i64>) -> Result<Value> {
+    let mut counts = Vec::new();
+    for entity in &contract.entities {
+        let stored: i64 = conn.query_row(&format!("SELECT COUNT(*) FROM {}", quote(&entity.name)), [], |r| r.get(0))?;
+        counts.push((entity.name.clone(), Value::Int(stored + inserted.get(entity.name.as_str()).copied().unwrap_or(0))));
+    }
+    Ok(object(counts))
+}
+
+/// A staged row's tuples: the primary key's from its store key, the others as staged.
+fn staged_tuples(key: &str, staged: &Staged, primary: bool) -> Vec<Tuple> {
+    if !primary {
+        return staged.uniques.clone();
+    }
+    let parts = crate::json::parse_clean(key);
+    let primary = match parts {
+        Some(Value::Array(parts)) => {
+            let cells: Option<Vec<Cell>> = parts
+                .iter()
+                .map(|part| match part {
+                    Value::Bool(b) => Some(Cell::Int(i64::from(*b))),
+                    Value::Int(n) => Some(Cell::Int(*n)),
+                    Value::Float(f) => Some(Cell::real(*f)),
+                    Value::Str(text) => Some(Cell::Text(text.as_str().into())),
+                    _ => None,
+                })
+                .collect();
+            cells.map_or(Tuple::Complex, |cells| Tuple::Values(cells.into_boxed_slice()))
+        }
+        _ => Tuple::Complex,
+    };
+    std::iter::once(primary).chain(staged.uniques.iter().cloned()).collect()
+}
+
+/// Read a parent table whole: its keys and each constraint's tuples.
+fn scan(conn: &Connection, table: &str, sets: &[&Vec<String>]) -> Result<Stored> {
+    let columns: Vec<String> = sets.iter().flat_map(|fields| fields.iter().map(|f| quote(f))).collect();
+    let mut sql = String::from("SELECT _key");
+    for column in &columns {
+        sql.push_str(", ");
+        sql.push_str(column);
+    }
+    sql.push_str(&format!(" FROM {table}"));
+    let mut statement = conn.prepare(&sql)?;
+    let mut rows = statement.query([])?;
+    let mut keys = HashSet::new();
+    let mut owners: Vec<HashMap<Box<[Cell]>, String>> = vec![HashMap::new(); sets.len()];
+    while let Some(row) = rows.next()? {
+        let key: String = row.get(0)?;
+        let mut column = 1;
+        for (set, fields) in sets.iter().enumerate() {
+            let cells: Option<Vec<Cell>> = (0..fields.len()).map(|i| Cell::from_sql(row.get_ref(column + i).ok()?)).collect();
+            column += fields.len();
+            if let Some(cells) = cells {
+                owners[set].insert(cells.into_boxed_slice(), key.clone());
+            }
+        }
+        keys.insert(key);
+    }
+    Ok(Stored::Scanned { keys, owners })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cells_compare_as_sqlite_does() {
+        assert_eq!(Cell::real(2.0), Cell::Int(2));
+        assert_eq!(Cell::real(-0.0), Cell::Int(0));
+        assert_ne!(Cell::real(2.5), Cell::Int(2));
+        assert_eq!(Cell::from_sql(ValueRef::Real(3.0)), Some(Cell::Int(3)));
+        assert_eq!(Cell::from_sql(ValueRef::Null), None);
+        let row = crate::json::parse_clean(r#"{"a": true, "b": {"c": "x"}, "d": null, "e": [1]}"#).unwrap();
+        let parts = |p: &[&str]| p.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(tuple(&row, &[parts(&["a"]), parts(&["b", "c"])]), Tuple::Values(vec![Cell::Int(1), Cell::Text("x".into())].into()));
+        assert_eq!(tuple(&row, &[parts(&["a"]), parts(&["d"])]), Tuple::Null);
+        assert_eq!(tuple(&row, &[parts(&["missing"])]), Tuple::Null);
+        assert_eq!(tuple(&row, &[parts(&["e"])]), Tuple::Complex);
+    }
+}
