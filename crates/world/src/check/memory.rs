@@ -31,7 +31,7 @@ pub(super) enum Cell {
 impl Cell {
     fn real(f: f64) -> Cell {
         // The cast saturates; the bounds keep only reals an i64 holds exactly.
-        if f.fract() == 0.0 && f >= -9.223_372_036_854_776e18 && f < 9.223_372_036_854_776e18 {
+        if f.fract() == 0.0 && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&f) {
             Cell::Int(f as i64)
         } else {
             Cell::Real(f.to_bits())
