@@ -413,7 +413,7 @@ fn execute(command: BenchCommand) -> Result<(), Failure> {
                     };
                     let split =
                         |text: &str| -> Vec<Value> { text.split(',').map(str::trim).filter(|s| !s.is_empty()).map(Value::str).collect() };
-                    let mut fields = Map::new();
+                    let mut fields = Map::default();
                     fields.insert("name".into(), Value::str(name));
                     fields.insert("models".into(), Value::Array(split(&models)));
                     fields.insert("parallelism".into(), Value::Int(parallelism));

@@ -35,7 +35,7 @@ fn from_yaml(value: serde_yaml_ng::Value) -> Value {
         Y::String(s) => Value::Str(s),
         Y::Sequence(items) => Value::Array(items.into_iter().map(from_yaml).collect()),
         Y::Mapping(mapping) => {
-            let mut map = Map::new();
+            let mut map = Map::default();
             for (key, item) in mapping {
                 let key = match key {
                     Y::String(s) => s,
@@ -146,7 +146,7 @@ impl Document {
         let mut seen: Vec<String> = Vec::new();
         while let Some(reference) = current.get("$ref").and_then(Value::as_str).map(str::to_string) {
             if seen.contains(&reference) || !reference.starts_with("#/") {
-                return Value::Object(Map::new());
+                return Value::Object(Map::default());
             }
             seen.push(reference.clone());
             let mut node = &self.root;
@@ -154,10 +154,10 @@ impl Document {
                 let part = part.replace("~1", "/").replace("~0", "~");
                 match node.get(&part) {
                     Some(next) => node = next,
-                    None => return Value::Object(Map::new()),
+                    None => return Value::Object(Map::default()),
                 }
             }
-            let Value::Object(target) = node else { return Value::Object(Map::new()) };
+            let Value::Object(target) = node else { return Value::Object(Map::default()) };
             let mut merged = target.clone();
             if let Value::Object(siblings) = &current {
                 for (k, v) in siblings {
@@ -171,7 +171,7 @@ impl Document {
         if matches!(current, Value::Object(_)) {
             current
         } else {
-            Value::Object(Map::new())
+            Value::Object(Map::default())
         }
     }
 
@@ -192,7 +192,7 @@ impl Document {
         }
         for keyword in ["allOf", "anyOf", "oneOf"] {
             let Some(branches) = schema.get(keyword).and_then(Value::as_array).filter(|b| !b.is_empty()) else { continue };
-            let mut merged = Map::new();
+            let mut merged = Map::default();
             let take = if keyword == "allOf" { branches.len() } else { 1 };
             for branch in &branches[..take] {
                 match self.example(branch, depth + 1) {
@@ -212,9 +212,9 @@ impl Document {
         match kind.as_deref() {
             Some("object") | None if kind.is_some() || schema.get("properties").is_some() => {
                 if depth > 6 {
-                    return Value::Object(Map::new());
+                    return Value::Object(Map::default());
                 }
-                let mut out = Map::new();
+                let mut out = Map::default();
                 if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
                     for (name, property) in properties {
                         if required.contains(&name.as_str()) {

@@ -230,7 +230,7 @@ pub struct EntityDecl {
 const FIELD_TYPES: [&str; 6] = ["string", "integer", "number", "boolean", "object", "array"];
 
 fn fields_schema(spec: &str) -> Result<Value, ContractError> {
-    let mut properties = Map::new();
+    let mut properties = Map::default();
     let mut required = Vec::new();
     for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let Some((name, kind)) = part.split_once(':') else {
@@ -485,7 +485,7 @@ pub fn entity_add(world: &Path, decl: &EntityDecl, compile: &dyn Fn(&str) -> Res
         ]));
     }
     let strings = |items: &[String]| Value::Array(items.iter().map(Value::str).collect());
-    let mut declaration = Map::new();
+    let mut declaration = Map::default();
     declaration.insert("schema".into(), schema_ref);
     declaration.insert("primary_key".into(), strings(&decl.key));
     declaration.insert("unique".into(), Value::Array(decl.unique.iter().map(|u| strings(u)).collect()));

@@ -337,7 +337,7 @@ pub fn capture(world: &Path, request: &CaptureRequest, progress: &mut dyn FnMut(
             None => (Value::Null, Some(String::from_utf8_lossy(&reply.body).chars().take(4096).collect::<String>())),
         };
         let (stamp, captured_at) = stamps();
-        let mut recorded_headers = Map::new();
+        let mut recorded_headers = Map::default();
         let cursor_header = spec.cursor_header.as_ref().map(|h| h.to_ascii_lowercase());
         for (name, value) in &reply.headers {
             if RECORDED_HEADERS.contains(&name.as_str()) || cursor_header.as_deref() == Some(name.as_str()) {

@@ -67,7 +67,7 @@ fn project(operation: &Operation, raw: &Map, file: &str) -> std::result::Result<
             let Value::Object(item) = item else {
                 return Err(ingest_error(format!("An item of {} in {file} is not an object", explode.field)));
             };
-            let mut child = Map::new();
+            let mut child = Map::default();
             for (name, source) in &explode.carry {
                 child.insert(name.clone(), raw.get(source).cloned().unwrap_or(Value::Null));
             }

@@ -38,7 +38,7 @@ pub fn redact(value: &Value, spec: &Spec) -> Value {
 fn walk(value: &Value, spec: &Spec, path: &str) -> Value {
     match value {
         Value::Object(map) => {
-            let mut out = Map::new();
+            let mut out = Map::default();
             for (key, item) in map {
                 let here = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
                 if named(key, &here, &spec.drop_fields) {

@@ -71,7 +71,7 @@ fn toml_to_json(value: &toml::Value) -> Value {
 
 /// `read_pyproject`: `{name?, version?, dependencies?, requires_python?}` from pyproject.toml.
 pub fn read_pyproject(env: &Path) -> Map {
-    let mut out = Map::new();
+    let mut out = Map::default();
     let Ok(text) = std::fs::read_to_string(env.join("pyproject.toml")) else { return out };
     let Ok(table) = text.parse::<toml::Table>() else { return out };
     let Some(toml::Value::Table(project)) = table.get("project") else { return out };
@@ -308,7 +308,7 @@ impl Client {
         let dir_name = env.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let slug = options.slug.clone().filter(|s| !s.is_empty()).or_else(|| py_name.clone()).unwrap_or(dir_name);
 
-        let mut resolve = Map::new();
+        let mut resolve = Map::default();
         resolve.insert("slug".into(), Value::str(slug.clone()));
         let name = options.name.clone().filter(|s| !s.is_empty()).or(py_name).unwrap_or_else(|| slug.clone());
         resolve.insert("name".into(), Value::str(name));
@@ -328,7 +328,7 @@ impl Client {
         let tarball = archive::build_source_tarball(env)?;
         let bundle_sha256 = archive::sha256_base64(&tarball);
         let semantic_version = pyproject.get("version").filter(|v| !matches!(v, Value::Null | Value::Bool(false))).cloned();
-        let mut body = Map::new();
+        let mut body = Map::default();
         body.insert("containerId".into(), Value::str(container_id.clone()));
         body.insert("contentHash".into(), Value::str(content_hash.clone()));
         body.insert("bundleSha256".into(), Value::str(bundle_sha256.clone()));
@@ -359,7 +359,7 @@ impl Client {
             self.put_object(url, tarball, &bundle_sha256, "application/gzip")?;
         }
 
-        let mut fin = Map::new();
+        let mut fin = Map::default();
         fin.insert("branch".into(), Value::str(branch.clone()));
         fin.insert("baseVersionId".into(), base_version_id.clone());
         if options.force {
@@ -396,7 +396,7 @@ impl Client {
 
     /// `resolve-version`: slug + ref to a READY version and its download URL.
     pub fn resolve_version(&self, slug: &str, reference: &str) -> Result<Value> {
-        let mut body = Map::new();
+        let mut body = Map::default();
         body.insert("slug".into(), Value::str(slug));
         if !reference.is_empty() {
             body.insert("ref".into(), Value::str(reference));
@@ -480,7 +480,7 @@ impl Client {
 
     /// `POST /refs`: a branch (from the main tip unless pinned) or an immutable tag.
     pub fn create_ref(&self, slug: &str, name: &str, kind: &str, version_id: Option<&str>) -> Result<Value> {
-        let mut body = Map::new();
+        let mut body = Map::default();
         body.insert("slug".into(), Value::str(slug));
         body.insert("name".into(), Value::str(name));
         body.insert("kind".into(), Value::str(kind));
@@ -535,7 +535,7 @@ impl Client {
 
     fn manifest_hashes(&self, version_id: &str) -> Result<Map> {
         let listed = self.get(&format!("{API}/versions/{version_id}/files"))?;
-        let mut out = Map::new();
+        let mut out = Map::default();
         for f in listed.get("files").and_then(Value::as_array).cloned().unwrap_or_default() {
             if f.get("isDirectory").is_some_and(truthy) {
                 continue;
@@ -603,7 +603,7 @@ impl Client {
             let suffix = source_branch.map(|b| format!(" (branch {b} matches the target's tip)")).unwrap_or_default();
             return Err(fail(format!("No changes against {target} — nothing to propose.{suffix}")));
         }
-        let mut body = Map::new();
+        let mut body = Map::default();
         body.insert("slug".into(), Value::str(slug));
         body.insert("title".into(), Value::str(title));
         body.insert("changeReason".into(), Value::str(message));
@@ -623,7 +623,7 @@ impl Client {
         if slug.contains('@') {
             return Err(fail("fork a container head; omit the @version suffix"));
         }
-        let mut body = Map::new();
+        let mut body = Map::default();
         body.insert("slug".into(), Value::str(slug));
         if let Some(t) = target_slug.filter(|t| !t.is_empty()) {
             body.insert("targetSlug".into(), Value::str(t));

@@ -297,7 +297,7 @@ pub fn percent_encode(text: &str) -> String {
 fn parse_body(body: &[u8]) -> Result<Map, HubError> {
     let text = std::str::from_utf8(body).map_err(|_| HubError::BadRequest("request body is not UTF-8".into()))?;
     if text.trim().is_empty() {
-        return Ok(Map::new());
+        return Ok(Map::default());
     }
     match json::parse(text) {
         Ok(parsed) => match parsed.value {
@@ -577,7 +577,7 @@ async fn create_version(hub: &Hub, project: &str, body: &Map, base_url: &str) ->
     };
     let pyproject = match body.get("pyprojectMeta") {
         Some(v @ Value::Object(_)) => v.clone(),
-        _ => Value::Object(Map::new()),
+        _ => Value::Object(Map::default()),
     };
     let wheel_sha256 = opt_str(body, "wheelSha256")?;
     let wheel_filename = opt_str(body, "wheelFilename")?;
@@ -630,7 +630,7 @@ async fn create_version(hub: &Hub, project: &str, body: &Map, base_url: &str) ->
     let (version, _created) = hub.meta.create_version(new).await?;
     // A stored bundle is only "already uploaded" when the object is really there.
     let stored = version.uploaded && hub.objects.size(&version.object_key).await?.is_some();
-    let mut out = Map::new();
+    let mut out = Map::default();
     out.insert("versionId".into(), Value::str(version.id.clone()));
     out.insert("containerId".into(), Value::str(container.id.clone()));
     out.insert("contentHash".into(), Value::str(version.content_hash.clone()));
@@ -751,7 +751,7 @@ async fn resolve_version(hub: &Hub, project: &str, body: &Map, base_url: &str) -
     let container = container(hub, project, opt_str(body, "slug")?).await?;
     let reference = opt_str(body, "ref")?.filter(|r| !r.is_empty()).unwrap_or_else(|| "latest".into());
     let (version, branch) = resolve_ref(hub, &container, &reference).await?;
-    let mut out = Map::new();
+    let mut out = Map::default();
     out.insert("containerId".into(), Value::str(container.id.clone()));
     out.insert("slug".into(), Value::str(container.slug.clone()));
     out.insert("ref".into(), Value::str(reference));
@@ -771,7 +771,7 @@ async fn resolve_version(hub: &Hub, project: &str, body: &Map, base_url: &str) -
 
 async fn download(hub: &Hub, project: &str, id: &str, artifact: Option<String>, base_url: &str) -> Answer {
     let (_, version) = own_version(hub, project, id).await?;
-    let mut out = Map::new();
+    let mut out = Map::default();
     out.insert("versionId".into(), Value::str(version.id.clone()));
     match artifact.as_deref().unwrap_or("bundle") {
         "wheel" => {
@@ -1132,7 +1132,7 @@ async fn upsert_run_config(hub: &Hub, project: &str, body: &Map) -> Answer {
         }
         None => (new_id("rc_"), now_iso()),
     };
-    let mut row = Map::new();
+    let mut row = Map::default();
     row.insert("id".into(), Value::str(id.clone()));
     row.insert("name".into(), Value::str(name));
     row.insert("models".into(), Value::Array(models));

@@ -171,7 +171,7 @@ fn query_pairs(value: Option<&Value>) -> Vec<(String, String)> {
 /// Python's `_json` of a request body: `{}` when empty, None when not JSON.
 fn json_body(raw: &[u8]) -> Option<Value> {
     if raw.is_empty() {
-        return Some(Value::Object(Map::new()));
+        return Some(Value::Object(Map::default()));
     }
     let text = std::str::from_utf8(raw).ok()?;
     // Python's json.loads: a repeated member keeps its first position and last value;
@@ -382,7 +382,7 @@ impl WorldApp {
             }
         }
         let op = settings.for_operation(&operation.name);
-        let body = if matches!(method, "POST" | "PUT" | "PATCH") { json_body(raw) } else { Some(Value::Object(Map::new())) };
+        let body = if matches!(method, "POST" | "PUT" | "PATCH") { json_body(raw) } else { Some(Value::Object(Map::default())) };
         let Some(body) = body else {
             return Response::json(settings.invalid_status, settings.invalid.clone());
         };
@@ -547,9 +547,9 @@ impl WorldApp {
 
     /// The row a create or update writes: defaults, the body (mapped or as-is), generated fields.
     fn bind(&self, op: &OperationSettings, entity: &str, body: &Value, current: Option<&Value>) -> Result<Value, Failure> {
-        let empty = Map::new();
+        let empty = Map::default();
         let body_map = body.as_object().unwrap_or(&empty);
-        let mut row: Map = if current.is_none() { op.defaults.clone() } else { Map::new() };
+        let mut row: Map = if current.is_none() { op.defaults.clone() } else { Map::default() };
         if op.body.is_empty() {
             for (k, v) in body_map {
                 row.insert(k.clone(), v.clone());
@@ -618,14 +618,14 @@ fn set_dotted(row: &mut Map, target: &str, value: Value, current: Option<&Value>
     let head = parts[0];
     if !row.contains_key(head) {
         let base =
-            current.and_then(|c| c.get(head)).filter(|b| b.as_object().is_some()).cloned().unwrap_or_else(|| Value::Object(Map::new()));
+            current.and_then(|c| c.get(head)).filter(|b| b.as_object().is_some()).cloned().unwrap_or_else(|| Value::Object(Map::default()));
         row.insert(head.to_string(), base);
     }
     let mut node = row.get_mut(head).expect("inserted");
     for part in &parts[1..parts.len() - 1] {
         let Value::Object(map) = node else { return };
         if !matches!(map.get(*part), Some(Value::Object(_))) {
-            map.insert(part.to_string(), Value::Object(Map::new()));
+            map.insert(part.to_string(), Value::Object(Map::default()));
         }
         node = map.get_mut(*part).expect("inserted");
     }

@@ -163,7 +163,7 @@ pub fn openapi_document(spec: &Spec, contract_id: &str, settings: Option<&ApiSet
         }
         _ => None,
     };
-    let mut paths = Map::new();
+    let mut paths = Map::default();
     for operation in &spec.operations {
         let op = settings.map_or_else(OperationSettings::default, |s| s.for_operation(&operation.name));
         let mut params: Vec<Value> = operation
@@ -181,14 +181,14 @@ pub fn openapi_document(spec: &Spec, contract_id: &str, settings: Option<&ApiSet
         params.extend(operation.params.iter().map(|name| {
             object([("name", Value::str(name)), ("in", Value::str("query")), ("required", Value::Bool(false)), ("schema", string_schema())])
         }));
-        let mut entry = Map::new();
+        let mut entry = Map::default();
         entry.insert("operationId".into(), Value::str(&operation.name));
         entry.insert("parameters".into(), Value::Array(params));
         if let Some(entity) = &operation.entity {
             entry.insert("x-gateway-entity".into(), Value::str(entity));
         }
         entry.insert("x-gateway-action".into(), Value::str(&op.action));
-        let mut responses = Map::new();
+        let mut responses = Map::default();
         responses.insert(op.status.to_string(), object([("description", Value::str("OK"))]));
         responses.insert("401".into(), object([("description", Value::str("Unauthorized"))]));
         responses.insert("404".into(), object([("description", Value::str("Not found"))]));
@@ -202,7 +202,7 @@ pub fn openapi_document(spec: &Spec, contract_id: &str, settings: Option<&ApiSet
             let content = object([("application/json", object([("schema", object([("type", Value::str("object"))]))]))]);
             entry.insert("requestBody".into(), object([("content", content)]));
         }
-        let methods = match paths.entry(operation.path.clone()).or_insert_with(|| Value::Object(Map::new())) {
+        let methods = match paths.entry(operation.path.clone()).or_insert_with(|| Value::Object(Map::default())) {
             Value::Object(methods) => methods,
             _ => unreachable!("paths hold objects"),
         };
@@ -225,7 +225,7 @@ pub fn openapi_document(spec: &Spec, contract_id: &str, settings: Option<&ApiSet
             }
         }
     }
-    let mut document = Map::new();
+    let mut document = Map::default();
     document.insert("openapi".into(), Value::str("3.1.0"));
     document.insert(
         "info".into(),
@@ -272,7 +272,7 @@ pub fn base_seed(initial: &Value) -> Result<Value, BundleError> {
             })
         }
     };
-    let mut seed = Map::new();
+    let mut seed = Map::default();
     for mutation in mutations {
         let Value::Object(mutation) = mutation else { return Err(no_get(mutation)) };
         if !matches!(mutation.get("op"), Some(Value::Str(op)) if op == "insert") {

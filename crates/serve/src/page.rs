@@ -214,7 +214,7 @@ pub fn wrap(page: Page, settings: &ApiSettings, envelope: Option<&str>, paging: 
         .filter(|k| !k.is_empty())
         .map(|k| (k.clone(), page_ref(&page, page.previous_offset(), paging, link)));
     let total = page.total;
-    let mut out = Map::new();
+    let mut out = Map::default();
     out.insert(key.to_string(), Value::Array(page.rows));
     out.insert(settings.hits_key.clone(), Value::Int(total));
     out.insert(settings.cursor_key.clone(), next);

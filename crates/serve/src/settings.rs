@@ -68,7 +68,7 @@ impl Default for OperationSettings {
             envelope: None,
             single: false,
             body: Vec::new(),
-            defaults: Map::new(),
+            defaults: Map::default(),
             generate: Vec::new(),
             handler: None,
             paging: None,
@@ -262,10 +262,10 @@ fn operation_settings(operation: &Operation, location: &str) -> Result<Operation
     };
     let body = str_map(t, "body", location)?;
     let defaults = match t.get("defaults") {
-        None => Map::new(),
+        None => Map::default(),
         Some(table @ Toml::Table(_)) => match toml_to_json(table) {
             Value::Object(map) => map,
-            _ => Map::new(),
+            _ => Map::default(),
         },
         Some(_) => return fail("spec", "api.defaults is a table of constant fields", format!("{location}/defaults")),
     };

@@ -384,7 +384,7 @@ impl WorldState {
             return self.seed_live(&Value::Object(overlay), "replace");
         }
         let initial = gateway_world::files::read_json(&self.world.join("data/initial.json"))?;
-        let mut base = Map::new();
+        let mut base = Map::default();
         for mutation in initial.get("mutations").and_then(Value::as_array).into_iter().flatten() {
             if mutation.get("op").and_then(Value::as_str) == Some("insert") {
                 let entity = mutation.get("entity").and_then(Value::as_str).unwrap_or_default().to_string();
@@ -639,9 +639,9 @@ impl WorldState {
 
     /// Every entity keyed the way the original's `/__world/state` keys it.
     pub fn dump(&self) -> Result<Map> {
-        let mut out = Map::new();
+        let mut out = Map::default();
         for entity in &self.contract.entities {
-            let mut keyed = Map::new();
+            let mut keyed = Map::default();
             for row in self.rows(&entity.name)? {
                 let key = entity.primary_key.iter().map(|f| python_str(row.get(f).unwrap_or(&Value::Null))).collect::<Vec<_>>().join(":");
                 keyed.insert(key, row);

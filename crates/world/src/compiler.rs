@@ -351,7 +351,7 @@ pub fn build(bundle: &Path) -> Result<Contract, ContractError> {
     let mut sorted_entities: Vec<(&String, &Value)> = entities.iter().collect();
     sorted_entities.sort_by(|a, b| a.0.cmp(b.0));
     let mut compiled: Vec<Entity> = Vec::new();
-    let mut compiled_values = Map::new();
+    let mut compiled_values = Map::default();
     let mut seen = BTreeSet::new();
     for (name, declaration) in sorted_entities {
         let location = format!("world.json#/x-gateway/entities/{name}");
@@ -535,7 +535,7 @@ fn compile_tools(annotation: &Value, resolver: &mut Resolver) -> Result<Value, C
     };
     let mut sorted: Vec<(&String, &Value)> = tools.iter().collect();
     sorted.sort_by(|a, b| a.0.cmp(b.0));
-    let mut compiled = Map::new();
+    let mut compiled = Map::default();
     for (name, tool) in sorted {
         let location = format!("world.json#/x-gateway/tools/{name}");
         let shaped = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic())

@@ -52,7 +52,7 @@ fn materialize(root: &Path, contract: &std::sync::Arc<crate::Contract>) -> Resul
 fn api_seed(root: &Path) -> Result<crate::json::Map> {
     let base = root.join("seed/base.json");
     if !base.is_file() {
-        return Ok(crate::json::Map::new());
+        return Ok(crate::json::Map::default());
     }
     Ok(crate::files::read_json(&base)?.as_object().cloned().unwrap_or_default())
 }
@@ -137,7 +137,7 @@ fn mock_tools_rows(root: &Path, table: &str) -> Result<Vec<Value>> {
     let mut rows = statement.query([])?;
     let mut out = Vec::new();
     while let Some(row) = rows.next()? {
-        let mut map = crate::json::Map::new();
+        let mut map = crate::json::Map::default();
         for (i, name) in names.iter().enumerate() {
             let value = match row.get_ref(i)? {
                 ValueRef::Null => Value::Null,

@@ -241,7 +241,7 @@ impl Resolver {
             };
             let mut sorted: Vec<(&String, &Value)> = children.iter().collect();
             sorted.sort_by(|a, b| a.0.cmp(b.0));
-            let mut resolved = Map::new();
+            let mut resolved = Map::default();
             for (child, value) in sorted {
                 let child_location = format!("{location}/{key}/{}", escape_pointer(child));
                 resolved.insert(child.clone(), self.resolve(value, name, &child_location, stack, false)?);

@@ -68,7 +68,7 @@ impl ContractError {
 
     /// The `detail` object the original prints.
     pub fn detail(&self) -> Value {
-        let mut map = Map::new();
+        let mut map = Map::default();
         map.insert("code".into(), Value::str(&self.code));
         map.insert("message".into(), Value::str(&self.message));
         map.insert("schema_path".into(), Value::str(&self.schema_path));

@@ -202,7 +202,7 @@ pub fn python_round(value: f64, digits: i64) -> f64 {
 pub fn redact(value: &Value, policy: &Redaction, path: &str) -> Value {
     match value {
         Value::Object(map) => {
-            let mut out = Map::new();
+            let mut out = Map::default();
             for (key, item) in map {
                 let here = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
                 if named(key, &here, &policy.drop) {
@@ -273,7 +273,7 @@ pub fn extract(
     let mut reader = Reader::new(stream, source);
     let mut take = |raw: &Map| -> Result<()> {
         summary.read += 1;
-        let mut row = Map::new();
+        let mut row = Map::default();
         for (name, value) in raw {
             if matches!(value, Value::Null) || matches!(value, Value::Str(s) if s.is_empty()) {
                 continue;

@@ -188,7 +188,7 @@ pub fn scenario_seed_files(scenario: &Path) -> Result<Vec<PathBuf>> {
 
 /// The scenario's overlays merged: a later file replaces an entity named twice.
 pub fn scenario_overlay(scenario: &Path) -> Result<Map> {
-    let mut overlay = Map::new();
+    let mut overlay = Map::default();
     for path in scenario_seed_files(scenario)? {
         if let Value::Object(map) = read_json(&path)? {
             for (entity, rows) in map {
@@ -392,7 +392,7 @@ pub fn build_scenario(world: &Path, scenario: &Scenario, contract: &Arc<Contract
 /// The default snapshot and one per scenario: `{"default": sidecar, "scenarios": {name: sidecar}}`.
 pub fn build_all(world: &Path, contract: &Arc<Contract>, force: bool) -> Result<Value> {
     let default = build_default(world, contract, force)?;
-    let mut scenarios = Map::new();
+    let mut scenarios = Map::default();
     for scenario in scenario_dirs(world)? {
         let sidecar = build_scenario(world, &scenario, contract, &default, force)?;
         scenarios.insert(scenario.name, sidecar);
@@ -415,7 +415,7 @@ pub fn discard_all(world: &Path) {
 /// Verify every snapshot present in the tree; absent ones are not required.
 /// Returns `(default sidecar with "stale", scenario sidecars)`.
 pub fn check_all(world: &Path, contract: &Contract) -> Result<Value> {
-    let mut found = Map::new();
+    let mut found = Map::default();
     let snapshot = default_snapshot(world);
     let mut default = Value::Null;
     if snapshot.is_file() || sidecar_path(&snapshot).is_file() {
@@ -428,7 +428,7 @@ pub fn check_all(world: &Path, contract: &Contract) -> Result<Value> {
         default = sidecar;
     }
     found.insert("default".into(), default);
-    let mut scenarios = Map::new();
+    let mut scenarios = Map::default();
     for scenario in scenario_dirs(world)? {
         let snapshot = scenario_snapshot(world, &scenario.name);
         if snapshot.is_file() || sidecar_path(&snapshot).is_file() {

@@ -454,7 +454,7 @@ impl Store {
 
     /// A single-row mutation wrapped in its own batch (the original's store helpers).
     fn single(&mut self, op: &str, entity: &str, key: Option<&Value>, value: Option<&Value>, source: Option<Value>) -> Result<()> {
-        let mut mutation = Map::new();
+        let mut mutation = Map::default();
         mutation.insert("op".into(), Value::str(op));
         mutation.insert("entity".into(), Value::str(entity));
         if let Some(key) = key {

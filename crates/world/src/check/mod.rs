@@ -278,7 +278,7 @@ pub fn encode_line(row: &Row, tagged: bool) -> Result<String> {
         return Err(plain("Out of range float values are not JSON compliant"));
     }
     let line = if tagged {
-        let mut map = Map::with_capacity(2);
+        let mut map = Map::with_capacity_and_hasher(2, Default::default());
         map.insert("entity".into(), Value::str(&row.entity));
         map.insert("row".into(), row.value.clone());
         dumps(&Value::Object(map), ROW_LINE)
@@ -383,10 +383,13 @@ impl<'c> RefPlans<'c> {
     }
 }
 
+/// The hasher of the staging maps (keys are hashed once per row).
+type Hasher = foldhash::fast::RandomState;
+
 /// Rows accepted by the shape check, merged by store key, per entity in first-staged order.
 #[derive(Default)]
 struct Stage {
-    rows: IndexMap<String, IndexMap<String, Staged>>,
+    rows: IndexMap<String, IndexMap<String, Staged, Hasher>, Hasher>,
     refusals: Vec<Value>,
     refused: usize,
 }
@@ -450,8 +453,9 @@ pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progr
         let map = row.value.as_object().expect("shape-checked object");
         let key = row_key(declared, map);
         let held = stage.rows.entry(row.entity).or_default();
-        match held.get_mut(&key) {
-            Some(first) if merge_fill => {
+        match held.entry(key) {
+            indexmap::map::Entry::Occupied(mut first) if merge_fill => {
+                let first = first.get_mut();
                 let mut merged = first.value();
                 if let (Value::Object(first), Value::Object(later)) = (&mut merged, row.value) {
                     for (name, value) in later {
@@ -462,15 +466,15 @@ pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progr
                 first.uniques = unique_plans.declared_tuples(&declared.name, &merged);
                 first.text = crate::json::canonical(&merged);
             }
-            Some(slot) => {
+            indexmap::map::Entry::Occupied(mut slot) => {
                 let refs = ref_plans.resolve(&declared.name, map);
                 let uniques = unique_plans.declared_tuples(&declared.name, &row.value);
-                *slot = Staged { text: crate::json::canonical_sized(&row.value, row_len), refs, uniques, chunk, index: position };
+                *slot.get_mut() = Staged { text: crate::json::canonical_sized(&row.value, row_len), refs, uniques, chunk, index: position };
             }
-            None => {
+            indexmap::map::Entry::Vacant(slot) => {
                 let refs = ref_plans.resolve(&declared.name, map);
                 let uniques = unique_plans.declared_tuples(&declared.name, &row.value);
-                held.insert(key, Staged { text: crate::json::canonical_sized(&row.value, row_len), refs, uniques, chunk, index: position });
+                slot.insert(Staged { text: crate::json::canonical_sized(&row.value, row_len), refs, uniques, chunk, index: position });
             }
         }
         Ok(Flow::More)

@@ -10,7 +10,9 @@
 use indexmap::IndexMap;
 
 /// An ordered JSON object: members keep the order they were parsed or inserted in.
-pub type Map = IndexMap<String, Value>;
+/// Objects keep their insertion order (Python's dicts do); foldhash rather than
+/// SipHash because row keys are hashed on every parse, seeded per process.
+pub type Map = IndexMap<String, Value, foldhash::fast::RandomState>;
 
 /// A JSON value with Python's distinctions (integer vs float).
 #[derive(Debug, Clone, Default)]

@@ -352,7 +352,7 @@ impl Parser<'_> {
 
     fn object(&mut self) -> Result<Value, ParseError> {
         self.pos += 1;
-        let mut map = Map::new();
+        let mut map = Map::default();
         let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
         let mut duplicate: Option<String> = None;
         self.skip_ws();
