@@ -397,7 +397,11 @@ fn progress_bar(rows: &[String]) -> Option<indicatif::ProgressBar> {
 
 fn data_check(world: &str, rows: &[String], entity: Option<String>, mode: String, merge: String, report: Option<PathBuf>) -> ExitCode {
     use gateway_world::check::{check_rows, CheckOptions, REPORT_CAP};
-    let options = CheckOptions { entity, mode, merge, ..CheckOptions::default() };
+    let mut options = CheckOptions { entity, mode, merge, ..CheckOptions::default() };
+    // Bytes of accepted rows held in memory before they move to a scratch file.
+    if let Some(budget) = std::env::var("GATEWAY_ROWS_MEMORY").ok().and_then(|b| b.parse().ok()) {
+        options.memory_budget = budget;
+    }
     let bar = progress_bar(rows);
     let advance = |n: u64| {
         if let Some(bar) = &bar {

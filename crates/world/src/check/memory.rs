@@ -9,7 +9,8 @@
 //! SQLite's rendering of a JSON object or array to compare it, the apply answers
 //! [`Decision::Undecided`] and the caller runs the exact one.
 
-use super::{dependency_order, field_of, refusal, Stage, Staged, Validators};
+use super::held::Held;
+use super::{dependency_order, field_of, refusal, Staged, Validators};
 use crate::compiler::{quote, Contract, Entity};
 use crate::dialect::validate;
 use crate::error::Result;
@@ -69,7 +70,7 @@ pub(super) enum Tuple {
 
 /// The key paths of every unique constraint of every entity, parsed once.
 pub(super) struct UniquePlans {
-    plans: HashMap<String, Vec<Vec<Vec<String>>>>,
+    plans: HashMap<String, Vec<Vec<Vec<String>>>, foldhash::fast::RandomState>,
     /// Entities whose primary-key `UNIQUE` cannot disagree with their store keys.
     keyed: HashSet<String>,
 }
@@ -164,33 +165,34 @@ enum Stored {
 
 /// A parent table is read whole when it is not much larger than what the batch
 /// brings; otherwise every staged row costs index lookups instead.
-fn scan_worthwhile(stored: i64, staged: usize) -> bool {
-    stored <= 10_000 || (stored as u64) <= 4 * staged as u64
+/// With `bounded` (the batch is on disk) only a small table is read whole.
+pub(super) fn scan_worthwhile(stored: i64, staged: usize, bounded: bool) -> bool {
+    stored <= 10_000 || (!bounded && (stored as u64) <= 4 * staged as u64)
 }
 
 /// Decide an `append` batch against the snapshot behind `conn` (opened read-only).
-pub(super) fn apply(
-    contract: &Contract,
-    validators: &Validators,
-    plans: &UniquePlans,
-    conn: &Connection,
-    stage: &Stage,
-) -> Result<Decision> {
-    let order: Vec<String> = dependency_order(contract).into_iter().filter(|n| stage.rows.contains_key(n)).collect();
+///
+/// For a batch held on disk the apply keeps memory bounded: a constraint it would
+/// have to track row by row (a declared `unique`) is left to the exact apply.
+pub(super) fn apply(contract: &Contract, validators: &Validators, plans: &UniquePlans, conn: &Connection, held: &Held) -> Result<Decision> {
+    let bounded = held.spilled();
+    let order: Vec<String> = dependency_order(contract).into_iter().filter(|n| held.has_entity(n)).collect();
     let row_refusal = |name: &str, staged: &Staged, field: Option<&str>, detail: &str| {
         refusal(Some(staged.chunk), Some(staged.index), Some(name), Some(&staged.value()), field, detail, Some(contract))
     };
     const CONFLICT: &str = "Primary or unique key conflicts with existing state";
     let mut inserted: HashMap<&str, i64> = HashMap::new();
-    let mut updated: Vec<(&str, &Staged, Value)> = Vec::new();
+    let mut updated: Vec<(&str, Staged, Value)> = Vec::new();
     for name in &order {
         let declared = contract.entity(name).expect("staged entity");
         let table = quote(name);
         let skipped = plans.skipped(name);
         let sets: Vec<&Vec<String>> = constraints(declared).skip(skipped).collect();
-        let rows = &stage.rows[name];
+        if bounded && !sets.is_empty() {
+            return Ok(Decision::Undecided);
+        }
         let count: i64 = conn.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))?;
-        let stored = if scan_worthwhile(count, rows.len()) { scan(conn, &table, &sets)? } else { Stored::Indexed };
+        let stored = if scan_worthwhile(count, held.len(name)?, bounded) { scan(conn, &table, &sets)? } else { Stored::Indexed };
         // Tuples claimed (Some(key)) or given up (None) by rows of this batch.
         let mut overlay: Vec<HashMap<Box<[Cell]>, Option<String>>> = vec![HashMap::new(); sets.len()];
         let owner = |overlay: &[HashMap<Box<[Cell]>, Option<String>>], set: usize, cells: &[Cell]| -> Result<Option<String>> {
@@ -208,7 +210,9 @@ pub(super) fn apply(
             }
         };
         let mut select = conn.prepare_cached(&format!("SELECT payload FROM {table} WHERE _key = ?1"))?;
-        for (key, staged) in rows {
+        let mut decision = None;
+        let mut added = 0i64;
+        held.for_each(name, |key, staged| {
             let existing: Option<String> = match &stored {
                 Stored::Scanned { keys, .. } if !keys.contains(key) => None,
                 _ => select.query_row([key], |r| r.get(0)).optional()?,
@@ -218,26 +222,30 @@ pub(super) fn apply(
                 for (set, tuple) in tuples.iter().enumerate() {
                     match tuple {
                         Tuple::Null => {}
-                        Tuple::Complex => return Ok(Decision::Undecided),
+                        Tuple::Complex => {
+                            decision = Some(Decision::Undecided);
+                            return Ok(false);
+                        }
                         Tuple::Values(cells) => {
                             if owner(&overlay, set, cells)?.is_some() {
-                                return Ok(Decision::Decided(Some(row_refusal(name, staged, None, CONFLICT)), Value::Null));
+                                decision = Some(Decision::Decided(Some(row_refusal(name, staged, None, CONFLICT)), Value::Null));
+                                return Ok(false);
                             }
                         }
                     }
                 }
                 for (set, tuple) in tuples.into_iter().enumerate() {
                     if let Tuple::Values(cells) = tuple {
-                        overlay[set].insert(cells, Some(key.clone()));
+                        overlay[set].insert(cells, Some(key.to_string()));
                     }
                 }
-                *inserted.entry(name).or_default() += 1;
-                continue;
+                added += 1;
+                return Ok(true);
             };
             let current = crate::json::parse_clean(&existing).unwrap_or_default();
             let value = staged.value();
             if crate::json::python_equal(&current, &value) {
-                continue;
+                return Ok(true);
             }
             let mut merged = current.as_object().cloned().unwrap_or_default();
             for (k, v) in value.as_object().expect("staged object") {
@@ -246,7 +254,8 @@ pub(super) fn apply(
             let merged = Value::Object(merged);
             if !validators[name].accepts(&merged) {
                 if let Err(error) = validate(&declared.schema, &merged, &format!("{}/schema", declared.location), "") {
-                    return Ok(Decision::Decided(Some(row_refusal(name, staged, field_of(&error), &error.message)), Value::Null));
+                    decision = Some(Decision::Decided(Some(row_refusal(name, staged, field_of(&error), &error.message)), Value::Null));
+                    return Ok(false);
                 }
             }
             let before = plans.tuples(name, &current);
@@ -255,17 +264,15 @@ pub(super) fn apply(
                 if old == new {
                     continue;
                 }
-                match new {
-                    Tuple::Null => {}
-                    Tuple::Complex => return Ok(Decision::Undecided),
-                    Tuple::Values(cells) => {
-                        if owner(&overlay, set, cells)?.is_some_and(|k| &k != key) {
-                            return Ok(Decision::Decided(Some(row_refusal(name, staged, None, CONFLICT)), Value::Null));
-                        }
-                    }
+                if matches!(old, Tuple::Complex) || matches!(new, Tuple::Complex) {
+                    decision = Some(Decision::Undecided);
+                    return Ok(false);
                 }
-                if matches!(old, Tuple::Complex) {
-                    return Ok(Decision::Undecided);
+                if let Tuple::Values(cells) = new {
+                    if owner(&overlay, set, cells)?.is_some_and(|k| k != key) {
+                        decision = Some(Decision::Decided(Some(row_refusal(name, staged, None, CONFLICT)), Value::Null));
+                        return Ok(false);
+                    }
                 }
             }
             for (set, (old, new)) in before.into_iter().zip(after).enumerate() {
@@ -276,11 +283,16 @@ pub(super) fn apply(
                     overlay[set].insert(cells, None);
                 }
                 if let Tuple::Values(cells) = new {
-                    overlay[set].insert(cells, Some(key.clone()));
+                    overlay[set].insert(cells, Some(key.to_string()));
                 }
             }
-            updated.push((name, staged, merged));
+            updated.push((name, staged.clone(), merged));
+            Ok(true)
+        })?;
+        if let Some(decision) = decision {
+            return Ok(decision);
         }
+        *inserted.entry(name).or_default() += added;
     }
     // The commit-time audit of updated rows (inserted ones were reference-checked):
     // an append deletes nothing, so a target exists when the parent or the batch has it.
@@ -305,8 +317,7 @@ pub(super) fn apply(
                 Ok(wanted) => wanted,
                 Err(error) => return Ok(Decision::Decided(Some(row_refusal(name, staged, field_of(&error), &error.message)), Value::Null)),
             };
-            let staged_target = stage.rows.get(&target.name).is_some_and(|rows| rows.contains_key(&wanted));
-            if !staged_target
+            if !held.contains(&target.name, &wanted, None)?
                 && !conn.prepare_cached(&format!("SELECT 1 FROM {} WHERE _key = ?1", quote(&target.name)))?.exists([&wanted])?
             {
                 let detail = "Relationship target does not exist; incomplete evidence requires an explicit mapping decision";

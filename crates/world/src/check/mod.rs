@@ -16,7 +16,7 @@
 //! pointer, detail}`. Row positions follow the original's chunking: rows are cut into
 //! chunks of at most 64 MiB of compact JSONL, `index` counts rows inside a chunk.
 
-use crate::compiler::{Contract, Entity};
+use crate::compiler::{quote, Contract, Entity};
 use crate::dialect::validate;
 use crate::error::{ContractError, Error, Result};
 use crate::json::{dumps, object, DumpOptions, Map, Value};
@@ -25,14 +25,17 @@ use crate::rows::{plain, read_rows, Flow, Progress, Row, Seen};
 use crate::snapshot::{build_default, default_snapshot};
 use crate::store::{key_of, Store};
 use crate::validator::Validator;
-use indexmap::IndexMap;
 use memory::{Decision, Tuple, UniquePlans};
 use rusqlite::{Connection, OpenFlags};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
+mod held;
 mod memory;
 mod sql;
+
+use held::Held;
+pub use held::MEMORY_BUDGET;
 
 /// JSONL bytes per chunk before a new one starts.
 pub const CHUNK_BYTES: usize = 64 * 1024 * 1024;
@@ -57,6 +60,8 @@ pub struct CheckOptions {
     pub merge: String,
     /// JSONL bytes per chunk.
     pub chunk_bytes: usize,
+    /// Bytes of accepted rows held in memory; past it they move to a scratch file.
+    pub memory_budget: usize,
     /// Always apply in a scratch SQLite copy, even where the in-memory apply decides
     /// (the two must agree; tests compare them).
     pub exact: bool,
@@ -64,7 +69,14 @@ pub struct CheckOptions {
 
 impl Default for CheckOptions {
     fn default() -> Self {
-        CheckOptions { entity: None, mode: "append".into(), merge: "upsert".into(), chunk_bytes: CHUNK_BYTES, exact: false }
+        CheckOptions {
+            entity: None,
+            mode: "append".into(),
+            merge: "upsert".into(),
+            chunk_bytes: CHUNK_BYTES,
+            memory_budget: MEMORY_BUDGET,
+            exact: false,
+        }
     }
 }
 
@@ -188,7 +200,7 @@ fn shape_refusal_with(
 }
 
 /// Each entity's schema compiled once.
-pub type Validators = std::collections::HashMap<String, Validator>;
+pub type Validators = std::collections::HashMap<String, Validator, foldhash::fast::RandomState>;
 
 /// Compile every entity's schema.
 pub fn validators(contract: &Contract) -> Validators {
@@ -295,6 +307,7 @@ pub fn encode_line(row: &Row, tagged: bool) -> Result<String> {
 
 /// An accepted row as held until the apply: its canonical text (what the store
 /// holds) and the outcome of each of its entity's relationships, not its tree.
+#[derive(Debug, Clone, Default)]
 struct Staged {
     text: String,
     refs: Vec<Ref>,
@@ -312,6 +325,7 @@ impl Staged {
 }
 
 /// One relationship of a staged row, resolved at staging.
+#[derive(Debug, Clone)]
 enum Ref {
     /// Every referencing field absent or null.
     Absent,
@@ -325,12 +339,16 @@ enum Ref {
 
 /// Each entity's relationships with their targets' key-property validators compiled once.
 struct RefPlans<'c> {
-    plans: std::collections::HashMap<&'c str, Vec<(&'c crate::compiler::Relationship, &'c Entity, Vec<Validator>)>>,
+    plans: std::collections::HashMap<
+        &'c str,
+        Vec<(&'c crate::compiler::Relationship, &'c Entity, Vec<Validator>)>,
+        foldhash::fast::RandomState,
+    >,
 }
 
 impl<'c> RefPlans<'c> {
     fn new(contract: &'c Contract) -> Self {
-        let mut plans = std::collections::HashMap::new();
+        let mut plans = std::collections::HashMap::default();
         for entity in &contract.entities {
             let list = entity
                 .relationships
@@ -383,13 +401,9 @@ impl<'c> RefPlans<'c> {
     }
 }
 
-/// The hasher of the staging maps (keys are hashed once per row).
-type Hasher = foldhash::fast::RandomState;
-
-/// Rows accepted by the shape check, merged by store key, per entity in first-staged order.
-#[derive(Default)]
+/// Rows accepted by the shape check, merged by store key, and the refusals so far.
 struct Stage {
-    rows: IndexMap<String, IndexMap<String, Staged, Hasher>, Hasher>,
+    rows: Held,
     refusals: Vec<Value>,
     refused: usize,
 }
@@ -417,7 +431,7 @@ pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progr
     };
     let contract = check_bundle(root)?;
     lap("check_bundle");
-    let mut stage = Stage::default();
+    let mut stage = Stage { rows: Held::new(options.memory_budget), refusals: Vec::new(), refused: 0 };
     let mut rows_read = 0usize;
     let (mut chunk, mut index, mut chunk_bytes) = (0usize, 0usize, 0usize);
     let tagged = options.entity.is_none();
@@ -450,33 +464,29 @@ pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progr
             return Ok(Flow::More);
         }
         let declared = contract.entity(&row.entity).expect("shape-checked entity");
-        let map = row.value.as_object().expect("shape-checked object");
-        let key = row_key(declared, map);
-        let held = stage.rows.entry(row.entity).or_default();
-        match held.entry(key) {
-            indexmap::map::Entry::Occupied(mut first) if merge_fill => {
-                let first = first.get_mut();
+        let key = row_key(declared, row.value.as_object().expect("shape-checked object"));
+        let name = declared.name.as_str();
+        stage.rows.hold(row.entity, key, merge_fill, |first| match first {
+            Some(mut first) if merge_fill => {
                 let mut merged = first.value();
                 if let (Value::Object(first), Value::Object(later)) = (&mut merged, row.value) {
                     for (name, value) in later {
                         first.entry(name).or_insert(value);
                     }
                 }
-                first.refs = ref_plans.resolve(&declared.name, merged.as_object().expect("object"));
-                first.uniques = unique_plans.declared_tuples(&declared.name, &merged);
+                first.refs = ref_plans.resolve(name, merged.as_object().expect("object"));
+                first.uniques = unique_plans.declared_tuples(name, &merged);
                 first.text = crate::json::canonical(&merged);
+                first
             }
-            indexmap::map::Entry::Occupied(mut slot) => {
-                let refs = ref_plans.resolve(&declared.name, map);
-                let uniques = unique_plans.declared_tuples(&declared.name, &row.value);
-                *slot.get_mut() = Staged { text: crate::json::canonical_sized(&row.value, row_len), refs, uniques, chunk, index: position };
-            }
-            indexmap::map::Entry::Vacant(slot) => {
-                let refs = ref_plans.resolve(&declared.name, map);
-                let uniques = unique_plans.declared_tuples(&declared.name, &row.value);
-                slot.insert(Staged { text: crate::json::canonical_sized(&row.value, row_len), refs, uniques, chunk, index: position });
-            }
-        }
+            _ => Staged {
+                text: crate::json::canonical_sized(&row.value, row_len),
+                refs: ref_plans.resolve(name, row.value.as_object().expect("shape-checked object")),
+                uniques: unique_plans.declared_tuples(name, &row.value),
+                chunk,
+                index: position,
+            },
+        })?;
         Ok(Flow::More)
     })?;
     if rows_read == 0 {
@@ -497,7 +507,7 @@ pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progr
     }
     lap("references");
     let decided = if options.mode == "append" && !options.exact {
-        memory::apply(&contract, &validators, &unique_plans, &snapshot, &stage)?
+        memory::apply(&contract, &validators, &unique_plans, &snapshot, &stage.rows)?
     } else {
         Decision::Undecided
     };
@@ -510,7 +520,10 @@ pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progr
             let parent = scratch.path().join("state.sqlite");
             std::fs::copy(&source, &parent).map_err(|e| Error::io(e, &source))?;
             let store = Store::open(&parent, contract.clone(), false)?;
-            sql::apply(&contract, &validators, &store, &stage, &options.mode)?
+            match sql::apply(&contract, &validators, &store, &stage.rows, &options.mode)? {
+                Ok(counts) => (None, counts),
+                Err(record) => (Some(record), memory::counts(&contract, &snapshot, &Default::default())?),
+            }
         }
     };
     drop(snapshot);
@@ -521,17 +534,55 @@ pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progr
     Ok(CheckReport { rows: rows_read, refusals: stage.refusals, refusal_count: stage.refused, entity_counts })
 }
 
+/// The keys a parent snapshot holds for one entity, as the references step asks.
+enum ParentKeys {
+    /// The entity's rows are being replaced: the parent's do not count.
+    Replaced,
+    /// Read whole (few enough).
+    Read(HashSet<String>),
+    /// Looked up one by one.
+    Indexed(String),
+}
+
+impl ParentKeys {
+    fn new(snapshot: &Connection, table: &str, held: usize, replaced: bool, bounded: bool) -> Result<ParentKeys> {
+        if replaced {
+            return Ok(ParentKeys::Replaced);
+        }
+        let count: i64 = snapshot.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))?;
+        if !memory::scan_worthwhile(count, held, bounded) {
+            return Ok(ParentKeys::Indexed(format!("SELECT 1 FROM {table} WHERE _key = ?1")));
+        }
+        let mut statement = snapshot.prepare(&format!("SELECT _key FROM {table}"))?;
+        let keys = statement.query_map([], |r| r.get::<_, String>(0))?.collect::<rusqlite::Result<_>>()?;
+        Ok(ParentKeys::Read(keys))
+    }
+
+    fn contains(&self, snapshot: &Connection, key: &str) -> Result<bool> {
+        Ok(match self {
+            ParentKeys::Replaced => false,
+            ParentKeys::Read(keys) => keys.contains(key),
+            ParentKeys::Indexed(sql) => snapshot.prepare_cached(sql)?.exists([key])?,
+        })
+    }
+}
+
+/// Every held row's relationships must point at a key the batch or the parent
+/// holds. As in the original, an entity's keys are taken when a relationship first
+/// needs them: rows dropped from it by an earlier entity's pass are gone by then,
+/// rows dropped later still count.
 fn reference_refusals(contract: &Contract, snapshot: &Connection, stage: &mut Stage, mode: &str) -> Result<Vec<Value>> {
     let mut refusals = Vec::new();
-    let mut known: IndexMap<String, HashSet<String>> = IndexMap::new();
-    let entities: Vec<String> = stage.rows.keys().cloned().collect();
-    for entity_name in entities {
+    let held = &mut stage.rows;
+    // Per target entity: the pass that first needed its keys, and the parent's keys.
+    let mut taken: HashMap<String, (usize, ParentKeys)> = HashMap::new();
+    for (pass, entity_name) in held.entities().into_iter().enumerate() {
         let declared = contract.entity(&entity_name).expect("staged entity");
         if declared.relationships.is_empty() {
             continue;
         }
         let mut dropped = Vec::new();
-        for (key, staged) in &stage.rows[&entity_name] {
+        held.for_each(&entity_name, |key, staged| {
             for (relationship, resolved) in declared.relationships.iter().zip(&staged.refs) {
                 let first_field = relationship.fields[0].as_str();
                 let refuse = |detail: &str| {
@@ -549,40 +600,36 @@ fn reference_refusals(contract: &Contract, snapshot: &Connection, stage: &mut St
                     Ref::Absent => continue,
                     Ref::Partial => {
                         refusals.push(refuse("Composite references must be wholly present or wholly absent/null"));
-                        dropped.push(key.clone());
+                        dropped.push(key.to_string());
                         break;
                     }
                     Ref::Invalid(message) => {
                         refusals.push(refuse(message));
-                        dropped.push(key.clone());
+                        dropped.push(key.to_string());
                         break;
                     }
                     Ref::Key(wanted) => wanted,
                 };
                 let target = contract.entity(&relationship.target).expect("compiled target");
-                if !known.contains_key(&target.name) {
-                    let mut held: HashSet<String> = stage.rows.get(&target.name).map(|r| r.keys().cloned().collect()).unwrap_or_default();
-                    if !(mode == "replace" && stage.rows.contains_key(&target.name)) {
-                        let sql = format!("SELECT _key FROM {}", crate::compiler::quote(&target.name));
-                        let mut statement = snapshot.prepare(&sql)?;
-                        for stored in statement.query_map([], |r| r.get::<_, String>(0))? {
-                            held.insert(stored?);
-                        }
-                    }
-                    known.insert(target.name.clone(), held);
+                if !taken.contains_key(&target.name) {
+                    let replaced = mode == "replace" && held.has_entity(&target.name);
+                    let parent = ParentKeys::new(snapshot, &quote(&target.name), held.len(&target.name)?, replaced, held.spilled())?;
+                    taken.insert(target.name.clone(), (pass, parent));
                 }
-                if !known[&target.name].contains(wanted) {
+                let (since, parent) = &taken[&target.name];
+                if !held.contains(&target.name, wanted, Some(*since))? && !parent.contains(snapshot, wanted)? {
                     refusals.push(refuse(&format!("Relationship target does not exist in {}", target.name)));
-                    dropped.push(key.clone());
+                    dropped.push(key.to_string());
                     break;
                 }
             }
-        }
-        let rows = stage.rows.get_mut(&entity_name).expect("staged entity");
+            Ok(true)
+        })?;
         for key in dropped {
-            rows.shift_remove(&key);
+            held.drop_row(&entity_name, &key, pass)?;
         }
     }
+    held.purge()?;
     Ok(refusals)
 }
 

@@ -3,7 +3,8 @@
 //! judgement. Used for `replace` and whenever the in-memory apply
 //! ([`super::memory`]) cannot decide a case exactly.
 
-use super::{dependency_order, field_of, refusal, Stage, Staged, Validators};
+use super::held::Held;
+use super::{dependency_order, field_of, refusal, Staged, Validators};
 use crate::compiler::Contract;
 use crate::dialect::validate;
 use crate::error::Result;
@@ -11,62 +12,43 @@ use crate::json::{object, Value};
 use crate::store::{key_of, Store};
 use std::collections::HashSet;
 
-/// Apply the staged rows as one batch in the scratch copy, as the original's
+/// Apply the held rows as one batch in the scratch copy, as the original's
 /// `seed_batch` + `apply_batch` would (replace deletes first, then per row: skip an
 /// identical row, update with a shallow merge, or insert; then the commit-time
-/// audit), and roll it back. Returns the store's refusal mapped back to its row,
-/// and the counts after the batch (the parent's when it was refused).
-pub(super) fn apply(
-    contract: &Contract,
-    validators: &Validators,
-    store: &Store,
-    stage: &Stage,
-    mode: &str,
-) -> Result<(Option<Value>, Value)> {
+/// audit). Returns the store's refusal mapped back to its row, or the counts after
+/// the batch. The copy is thrown away, so it keeps no journal to roll back with.
+pub(super) fn apply(contract: &Contract, validators: &Validators, store: &Store, held: &Held, mode: &str) -> Result<Result<Value, Value>> {
     let conn = store.connection();
-    conn.execute_batch("PRAGMA journal_mode = MEMORY; PRAGMA synchronous = OFF; PRAGMA cache_size = -32768; BEGIN")?;
-    let outcome = apply_rows(contract, validators, conn, stage, mode);
-    let counts = match &outcome {
-        Ok(None) => Some(store.counts_value()),
-        _ => None,
-    };
-    conn.execute_batch("ROLLBACK")?;
-    let refused = outcome?;
-    let counts = match counts {
-        Some(counts) => counts?,
-        None => store.counts_value()?,
-    };
-    Ok((refused, counts))
+    conn.execute_batch("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -32768; BEGIN")?;
+    match apply_rows(contract, validators, conn, held, mode)? {
+        Some(refused) => Ok(Err(refused)),
+        None => Ok(Ok(store.counts_value()?)),
+    }
 }
 
 fn is_constraint(error: &rusqlite::Error) -> bool {
     matches!(error, rusqlite::Error::SqliteFailure(failure, _) if failure.code == rusqlite::ErrorCode::ConstraintViolation)
 }
 
-fn apply_rows(
-    contract: &Contract,
-    validators: &Validators,
-    conn: &rusqlite::Connection,
-    stage: &Stage,
-    mode: &str,
-) -> Result<Option<Value>> {
+fn apply_rows(contract: &Contract, validators: &Validators, conn: &rusqlite::Connection, held: &Held, mode: &str) -> Result<Option<Value>> {
     use crate::compiler::quote;
-    let order: Vec<String> = dependency_order(contract).into_iter().filter(|n| stage.rows.contains_key(n)).collect();
+    use rusqlite::OptionalExtension as _;
+    let order: Vec<String> = dependency_order(contract).into_iter().filter(|n| held.has_entity(n)).collect();
     let row_refusal = |name: &str, staged: &Staged, field: Option<&str>, detail: &str| {
         refusal(Some(staged.chunk), Some(staged.index), Some(name), Some(&staged.value()), field, detail, Some(contract))
     };
+    const CONFLICT: &str = "Primary or unique key conflicts with existing state";
     let mut deleted = HashSet::new();
     if mode == "replace" {
         for name in &order {
             let table = quote(name);
-            let incoming = &stage.rows[name];
             let doomed: Vec<String> = {
                 let mut statement = conn.prepare(&format!("SELECT _key FROM {table} ORDER BY _key"))?;
                 let keys = statement.query_map([], |r| r.get::<_, String>(0))?;
                 let mut doomed = Vec::new();
                 for key in keys {
                     let key = key?;
-                    if !incoming.contains_key(&key) {
+                    if !held.contains(name, &key, None)? {
                         doomed.push(key);
                     }
                 }
@@ -79,39 +61,42 @@ fn apply_rows(
             }
         }
     }
-    let mut updated: Vec<(&str, &Staged, Value)> = Vec::new();
+    let mut updated: Vec<(&str, Staged, Value)> = Vec::new();
     for name in &order {
         let declared = contract.entity(name).expect("staged entity");
         let table = quote(name);
         let mut select = conn.prepare(&format!("SELECT payload FROM {table} WHERE _key = ?1"))?;
         let mut insert = conn.prepare(&format!("INSERT INTO {table} (_key, payload) VALUES (?1, ?2)"))?;
         let mut update = conn.prepare(&format!("UPDATE {table} SET payload = ?1 WHERE _key = ?2"))?;
-        // One scan of the keys held, so a new row costs no lookup.
-        let held: HashSet<String> = {
+        // One scan of the keys held, so a new row costs no lookup (unless memory is bounded).
+        let count: i64 = conn.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))?;
+        let stored: Option<HashSet<String>> = if super::memory::scan_worthwhile(count, held.len(name)?, held.spilled()) {
             let mut statement = conn.prepare(&format!("SELECT _key FROM {table}"))?;
             let keys = statement.query_map([], |r| r.get::<_, String>(0))?;
-            keys.collect::<rusqlite::Result<_>>()?
+            Some(keys.collect::<rusqlite::Result<_>>()?)
+        } else {
+            None
         };
-        for (key, staged) in &stage.rows[name] {
-            let existing: Option<String> = if held.contains(key) {
-                use rusqlite::OptionalExtension as _;
-                select.query_row([key], |r| r.get(0)).optional()?
-            } else {
-                None
+        let mut refused = None;
+        held.for_each(name, |key, staged| {
+            let existing: Option<String> = match &stored {
+                Some(keys) if !keys.contains(key) => None,
+                _ => select.query_row([key], |r| r.get(0)).optional()?,
             };
             let Some(existing) = existing else {
-                match insert.execute([key, &staged.text]) {
-                    Ok(_) => continue,
+                return match insert.execute([key, &staged.text]) {
+                    Ok(_) => Ok(true),
                     Err(error) if is_constraint(&error) => {
-                        return Ok(Some(row_refusal(name, staged, None, "Primary or unique key conflicts with existing state")));
+                        refused = Some(row_refusal(name, staged, None, CONFLICT));
+                        Ok(false)
                     }
-                    Err(error) => return Err(error.into()),
-                }
+                    Err(error) => Err(error.into()),
+                };
             };
             let current = crate::json::parse_clean(&existing).unwrap_or_default();
             let value = staged.value();
             if crate::json::python_equal(&current, &value) {
-                continue;
+                return Ok(true);
             }
             let mut merged = current.as_object().cloned().unwrap_or_default();
             for (k, v) in value.as_object().expect("staged object") {
@@ -120,16 +105,24 @@ fn apply_rows(
             let merged = Value::Object(merged);
             if !validators[name].accepts(&merged) {
                 if let Err(error) = validate(&declared.schema, &merged, &format!("{}/schema", declared.location), "") {
-                    return Ok(Some(row_refusal(name, staged, field_of(&error), &error.message)));
+                    refused = Some(row_refusal(name, staged, field_of(&error), &error.message));
+                    return Ok(false);
                 }
             }
             match update.execute([&crate::json::canonical(&merged), key]) {
-                Ok(_) => updated.push((name, staged, merged)),
-                Err(error) if is_constraint(&error) => {
-                    return Ok(Some(row_refusal(name, staged, None, "Primary or unique key conflicts with existing state")));
+                Ok(_) => {
+                    updated.push((name, staged.clone(), merged));
+                    Ok(true)
                 }
-                Err(error) => return Err(error.into()),
+                Err(error) if is_constraint(&error) => {
+                    refused = Some(row_refusal(name, staged, None, CONFLICT));
+                    Ok(false)
+                }
+                Err(error) => Err(error.into()),
             }
+        })?;
+        if refused.is_some() {
+            return Ok(refused);
         }
     }
     // The commit-time audit: inserted rows were reference-checked against the batch

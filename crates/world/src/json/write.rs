@@ -120,8 +120,20 @@ fn newline(out: &mut String, options: DumpOptions, level: usize) {
 
 /// Write a JSON string literal as Python's encoder does.
 pub fn write_string(out: &mut String, text: &str, ensure_ascii: bool) {
+    out.reserve(text.len() + 2);
     out.push('"');
-    for c in text.chars() {
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    let mut i = 0;
+    // Runs of bytes that need no escape are copied whole.
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b != b'"' && b != b'\\' && b >= 0x20 && !(ensure_ascii && b > 0x7e) {
+            i += 1;
+            continue;
+        }
+        out.push_str(&text[start..i]);
+        let c = text[i..].chars().next().expect("char boundary");
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
@@ -133,15 +145,17 @@ pub fn write_string(out: &mut String, text: &str, ensure_ascii: bool) {
             c if (c as u32) < 0x20 => {
                 let _ = write!(out, "\\u{:04x}", c as u32);
             }
-            c if ensure_ascii && (c as u32) > 0x7e => {
+            c => {
                 let mut units = [0u16; 2];
                 for unit in c.encode_utf16(&mut units) {
                     let _ = write!(out, "\\u{unit:04x}");
                 }
             }
-            c => out.push(c),
         }
+        i += c.len_utf8();
+        start = i;
     }
+    out.push_str(&text[start..]);
     out.push('"');
 }
 
