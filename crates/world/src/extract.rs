@@ -137,7 +137,7 @@ fn vendor_envelope(reader: &mut Reader<'_>, at: &str, envelope: &str, out: &mut 
             let quoted = crate::json::python_repr(&Value::str(envelope));
             return Err(extract_error(format!("{at} is a bare array but the world's envelope is {quoted}"), at));
         }
-        let mut seen = Seen::new();
+        let mut seen = Seen::default();
         stream_array(reader, at, "", &mut seen, &mut |row: Row| {
             if let Value::Object(map) = &row.value {
                 out(map)?;

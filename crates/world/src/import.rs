@@ -46,7 +46,7 @@ pub struct ParsedRows {
 /// Read rows files for an import.
 pub fn parse_rows(sources: &[String], entity: Option<&str>) -> Result<ParsedRows> {
     let mut parsed = ParsedRows::default();
-    let mut seen = Seen::new();
+    let mut seen = Seen::default();
     read_rows(sources, entity, &mut seen, None, &mut |row| {
         let listed = parsed.rows.entry(row.entity.clone()).or_default();
         if let Some(problem) = row.problem.as_ref().filter(|p| p.code == "json") {

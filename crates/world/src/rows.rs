@@ -24,7 +24,7 @@ pub const LINE_CAP: usize = 1024 * 1024;
 
 /// Entity names a rows stream named, with how many rows each held (an entity named
 /// with `[]` is recorded with 0: a `replace` import empties it).
-pub type Seen = IndexMap<String, usize>;
+pub type Seen = IndexMap<String, usize, foldhash::fast::RandomState>;
 
 /// One row as the reader hands it over.
 #[derive(Debug)]
@@ -523,6 +523,16 @@ fn python_blank(text: &str) -> bool {
     text.chars().all(|c| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c))
 }
 
+/// One more row of `entity` (no allocation once the entity is known).
+fn count(seen: &mut Seen, entity: &str) {
+    match seen.get_mut(entity) {
+        Some(n) => *n += 1,
+        None => {
+            seen.insert(entity.to_string(), 1);
+        }
+    }
+}
+
 /// The sink rows are pushed into.
 pub type Sink<'s> = dyn FnMut(Row) -> Result<Flow> + 's;
 
@@ -547,7 +557,7 @@ pub fn read_rows(
 /// How many rows the sources hold, stopping once past `cap`.
 pub fn count_rows(sources: &[String], entity: Option<&str>, cap: Option<usize>) -> Result<usize> {
     let mut total = 0usize;
-    let mut seen = Seen::new();
+    let mut seen = Seen::default();
     read_rows(sources, entity, &mut seen, None, &mut |_| {
         total += 1;
         Ok(if cap.is_some_and(|cap| total > cap) { Flow::Stop } else { Flow::More })
@@ -606,7 +616,7 @@ pub(crate) fn stream_array(reader: &mut Reader<'_>, at: &str, entity: &str, seen
         let here = format!("{at}[{index}]");
         let decoded = reader.value(&here)?;
         let value = as_row(decoded.value, &here)?;
-        *seen.entry(entity.to_string()).or_insert(0) += 1;
+        count(seen, entity);
         let row = Row { entity: entity.to_string(), value, problem: decoded.problem, lone_surrogate: decoded.surrogate };
         if sink(row)? == Flow::Stop {
             return Ok(Flow::Stop);
@@ -689,7 +699,7 @@ fn stream_jsonl(reader: &mut Reader<'_>, at: &str, entity: Option<&str>, seen: &
                     Row { entity: name, value: as_row(value, &here())?, problem: parsed.problem, lone_surrogate: parsed.surrogate }
                 }
             };
-            *seen.entry(row.entity.clone()).or_insert(0) += 1;
+            count(seen, &row.entity);
             if sink(row)? == Flow::Stop {
                 return Ok(Flow::Stop);
             }
@@ -709,7 +719,7 @@ mod tests {
         let path = dir.join("rows.json");
         std::fs::write(&path, text).unwrap();
         let mut out = Vec::new();
-        let mut seen = Seen::new();
+        let mut seen = Seen::default();
         let result = read_rows(&[path.to_string_lossy().into_owned()], entity, &mut seen, None, &mut |row| {
             out.push((row.entity, crate::json::canonical(&row.value)));
             Ok(Flow::More)

@@ -41,7 +41,7 @@ pub struct Validator {
     bounds: Vec<(Bound, Value)>,
 }
 
-type Properties<V> = indexmap::IndexMap<String, V>;
+type Properties<V> = indexmap::IndexMap<String, V, foldhash::fast::RandomState>;
 
 #[derive(Debug, Clone, Copy)]
 enum Bound {

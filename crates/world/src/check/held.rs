@@ -18,7 +18,7 @@ use std::collections::HashMap;
 type Hasher = foldhash::fast::RandomState;
 
 /// Bytes of held rows kept in memory before they move to disk.
-pub const MEMORY_BUDGET: usize = 64 * 1024 * 1024;
+pub const MEMORY_BUDGET: usize = 32 * 1024 * 1024;
 
 /// What one held row costs beyond its texts (map slot, struct, allocations).
 const ROW_OVERHEAD: usize = 160;
@@ -44,7 +44,7 @@ const SPILL_SCHEMA: &str = "
     PRAGMA journal_mode = OFF;
     PRAGMA synchronous = OFF;
     PRAGMA locking_mode = EXCLUSIVE;
-    PRAGMA cache_size = -49152;
+    PRAGMA cache_size = -16384;
     CREATE TABLE staged (
         seq INTEGER PRIMARY KEY,
         entity INTEGER NOT NULL,

@@ -436,12 +436,26 @@ pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progr
     let (mut chunk, mut index, mut chunk_bytes) = (0usize, 0usize, 0usize);
     let tagged = options.entity.is_none();
     let merge_fill = options.merge == "fill";
-    let mut seen = Seen::new();
+    let mut seen = Seen::default();
     let validators = validators(&contract);
     let ref_plans = RefPlans::new(&contract);
     let unique_plans = UniquePlans::new(&contract);
+    // Canonical text is written here first, then copied out at its exact length.
+    let mut scratch = String::new();
     read_rows(sources, options.entity.as_deref(), &mut seen, progress, &mut |row: Row| {
-        let row_len = if row.problem.is_some() { 0 } else { encoded_len(&row.value) };
+        // The shape check needs no position: a refused row is worded again below,
+        // once its chunk and index are known.
+        let accepted = row.problem.is_none() && shape_refusal_with(&contract, Some(&validators), 0, 0, &row.entity, &row.value).is_none();
+        // Canonical text has the JSONL line's length (compact, unescaped; only the key order differs).
+        let row_len = if accepted {
+            scratch.clear();
+            crate::json::canonical_into(&mut scratch, &row.value);
+            scratch.len()
+        } else if row.problem.is_some() {
+            0
+        } else {
+            encoded_len(&row.value)
+        };
         let line_len = if row.problem.is_some() {
             encode_line(&row, tagged)?.len()
         } else if tagged {
@@ -459,9 +473,14 @@ pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progr
         let position = index;
         index += 1;
         rows_read += 1;
-        if let Some(record) = shape_refusal_with(&contract, Some(&validators), chunk, position, &row.entity, &row.value) {
-            stage.refuse(record);
-            return Ok(Flow::More);
+        if !accepted {
+            if let Some(record) = shape_refusal_with(&contract, Some(&validators), chunk, position, &row.entity, &row.value) {
+                stage.refuse(record);
+                return Ok(Flow::More);
+            }
+            // A row with a range problem its schema accepts.
+            scratch.clear();
+            crate::json::canonical_into(&mut scratch, &row.value);
         }
         let declared = contract.entity(&row.entity).expect("shape-checked entity");
         let key = row_key(declared, row.value.as_object().expect("shape-checked object"));
@@ -480,7 +499,7 @@ pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progr
                 first
             }
             _ => Staged {
-                text: crate::json::canonical_sized(&row.value, row_len),
+                text: scratch.as_str().into(),
                 refs: ref_plans.resolve(name, row.value.as_object().expect("shape-checked object")),
                 uniques: unique_plans.declared_tuples(name, &row.value),
                 chunk,

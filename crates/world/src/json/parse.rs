@@ -389,10 +389,16 @@ impl Parser<'_> {
                     seen.insert(key);
                 }
             } else {
-                if map.contains_key(&key) {
-                    duplicate.get_or_insert_with(|| key.clone());
+                match map.entry(key) {
+                    indexmap::map::Entry::Occupied(mut slot) => {
+                        // Python keeps the first position and the last value.
+                        duplicate.get_or_insert_with(|| slot.key().clone());
+                        *slot.get_mut() = value;
+                    }
+                    indexmap::map::Entry::Vacant(slot) => {
+                        slot.insert(value);
+                    }
                 }
-                map.insert(key, value);
             }
             self.skip_ws();
             match self.bytes.get(self.pos) {

@@ -44,6 +44,11 @@ pub fn canonical_sized(value: &Value, capacity: usize) -> String {
     out
 }
 
+/// Append [`canonical`] text to `out` (a reused buffer saves an allocation per value).
+pub fn canonical_into(out: &mut String, value: &Value) {
+    write_value(out, value, DumpOptions::CANONICAL, 0);
+}
+
 /// Canonical text plus a newline, as bytes: what generated JSON files hold.
 pub fn encoded(value: &Value) -> Vec<u8> {
     let mut text = canonical(value);
