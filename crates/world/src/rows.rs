@@ -572,14 +572,25 @@ fn as_row(value: Value, at: &str) -> Result<Value> {
     }
 }
 
-fn read_file(reader: &mut Reader<'_>, at: &str, entity: Option<&str>, seen: &mut Seen, sink: &mut Sink<'_>) -> Result<Flow> {
-    let Some(head) = reader.peek()? else { return Ok(Flow::More) };
+/// What a rows file holds, decided from its first value or line.
+enum Shape {
+    /// Nothing but whitespace.
+    Empty,
+    /// A bare JSON array of rows for the entity.
+    Array(String),
+    /// A JSON object of entity -> rows.
+    Document,
+    /// One row per line.
+    Jsonl,
+}
+
+fn detect(reader: &mut Reader<'_>, at: &str, entity: Option<&str>) -> Result<Shape> {
+    let Some(head) = reader.peek()? else { return Ok(Shape::Empty) };
     if head == b'[' {
         let Some(entity) = entity else {
             return Err(rows_error(format!("{at} is a bare array; say which entity it holds with --entity"), at));
         };
-        seen.entry(entity.to_string()).or_insert(0);
-        return stream_array(reader, at, entity, seen, sink);
+        return Ok(Shape::Array(entity.to_string()));
     }
     if head != b'{' {
         return Err(rows_error(format!("{at} is neither a JSON object of entity -> rows nor an array of rows"), at));
@@ -598,11 +609,164 @@ fn read_file(reader: &mut Reader<'_>, at: &str, entity: Option<&str>, seen: &mut
         }
     }
     reader.pos = start;
-    if is_jsonl {
-        stream_jsonl(reader, at, entity, seen, sink)
-    } else {
-        stream_document(reader, at, entity, seen, sink)
+    Ok(if is_jsonl { Shape::Jsonl } else { Shape::Document })
+}
+
+fn read_file(reader: &mut Reader<'_>, at: &str, entity: Option<&str>, seen: &mut Seen, sink: &mut Sink<'_>) -> Result<Flow> {
+    match detect(reader, at, entity)? {
+        Shape::Empty => Ok(Flow::More),
+        Shape::Array(entity) => {
+            seen.entry(entity.clone()).or_insert(0);
+            stream_array(reader, at, &entity, seen, sink)
+        }
+        Shape::Document => stream_document(reader, at, entity, seen, sink),
+        Shape::Jsonl => stream_jsonl(reader, at, entity, seen, sink),
     }
+}
+
+/// JSONL lines handed to the preparing threads at a time.
+const PREPARE_BLOCK: usize = 2048;
+
+/// Like [`read_rows`], but every row is first turned into a `P` by `prepare`. For
+/// JSONL input (the shape large files come in) parsing and `prepare` run on up to
+/// `threads` threads, a block of lines at a time; `sink` still receives each
+/// prepared row in input order, on the calling thread, and an error surfaces at the
+/// same row as when reading on one thread.
+pub fn read_rows_prepared<P: Send>(
+    sources: &[String],
+    entity: Option<&str>,
+    seen: &mut Seen,
+    progress: Option<Progress<'_>>,
+    threads: usize,
+    prepare: &(dyn Fn(Row) -> P + Sync),
+    sink: &mut dyn FnMut(P) -> Result<Flow>,
+) -> Result<()> {
+    for source in sources {
+        let stream = open_source(source, progress)?;
+        let mut reader = Reader::new(stream, source);
+        let flow = match detect(&mut reader, source, entity)? {
+            Shape::Empty => Flow::More,
+            Shape::Array(name) => {
+                seen.entry(name.clone()).or_insert(0);
+                stream_array(&mut reader, source, &name, seen, &mut |row: Row| sink(prepare(row)))?
+            }
+            Shape::Document => stream_document(&mut reader, source, entity, seen, &mut |row: Row| sink(prepare(row)))?,
+            Shape::Jsonl if threads > 1 => stream_jsonl_prepared(&mut reader, source, entity, seen, threads, prepare, sink)?,
+            Shape::Jsonl => stream_jsonl(&mut reader, source, entity, seen, &mut |row: Row| sink(prepare(row)))?,
+        };
+        if flow == Flow::Stop {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+fn stream_jsonl_prepared<P: Send>(
+    reader: &mut Reader<'_>,
+    at: &str,
+    entity: Option<&str>,
+    seen: &mut Seen,
+    threads: usize,
+    prepare: &(dyn Fn(Row) -> P + Sync),
+    sink: &mut dyn FnMut(P) -> Result<Flow>,
+) -> Result<Flow> {
+    type Lines = Vec<(usize, String)>;
+    let work = |lines: &[(usize, String)]| -> Vec<Result<(String, P)>> {
+        lines
+            .iter()
+            .map(|(number, line)| {
+                let row = jsonl_row(line, *number, at, entity)?;
+                Ok((row.entity.clone(), prepare(row)))
+            })
+            .collect()
+    };
+    std::thread::scope(|scope| {
+        // Helpers live as long as the file: a thread per block would start a fresh
+        // allocator heap each time. Each gets a share of every block and sends it back.
+        let helpers: Vec<_> = (1..threads)
+            .map(|_| {
+                let (to_helper, lines_in) = std::sync::mpsc::sync_channel::<Lines>(1);
+                let (results_out, from_helper) = std::sync::mpsc::sync_channel::<Vec<Result<(String, P)>>>(1);
+                let work = &work;
+                scope.spawn(move || {
+                    for lines in lines_in {
+                        if results_out.send(work(&lines)).is_err() {
+                            break;
+                        }
+                    }
+                });
+                (to_helper, from_helper)
+            })
+            .collect();
+        let mut number = 0usize;
+        let mut sink_all = |prepared: Vec<Result<(String, P)>>| -> Result<Flow> {
+            for item in prepared {
+                let (name, row) = item?;
+                count(seen, &name);
+                if sink(row)? == Flow::Stop {
+                    return Ok(Flow::Stop);
+                }
+            }
+            Ok(Flow::More)
+        };
+        // The previous block's rows: sunk while the helpers prepare the next block.
+        let mut pending: Option<Vec<Result<(String, P)>>> = None;
+        loop {
+            let mut block: Lines = Vec::with_capacity(PREPARE_BLOCK);
+            let (mut ended, mut unreadable) = (false, None);
+            while block.len() < PREPARE_BLOCK {
+                match reader.line(None) {
+                    Ok(Some(range)) => {
+                        number += 1;
+                        let line = reader.text(range);
+                        if !python_blank(line) {
+                            block.push((number, line.to_string()));
+                        }
+                        reader.compact();
+                    }
+                    Ok(None) => {
+                        ended = true;
+                        break;
+                    }
+                    // The rows before the unreadable text still come first.
+                    Err(error) => {
+                        unreadable = Some(error);
+                        break;
+                    }
+                }
+            }
+            let share = block.len().div_ceil(threads).max(1);
+            let mut rest = block.split_off(share.min(block.len()));
+            let mut handed = 0;
+            for (to_helper, _) in &helpers {
+                let tail = rest.split_off(share.min(rest.len()));
+                if to_helper.send(std::mem::replace(&mut rest, tail)).is_err() {
+                    return Err(plain("a row-preparing thread stopped"));
+                }
+                handed += 1;
+            }
+            if let Some(previous) = pending.take() {
+                if sink_all(previous)? == Flow::Stop {
+                    return Ok(Flow::Stop);
+                }
+            }
+            let mut prepared = work(&block);
+            for (_, from_helper) in helpers.iter().take(handed) {
+                prepared.extend(from_helper.recv().map_err(|_| plain("a row-preparing thread stopped"))?);
+            }
+            if unreadable.is_none() && !ended {
+                pending = Some(prepared);
+                continue;
+            }
+            if sink_all(prepared)? == Flow::Stop {
+                return Ok(Flow::Stop);
+            }
+            return match unreadable {
+                Some(error) => Err(error),
+                None => Ok(Flow::More),
+            };
+        }
+    })
 }
 
 pub(crate) fn stream_array(reader: &mut Reader<'_>, at: &str, entity: &str, seen: &mut Seen, sink: &mut Sink<'_>) -> Result<Flow> {
@@ -666,39 +830,7 @@ fn stream_jsonl(reader: &mut Reader<'_>, at: &str, entity: Option<&str>, seen: &
         number += 1;
         let line = reader.text(range);
         if !python_blank(line) {
-            let parsed = match decode(line) {
-                Ok(parsed) => parsed,
-                Err(ParseError::Syntax(_) | ParseError::DuplicateKey(_)) => {
-                    return Err(rows_error(format!("{at}:{number} is not JSON"), at));
-                }
-            };
-            let here = || format!("{at}:{number}");
-            let row = match entity {
-                Some(entity) => Row {
-                    entity: entity.to_string(),
-                    value: as_row(parsed.value, &here())?,
-                    problem: parsed.problem,
-                    lone_surrogate: parsed.surrogate,
-                },
-                None => {
-                    let tagged = match parsed.value {
-                        Value::Object(mut map)
-                            if map.len() == 2 && matches!(map.get("entity"), Some(Value::Str(_))) && map.contains_key("row") =>
-                        {
-                            let Some(Value::Str(name)) = map.shift_remove("entity") else { unreachable!("checked") };
-                            Some((name, map.shift_remove("row").expect("checked")))
-                        }
-                        _ => None,
-                    };
-                    let Some((name, value)) = tagged else {
-                        return Err(rows_error(
-                            format!("{at}:{number}: expected {{\"entity\": name, \"row\": {{…}}}} (or pass --entity for bare rows)"),
-                            at,
-                        ));
-                    };
-                    Row { entity: name, value: as_row(value, &here())?, problem: parsed.problem, lone_surrogate: parsed.surrogate }
-                }
-            };
+            let row = jsonl_row(line, number, at, entity)?;
             count(seen, &row.entity);
             if sink(row)? == Flow::Stop {
                 return Ok(Flow::Stop);
@@ -707,6 +839,41 @@ fn stream_jsonl(reader: &mut Reader<'_>, at: &str, entity: Option<&str>, seen: &
         reader.compact();
     }
     Ok(Flow::More)
+}
+
+/// One non-blank JSONL line (line `number` of `at`) as a row.
+fn jsonl_row(line: &str, number: usize, at: &str, entity: Option<&str>) -> Result<Row> {
+    let parsed = match decode(line) {
+        Ok(parsed) => parsed,
+        Err(ParseError::Syntax(_) | ParseError::DuplicateKey(_)) => {
+            return Err(rows_error(format!("{at}:{number} is not JSON"), at));
+        }
+    };
+    let here = || format!("{at}:{number}");
+    Ok(match entity {
+        Some(entity) => Row {
+            entity: entity.to_string(),
+            value: as_row(parsed.value, &here())?,
+            problem: parsed.problem,
+            lone_surrogate: parsed.surrogate,
+        },
+        None => {
+            let tagged = match parsed.value {
+                Value::Object(mut map) if map.len() == 2 && matches!(map.get("entity"), Some(Value::Str(_))) && map.contains_key("row") => {
+                    let Some(Value::Str(name)) = map.shift_remove("entity") else { unreachable!("checked") };
+                    Some((name, map.shift_remove("row").expect("checked")))
+                }
+                _ => None,
+            };
+            let Some((name, value)) = tagged else {
+                return Err(rows_error(
+                    format!("{at}:{number}: expected {{\"entity\": name, \"row\": {{…}}}} (or pass --entity for bare rows)"),
+                    at,
+                ));
+            };
+            Row { entity: name, value: as_row(value, &here())?, problem: parsed.problem, lone_surrogate: parsed.surrogate }
+        }
+    })
 }
 
 #[cfg(test)]
@@ -726,6 +893,52 @@ mod tests {
         });
         std::fs::remove_dir_all(&dir).unwrap();
         result.map(|_| (out, seen))
+    }
+
+    /// What reading `bytes` yields, through `read_rows` or the threaded reader.
+    fn outcome(bytes: &[u8], threads: Option<usize>) -> (usize, String, Vec<(String, usize)>, Option<String>) {
+        let dir = std::env::temp_dir().join(format!("gw-rows-{}-{}", std::process::id(), crate::store::new_batch_id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("rows.jsonl");
+        std::fs::write(&path, bytes).unwrap();
+        let sources = [path.to_string_lossy().into_owned()];
+        let mut out = Vec::new();
+        let mut seen = Seen::default();
+        let result = match threads {
+            None => read_rows(&sources, None, &mut seen, None, &mut |row| {
+                out.push(crate::json::canonical(&row.value));
+                Ok(if out.len() == 9_000 { Flow::Stop } else { Flow::More })
+            }),
+            Some(threads) => {
+                let prepare = |row: Row| crate::json::canonical(&row.value);
+                read_rows_prepared(&sources, None, &mut seen, None, threads, &prepare, &mut |text| {
+                    out.push(text);
+                    Ok(if out.len() == 9_000 { Flow::Stop } else { Flow::More })
+                })
+            }
+        };
+        std::fs::remove_dir_all(&dir).unwrap();
+        let error = result.err().map(|e| message(e).replace(&sources[0], "rows.jsonl"));
+        (out.len(), crate::files::sha256_hex(out.join("\n").as_bytes()), seen.into_iter().collect(), error)
+    }
+
+    #[test]
+    fn threaded_reading_matches_one_thread() {
+        let line = |i: usize| format!("{{\"entity\": \"e{}\", \"row\": {{\"id\": {i}}}}}\n", i % 3);
+        let rows: String = (0..5_000).map(line).collect();
+        let cases: Vec<Vec<u8>> = vec![
+            rows.clone().into_bytes(),
+            format!("{rows}\n  \n{}", line(7)).into_bytes(),
+            format!("{rows}{{\"entity\": 1}}\n{rows}").into_bytes(),
+            [rows.as_bytes(), b"{\"entity\": \"e\", \"row\": {\"x\": \"\xff\"}}\n", rows.as_bytes()].concat(),
+            format!("{rows}{rows}").into_bytes(),
+        ];
+        for (i, bytes) in cases.iter().enumerate() {
+            let one = outcome(bytes, None);
+            for threads in [1, 2, 3] {
+                assert_eq!(outcome(bytes, Some(threads)), one, "case {i}, {threads} threads");
+            }
+        }
     }
 
     fn message(error: Error) -> String {

@@ -21,7 +21,7 @@ use crate::dialect::validate;
 use crate::error::{ContractError, Error, Result};
 use crate::json::{dumps, object, DumpOptions, Map, Value};
 use crate::lifecycle::check_bundle;
-use crate::rows::{plain, read_rows, Flow, Progress, Row, Seen};
+use crate::rows::{plain, read_rows_prepared, Flow, Progress, Row, Seen};
 use crate::snapshot::{build_default, default_snapshot};
 use crate::store::{key_of, Store};
 use crate::validator::Validator;
@@ -62,6 +62,8 @@ pub struct CheckOptions {
     pub chunk_bytes: usize,
     /// Bytes of accepted rows held in memory; past it they move to a scratch file.
     pub memory_budget: usize,
+    /// Threads that parse and shape-check JSONL rows (at most the machine's cores).
+    pub threads: usize,
     /// Always apply in a scratch SQLite copy, even where the in-memory apply decides
     /// (the two must agree; tests compare them).
     pub exact: bool,
@@ -75,6 +77,7 @@ impl Default for CheckOptions {
             merge: "upsert".into(),
             chunk_bytes: CHUNK_BYTES,
             memory_budget: MEMORY_BUDGET,
+            threads: 2,
             exact: false,
         }
     }
@@ -324,6 +327,34 @@ impl Staged {
     }
 }
 
+/// A row after the work that needs no other row (done on the reading threads).
+enum Prepared {
+    /// A row the shape check refuses or that holds a range problem: worded and
+    /// staged on the calling thread, where its chunk and index are known.
+    Row(Row),
+    /// A row the shape check accepts.
+    Accepted {
+        entity: String,
+        key: String,
+        staged: Staged,
+        /// The row itself, kept only for a `fill` merge.
+        value: Option<Value>,
+    },
+}
+
+/// A row's canonical text, written into a per-thread buffer and copied out at its
+/// exact length (one allocation per row).
+fn canonical_text(value: &Value) -> String {
+    thread_local! {
+        static BUFFER: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+    }
+    BUFFER.with_borrow_mut(|buffer| {
+        buffer.clear();
+        crate::json::canonical_into(buffer, value);
+        buffer.as_str().into()
+    })
+}
+
 /// One relationship of a staged row, resolved at staging.
 #[derive(Debug, Clone)]
 enum Ref {
@@ -440,28 +471,34 @@ pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progr
     let validators = validators(&contract);
     let ref_plans = RefPlans::new(&contract);
     let unique_plans = UniquePlans::new(&contract);
-    // Canonical text is written here first, then copied out at its exact length.
-    let mut scratch = String::new();
-    read_rows(sources, options.entity.as_deref(), &mut seen, progress, &mut |row: Row| {
-        // The shape check needs no position: a refused row is worded again below,
-        // once its chunk and index are known.
-        let accepted = row.problem.is_none() && shape_refusal_with(&contract, Some(&validators), 0, 0, &row.entity, &row.value).is_none();
-        // Canonical text has the JSONL line's length (compact, unescaped; only the key order differs).
-        let row_len = if accepted {
-            scratch.clear();
-            crate::json::canonical_into(&mut scratch, &row.value);
-            scratch.len()
-        } else if row.problem.is_some() {
-            0
-        } else {
-            encoded_len(&row.value)
+    // Runs on the reading threads: everything about a row that needs no other row.
+    let prepare = |row: Row| -> Prepared {
+        if row.problem.is_some() || shape_refusal_with(&contract, Some(&validators), 0, 0, &row.entity, &row.value).is_some() {
+            return Prepared::Row(row);
+        }
+        let declared = contract.entity(&row.entity).expect("shape-checked entity");
+        let map = row.value.as_object().expect("shape-checked object");
+        let staged = Staged {
+            text: canonical_text(&row.value),
+            refs: ref_plans.resolve(&declared.name, map),
+            uniques: unique_plans.declared_tuples(&declared.name, &row.value),
+            chunk: 0,
+            index: 0,
         };
-        let line_len = if row.problem.is_some() {
-            encode_line(&row, tagged)?.len()
-        } else if tagged {
-            "{\"entity\":,\"row\":}".len() + string_len(&row.entity) + row_len
-        } else {
-            row_len
+        let key = row_key(declared, map);
+        Prepared::Accepted { key, staged, value: merge_fill.then_some(row.value), entity: row.entity }
+    };
+    let mut sink = |prepared: Prepared| -> Result<Flow> {
+        // Canonical text has the JSONL line's length (compact, unescaped; only the key order differs).
+        let (entity, row_len) = match &prepared {
+            Prepared::Accepted { entity, staged, .. } => (entity, staged.text.len()),
+            Prepared::Row(row) if row.problem.is_some() => (&row.entity, 0),
+            Prepared::Row(row) => (&row.entity, encoded_len(&row.value)),
+        };
+        let line_len = match &prepared {
+            Prepared::Row(row) if row.problem.is_some() => encode_line(row, tagged)?.len(),
+            _ if tagged => "{\"entity\":,\"row\":}".len() + string_len(entity) + row_len,
+            _ => row_len,
         };
         let bytes = line_len + 1;
         if chunk_bytes > 0 && chunk_bytes + bytes > options.chunk_bytes {
@@ -473,22 +510,34 @@ pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progr
         let position = index;
         index += 1;
         rows_read += 1;
-        if !accepted {
-            if let Some(record) = shape_refusal_with(&contract, Some(&validators), chunk, position, &row.entity, &row.value) {
-                stage.refuse(record);
-                return Ok(Flow::More);
+        let (entity, key, mut staged, value) = match prepared {
+            Prepared::Accepted { entity, key, staged, value } => (entity, key, staged, value),
+            Prepared::Row(row) => {
+                if let Some(record) = shape_refusal_with(&contract, Some(&validators), chunk, position, &row.entity, &row.value) {
+                    stage.refuse(record);
+                    return Ok(Flow::More);
+                }
+                // A row with a range problem its schema accepts.
+                let declared = contract.entity(&row.entity).expect("shape-checked entity");
+                let map = row.value.as_object().expect("shape-checked object");
+                let staged = Staged {
+                    text: canonical_text(&row.value),
+                    refs: ref_plans.resolve(&declared.name, map),
+                    uniques: unique_plans.declared_tuples(&declared.name, &row.value),
+                    chunk: 0,
+                    index: 0,
+                };
+                let key = row_key(declared, map);
+                (row.entity, key, staged, merge_fill.then_some(row.value))
             }
-            // A row with a range problem its schema accepts.
-            scratch.clear();
-            crate::json::canonical_into(&mut scratch, &row.value);
-        }
-        let declared = contract.entity(&row.entity).expect("shape-checked entity");
-        let key = row_key(declared, row.value.as_object().expect("shape-checked object"));
-        let name = declared.name.as_str();
-        stage.rows.hold(row.entity, key, merge_fill, |first| match first {
+        };
+        staged.chunk = chunk;
+        staged.index = position;
+        let name = contract.entity(&entity).expect("shape-checked entity").name.as_str();
+        stage.rows.hold(entity, key, merge_fill, |first| match first {
             Some(mut first) if merge_fill => {
                 let mut merged = first.value();
-                if let (Value::Object(first), Value::Object(later)) = (&mut merged, row.value) {
+                if let (Value::Object(first), Some(Value::Object(later))) = (&mut merged, value) {
                     for (name, value) in later {
                         first.entry(name).or_insert(value);
                     }
@@ -498,16 +547,12 @@ pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progr
                 first.text = crate::json::canonical(&merged);
                 first
             }
-            _ => Staged {
-                text: scratch.as_str().into(),
-                refs: ref_plans.resolve(name, row.value.as_object().expect("shape-checked object")),
-                uniques: unique_plans.declared_tuples(name, &row.value),
-                chunk,
-                index: position,
-            },
+            _ => staged,
         })?;
         Ok(Flow::More)
-    })?;
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(options.threads.max(1));
+    read_rows_prepared(sources, options.entity.as_deref(), &mut seen, progress, threads, &prepare, &mut sink)?;
     if rows_read == 0 {
         return Ok(CheckReport { rows: 0, refusals: Vec::new(), refusal_count: 0, entity_counts: object::<_, String>([]) });
     }
