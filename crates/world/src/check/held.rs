@@ -35,9 +35,77 @@ pub(super) struct Held {
 }
 
 struct Spill {
-    conn: Connection,
+    /// The scratch file, once every queued row is written.
+    conn: Option<Connection>,
+    /// While staging: the thread writing rows, which owns the connection meanwhile.
+    writer: Option<Writer>,
+    /// Rows waiting to be handed to the writer.
+    queued: Vec<(usize, String, Staged)>,
     // Dropped after the connection: the file goes with the directory.
     _dir: Scratch,
+}
+
+/// Rows handed to the writing thread at a time.
+const WRITE_BATCH: usize = 1024;
+
+/// The thread that writes staged rows to the scratch file, so staging goes on
+/// parsing while SQLite works.
+struct Writer {
+    rows: std::sync::mpsc::SyncSender<Vec<(usize, String, Staged)>>,
+    thread: std::thread::JoinHandle<Result<Connection>>,
+}
+
+impl Writer {
+    fn start(conn: Connection) -> Writer {
+        let (rows, incoming) = std::sync::mpsc::sync_channel::<Vec<(usize, String, Staged)>>(4);
+        let thread = std::thread::spawn(move || {
+            for batch in incoming {
+                for (entity, key, staged) in batch {
+                    upsert(&conn, entity, &key, &staged)?;
+                }
+            }
+            Ok(conn)
+        });
+        Writer { rows, thread }
+    }
+
+    /// Wait for every row to be written; the connection comes back.
+    fn finish(self) -> Result<Connection> {
+        drop(self.rows);
+        match self.thread.join() {
+            Ok(result) => Ok(result?),
+            Err(_) => Err(crate::rows::plain("the thread writing held rows panicked")),
+        }
+    }
+}
+
+impl Spill {
+    /// Hand the queued rows to the writer.
+    fn send(&mut self) -> Result<()> {
+        let batch = std::mem::take(&mut self.queued);
+        let Some(writer) = &self.writer else { return Ok(()) };
+        if writer.rows.send(batch).is_err() {
+            // The writer stopped on an error: finishing reports it.
+            self.finish()?;
+            return Err(crate::rows::plain("the thread writing held rows stopped"));
+        }
+        Ok(())
+    }
+
+    /// Write everything queued and take the connection back.
+    fn finish(&mut self) -> Result<()> {
+        if !self.queued.is_empty() && self.writer.is_some() {
+            self.send()?;
+        }
+        if let Some(writer) = self.writer.take() {
+            self.conn = Some(writer.finish()?);
+        }
+        Ok(())
+    }
+
+    fn conn(&self) -> Result<&Connection> {
+        self.conn.as_ref().ok_or_else(|| crate::rows::plain("held rows are still being written"))
+    }
 }
 
 const SPILL_SCHEMA: &str = "
@@ -79,22 +147,27 @@ impl Held {
     /// that key, if any (only when `merging`: otherwise the later row wins whole), and
     /// returns what to hold (which keeps the first's position).
     pub(super) fn hold(&mut self, entity: String, key: String, merging: bool, merge: impl FnOnce(Option<Staged>) -> Staged) -> Result<()> {
-        if let Some(spill) = &self.spill {
+        if let Some(spill) = &mut self.spill {
             let id = match self.memory.get_index_of(&entity) {
                 Some(id) => id,
                 None => self.memory.insert_full(entity, IndexMap::default()).0,
             };
-            let existing = if merging {
-                spill
-                    .conn
-                    .prepare_cached("SELECT text, refs, uniques, chunk, idx FROM staged WHERE entity = ?1 AND key = ?2")?
-                    .query_row(params![id as i64, key], decode)
-                    .optional()?
-            } else {
-                None
-            };
+            if !merging {
+                // The later row wins whole: written in the background.
+                spill.queued.push((id, key, merge(None)));
+                if spill.queued.len() >= WRITE_BATCH {
+                    spill.send()?;
+                }
+                return Ok(());
+            }
+            spill.finish()?;
+            let conn = spill.conn()?;
+            let existing = conn
+                .prepare_cached("SELECT text, refs, uniques, chunk, idx FROM staged WHERE entity = ?1 AND key = ?2")?
+                .query_row(params![id as i64, key], decode)
+                .optional()?;
             let staged = merge(existing);
-            upsert(&spill.conn, id, &key, &staged)?;
+            upsert(conn, id, &key, &staged)?;
             return Ok(());
         }
         let rows = self.memory.entry(entity).or_default();
@@ -124,21 +197,29 @@ impl Held {
         let dir = Scratch::new("gateway-check-rows")?;
         let conn = Connection::open(dir.path().join("held.sqlite"))?;
         conn.execute_batch(SPILL_SCHEMA)?;
+        // Rows are dropped only after staging, when nothing moves to disk any more.
+        debug_assert!(self.dropped.is_empty());
+        let mut spill = Spill { conn: None, writer: Some(Writer::start(conn)), queued: Vec::new(), _dir: dir };
         for (id, rows) in self.memory.values_mut().enumerate() {
             for (key, staged) in rows.drain(..) {
-                upsert(&conn, id, &key, &staged)?;
-            }
-        }
-        for (entity, keys) in self.dropped.drain() {
-            let id = self.memory.get_index_of(&entity).unwrap_or(usize::MAX) as i64;
-            for (key, ordinal) in keys {
-                conn.execute("UPDATE staged SET dropped = ?3 WHERE entity = ?1 AND key = ?2", params![id, key, ordinal as i64])?;
+                spill.queued.push((id, key, staged));
+                if spill.queued.len() >= WRITE_BATCH {
+                    spill.send()?;
+                }
             }
         }
         self.memory.values_mut().for_each(|rows| rows.shrink_to_fit());
         self.bytes = 0;
-        self.spill = Some(Spill { conn, _dir: dir });
+        self.spill = Some(spill);
         Ok(())
+    }
+
+    /// End staging: every held row is written before it is read back.
+    pub(super) fn finish(&mut self) -> Result<()> {
+        match &mut self.spill {
+            Some(spill) => spill.finish(),
+            None => Ok(()),
+        }
     }
 
     /// An entity's number in the scratch file (-1: never staged).
@@ -161,7 +242,7 @@ impl Held {
         match &self.spill {
             Some(spill) => {
                 let n: i64 = spill
-                    .conn
+                    .conn()?
                     .prepare_cached("SELECT COUNT(*) FROM staged WHERE entity = ?1")?
                     .query_row([self.id(entity)], |r| r.get(0))?;
                 Ok(n as usize)
@@ -175,7 +256,7 @@ impl Held {
         match &self.spill {
             Some(spill) => {
                 let mut statement =
-                    spill.conn.prepare("SELECT key, text, refs, uniques, chunk, idx FROM staged WHERE +entity = ?1 ORDER BY seq")?;
+                    spill.conn()?.prepare("SELECT key, text, refs, uniques, chunk, idx FROM staged WHERE +entity = ?1 ORDER BY seq")?;
                 let mut rows = statement.query([self.id(entity)])?;
                 while let Some(row) = rows.next()? {
                     let key: String = row.get(0)?;
@@ -204,7 +285,7 @@ impl Held {
         match &self.spill {
             Some(spill) => {
                 let found: Option<Option<i64>> = spill
-                    .conn
+                    .conn()?
                     .prepare_cached("SELECT dropped FROM staged WHERE entity = ?1 AND key = ?2")?
                     .query_row(params![self.id(entity), key], |r| r.get(0))
                     .optional()?;
@@ -221,7 +302,7 @@ impl Held {
     pub(super) fn drop_row(&mut self, entity: &str, key: &str, ordinal: usize) -> Result<()> {
         match &self.spill {
             Some(spill) => {
-                spill.conn.prepare_cached("UPDATE staged SET dropped = ?3 WHERE entity = ?1 AND key = ?2")?.execute(params![
+                spill.conn()?.prepare_cached("UPDATE staged SET dropped = ?3 WHERE entity = ?1 AND key = ?2")?.execute(params![
                     self.id(entity),
                     key,
                     ordinal as i64
@@ -238,7 +319,7 @@ impl Held {
     pub(super) fn purge(&mut self) -> Result<()> {
         match &self.spill {
             Some(spill) => {
-                spill.conn.execute("DELETE FROM staged WHERE dropped IS NOT NULL", [])?;
+                spill.conn()?.execute("DELETE FROM staged WHERE dropped IS NOT NULL", [])?;
             }
             None => {
                 for (entity, keys) in self.dropped.drain() {
@@ -398,6 +479,7 @@ mod tests {
                 staged("{\"id\":1,\"x\":1}", first.refs, first.uniques, 3)
             })
             .unwrap();
+            held.finish().unwrap();
             assert_eq!(held.spilled(), budget == 0);
             assert_eq!(held.entities(), ["a", "b"]);
             assert_eq!(held.len("a").unwrap(), 2);

@@ -553,6 +553,7 @@ pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progr
     };
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(options.threads.max(1));
     read_rows_prepared(sources, options.entity.as_deref(), &mut seen, progress, threads, &prepare, &mut sink)?;
+    stage.rows.finish()?;
     if rows_read == 0 {
         return Ok(CheckReport { rows: 0, refusals: Vec::new(), refusal_count: 0, entity_counts: object::<_, String>([]) });
     }
