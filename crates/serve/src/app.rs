@@ -264,20 +264,28 @@ impl WorldApp {
         self.handle_api(method, target, headers, raw, default_host)
     }
 
-    /// Whether a request is a plain read (no handler, no gate, no write), cheap
-    /// enough to answer on the async worker instead of the blocking pool.
-    pub fn is_plain_read(&self, method: &str, target: &str) -> bool {
-        if method != "GET" || self.settings.before.is_some() || self.settings.ui.is_some() {
+    /// Whether a request only touches the store through the built-in actions (no
+    /// Python handler, no gate, no admin route): reads, and with `writes` single-row
+    /// creates, updates and deletes, which take well under a millisecond.
+    pub fn is_quick(&self, method: &str, target: &str, writes: bool) -> bool {
+        if self.settings.before.is_some() || self.settings.ui.is_some() {
+            return false;
+        }
+        if method != "GET" && !(writes && matches!(method, "POST" | "PUT" | "PATCH" | "DELETE")) {
             return false;
         }
         let (path, query) = split_target(target);
-        if [HEALTH, STATE].contains(&path) {
-            return path == HEALTH;
+        if path.starts_with("/__world/") || path == STATE {
+            return false;
+        }
+        if path == HEALTH {
+            return true;
         }
         let query = parse_query(query);
+        let built_in = |action: &str| action == "read" || (writes && matches!(action, "create" | "update" | "delete"));
         match self.router.route(method, self.strip(path), &query) {
-            Some((operation, _)) => self.settings.operations.get(&operation.name).is_none_or(|op| op.action == "read"),
-            None => true,
+            Some((operation, _)) => self.settings.operations.get(&operation.name).is_none_or(|op| built_in(&op.action)),
+            None => method == "GET",
         }
     }
 

@@ -88,8 +88,9 @@ async fn answer(State(app): State<Arc<WorldApp>>, request: Request) -> Response 
         return response;
     };
     let default_host = parts.extensions.get::<LocalAddr>().map(|a| a.0.clone()).unwrap_or_else(|| "127.0.0.1".into());
-    if app.is_plain_read(&method, &target) {
-        // Index-backed reads take tens of microseconds: a hop to the blocking pool would cost more.
+    if app.is_quick(&method, &target, true) {
+        // Index-backed reads take tens of microseconds and a single-row write a few
+        // hundred: a hop to the blocking pool would cost more than it saves.
         let answered = app.handle(&method, &target, &headers, &raw, &default_host);
         return render(&app, answered);
     }

@@ -143,8 +143,10 @@ impl Column {
     }
 }
 
+// The writer keeps a small cache and no mapping: a commit ends by trimming the
+// page cache, which costs in proportion to its size (measured: creates/s +25 %).
 const SESSION_PRAGMAS: &str =
-    "PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF; PRAGMA cache_size = -65536; PRAGMA mmap_size = 1073741824; PRAGMA temp_store = MEMORY; PRAGMA wal_autocheckpoint = 10000;";
+    "PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF; PRAGMA cache_size = -8192; PRAGMA mmap_size = 0; PRAGMA temp_store = MEMORY; PRAGMA wal_autocheckpoint = 10000;";
 const READER_PRAGMAS: &str = "PRAGMA cache_size = -65536; PRAGMA mmap_size = 1073741824;";
 
 /// One session database: a writer, pooled readers, and folded-column caches.

@@ -194,8 +194,12 @@ impl Store {
     }
 
     fn entity(&self, name: &Value) -> Result<&Entity, ContractError> {
+        Store::entity_in(&self.contract, name)
+    }
+
+    fn entity_in<'c>(contract: &'c Contract, name: &Value) -> Result<&'c Entity, ContractError> {
         name.as_str()
-            .and_then(|n| self.contract.entity(n))
+            .and_then(|n| contract.entity(n))
             .ok_or_else(|| ContractError::new("entity", "Unknown entity type", "").with("entity", name.clone()))
     }
 
@@ -383,16 +387,18 @@ impl Store {
     }
 
     fn mutate(&mut self, mutation: &Value, op: &str) -> Result<(String, String)> {
-        let entity = self.entity(mutation.get("entity").expect("member"))?.clone();
+        // The contract is shared: holding it keeps the entity without copying its schema.
+        let contract = self.contract.clone();
+        let entity = Store::entity_in(&contract, mutation.get("entity").expect("member"))?;
         let name = entity.name.clone();
         let schema_location = format!("{}/schema", entity.location);
         let (key, payload) = if op == "insert" {
             let value = mutation.get("value").expect("member");
             validate(&entity.schema, value, &schema_location, "")?;
-            (key_of(&entity, value, false)?, Some(value.clone()))
+            (key_of(entity, value, false)?, Some(value.clone()))
         } else {
             let key_value = mutation.get("key").expect("member");
-            let key = key_of(&entity, key_value, true)?;
+            let key = key_of(entity, key_value, true)?;
             let Some(current) = self.get_by_key(&name, &key)? else {
                 return Err(ContractError::new("not_found", "No entity exists at this key", "")
                     .with("entity", Value::str(&name))
@@ -409,7 +415,7 @@ impl Store {
                 }
                 let merged = Value::Object(merged);
                 validate(&entity.schema, &merged, &schema_location, "")?;
-                if key_of(&entity, &merged, false)? != key {
+                if key_of(entity, &merged, false)? != key {
                     return Err(ContractError::new("key_immutable", "Updates cannot change primary keys", "")
                         .with("entity", Value::str(&name))
                         .into());
