@@ -48,16 +48,23 @@ def rows_records(n, out):
             f.write(json.dumps({"entity": "records", "row": row}) + "\n")
 
 
-def run(binary, world, rows_file):
+def run(binary, world, rows_file, repeat=1):
+    """The median wall time of `repeat` checks (after one untimed warm-up when repeating)."""
     with tempfile.TemporaryDirectory(prefix="bench-rows-") as scratch:
         copy = Path(scratch) / "world"
         shutil.copytree(world, copy)
         # Snapshot built once outside the timing (both binaries build it on first use).
         subprocess.run([binary, "worlds", "schema", "compile", str(copy)], capture_output=True, check=False)
+        argv = [binary, "worlds", "data", "check", str(copy), str(rows_file)]
+        if repeat > 1:
+            subprocess.run(argv, capture_output=True)
+        times = []
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        done = subprocess.run([binary, "worlds", "data", "check", str(copy), str(rows_file)], capture_output=True, text=True)
-        elapsed = time.perf_counter() - start
+        for _ in range(repeat):
+            start = time.perf_counter()
+            done = subprocess.run(argv, capture_output=True, text=True)
+            times.append(time.perf_counter() - start)
+        elapsed = sorted(times)[len(times) // 2]
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode not in (0, 2):
         sys.exit(f"{binary} failed ({done.returncode}): {done.stderr[:500]}")
@@ -88,6 +95,8 @@ def main():
     parser.add_argument("--world", default=str(ROOT / "examples/helpdesk"))
     parser.add_argument("--rows", type=int, nargs="+", default=[20000, 200000])
     parser.add_argument("--ref-max", type=int, default=200000)
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="median of this many runs (after a warm-up) for row counts up to 20,000, both binaries")
     args = parser.parse_args()
     world = Path(args.world)
     schema = json.loads((world / "schema/world.json").read_text())
@@ -99,11 +108,12 @@ def main():
         for n in args.rows:
             rows_file = Path(tmp) / f"rows-{n}.jsonl"
             generate(n, rows_file)
-            ours_s, ours, _ = run(args.ours, world, rows_file)
+            repeat = args.repeat if n <= 20000 else 1
+            ours_s, ours, _ = run(args.ours, world, rows_file, repeat)
             ours_mem = peak_rss_kib(args.ours, world, rows_file) / 1024
             line = f"{n:>9} {ours_s:>8.2f} {n / ours_s:>12,.0f} {ours_mem:>9.1f}"
             if args.ref and Path(args.ref).exists() and n <= args.ref_max:
-                ref_s, ref, _ = run(args.ref, world, rows_file)
+                ref_s, ref, _ = run(args.ref, world, rows_file, repeat)
                 ref_mem = peak_rss_kib(args.ref, world, rows_file) / 1024 if n <= 20000 else float("nan")
                 same = (ours["refusalCount"], ours["entityCounts"]) == (ref["refusalCount"], ref["entityCounts"])
                 line += f" {ref_s:>8.2f} {n / ref_s:>11,.0f} {ref_mem:>8.1f} {ref_s / ours_s:>6.0f}x"

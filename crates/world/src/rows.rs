@@ -670,13 +670,33 @@ fn stream_jsonl_prepared<P: Send>(
     prepare: &(dyn Fn(Row) -> P + Sync),
     sink: &mut dyn FnMut(P) -> Result<Flow>,
 ) -> Result<Flow> {
-    type Lines = Vec<(usize, String)>;
-    let work = |lines: &[(usize, String)]| -> Vec<Result<(String, P)>> {
+    /// A share of a block: its lines' text in one buffer, with each line's number and end.
+    #[derive(Default)]
+    struct Lines {
+        text: String,
+        ends: Vec<(usize, usize)>,
+    }
+    // Each prepared row comes back with its entity's name when it differs from the
+    // previous row's in the share (rows mostly come in runs of one entity).
+    type Prepared<P> = Vec<Result<(Option<String>, P)>>;
+    let work = |lines: &Lines| -> Prepared<P> {
+        let mut start = 0;
+        let mut previous: Option<String> = None;
         lines
+            .ends
             .iter()
-            .map(|(number, line)| {
-                let row = jsonl_row(line, *number, at, entity)?;
-                Ok((row.entity.clone(), prepare(row)))
+            .map(|&(number, end)| {
+                let line = &lines.text[start..end];
+                start = end;
+                let row = jsonl_row(line, number, at, entity)?;
+                let name = match &previous {
+                    Some(name) if *name == row.entity => None,
+                    _ => {
+                        previous = Some(row.entity.clone());
+                        previous.clone()
+                    }
+                };
+                Ok((name, prepare(row)))
             })
             .collect()
     };
@@ -686,7 +706,7 @@ fn stream_jsonl_prepared<P: Send>(
         let helpers: Vec<_> = (1..threads)
             .map(|_| {
                 let (to_helper, lines_in) = std::sync::mpsc::sync_channel::<Lines>(1);
-                let (results_out, from_helper) = std::sync::mpsc::sync_channel::<Vec<Result<(String, P)>>>(1);
+                let (results_out, from_helper) = std::sync::mpsc::sync_channel::<Prepared<P>>(1);
                 let work = &work;
                 scope.spawn(move || {
                     for lines in lines_in {
@@ -699,10 +719,14 @@ fn stream_jsonl_prepared<P: Send>(
             })
             .collect();
         let mut number = 0usize;
-        let mut sink_all = |prepared: Vec<Result<(String, P)>>| -> Result<Flow> {
+        let mut current = String::new();
+        let mut sink_all = |prepared: Prepared<P>| -> Result<Flow> {
             for item in prepared {
                 let (name, row) = item?;
-                count(seen, &name);
+                if let Some(name) = name {
+                    current = name;
+                }
+                count(seen, &current);
                 if sink(row)? == Flow::Stop {
                     return Ok(Flow::Stop);
                 }
@@ -710,17 +734,23 @@ fn stream_jsonl_prepared<P: Send>(
             Ok(Flow::More)
         };
         // The previous block's rows: sunk while the helpers prepare the next block.
-        let mut pending: Option<Vec<Result<(String, P)>>> = None;
+        let mut pending: Option<Prepared<P>> = None;
+        let share = PREPARE_BLOCK.div_ceil(threads);
         loop {
-            let mut block: Lines = Vec::with_capacity(PREPARE_BLOCK);
+            // Share k of the block holds its lines k*share .. (k+1)*share.
+            let mut shares: Vec<Lines> = (0..threads).map(|_| Lines::default()).collect();
+            let mut held = 0;
             let (mut ended, mut unreadable) = (false, None);
-            while block.len() < PREPARE_BLOCK {
+            while held < PREPARE_BLOCK {
                 match reader.line(None) {
                     Ok(Some(range)) => {
                         number += 1;
                         let line = reader.text(range);
                         if !python_blank(line) {
-                            block.push((number, line.to_string()));
+                            let lines = &mut shares[held / share];
+                            lines.text.push_str(line);
+                            lines.ends.push((number, lines.text.len()));
+                            held += 1;
                         }
                         reader.compact();
                     }
@@ -735,12 +765,14 @@ fn stream_jsonl_prepared<P: Send>(
                     }
                 }
             }
-            let share = block.len().div_ceil(threads).max(1);
-            let mut rest = block.split_off(share.min(block.len()));
+            let mut shares = shares.into_iter();
+            let mine = shares.next().expect("one share at least");
             let mut handed = 0;
-            for (to_helper, _) in &helpers {
-                let tail = rest.split_off(share.min(rest.len()));
-                if to_helper.send(std::mem::replace(&mut rest, tail)).is_err() {
+            for ((to_helper, _), lines) in helpers.iter().zip(shares) {
+                if lines.ends.is_empty() {
+                    break;
+                }
+                if to_helper.send(lines).is_err() {
                     return Err(plain("a row-preparing thread stopped"));
                 }
                 handed += 1;
@@ -750,7 +782,7 @@ fn stream_jsonl_prepared<P: Send>(
                     return Ok(Flow::Stop);
                 }
             }
-            let mut prepared = work(&block);
+            let mut prepared = work(&mine);
             for (_, from_helper) in helpers.iter().take(handed) {
                 prepared.extend(from_helper.recv().map_err(|_| plain("a row-preparing thread stopped"))?);
             }

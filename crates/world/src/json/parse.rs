@@ -45,6 +45,7 @@ pub fn parse_loads(text: &str) -> Result<Parsed, ParseError> {
 
 fn parse_with(text: &str, duplicates: bool) -> Result<Parsed, ParseError> {
     let mut parser = Parser {
+        text,
         bytes: text.as_bytes(),
         pos: 0,
         problem: None,
@@ -65,6 +66,7 @@ fn parse_with(text: &str, duplicates: bool) -> Result<Parsed, ParseError> {
 /// that may hold hundreds of thousands of rows.
 pub fn skim_id(text: &str) -> Result<(Option<RangeProblem>, Option<String>), ParseError> {
     let mut parser = Parser {
+        text,
         bytes: text.as_bytes(),
         pos: 0,
         problem: None,
@@ -85,6 +87,8 @@ pub fn parse_clean(text: &str) -> Option<Value> {
 }
 
 struct Parser<'a> {
+    /// The document (runs between ASCII delimiters are sliced from it as text).
+    text: &'a str,
     bytes: &'a [u8],
     pos: usize,
     problem: Option<RangeProblem>,
@@ -227,7 +231,7 @@ impl Parser<'_> {
                 }
             }
         }
-        let text = std::str::from_utf8(&self.bytes[start..self.pos]).expect("ascii digits");
+        let text = &self.text[start..self.pos];
         let value = if is_float {
             Value::Float(text.parse::<f64>().unwrap_or(f64::INFINITY))
         } else {
@@ -247,6 +251,7 @@ impl Parser<'_> {
         self.pos += 1;
         let mut out = String::new();
         let mut lone = false;
+        let mut first = true;
         loop {
             let run_start = self.pos;
             while let Some(&b) = self.bytes.get(self.pos) {
@@ -255,8 +260,15 @@ impl Parser<'_> {
                 }
                 self.pos += 1;
             }
-            // The input is a &str, so any run of bytes between ASCII delimiters is valid UTF-8.
-            out.push_str(std::str::from_utf8(&self.bytes[run_start..self.pos]).expect("utf-8 run"));
+            // ASCII delimiters are char boundaries: the run is a slice of the text.
+            let run = &self.text[run_start..self.pos];
+            if first && self.bytes.get(self.pos) == Some(&b'"') {
+                // No escapes (the common case): one allocation of the exact size.
+                self.pos += 1;
+                return Ok((run.to_string(), false));
+            }
+            first = false;
+            out.push_str(run);
             match self.bytes.get(self.pos) {
                 None => return self.err("Unterminated string starting"),
                 Some(b'"') => {
