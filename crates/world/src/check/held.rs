@@ -109,6 +109,7 @@ impl Spill {
 }
 
 const SPILL_SCHEMA: &str = "
+    PRAGMA page_size = 16384;
     PRAGMA journal_mode = OFF;
     PRAGMA synchronous = OFF;
     PRAGMA locking_mode = EXCLUSIVE;
