@@ -10,12 +10,10 @@
 //! [`Decision::Undecided`] and the caller runs the exact one.
 
 use super::held::Held;
-use super::{dependency_order, field_of, refusal, Staged, Validators};
+use super::{dependency_order, refusal, update_of, Staged, Update, Validators};
 use crate::compiler::{quote, Contract, Entity};
-use crate::dialect::validate;
 use crate::error::Result;
 use crate::json::{object, Value};
-use crate::store::key_of;
 use rusqlite::{types::ValueRef, Connection, OptionalExtension as _};
 use std::collections::{HashMap, HashSet};
 
@@ -242,22 +240,14 @@ pub(super) fn apply(contract: &Contract, validators: &Validators, plans: &Unique
                 added += 1;
                 return Ok(true);
             };
-            let current = crate::json::parse_clean(&existing).unwrap_or_default();
-            let value = staged.value();
-            if crate::json::python_equal(&current, &value) {
-                return Ok(true);
-            }
-            let mut merged = current.as_object().cloned().unwrap_or_default();
-            for (k, v) in value.as_object().expect("staged object") {
-                merged.insert(k.clone(), v.clone());
-            }
-            let merged = Value::Object(merged);
-            if !validators[name].accepts(&merged) {
-                if let Err(error) = validate(&declared.schema, &merged, &format!("{}/schema", declared.location), "") {
-                    decision = Some(Decision::Decided(Some(row_refusal(name, staged, field_of(&error), &error.message)), Value::Null));
+            let (current, merged) = match update_of(contract, validators, name, staged, &existing) {
+                Update::Unchanged => return Ok(true),
+                Update::Refused(record) => {
+                    decision = Some(Decision::Decided(Some(record), Value::Null));
                     return Ok(false);
                 }
-            }
+                Update::Merged { current, merged } => (current, merged),
+            };
             let before = plans.tuples(name, &current);
             let after = plans.tuples(name, &merged);
             for (set, (old, new)) in before.iter().zip(&after).enumerate() {
@@ -294,36 +284,13 @@ pub(super) fn apply(contract: &Contract, validators: &Validators, plans: &Unique
         }
         *inserted.entry(name).or_default() += added;
     }
-    // The commit-time audit of updated rows (inserted ones were reference-checked):
-    // an append deletes nothing, so a target exists when the parent or the batch has it.
-    for (name, staged, merged) in &updated {
-        let declared = contract.entity(name).expect("staged entity");
-        for relationship in &declared.relationships {
-            let keys: Vec<Option<&Value>> = relationship
-                .fields
-                .iter()
-                .map(|f| crate::compiler::payload_value(merged, f).filter(|v| !matches!(v, Value::Null)))
-                .collect();
-            if keys.iter().all(Option::is_none) {
-                continue;
-            }
-            if keys.iter().any(Option::is_none) {
-                let detail = "Composite references must be wholly present or wholly absent/null";
-                return Ok(Decision::Decided(Some(row_refusal(name, staged, None, detail)), Value::Null));
-            }
-            let target = contract.entity(&relationship.target).expect("compiled target");
-            let wanted = object(target.primary_key.iter().cloned().zip(keys.into_iter().map(|k| k.expect("present").clone())));
-            let wanted = match key_of(target, &wanted, true) {
-                Ok(wanted) => wanted,
-                Err(error) => return Ok(Decision::Decided(Some(row_refusal(name, staged, field_of(&error), &error.message)), Value::Null)),
-            };
-            if !held.contains(&target.name, &wanted, None)?
-                && !conn.prepare_cached(&format!("SELECT 1 FROM {} WHERE _key = ?1", quote(&target.name)))?.exists([&wanted])?
-            {
-                let detail = "Relationship target does not exist; incomplete evidence requires an explicit mapping decision";
-                return Ok(Decision::Decided(Some(row_refusal(name, staged, None, detail)), Value::Null));
-            }
-        }
+    // An append deletes nothing: a target exists when the batch or the parent has it.
+    let refused = super::audit_updated(contract, &updated, |target, wanted| {
+        Ok(held.contains(&target.name, wanted, None)?
+            || conn.prepare_cached(&format!("SELECT 1 FROM {} WHERE _key = ?1", quote(&target.name)))?.exists([wanted])?)
+    })?;
+    if refused.is_some() {
+        return Ok(Decision::Decided(refused, Value::Null));
     }
     Ok(Decision::Decided(None, counts(contract, conn, &inserted)?))
 }

@@ -327,6 +327,80 @@ impl Staged {
     }
 }
 
+/// What updating a stored row with a staged one comes to.
+enum Update {
+    /// The stored row already equals the staged one: nothing to write.
+    Unchanged,
+    /// The shallow merge breaks the entity's schema: the refusal.
+    Refused(Value),
+    /// The stored row, and the shallow merge of the staged row into it.
+    Merged { current: Value, merged: Value },
+}
+
+/// Merge a staged row into the stored payload `stored` of entity `name`, as the
+/// store's update does (shallow, later members win), and check the result.
+fn update_of(contract: &Contract, validators: &Validators, name: &str, staged: &Staged, stored: &str) -> Update {
+    let current = crate::json::parse_clean(stored).unwrap_or_default();
+    let value = staged.value();
+    if crate::json::python_equal(&current, &value) {
+        return Update::Unchanged;
+    }
+    let mut merged = current.as_object().cloned().unwrap_or_default();
+    for (k, v) in value.as_object().expect("staged object") {
+        merged.insert(k.clone(), v.clone());
+    }
+    let merged = Value::Object(merged);
+    if !validators[name].accepts(&merged) {
+        let declared = contract.entity(name).expect("staged entity");
+        if let Err(error) = validate(&declared.schema, &merged, &format!("{}/schema", declared.location), "") {
+            let record =
+                refusal(Some(staged.chunk), Some(staged.index), Some(name), Some(&value), field_of(&error), &error.message, Some(contract));
+            return Update::Refused(record);
+        }
+    }
+    Update::Merged { current, merged }
+}
+
+/// The commit-time audit of updated rows (inserted rows were reference-checked
+/// before the apply): every relationship of the merged row must be wholly present or
+/// absent and name a key that `exists` after the batch. The refusal, if any.
+fn audit_updated(
+    contract: &Contract,
+    updated: &[(&str, Staged, Value)],
+    mut exists: impl FnMut(&Entity, &str) -> Result<bool>,
+) -> Result<Option<Value>> {
+    let row_refusal = |name: &str, staged: &Staged, field: Option<&str>, detail: &str| {
+        refusal(Some(staged.chunk), Some(staged.index), Some(name), Some(&staged.value()), field, detail, Some(contract))
+    };
+    for (name, staged, merged) in updated {
+        let declared = contract.entity(name).expect("staged entity");
+        for relationship in &declared.relationships {
+            let keys: Vec<Option<&Value>> = relationship
+                .fields
+                .iter()
+                .map(|f| crate::compiler::payload_value(merged, f).filter(|v| !matches!(v, Value::Null)))
+                .collect();
+            if keys.iter().all(Option::is_none) {
+                continue;
+            }
+            if keys.iter().any(Option::is_none) {
+                return Ok(Some(row_refusal(name, staged, None, "Composite references must be wholly present or wholly absent/null")));
+            }
+            let target = contract.entity(&relationship.target).expect("compiled target");
+            let wanted = object(target.primary_key.iter().cloned().zip(keys.into_iter().map(|k| k.expect("present").clone())));
+            let wanted = match key_of(target, &wanted, true) {
+                Ok(wanted) => wanted,
+                Err(error) => return Ok(Some(row_refusal(name, staged, field_of(&error), &error.message))),
+            };
+            if !exists(target, &wanted)? {
+                let detail = "Relationship target does not exist; incomplete evidence requires an explicit mapping decision";
+                return Ok(Some(row_refusal(name, staged, None, detail)));
+            }
+        }
+    }
+    Ok(None)
+}
+
 /// A row after the work that needs no other row (done on the reading threads).
 enum Prepared {
     /// A row the shape check refuses or that holds a range problem: worded and
@@ -471,11 +545,8 @@ pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progr
     let validators = validators(&contract);
     let ref_plans = RefPlans::new(&contract);
     let unique_plans = UniquePlans::new(&contract);
-    // Runs on the reading threads: everything about a row that needs no other row.
-    let prepare = |row: Row| -> Prepared {
-        if row.problem.is_some() || shape_refusal_with(&contract, Some(&validators), 0, 0, &row.entity, &row.value).is_some() {
-            return Prepared::Row(row);
-        }
+    // A shape-checked row as staged (its position is set by the caller) and its store key.
+    let staged_row = |row: &Row| -> (String, Staged) {
         let declared = contract.entity(&row.entity).expect("shape-checked entity");
         let map = row.value.as_object().expect("shape-checked object");
         let staged = Staged {
@@ -485,7 +556,14 @@ pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progr
             chunk: 0,
             index: 0,
         };
-        let key = row_key(declared, map);
+        (row_key(declared, map), staged)
+    };
+    // Runs on the reading threads: everything about a row that needs no other row.
+    let prepare = |row: Row| -> Prepared {
+        if row.problem.is_some() || shape_refusal_with(&contract, Some(&validators), 0, 0, &row.entity, &row.value).is_some() {
+            return Prepared::Row(row);
+        }
+        let (key, staged) = staged_row(&row);
         Prepared::Accepted { key, staged, value: merge_fill.then_some(row.value), entity: row.entity }
     };
     let mut sink = |prepared: Prepared| -> Result<Flow> {
@@ -518,16 +596,7 @@ pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progr
                     return Ok(Flow::More);
                 }
                 // A row with a range problem its schema accepts.
-                let declared = contract.entity(&row.entity).expect("shape-checked entity");
-                let map = row.value.as_object().expect("shape-checked object");
-                let staged = Staged {
-                    text: canonical_text(&row.value),
-                    refs: ref_plans.resolve(&declared.name, map),
-                    uniques: unique_plans.declared_tuples(&declared.name, &row.value),
-                    chunk: 0,
-                    index: 0,
-                };
-                let key = row_key(declared, map);
+                let (key, staged) = staged_row(&row);
                 (row.entity, key, staged, merge_fill.then_some(row.value))
             }
         };

@@ -4,12 +4,11 @@
 //! ([`super::memory`]) cannot decide a case exactly.
 
 use super::held::Held;
-use super::{dependency_order, field_of, refusal, Staged, Validators};
+use super::{dependency_order, refusal, update_of, Staged, Update, Validators};
 use crate::compiler::Contract;
-use crate::dialect::validate;
 use crate::error::Result;
-use crate::json::{object, Value};
-use crate::store::{key_of, Store};
+use crate::json::Value;
+use crate::store::Store;
 use std::collections::HashSet;
 
 /// Apply the held rows as one batch in the scratch copy, as the original's
@@ -63,7 +62,6 @@ fn apply_rows(contract: &Contract, validators: &Validators, conn: &rusqlite::Con
     }
     let mut updated: Vec<(&str, Staged, Value)> = Vec::new();
     for name in &order {
-        let declared = contract.entity(name).expect("staged entity");
         let table = quote(name);
         let mut select = conn.prepare(&format!("SELECT payload FROM {table} WHERE _key = ?1"))?;
         let mut insert = conn.prepare(&format!("INSERT INTO {table} (_key, payload) VALUES (?1, ?2)"))?;
@@ -93,22 +91,14 @@ fn apply_rows(contract: &Contract, validators: &Validators, conn: &rusqlite::Con
                     Err(error) => Err(error.into()),
                 };
             };
-            let current = crate::json::parse_clean(&existing).unwrap_or_default();
-            let value = staged.value();
-            if crate::json::python_equal(&current, &value) {
-                return Ok(true);
-            }
-            let mut merged = current.as_object().cloned().unwrap_or_default();
-            for (k, v) in value.as_object().expect("staged object") {
-                merged.insert(k.clone(), v.clone());
-            }
-            let merged = Value::Object(merged);
-            if !validators[name].accepts(&merged) {
-                if let Err(error) = validate(&declared.schema, &merged, &format!("{}/schema", declared.location), "") {
-                    refused = Some(row_refusal(name, staged, field_of(&error), &error.message));
+            let merged = match update_of(contract, validators, name, staged, &existing) {
+                Update::Unchanged => return Ok(true),
+                Update::Refused(record) => {
+                    refused = Some(record);
                     return Ok(false);
                 }
-            }
+                Update::Merged { merged, .. } => merged,
+            };
             match update.execute([&crate::json::canonical(&merged), key]) {
                 Ok(_) => {
                     updated.push((name, staged.clone(), merged));
@@ -125,38 +115,13 @@ fn apply_rows(contract: &Contract, validators: &Validators, conn: &rusqlite::Con
             return Ok(refused);
         }
     }
-    // The commit-time audit: inserted rows were reference-checked against the batch
-    // and the parent; an update keeps the references of the row it merges into.
-    for (name, staged, merged) in &updated {
-        let declared = contract.entity(name).expect("staged entity");
-        for relationship in &declared.relationships {
-            let keys: Vec<Option<&Value>> = relationship
-                .fields
-                .iter()
-                .map(|f| crate::compiler::payload_value(merged, f).filter(|v| !matches!(v, Value::Null)))
-                .collect();
-            if keys.iter().all(Option::is_none) {
-                continue;
-            }
-            if keys.iter().any(Option::is_none) {
-                return Ok(Some(row_refusal(name, staged, None, "Composite references must be wholly present or wholly absent/null")));
-            }
-            let target = contract.entity(&relationship.target).expect("compiled target");
-            let wanted = object(target.primary_key.iter().cloned().zip(keys.into_iter().map(|k| k.expect("present").clone())));
-            let wanted = match key_of(target, &wanted, true) {
-                Ok(wanted) => wanted,
-                Err(error) => return Ok(Some(row_refusal(name, staged, field_of(&error), &error.message))),
-            };
-            let exists = conn.prepare_cached(&format!("SELECT 1 FROM {} WHERE _key = ?1", quote(&target.name)))?.exists([&wanted])?;
-            if !exists {
-                return Ok(Some(row_refusal(
-                    name,
-                    staged,
-                    None,
-                    "Relationship target does not exist; incomplete evidence requires an explicit mapping decision",
-                )));
-            }
-        }
+    // An update keeps the references of the row it merges into; the scratch copy
+    // now holds the batch, so it answers whether a target exists.
+    let refused = super::audit_updated(contract, &updated, |target, wanted| {
+        Ok(conn.prepare_cached(&format!("SELECT 1 FROM {} WHERE _key = ?1", quote(&target.name)))?.exists([wanted])?)
+    })?;
+    if refused.is_some() {
+        return Ok(refused);
     }
     if !deleted.is_empty() {
         for entity in contract.entities.iter().filter(|e| e.relationships.iter().any(|r| deleted.contains(&r.target))) {
