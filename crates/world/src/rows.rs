@@ -873,8 +873,41 @@ fn stream_jsonl(reader: &mut Reader<'_>, at: &str, entity: Option<&str>, seen: &
     Ok(Flow::More)
 }
 
+/// A tagged line exactly as `json.dumps` writes one — `{"entity": "<name>", "row": {…}}`,
+/// either separator style, a name without escapes — with its row parsed on its own,
+/// skipping the wrapper object. None for anything else, and for a row with a range
+/// problem (whose pointer must be the whole line's): the general path decides those.
+fn tagged_line(line: &str) -> Option<Row> {
+    fn space(text: &str) -> &str {
+        text.strip_prefix(' ').unwrap_or(text)
+    }
+    let rest = space(line.strip_prefix("{\"entity\":")?).strip_prefix('"')?;
+    let end = rest.find('"')?;
+    let name = &rest[..end];
+    if name.bytes().any(|b| b == b'\\' || b < 0x20) {
+        return None;
+    }
+    let rest = space(space(rest[end + 1..].strip_prefix(',')?).strip_prefix("\"row\":")?);
+    let body = rest.trim_end_matches([' ', '\t', '\r', '\n']).strip_suffix('}')?;
+    let parsed = parse_loads(body).ok()?;
+    if parsed.problem.is_some() || !matches!(parsed.value, Value::Object(_)) {
+        return None;
+    }
+    Some(Row { entity: name.to_string(), value: parsed.value, problem: None, lone_surrogate: None })
+}
+
 /// One non-blank JSONL line (line `number` of `at`) as a row.
 fn jsonl_row(line: &str, number: usize, at: &str, entity: Option<&str>) -> Result<Row> {
+    if entity.is_none() {
+        if let Some(row) = tagged_line(line) {
+            return Ok(row);
+        }
+    }
+    jsonl_row_parsed(line, number, at, entity)
+}
+
+/// [`jsonl_row`] by parsing the whole line.
+fn jsonl_row_parsed(line: &str, number: usize, at: &str, entity: Option<&str>) -> Result<Row> {
     let parsed = match decode(line) {
         Ok(parsed) => parsed,
         Err(ParseError::Syntax(_) | ParseError::DuplicateKey(_)) => {
@@ -971,6 +1004,30 @@ mod tests {
                 assert_eq!(outcome(bytes, Some(threads)), one, "case {i}, {threads} threads");
             }
         }
+    }
+
+    #[test]
+    fn tagged_lines_read_as_parsed_whole() {
+        let lines = [
+            r#"{"entity": "a", "row": {"id": 1, "x": [1, 2.5, "s"]}}"#,
+            r#"{"entity":"a","row":{"id":1}}"#,
+            "{\"entity\": \"a\", \"row\": {\"id\": 1}}\r",
+            r#"{"entity": "é", "row": {"id": 1, "id": 2}}"#,
+            r#"{"entity": "a\u0062", "row": {"id": 1}}"#,
+            r#"{"entity": "a", "row": {"id": 1}, "x": 1}"#,
+            r#"{"entity": "a", "row": {"id": 9007199254740993}}"#,
+            r#"{"entity": "a", "row": [1]}"#,
+            r#"{"row": {"id": 1}, "entity": "a"}"#,
+        ];
+        for line in lines {
+            let whole = jsonl_row_parsed(line, 1, "f", None).map(|r| (r.entity, crate::json::canonical(&r.value), r.problem.is_some()));
+            match tagged_line(line) {
+                Some(row) => assert_eq!(whole.ok(), Some((row.entity, crate::json::canonical(&row.value), false)), "{line}"),
+                None => assert!(!line.starts_with(r#"{"entity": "a", "row": {"id": 1}}"#), "{line} should be read fast"),
+            }
+        }
+        assert!(tagged_line(lines[0]).is_some() && tagged_line(lines[1]).is_some() && tagged_line(lines[2]).is_some());
+        assert!(tagged_line(lines[4]).is_none() && tagged_line(lines[5]).is_none() && tagged_line(lines[6]).is_none());
     }
 
     fn message(error: Error) -> String {
