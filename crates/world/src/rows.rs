@@ -544,14 +544,7 @@ pub fn read_rows(
     progress: Option<Progress<'_>>,
     sink: &mut Sink<'_>,
 ) -> Result<()> {
-    for source in sources {
-        let stream = open_source(source, progress)?;
-        let mut reader = Reader::new(stream, source);
-        if read_file(&mut reader, source, entity, seen, sink)? == Flow::Stop {
-            return Ok(());
-        }
-    }
-    Ok(())
+    read_rows_prepared(sources, entity, seen, progress, 1, &|row| row, sink)
 }
 
 /// How many rows the sources hold, stopping once past `cap`.
@@ -610,18 +603,6 @@ fn detect(reader: &mut Reader<'_>, at: &str, entity: Option<&str>) -> Result<Sha
     }
     reader.pos = start;
     Ok(if is_jsonl { Shape::Jsonl } else { Shape::Document })
-}
-
-fn read_file(reader: &mut Reader<'_>, at: &str, entity: Option<&str>, seen: &mut Seen, sink: &mut Sink<'_>) -> Result<Flow> {
-    match detect(reader, at, entity)? {
-        Shape::Empty => Ok(Flow::More),
-        Shape::Array(entity) => {
-            seen.entry(entity.clone()).or_insert(0);
-            stream_array(reader, at, &entity, seen, sink)
-        }
-        Shape::Document => stream_document(reader, at, entity, seen, sink),
-        Shape::Jsonl => stream_jsonl(reader, at, entity, seen, sink),
-    }
 }
 
 /// JSONL lines handed to the preparing threads at a time.

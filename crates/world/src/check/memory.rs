@@ -147,8 +147,10 @@ fn tuple(row: &Value, fields: &[Vec<String>]) -> Tuple {
 
 /// What the in-memory apply decided.
 pub(super) enum Decision {
-    /// The refusal the exact apply would give (if any) and the counts after the batch.
-    Decided(Option<Value>, Value),
+    /// The batch applies: the counts after it.
+    Accepted(Value),
+    /// The refusal the exact apply would give.
+    Refused(Value),
     /// A case only SQLite can decide.
     Undecided,
 }
@@ -226,7 +228,7 @@ pub(super) fn apply(contract: &Contract, validators: &Validators, plans: &Unique
                         }
                         Tuple::Values(cells) => {
                             if owner(&overlay, set, cells)?.is_some() {
-                                decision = Some(Decision::Decided(Some(row_refusal(name, staged, None, CONFLICT)), Value::Null));
+                                decision = Some(Decision::Refused(row_refusal(name, staged, None, CONFLICT)));
                                 return Ok(false);
                             }
                         }
@@ -243,7 +245,7 @@ pub(super) fn apply(contract: &Contract, validators: &Validators, plans: &Unique
             let (current, merged) = match update_of(contract, validators, name, staged, &existing) {
                 Update::Unchanged => return Ok(true),
                 Update::Refused(record) => {
-                    decision = Some(Decision::Decided(Some(record), Value::Null));
+                    decision = Some(Decision::Refused(record));
                     return Ok(false);
                 }
                 Update::Merged { current, merged } => (current, merged),
@@ -260,7 +262,7 @@ pub(super) fn apply(contract: &Contract, validators: &Validators, plans: &Unique
                 }
                 if let Tuple::Values(cells) = new {
                     if owner(&overlay, set, cells)?.is_some_and(|k| k != key) {
-                        decision = Some(Decision::Decided(Some(row_refusal(name, staged, None, CONFLICT)), Value::Null));
+                        decision = Some(Decision::Refused(row_refusal(name, staged, None, CONFLICT)));
                         return Ok(false);
                     }
                 }
@@ -289,10 +291,10 @@ pub(super) fn apply(contract: &Contract, validators: &Validators, plans: &Unique
         Ok(held.contains(&target.name, wanted, None)?
             || conn.prepare_cached(&format!("SELECT 1 FROM {} WHERE _key = ?1", quote(&target.name)))?.exists([wanted])?)
     })?;
-    if refused.is_some() {
-        return Ok(Decision::Decided(refused, Value::Null));
+    if let Some(record) = refused {
+        return Ok(Decision::Refused(record));
     }
-    Ok(Decision::Decided(None, counts(contract, conn, &inserted)?))
+    Ok(Decision::Accepted(counts(contract, conn, &inserted)?))
 }
 
 /// Each entity's row count in the snapshot, plus what the batch inserts.

@@ -646,20 +646,22 @@ pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progr
     } else {
         Decision::Undecided
     };
-    let (refused, entity_counts) = match decided {
-        // A refused batch leaves the parent's counts.
-        Decision::Decided(Some(record), _) => (Some(record), memory::counts(&contract, &snapshot, &Default::default())?),
-        Decision::Decided(None, counts) => (None, counts),
+    // Ok(counts after the batch) or Err(the refusal).
+    let outcome = match decided {
+        Decision::Accepted(counts) => Ok(counts),
+        Decision::Refused(record) => Err(record),
         Decision::Undecided => {
             let scratch = crate::data::tempfile_dir::Scratch::new("gateway-check")?;
             let parent = scratch.path().join("state.sqlite");
             std::fs::copy(&source, &parent).map_err(|e| Error::io(e, &source))?;
             let store = Store::open(&parent, contract.clone(), false)?;
-            match sql::apply(&contract, &validators, &store, &stage.rows, &options.mode)? {
-                Ok(counts) => (None, counts),
-                Err(record) => (Some(record), memory::counts(&contract, &snapshot, &Default::default())?),
-            }
+            sql::apply(&contract, &validators, &store, &stage.rows, &options.mode)?
         }
+    };
+    let (refused, entity_counts) = match outcome {
+        Ok(counts) => (None, counts),
+        // A refused batch leaves the parent's counts.
+        Err(record) => (Some(record), memory::counts(&contract, &snapshot, &Default::default())?),
     };
     drop(snapshot);
     if let Some(record) = refused {
