@@ -1,5 +1,6 @@
 //! The in-memory apply of `data check` against the exact one (a scratch SQLite
-//! copy): for every batch here both must give the same refusals and counts.
+//! copy), and rows read from their text against rows parsed: for every batch here
+//! all must give the same refusals and counts.
 
 use gateway_world::check::{check_rows, CheckOptions};
 use gateway_world::json::{dumps, DumpOptions, Value};
@@ -57,19 +58,24 @@ fn ticket(id: i64, customer: &str) -> String {
     )
 }
 
-/// Check `lines` both ways; returns the report, after asserting they agree.
+/// Check `lines` every way; returns the report, after asserting they agree.
 fn both(root: &Path, name: &str, lines: &[String]) -> Value {
+    every_way(root, name, lines, CheckOptions::default())
+}
+
+fn every_way(root: &Path, name: &str, lines: &[String], base: CheckOptions) -> Value {
     let file = root.parent().unwrap().join(format!("{name}.jsonl"));
     std::fs::write(&file, lines.join("\n") + "\n").unwrap();
     let sources = vec![file.display().to_string()];
-    let run = |exact: bool, memory_budget: usize| {
-        let options = CheckOptions { exact, memory_budget, ..CheckOptions::default() };
+    let run = |exact: bool, memory_budget: usize, scan: bool| {
+        let options = CheckOptions { exact, memory_budget, scan, ..base.clone() };
         dumps(&check_rows(root, &sources, &options, None).unwrap().to_json("w"), PRETTY)
     };
-    let fast = run(false, usize::MAX);
-    assert_eq!(fast, run(true, usize::MAX), "{name}: the in-memory apply disagrees");
-    assert_eq!(fast, run(false, 0), "{name}: rows held on disk change the outcome");
-    assert_eq!(fast, run(true, 0), "{name}: the exact apply of rows on disk disagrees");
+    let fast = run(false, usize::MAX, true);
+    assert_eq!(fast, run(false, usize::MAX, false), "{name}: rows read from their text differ from rows parsed");
+    assert_eq!(fast, run(true, usize::MAX, true), "{name}: the in-memory apply disagrees");
+    assert_eq!(fast, run(false, 0, true), "{name}: rows held on disk change the outcome");
+    assert_eq!(fast, run(true, 0, false), "{name}: the exact apply of rows on disk disagrees");
     gateway_world::json::parse_clean(&fast).unwrap()
 }
 
@@ -121,4 +127,35 @@ fn in_memory_apply_agrees_on_a_large_parent() {
     assert_eq!(refused(&update), [CONFLICT]);
     let moved = both(&root, "moved", &[customer("S1", "s1-new@x.io"), customer("N1", "s1@example.com")]);
     assert!(refused(&moved).is_empty());
+}
+
+#[test]
+fn rows_read_from_their_text_agree_with_rows_parsed() {
+    // Small chunks: a refusal's chunk and index depend on every earlier row's canonical length.
+    let dir = tempfile::tempdir().unwrap();
+    let root = world(dir.path(), 0);
+    let options = CheckOptions { chunk_bytes: 400, ..CheckOptions::default() };
+    let mut lines = vec![
+        customer("N1", "n1@x.io"),
+        // Key order, spacing, escapes, non-ASCII, a float key, nested values.
+        r#"{"entity": "customers", "row": {"tier": "pro", "email": "n2@x.io", "name": "Zoë \u00e9 \"q\"", "id": "N2", "created_at": "2026-01-02T09:00:00Z"}}"#.into(),
+        r#"{"entity":"tickets","row":{"id":903.0,"customer_id":"N1","subject":"S","status":"open","priority":2,"tags":["a",{"z":1,"a":[1.5,-0]}],"assignee":null,"opened_at":"2026-03-01T10:00:00Z"}}"#.into(),
+        r#"{"entity":"tickets","row":{"id":904,"customer_id":"N2","subject":"😀","status":"open","priority":1e0,"tags":[],"assignee":null,"opened_at":"2026-03-01T10:00:00Z"}}"#.into(),
+        // Refusals among them: a repeated member, a bad type, an unknown member, an unknown entity.
+        r#"{"entity":"customers","row":{"id":"N3","id":"N4","name":"N","email":"n3@x.io","tier":"pro","created_at":"2026-01-02T09:00:00Z"}}"#.into(),
+        r#"{"entity":"tickets","row":{"id":"x","customer_id":"N1","subject":"S","status":"open","priority":1,"tags":[],"assignee":null,"opened_at":"2026-03-01T10:00:00Z"}}"#.into(),
+        r#"{"entity":"customers","row":{"id":"N5","name":"N","email":"n5@x.io","tier":"pro","created_at":"2026-01-02T09:00:00Z","extra":1}}"#.into(),
+        r#"{"entity":"nope","row":{"id":1}}"#.into(),
+        ticket(905, "NOPE"),
+    ];
+    lines.extend((0..40).map(|i| ticket(1000 + i, if i % 2 == 0 { "N1" } else { "C1" })));
+    lines.push(customer("N1", "n1-later@x.io"));
+    let report = every_way(&root, "mixed", &lines, options.clone());
+    assert!(refused(&report).len() >= 4, "{report:?}");
+    // Bare rows with --entity, and a fill merge.
+    let bare: Vec<String> = (0..5)
+        .map(|i| format!(r#"{{"id":"B{i}","name":"N","email":"b{i}@x.io","tier":"pro","created_at":"2026-01-02T09:00:00Z"}}"#))
+        .collect();
+    every_way(&root, "bare", &bare, CheckOptions { entity: Some("customers".into()), ..options.clone() });
+    every_way(&root, "fill", &lines, CheckOptions { merge: "fill".into(), ..options });
 }

@@ -147,12 +147,12 @@ impl Held {
     /// Hold `staged` under (`entity`, `key`): `merge` gets the row already held under
     /// that key, if any (only when `merging`: otherwise the later row wins whole), and
     /// returns what to hold (which keeps the first's position).
-    pub(super) fn hold(&mut self, entity: String, key: String, merging: bool, merge: impl FnOnce(Option<Staged>) -> Staged) -> Result<()> {
+    pub(super) fn hold(&mut self, entity: &str, key: String, merging: bool, merge: impl FnOnce(Option<Staged>) -> Staged) -> Result<()> {
+        let id = match self.memory.get_index_of(entity) {
+            Some(id) => id,
+            None => self.memory.insert_full(entity.to_string(), IndexMap::default()).0,
+        };
         if let Some(spill) = &mut self.spill {
-            let id = match self.memory.get_index_of(&entity) {
-                Some(id) => id,
-                None => self.memory.insert_full(entity, IndexMap::default()).0,
-            };
             if !merging {
                 // The later row wins whole: written in the background.
                 spill.queued.push((id, key, merge(None)));
@@ -171,7 +171,7 @@ impl Held {
             upsert(conn, id, &key, &staged)?;
             return Ok(());
         }
-        let rows = self.memory.entry(entity).or_default();
+        let rows = &mut self.memory[id];
         match rows.entry(key) {
             indexmap::map::Entry::Occupied(mut slot) => {
                 let first = std::mem::take(slot.get_mut());
@@ -470,11 +470,11 @@ mod tests {
                 Tuple::Complex,
                 Tuple::Values(vec![Cell::Int(2), Cell::Real(2.5f64.to_bits()), Cell::Text("x".into())].into()),
             ];
-            held.hold("a".into(), "[1]".into(), false, |_| staged("{\"id\":1}", refs.clone(), tuples.clone(), 0)).unwrap();
-            held.hold("b".into(), "[2]".into(), false, |_| staged("{\"id\":2}", vec![], vec![], 1)).unwrap();
-            held.hold("a".into(), "[3]".into(), false, |_| staged("{\"id\":3}", vec![], vec![], 2)).unwrap();
+            held.hold("a", "[1]".into(), false, |_| staged("{\"id\":1}", refs.clone(), tuples.clone(), 0)).unwrap();
+            held.hold("b", "[2]".into(), false, |_| staged("{\"id\":2}", vec![], vec![], 1)).unwrap();
+            held.hold("a", "[3]".into(), false, |_| staged("{\"id\":3}", vec![], vec![], 2)).unwrap();
             // A later row under a held key keeps the first's position.
-            held.hold("a".into(), "[1]".into(), true, |first| {
+            held.hold("a", "[1]".into(), true, |first| {
                 let first = first.expect("held");
                 assert_eq!(first.index, 0);
                 staged("{\"id\":1,\"x\":1}", first.refs, first.uniques, 3)

@@ -113,6 +113,12 @@ impl UniquePlans {
         sets.iter().skip(self.skipped(entity)).map(|fields| tuple(row, fields)).collect()
     }
 
+    /// The top-level members the declared `unique` constraints of `entity` read.
+    pub(super) fn declared_members(&self, entity: &str) -> impl Iterator<Item = &str> {
+        let sets = self.plans.get(entity).map_or(&[][..], |sets| sets.get(1..).unwrap_or_default());
+        sets.iter().flatten().filter_map(|parts| parts.first()).map(String::as_str)
+    }
+
     /// The row's tuples for the declared `unique` constraints only (a staged row's
     /// primary-key tuple comes from its store key).
     pub(super) fn declared_tuples(&self, entity: &str, row: &Value) -> Vec<Tuple> {

@@ -68,6 +68,10 @@ pub struct CheckOptions {
     /// Always apply in a scratch SQLite copy, even where the in-memory apply decides
     /// (the two must agree; tests compare them).
     pub exact: bool,
+    /// Read plain JSONL rows from their text without building them
+    /// (`Validator::scan`); off, every row is parsed (the two must agree; tests
+    /// compare them).
+    pub scan: bool,
 }
 
 impl Default for CheckOptions {
@@ -80,6 +84,7 @@ impl Default for CheckOptions {
             memory_budget: MEMORY_BUDGET,
             threads: 4,
             exact: false,
+            scan: true,
         }
     }
 }
@@ -403,13 +408,13 @@ fn audit_updated(
 }
 
 /// A row after the work that needs no other row (done on the reading threads).
-enum Prepared {
+enum Prepared<'c> {
     /// A row the shape check refuses or that holds a range problem: worded and
     /// staged on the calling thread, where its chunk and index are known.
     Row(Row),
     /// A row the shape check accepts.
     Accepted {
-        entity: String,
+        entity: &'c Entity,
         key: String,
         staged: Staged,
         /// The row itself, kept only for a `fill` merge.
@@ -559,20 +564,83 @@ pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progr
         };
         (row_key(declared, map), staged)
     };
+    // Per entity: the top-level members a row's store key, relationships and unique
+    // tuples read, and whether more than the key's are read.
+    let read_members: HashMap<&str, (Vec<String>, bool), foldhash::fast::RandomState> = contract
+        .entities
+        .iter()
+        .map(|entity| {
+            let mut names: Vec<String> = entity.primary_key.clone();
+            names.extend(entity.relationships.iter().flat_map(|r| r.fields.iter().cloned()));
+            names.extend(unique_plans.declared_members(&entity.name).map(str::to_string));
+            names.sort();
+            names.dedup();
+            let beyond_key = !entity.relationships.is_empty() || unique_plans.declared_members(&entity.name).next().is_some();
+            (entity.name.as_str(), (names, beyond_key))
+        })
+        .collect();
+    // Runs on the reading threads: a plain row read from its text alone (see
+    // `Validator::scan`); None leaves it to `prepare`, which decides it exactly.
+    let prepare_text = |entity: &str, json: &str| -> Option<Prepared> {
+        if merge_fill {
+            return None;
+        }
+        let declared = contract.entity(entity)?;
+        let (wanted, beyond_key) = &read_members[declared.name.as_str()];
+        let scanned = validators.get(entity)?.scan(json, wanted)?;
+        let span = |field: &String| -> Option<&str> {
+            let slot = wanted.iter().position(|name| name == field)?;
+            scanned.members[slot].clone().map(|span| &scanned.text[span])
+        };
+        // The store key is the key members' canonical texts, but for a float (an
+        // integral one counts as an integer: the general way writes those).
+        let mut key = String::with_capacity(16);
+        key.push('[');
+        for (i, field) in declared.primary_key.iter().enumerate() {
+            let text = span(field)?;
+            if text.starts_with(['-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9']) && text.contains(['.', 'e', 'E']) {
+                return None;
+            }
+            if i > 0 {
+                key.push(',');
+            }
+            key.push_str(text);
+        }
+        key.push(']');
+        let (mut refs, mut uniques) = (Vec::new(), Vec::new());
+        if *beyond_key {
+            // The members those steps read, as the row holds them (an object member's
+            // order would differ from the row's: such rows go the general way).
+            let mut members = Map::with_capacity_and_hasher(wanted.len(), Default::default());
+            for name in wanted {
+                if let Some(text) = span(name) {
+                    if text.starts_with('{') {
+                        return None;
+                    }
+                    members.insert(name.clone(), crate::json::parse_clean(text)?);
+                }
+            }
+            refs = ref_plans.resolve(&declared.name, &members);
+            uniques = unique_plans.declared_tuples(&declared.name, &Value::Object(members));
+        }
+        let staged = Staged { text: scanned.text, refs, uniques, chunk: 0, index: 0 };
+        Some(Prepared::Accepted { entity: declared, key, staged, value: None })
+    };
     // Runs on the reading threads: everything about a row that needs no other row.
     let prepare = |row: Row| -> Prepared {
         if row.problem.is_some() || shape_refusal_with(&contract, Some(&validators), 0, 0, &row.entity, &row.value).is_some() {
             return Prepared::Row(row);
         }
         let (key, staged) = staged_row(&row);
-        Prepared::Accepted { key, staged, value: merge_fill.then_some(row.value), entity: row.entity }
+        let entity = contract.entity(&row.entity).expect("shape-checked entity");
+        Prepared::Accepted { entity, key, staged, value: merge_fill.then_some(row.value) }
     };
     let mut sink = |prepared: Prepared| -> Result<Flow> {
         // Canonical text has the JSONL line's length (compact, unescaped; only the key order differs).
         let (entity, row_len) = match &prepared {
-            Prepared::Accepted { entity, staged, .. } => (entity, staged.text.len()),
-            Prepared::Row(row) if row.problem.is_some() => (&row.entity, 0),
-            Prepared::Row(row) => (&row.entity, encoded_len(&row.value)),
+            Prepared::Accepted { entity, staged, .. } => (entity.name.as_str(), staged.text.len()),
+            Prepared::Row(row) if row.problem.is_some() => (row.entity.as_str(), 0),
+            Prepared::Row(row) => (row.entity.as_str(), encoded_len(&row.value)),
         };
         let line_len = match &prepared {
             Prepared::Row(row) if row.problem.is_some() => encode_line(row, tagged)?.len(),
@@ -589,7 +657,7 @@ pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progr
         let position = index;
         index += 1;
         rows_read += 1;
-        let (entity, key, mut staged, value) = match prepared {
+        let (declared, key, mut staged, value) = match prepared {
             Prepared::Accepted { entity, key, staged, value } => (entity, key, staged, value),
             Prepared::Row(row) => {
                 if let Some(record) = shape_refusal_with(&contract, Some(&validators), chunk, position, &row.entity, &row.value) {
@@ -598,13 +666,13 @@ pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progr
                 }
                 // A row with a range problem its schema accepts.
                 let (key, staged) = staged_row(&row);
-                (row.entity, key, staged, merge_fill.then_some(row.value))
+                (contract.entity(&row.entity).expect("shape-checked entity"), key, staged, merge_fill.then_some(row.value))
             }
         };
         staged.chunk = chunk;
         staged.index = position;
-        let name = contract.entity(&entity).expect("shape-checked entity").name.as_str();
-        stage.rows.hold(entity, key, merge_fill, |first| match first {
+        let name = declared.name.as_str();
+        stage.rows.hold(name, key, merge_fill, |first| match first {
             Some(mut first) if merge_fill => {
                 let mut merged = first.value();
                 if let (Value::Object(first), Some(Value::Object(later))) = (&mut merged, value) {
@@ -622,7 +690,16 @@ pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progr
         Ok(Flow::More)
     };
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(options.threads.max(1));
-    read_rows_prepared(sources, options.entity.as_deref(), &mut seen, progress, threads, &prepare, &mut sink)?;
+    read_rows_prepared(
+        sources,
+        options.entity.as_deref(),
+        &mut seen,
+        progress,
+        threads,
+        options.scan.then_some(&prepare_text as _),
+        &prepare,
+        &mut sink,
+    )?;
     stage.rows.finish()?;
     if rows_read == 0 {
         return Ok(CheckReport { rows: 0, refusals: Vec::new(), refusal_count: 0, entity_counts: object::<_, String>([]) });

@@ -44,6 +44,10 @@ pub fn parse_loads(text: &str) -> Result<Parsed, ParseError> {
 }
 
 fn parse_with(text: &str, duplicates: bool) -> Result<Parsed, ParseError> {
+    thread_local! {
+        // The members stack outlives a parse: rows are parsed by the million.
+        static MEMBERS: std::cell::Cell<Vec<(String, Value)>> = const { std::cell::Cell::new(Vec::new()) };
+    }
     let mut parser = Parser {
         text,
         bytes: text.as_bytes(),
@@ -53,11 +57,36 @@ fn parse_with(text: &str, duplicates: bool) -> Result<Parsed, ParseError> {
         depth: 0,
         pending: None,
         parts: Vec::new(),
+        members: MEMBERS.take(),
         skim: false,
         top_id: None,
     };
-    let value = parser.document(duplicates)?;
-    Ok(Parsed { value, problem: parser.problem })
+    let value = parser.document(duplicates);
+    let mut members = std::mem::take(&mut parser.members);
+    members.clear();
+    MEMBERS.set(members);
+    Ok(Parsed { value: value?, problem: parser.problem })
+}
+
+/// The one value at the start of `text` as [`parse_loads`] reads it, and the number
+/// of bytes it spans; None when it is not JSON, repeats a member or has a range
+/// problem (a caller reading plain rows fast leaves those to the general path).
+pub(crate) fn parse_plain_prefix(text: &str) -> Option<(Value, usize)> {
+    let mut parser = Parser {
+        text,
+        bytes: text.as_bytes(),
+        pos: 0,
+        problem: None,
+        duplicate: None,
+        depth: 0,
+        pending: None,
+        parts: Vec::new(),
+        members: Vec::new(),
+        skim: false,
+        top_id: None,
+    };
+    let value = parser.value().ok()?;
+    (parser.problem.is_none() && parser.duplicate.is_none()).then_some((value, parser.pos))
 }
 
 /// Check a document exactly as [`parse`] does — same syntax, duplicate-member and
@@ -74,6 +103,7 @@ pub fn skim_id(text: &str) -> Result<(Option<RangeProblem>, Option<String>), Par
         depth: 0,
         pending: None,
         parts: Vec::new(),
+        members: Vec::new(),
         skim: true,
         top_id: None,
     };
@@ -101,6 +131,9 @@ struct Parser<'a> {
     /// The problem's pointer parts, innermost first (collected as the parse unwinds,
     /// so the hot path never builds a path).
     parts: Vec<String>,
+    /// The members of the objects being parsed, innermost last: an object's map is
+    /// built once it closes, at its exact size (no regrowth while it fills).
+    members: Vec<(String, Value)>,
     /// Check the document without building it (see [`skim_id`]).
     skim: bool,
     /// While skimming: the top-level object's `id` member, when it is a string.
@@ -364,15 +397,15 @@ impl Parser<'_> {
 
     fn object(&mut self) -> Result<Value, ParseError> {
         self.pos += 1;
-        let mut map = Map::default();
         let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
         let mut duplicate: Option<String> = None;
         self.skip_ws();
         if self.bytes.get(self.pos) == Some(&b'}') {
             self.pos += 1;
-            return Ok(Value::Object(map));
+            return Ok(Value::Object(Map::default()));
         }
         self.depth += 1;
+        let base = self.members.len();
         loop {
             self.skip_ws();
             if self.bytes.get(self.pos) != Some(&b'"') {
@@ -401,16 +434,7 @@ impl Parser<'_> {
                     seen.insert(key);
                 }
             } else {
-                match map.entry(key) {
-                    indexmap::map::Entry::Occupied(mut slot) => {
-                        // Python keeps the first position and the last value.
-                        duplicate.get_or_insert_with(|| slot.key().clone());
-                        *slot.get_mut() = value;
-                    }
-                    indexmap::map::Entry::Vacant(slot) => {
-                        slot.insert(value);
-                    }
-                }
+                self.members.push((key, value));
             }
             self.skip_ws();
             match self.bytes.get(self.pos) {
@@ -418,6 +442,19 @@ impl Parser<'_> {
                 Some(b'}') => {
                     self.pos += 1;
                     self.depth -= 1;
+                    let mut map = Map::with_capacity_and_hasher(self.members.len() - base, Default::default());
+                    for (key, value) in self.members.drain(base..) {
+                        match map.entry(key) {
+                            indexmap::map::Entry::Occupied(mut slot) => {
+                                // Python keeps the first position and the last value.
+                                duplicate.get_or_insert_with(|| slot.key().clone());
+                                *slot.get_mut() = value;
+                            }
+                            indexmap::map::Entry::Vacant(slot) => {
+                                slot.insert(value);
+                            }
+                        }
+                    }
                     if let Some(name) = duplicate {
                         // Python's object_pairs_hook runs when an object closes:
                         // the innermost object that closes first is reported.

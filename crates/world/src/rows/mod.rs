@@ -14,6 +14,7 @@
 use crate::error::{ContractError, Error, Result};
 use crate::json::{parse_loads, ParseError, RangeProblem, Value};
 use indexmap::IndexMap;
+use std::borrow::Cow;
 
 mod reader;
 mod source;
@@ -156,7 +157,7 @@ pub fn read_rows(
     progress: Option<Progress<'_>>,
     sink: &mut Sink<'_>,
 ) -> Result<()> {
-    read_rows_prepared(sources, entity, seen, progress, 1, &|row| row, sink)
+    read_rows_prepared(sources, entity, seen, progress, 1, None, &|row| row, sink)
 }
 
 /// How many rows the sources hold, stopping once past `cap`.
@@ -220,20 +221,33 @@ fn detect(reader: &mut Reader<'_>, at: &str, entity: Option<&str>) -> Result<Sha
 /// JSONL lines handed to the preparing threads at a time.
 const PREPARE_BLOCK: usize = 2048;
 
+/// Lines of a file read on the calling thread alone before helpers start: on a
+/// small file their start-up costs more than they save. (The tests start them
+/// mid-file, on files of a few thousand lines.)
+const ONE_THREAD_LINES: usize = if cfg!(test) { 3_000 } else { 16 * PREPARE_BLOCK };
+
+/// Turns a JSONL row's text (entity named) straight into a `P` when it can; None
+/// sends the row through the general reading and `prepare`.
+pub type PrepareText<'a, P> = &'a (dyn Fn(&str, &str) -> Option<P> + Sync);
+
 /// Like [`read_rows`], but every row is first turned into a `P` by `prepare`. For
 /// JSONL input (the shape large files come in) parsing and `prepare` run on up to
-/// `threads` threads, a block of lines at a time; `sink` still receives each
-/// prepared row in input order, on the calling thread, and an error surfaces at the
-/// same row as when reading on one thread.
+/// `threads` threads, a block of lines at a time, and `prepare_text` is tried on each
+/// line's row text before it is parsed; `sink` still receives each prepared row in
+/// input order, on the calling thread, and an error surfaces at the same row as when
+/// reading on one thread.
+#[allow(clippy::too_many_arguments)]
 pub fn read_rows_prepared<P: Send>(
     sources: &[String],
     entity: Option<&str>,
     seen: &mut Seen,
     progress: Option<Progress<'_>>,
     threads: usize,
+    prepare_text: Option<PrepareText<'_, P>>,
     prepare: &(dyn Fn(Row) -> P + Sync),
     sink: &mut dyn FnMut(P) -> Result<Flow>,
 ) -> Result<()> {
+    let line = LinePreparer { entity, prepare_text, prepare };
     for source in sources {
         let stream = open_source(source, progress)?;
         let mut reader = Reader::new(stream, source);
@@ -244,8 +258,14 @@ pub fn read_rows_prepared<P: Send>(
                 stream_array(&mut reader, source, &name, seen, &mut |row: Row| sink(prepare(row)))?
             }
             Shape::Document => stream_document(&mut reader, source, entity, seen, &mut |row: Row| sink(prepare(row)))?,
-            Shape::Jsonl if threads > 1 => stream_jsonl_prepared(&mut reader, source, entity, seen, threads, prepare, sink)?,
-            Shape::Jsonl => stream_jsonl(&mut reader, source, entity, seen, &mut |row: Row| sink(prepare(row)))?,
+            Shape::Jsonl => {
+                let mut number = 0;
+                let alone = (threads > 1).then_some(ONE_THREAD_LINES);
+                match stream_jsonl(&mut reader, source, seen, &line, sink, &mut number, alone)? {
+                    Some(flow) => flow,
+                    None => stream_jsonl_prepared(&mut reader, source, seen, threads, &line, sink, number)?,
+                }
+            }
         };
         if flow == Flow::Stop {
             return Ok(());
@@ -254,14 +274,39 @@ pub fn read_rows_prepared<P: Send>(
     Ok(())
 }
 
+/// How a JSONL line becomes its entity's name and prepared row.
+struct LinePreparer<'a, P> {
+    /// The entity of bare rows (`--entity`).
+    entity: Option<&'a str>,
+    prepare_text: Option<PrepareText<'a, P>>,
+    prepare: &'a (dyn Fn(Row) -> P + Sync),
+}
+
+impl<P> LinePreparer<'_, P> {
+    /// One non-blank line (line `number` of `at`).
+    fn prepare<'l>(&'l self, line: &'l str, number: usize, at: &str) -> Result<(Cow<'l, str>, P)> {
+        if let Some(prepare_text) = self.prepare_text {
+            let parts = match self.entity {
+                Some(entity) => Some((entity, line)),
+                None => tagged_parts(line),
+            };
+            if let Some((name, prepared)) = parts.and_then(|(name, json)| Some((name, prepare_text(name, json)?))) {
+                return Ok((Cow::Borrowed(name), prepared));
+            }
+        }
+        let row = jsonl_row(line, number, at, self.entity)?;
+        Ok((Cow::Owned(row.entity.clone()), (self.prepare)(row)))
+    }
+}
+
 fn stream_jsonl_prepared<P: Send>(
     reader: &mut Reader<'_>,
     at: &str,
-    entity: Option<&str>,
     seen: &mut Seen,
     threads: usize,
-    prepare: &(dyn Fn(Row) -> P + Sync),
+    lines: &LinePreparer<'_, P>,
     sink: &mut dyn FnMut(P) -> Result<Flow>,
+    mut number: usize,
 ) -> Result<Flow> {
     /// A share of a block: its lines' text in one buffer, with each line's number and end.
     #[derive(Default)]
@@ -272,6 +317,7 @@ fn stream_jsonl_prepared<P: Send>(
     // Each prepared row comes back with its entity's name when it differs from the
     // previous row's in the share (rows mostly come in runs of one entity).
     type Prepared<P> = Vec<Result<(Option<String>, P)>>;
+    let preparer = lines;
     let work = |lines: &Lines| -> Prepared<P> {
         let mut start = 0;
         let mut previous: Option<String> = None;
@@ -281,15 +327,15 @@ fn stream_jsonl_prepared<P: Send>(
             .map(|&(number, end)| {
                 let line = &lines.text[start..end];
                 start = end;
-                let row = jsonl_row(line, number, at, entity)?;
+                let (entity, row) = preparer.prepare(line, number, at)?;
                 let name = match &previous {
-                    Some(name) if *name == row.entity => None,
+                    Some(name) if *name == *entity => None,
                     _ => {
-                        previous = Some(row.entity.clone());
+                        previous = Some(entity.into_owned());
                         previous.clone()
                     }
                 };
-                Ok((name, prepare(row)))
+                Ok((name, row))
             })
             .collect()
     };
@@ -311,7 +357,6 @@ fn stream_jsonl_prepared<P: Send>(
                 (to_helper, from_helper)
             })
             .collect();
-        let mut number = 0usize;
         let mut current = String::new();
         let mut sink_all = |prepared: Prepared<P>| -> Result<Flow> {
             for item in prepared {
@@ -449,28 +494,41 @@ fn stream_document(reader: &mut Reader<'_>, at: &str, entity: Option<&str>, seen
     }
 }
 
-fn stream_jsonl(reader: &mut Reader<'_>, at: &str, entity: Option<&str>, seen: &mut Seen, sink: &mut Sink<'_>) -> Result<Flow> {
-    let mut number = 0usize;
-    while let Some(range) = reader.line(None)? {
-        number += 1;
+/// Lines read and prepared one at a time on the calling thread, `number` counting
+/// them, until `limit` lines (None: no limit). Some(flow) when the file ended or
+/// the sink stopped; None when the limit came first.
+fn stream_jsonl<P>(
+    reader: &mut Reader<'_>,
+    at: &str,
+    seen: &mut Seen,
+    lines: &LinePreparer<'_, P>,
+    sink: &mut dyn FnMut(P) -> Result<Flow>,
+    number: &mut usize,
+    limit: Option<usize>,
+) -> Result<Option<Flow>> {
+    loop {
+        if limit.is_some_and(|limit| *number >= limit) {
+            return Ok(None);
+        }
+        let Some(range) = reader.line(None)? else { return Ok(Some(Flow::More)) };
+        *number += 1;
         let line = reader.text(range);
         if !python_blank(line) {
-            let row = jsonl_row(line, number, at, entity)?;
-            count(seen, &row.entity);
+            let (entity, row) = lines.prepare(line, *number, at)?;
+            count(seen, &entity);
             if sink(row)? == Flow::Stop {
-                return Ok(Flow::Stop);
+                return Ok(Some(Flow::Stop));
             }
         }
         reader.compact();
     }
-    Ok(Flow::More)
 }
 
 /// A tagged line exactly as `json.dumps` writes one — `{"entity": "<name>", "row": {…}}`,
-/// either separator style, a name without escapes — with its row parsed on its own,
-/// skipping the wrapper object. None for anything else, and for a row with a range
-/// problem (whose pointer must be the whole line's): the general path decides those.
-fn tagged_line(line: &str) -> Option<Row> {
+/// either separator style, a name without escapes — as the name and the row's text
+/// (which a caller may read on its own, skipping the wrapper object). None for
+/// anything else: the general path reads those.
+fn tagged_parts(line: &str) -> Option<(&str, &str)> {
     fn space(text: &str) -> &str {
         text.strip_prefix(' ').unwrap_or(text)
     }
@@ -482,6 +540,13 @@ fn tagged_line(line: &str) -> Option<Row> {
     }
     let rest = space(space(rest[end + 1..].strip_prefix(',')?).strip_prefix("\"row\":")?);
     let body = rest.trim_end_matches([' ', '\t', '\r', '\n']).strip_suffix('}')?;
+    Some((name, body))
+}
+
+/// A tagged line (see [`tagged_parts`]) with its row parsed on its own. None also
+/// for a row with a range problem (whose pointer must be the whole line's).
+fn tagged_line(line: &str) -> Option<Row> {
+    let (name, body) = tagged_parts(line)?;
     let parsed = parse_loads(body).ok()?;
     if parsed.problem.is_some() || !matches!(parsed.value, Value::Object(_)) {
         return None;
@@ -569,7 +634,12 @@ mod tests {
             }),
             Some(threads) => {
                 let prepare = |row: Row| crate::json::canonical(&row.value);
-                read_rows_prepared(&sources, None, &mut seen, None, threads, &prepare, &mut |text| {
+                // Every other row read from its text alone: the two ways interleave.
+                let prepare_text = |_: &str, json: &str| {
+                    let row = parse_loads(json).ok().filter(|p| p.problem.is_none() && json.len().is_multiple_of(2))?;
+                    Some(crate::json::canonical(&row.value))
+                };
+                read_rows_prepared(&sources, None, &mut seen, None, threads, Some(&prepare_text), &prepare, &mut |text| {
                     out.push(text);
                     Ok(if out.len() == 9_000 { Flow::Stop } else { Flow::More })
                 })

@@ -7,7 +7,10 @@
 //! never formats a string.
 
 use crate::dialect::{declared_types, valid_format};
+
+mod scan;
 use crate::json::{json_equal, Value, SAFE_INTEGER};
+pub use scan::Scanned;
 use std::cmp::Ordering;
 
 const NULL: u8 = 1;
@@ -122,6 +125,17 @@ impl Validator {
             format: schema.get("format").and_then(Value::as_str).map(str::to_string),
             bounds,
         }
+    }
+
+    /// Whether this node compares whole values (`enum`, `const`, the combinators,
+    /// `uniqueItems`), so that reading it needs a tree.
+    fn needs_tree(&self) -> bool {
+        self.enumeration.is_some()
+            || self.constant.is_some()
+            || self.all_of.is_some()
+            || self.any_of.is_some()
+            || self.one_of.is_some()
+            || self.unique_items
     }
 
     /// Whether `value` conforms (numbers in range included).
