@@ -59,9 +59,13 @@ impl Writer {
     fn start(conn: Connection) -> Writer {
         let (rows, incoming) = std::sync::mpsc::sync_channel::<Vec<(usize, String, Staged)>>(4);
         let thread = std::thread::spawn(move || {
-            for batch in incoming {
-                for (entity, key, staged) in batch {
-                    upsert(&conn, entity, &key, &staged)?;
+            {
+                // One statement for every row (a cache lookup per row costs as much as binding it).
+                let mut statement = conn.prepare(UPSERT)?;
+                for batch in incoming {
+                    for (entity, key, staged) in batch {
+                        upsert_with(&mut statement, entity, &key, &staged)?;
+                    }
                 }
             }
             Ok(conn)
@@ -335,7 +339,11 @@ impl Held {
 }
 
 fn upsert(conn: &Connection, entity: usize, key: &str, staged: &Staged) -> Result<()> {
-    conn.prepare_cached(UPSERT)?.execute(params![
+    upsert_with(&mut *conn.prepare_cached(UPSERT)?, entity, key, staged)
+}
+
+fn upsert_with(statement: &mut rusqlite::Statement<'_>, entity: usize, key: &str, staged: &Staged) -> Result<()> {
+    statement.execute(params![
         entity as i64,
         key,
         staged.text,
