@@ -10,7 +10,7 @@
 //! bucket credentials, and no client does.
 
 use crate::error::HubError;
-use crate::store::{check_object_key, ObjectStore, StoreResult};
+use crate::store::{check_object_key, ByteStream, ObjectStore, ObjectWriter, StoreResult};
 use async_trait::async_trait;
 use axum::body::Bytes;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
@@ -147,18 +147,51 @@ impl S3Objects {
     }
 }
 
+/// An S3 object being written as a multipart upload: parts go out as they fill, the
+/// object appears on completion, and an abort discards the parts.
+struct S3Writer {
+    upload: Option<object_store::WriteMultipart>,
+    what: String,
+}
+
+/// Parts in flight at once per upload.
+const PARTS_IN_FLIGHT: usize = 4;
+
 #[async_trait]
-impl ObjectStore for S3Objects {
-    async fn put(&self, key: &str, bytes: Bytes) -> StoreResult<()> {
-        let path = self.path(key)?;
-        self.store.put(&path, bytes.into()).await.map_err(|e| HubError::Storage(format!("storing {key} in {}: {e}", self.url)))?;
+impl ObjectWriter for S3Writer {
+    async fn write(&mut self, chunk: Bytes) -> StoreResult<()> {
+        let upload = self.upload.as_mut().expect("open until commit or abort");
+        upload.wait_for_capacity(PARTS_IN_FLIGHT).await.map_err(|e| HubError::Storage(format!("storing {}: {e}", self.what)))?;
+        upload.write(&chunk);
         Ok(())
     }
 
-    async fn get(&self, key: &str) -> StoreResult<Option<Bytes>> {
+    async fn commit(mut self: Box<Self>) -> StoreResult<()> {
+        let upload = self.upload.take().expect("open until commit or abort");
+        upload.finish().await.map_err(|e| HubError::Storage(format!("storing {}: {e}", self.what)))?;
+        Ok(())
+    }
+
+    async fn abort(mut self: Box<Self>) -> StoreResult<()> {
+        let upload = self.upload.take().expect("open until commit or abort");
+        upload.abort().await.map_err(|e| HubError::Storage(format!("abandoning {}: {e}", self.what)))
+    }
+}
+
+#[async_trait]
+impl ObjectStore for S3Objects {
+    async fn writer(&self, key: &str) -> StoreResult<Box<dyn ObjectWriter>> {
+        let path = self.path(key)?;
+        let what = format!("{key} in {}", self.url);
+        let upload = self.store.put_multipart(&path).await.map_err(|e| HubError::Storage(format!("storing {what}: {e}")))?;
+        Ok(Box::new(S3Writer { upload: Some(object_store::WriteMultipart::new(upload)), what }))
+    }
+
+    async fn open(&self, key: &str) -> StoreResult<Option<ByteStream>> {
+        use futures_util::TryStreamExt as _;
         let path = self.path(key)?;
         match self.store.get(&path).await {
-            Ok(found) => Ok(Some(found.bytes().await?)),
+            Ok(found) => Ok(Some(Box::pin(found.into_stream().map_err(HubError::from)))),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(e.into()),
         }

@@ -7,7 +7,7 @@ use crate::store::*;
 use crate::util::{new_id, now_iso, now_secs};
 use aes_gcm::aead::{Aead, KeyInit, Payload};
 use aes_gcm::{Aes256Gcm, Nonce};
-use axum::body::{to_bytes, Body, Bytes};
+use axum::body::{to_bytes, Body};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::Response;
@@ -191,16 +191,17 @@ async fn answer(State(hub): State<Arc<Hub>>, request: Request) -> Response {
             return error_response(&HubError::TooLarge(format!("request body of {length} bytes is over the {limit}-byte limit")));
         }
     }
-    let bytes = match to_bytes(body, limit).await {
-        Ok(bytes) => bytes,
-        Err(_) => return error_response(&HubError::TooLarge(format!("request body is over the {limit}-byte limit"))),
-    };
     if is_object {
-        return match object_route(&hub, &parts.method, &path, &query, &parts.headers, bytes).await {
+        // Object bodies stream through (to the store, or from it): never held whole.
+        return match object_route(&hub, &parts.method, &path, &query, &parts.headers, body).await {
             Ok(response) => response,
             Err(error) => error_response(&error),
         };
     }
+    let bytes = match to_bytes(body, limit).await {
+        Ok(bytes) => bytes,
+        Err(_) => return error_response(&HubError::TooLarge(format!("request body is over the {limit}-byte limit"))),
+    };
     let result = route(&hub, &parts.method, &path, &query, &parts.headers, &bytes).await;
     match result {
         Ok((status, value)) => json_response(status, &value),
@@ -453,44 +454,70 @@ async fn object_route(
     path: &str,
     query: &BTreeMap<String, String>,
     headers: &HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Result<Response, HubError> {
     let key: String = path.trim_start_matches("/objects/").split('/').map(percent_decode).collect::<Vec<_>>().join("/");
     check_object_key(&key)?;
     match method.as_str() {
         "PUT" => {
             verify_signature(hub, "PUT", &key, query)?;
-            let expected = query.get("checksum").cloned().unwrap_or_default();
-            let actual = crate::archive::sha256_base64(&body);
-            if let Some(header) = headers.get("x-amz-checksum-sha256") {
-                let header = header.to_str().unwrap_or_default();
-                if header != actual {
-                    return Err(HubError::BadDigest(format!(
-                        "x-amz-checksum-sha256 {header} does not match the body's sha256 {actual}: the upload was corrupted or the header is wrong"
-                    )));
+            let mut writer = hub.objects.writer(&key).await?;
+            let actual = match receive(body, writer.as_mut(), hub.limits.max_object_bytes).await {
+                Ok(actual) => actual,
+                Err(error) => {
+                    writer.abort().await?;
+                    return Err(error);
                 }
-            }
-            if actual != expected {
-                return Err(HubError::BadDigest(format!(
+            };
+            let expected = query.get("checksum").cloned().unwrap_or_default();
+            let header = headers.get("x-amz-checksum-sha256").map(|h| h.to_str().unwrap_or_default().to_string());
+            let refusal = match header {
+                Some(header) if header != actual => Some(HubError::BadDigest(format!(
+                    "x-amz-checksum-sha256 {header} does not match the body's sha256 {actual}: the upload was corrupted or the header is wrong"
+                ))),
+                _ if actual != expected => Some(HubError::BadDigest(format!(
                     "body sha256 {actual} is not the announced bundleSha256 {expected}: rebuild the bundle and push again"
-                )));
+                ))),
+                _ => None,
+            };
+            if let Some(refusal) = refusal {
+                writer.abort().await?;
+                return Err(refusal);
             }
+            writer.commit().await?;
             let version_id = query.get("version").cloned().unwrap_or_default();
             let wheel = query.get("artifact").map(String::as_str) == Some("wheel");
-            hub.objects.put(&key, body).await?;
             hub.meta.mark_uploaded(&version_id, wheel).await?;
             Ok(json_response(200, &object([("uploaded", Value::Bool(true)), ("key", Value::str(key)), ("sha256", Value::str(actual))])))
         }
         "GET" => {
             verify_signature(hub, "GET", &key, query)?;
-            let bytes = hub.objects.get(&key).await?.ok_or_else(|| HubError::NotFound(format!("object {key} not found")))?;
-            let mut response = Response::new(Body::from(bytes));
+            let stream = hub.objects.open(&key).await?.ok_or_else(|| HubError::NotFound(format!("object {key} not found")))?;
+            let mut response = Response::new(Body::from_stream(stream));
             let kind = if key.ends_with(".whl") { "application/octet-stream" } else { "application/gzip" };
             response.headers_mut().insert("content-type", HeaderValue::from_static(kind));
             Ok(response)
         }
         _ => Err(HubError::NotFound(format!("no route for {method} {path}"))),
     }
+}
+
+/// Stream an upload's body into `writer`, at most `limit` bytes; the body's sha256 (base64).
+async fn receive(body: Body, writer: &mut dyn ObjectWriter, limit: usize) -> Result<String, HubError> {
+    use futures_util::StreamExt as _;
+    let mut stream = body.into_data_stream();
+    let mut digest = Sha256::new();
+    let mut received = 0usize;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| HubError::BadRequest(format!("reading the upload: {e}")))?;
+        received += chunk.len();
+        if received > limit {
+            return Err(HubError::TooLarge(format!("request body is over the {limit}-byte limit")));
+        }
+        digest.update(&chunk);
+        writer.write(chunk).await?;
+    }
+    Ok(base64::engine::general_purpose::STANDARD.encode(digest.finalize()))
 }
 
 // ------------------------------------------------------------------ containers and versions

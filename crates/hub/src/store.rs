@@ -228,15 +228,46 @@ pub trait MetaStore: Send + Sync {
     async fn delete_run_config(&self, project_id: &str, id: &str) -> StoreResult<bool>;
 }
 
-/// The bundle store.
+/// An object's bytes as they are read, in chunks.
+pub type ByteStream = std::pin::Pin<Box<dyn futures_util::Stream<Item = StoreResult<Bytes>> + Send>>;
+
+/// An object being written, a chunk at a time: nothing is visible under its key until
+/// [`ObjectWriter::commit`]; [`ObjectWriter::abort`] (or dropping the writer) leaves nothing.
+#[async_trait]
+pub trait ObjectWriter: Send {
+    /// Append a chunk.
+    async fn write(&mut self, chunk: Bytes) -> StoreResult<()>;
+    /// Make the object visible under its key (replacing any previous one).
+    async fn commit(self: Box<Self>) -> StoreResult<()>;
+    /// Give the object up.
+    async fn abort(self: Box<Self>) -> StoreResult<()>;
+}
+
+/// The bundle store. Objects go in and out as streams, so a bundle never has to fit in
+/// the server's memory.
 #[async_trait]
 pub trait ObjectStore: Send + Sync {
-    /// Store an object (replacing any previous one).
-    async fn put(&self, key: &str, bytes: Bytes) -> StoreResult<()>;
-    /// Read an object.
-    async fn get(&self, key: &str) -> StoreResult<Option<Bytes>>;
+    /// Start writing an object.
+    async fn writer(&self, key: &str) -> StoreResult<Box<dyn ObjectWriter>>;
+    /// Read an object, if it exists.
+    async fn open(&self, key: &str) -> StoreResult<Option<ByteStream>>;
     /// An object's size, if it exists.
     async fn size(&self, key: &str) -> StoreResult<Option<u64>>;
+
+    /// Store an object whole.
+    async fn put(&self, key: &str, bytes: Bytes) -> StoreResult<()> {
+        let mut writer = self.writer(key).await?;
+        writer.write(bytes).await?;
+        writer.commit().await
+    }
+
+    /// Read an object whole.
+    async fn get(&self, key: &str) -> StoreResult<Option<Bytes>> {
+        use futures_util::TryStreamExt as _;
+        let Some(stream) = self.open(key).await? else { return Ok(None) };
+        let chunks: Vec<Bytes> = stream.try_collect().await?;
+        Ok(Some(chunks.concat().into()))
+    }
 }
 
 /// Object keys are ours (`bundles/<container>/<version>.tar.gz`), but are checked anyway.
@@ -271,27 +302,79 @@ impl LocalObjects {
     }
 }
 
+/// Bytes read from a local object per chunk.
+const READ_CHUNK: usize = 256 * 1024;
+
+/// A local object being written: a temp file beside its final name, renamed on commit.
+struct LocalWriter {
+    file: Option<tokio::fs::File>,
+    tmp: PathBuf,
+    path: PathBuf,
+}
+
+#[async_trait]
+impl ObjectWriter for LocalWriter {
+    async fn write(&mut self, chunk: Bytes) -> StoreResult<()> {
+        use tokio::io::AsyncWriteExt as _;
+        let file = self.file.as_mut().expect("open until commit or abort");
+        file.write_all(&chunk).await.map_err(|e| HubError::io(&self.tmp, e))
+    }
+
+    async fn commit(mut self: Box<Self>) -> StoreResult<()> {
+        let file = self.file.take().expect("open until commit or abort");
+        file.sync_all().await.map_err(|e| HubError::io(&self.tmp, e))?;
+        drop(file);
+        tokio::fs::rename(&self.tmp, &self.path).await.map_err(|e| HubError::io(&self.path, e))
+    }
+
+    async fn abort(mut self: Box<Self>) -> StoreResult<()> {
+        drop(self.file.take());
+        match tokio::fs::remove_file(&self.tmp).await {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(HubError::io(&self.tmp, e)),
+        }
+    }
+}
+
+impl Drop for LocalWriter {
+    fn drop(&mut self) {
+        // Neither committed nor aborted (the request went away): leave nothing behind.
+        if self.file.take().is_some() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
 #[async_trait]
 impl ObjectStore for LocalObjects {
-    async fn put(&self, key: &str, bytes: Bytes) -> StoreResult<()> {
+    async fn writer(&self, key: &str) -> StoreResult<Box<dyn ObjectWriter>> {
         let path = self.path(key)?;
         let parent = path.parent().unwrap_or(&self.root).to_path_buf();
         tokio::fs::create_dir_all(&parent).await.map_err(|e| HubError::io(&parent, e))?;
         let tmp = parent.join(format!(".{}.part", crate::util::new_id("")));
-        tokio::fs::write(&tmp, &bytes).await.map_err(|e| HubError::io(&tmp, e))?;
-        let file = tokio::fs::File::open(&tmp).await.map_err(|e| HubError::io(&tmp, e))?;
-        file.sync_all().await.map_err(|e| HubError::io(&tmp, e))?;
-        tokio::fs::rename(&tmp, &path).await.map_err(|e| HubError::io(&path, e))?;
-        Ok(())
+        let file = tokio::fs::File::create(&tmp).await.map_err(|e| HubError::io(&tmp, e))?;
+        Ok(Box::new(LocalWriter { file: Some(file), tmp, path }))
     }
 
-    async fn get(&self, key: &str) -> StoreResult<Option<Bytes>> {
+    async fn open(&self, key: &str) -> StoreResult<Option<ByteStream>> {
+        use tokio::io::AsyncReadExt as _;
         let path = self.path(key)?;
-        match tokio::fs::read(&path).await {
-            Ok(bytes) => Ok(Some(Bytes::from(bytes))),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(HubError::io(&path, e)),
-        }
+        let file = match tokio::fs::File::open(&path).await {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(HubError::io(&path, e)),
+        };
+        let stream = futures_util::stream::try_unfold((file, path), |(mut file, path)| async move {
+            let mut chunk = vec![0u8; READ_CHUNK];
+            let read = file.read(&mut chunk).await.map_err(|e| HubError::io(&path, e))?;
+            if read == 0 {
+                return Ok(None);
+            }
+            chunk.truncate(read);
+            Ok(Some((Bytes::from(chunk), (file, path))))
+        });
+        Ok(Some(Box::pin(stream)))
     }
 
     async fn size(&self, key: &str) -> StoreResult<Option<u64>> {

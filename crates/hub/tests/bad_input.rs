@@ -91,16 +91,36 @@ impl Client {
     }
 }
 
-async fn start(limits: Limits) -> (String, (String, String), (String, String)) {
+async fn start(limits: Limits) -> (String, (String, String), (String, String), std::path::PathBuf) {
     let data = tempfile::tempdir().unwrap().keep();
-    let config = HubConfig { data, database: None, objects: None };
+    let config = HubConfig { data: data.clone(), database: None, objects: None };
     let hub: Hub = config.open(None, limits).await.expect("open hub");
     let (_, public, secret) = gateway_hub::create_key(hub.meta.as_ref(), "one").await.expect("key");
     let (_, other_public, other_secret) = gateway_hub::create_key(hub.meta.as_ref(), "two").await.expect("key");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     tokio::spawn(gateway_hub::server::serve_on(hub, listener));
-    (format!("http://{addr}/api/public/benchmark-containers"), (public, secret), (other_public, other_secret))
+    (format!("http://{addr}/api/public/benchmark-containers"), (public, secret), (other_public, other_secret), data)
+}
+
+/// Every file under `dir`, relative.
+fn files_under(dir: &std::path::Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(files_under(&path).into_iter().map(|f| format!("{}/{f}", entry.file_name().to_string_lossy())));
+        } else {
+            found.push(entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+    found.sort();
+    found
+}
+
+/// A request body of unknown length (sent chunked, so only the stream itself can be counted).
+fn chunked(bytes: Vec<u8>) -> reqwest::blocking::Body {
+    reqwest::blocking::Body::new(std::io::Cursor::new(bytes))
 }
 
 fn text(value: &Value, key: &str) -> String {
@@ -111,7 +131,7 @@ fn text(value: &Value, key: &str) -> String {
 fn refusals_leave_the_hub_consistent() {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let limits = Limits { max_json_bytes: 64 * 1024, max_object_bytes: 256 * 1024, ..Limits::default() };
-    let (api, auth, other) = runtime.block_on(start(limits));
+    let (api, auth, other, data) = runtime.block_on(start(limits));
     let http = reqwest::blocking::Client::new();
     let one = Client { http: http.clone(), api: api.clone(), auth };
     let two = Client { http: http.clone(), api: api.clone(), auth: other };
@@ -152,8 +172,16 @@ fn refusals_leave_the_hub_consistent() {
     let tampered =
         http.put(&url).header("x-amz-checksum-sha256", sha256_base64(b"other bytes")).body(b"other bytes".to_vec()).send().unwrap();
     assert!(tampered.status().is_client_error(), "checksum mismatch: {}", tampered.status());
-    let uploaded = http.put(&url).header("x-amz-checksum-sha256", sha256_base64(&tgz)).body(tgz.clone()).send().unwrap();
+    let tampered = http.put(&url).body(chunked(b"other bytes".to_vec())).send().unwrap();
+    assert!(tampered.status().is_client_error(), "streamed checksum mismatch: {}", tampered.status());
+    assert!(files_under(&data.join("objects")).is_empty(), "a refused upload leaves nothing: {:?}", files_under(&data.join("objects")));
+    let uploaded = http.put(&url).header("x-amz-checksum-sha256", sha256_base64(&tgz)).body(chunked(tgz.clone())).send().unwrap();
     assert!(uploaded.status().is_success());
+    let (status, download) = one.call("GET", &format!("/versions/{version_id}/download"), None);
+    assert_eq!(status, 200, "{download:?}");
+    let fetched = http.get(text(&download, "downloadUrl")).send().unwrap();
+    assert!(fetched.status().is_success());
+    assert_eq!(fetched.bytes().unwrap().to_vec(), tgz, "the bundle comes back as uploaded");
     let (status, answer) = one.call("POST", &format!("/versions/{version_id}/finalize"), Some(&object([("branch", Value::str("main"))])));
     assert_eq!(status, 200, "finalize after upload: {answer:?}");
 
@@ -192,6 +220,10 @@ fn refusals_leave_the_hub_consistent() {
         .send()
         .unwrap();
     assert_eq!(oversized.status().as_u16(), 413, "object over the limit");
+    let streamed = http.put(text(&big, "uploadUrl")).body(chunked(vec![0u8; 300 * 1024])).send().unwrap();
+    assert_eq!(streamed.status().as_u16(), 413, "object over the limit, its length unannounced");
+    let stored = files_under(&data.join("objects"));
+    assert_eq!(stored.len(), 1, "only the accepted bundle is stored, no partial file: {stored:?}");
 
     // After all of that the hub still resolves what was stored.
     let (status, answer) = one.call("POST", "/resolve-version", Some(&resolve("v1")));
