@@ -48,19 +48,7 @@ fn parse_with(text: &str, duplicates: bool) -> Result<Parsed, ParseError> {
         // The members stack outlives a parse: rows are parsed by the million.
         static MEMBERS: std::cell::Cell<Vec<(String, Value)>> = const { std::cell::Cell::new(Vec::new()) };
     }
-    let mut parser = Parser {
-        text,
-        bytes: text.as_bytes(),
-        pos: 0,
-        problem: None,
-        duplicate: None,
-        depth: 0,
-        pending: None,
-        parts: Vec::new(),
-        members: MEMBERS.take(),
-        skim: false,
-        top_id: None,
-    };
+    let mut parser = Parser::new(text, MEMBERS.take(), false);
     let value = parser.document(duplicates);
     let mut members = std::mem::take(&mut parser.members);
     members.clear();
@@ -72,19 +60,7 @@ fn parse_with(text: &str, duplicates: bool) -> Result<Parsed, ParseError> {
 /// of bytes it spans; None when it is not JSON, repeats a member or has a range
 /// problem (a caller reading plain rows fast leaves those to the general path).
 pub(crate) fn parse_plain_prefix(text: &str) -> Option<(Value, usize)> {
-    let mut parser = Parser {
-        text,
-        bytes: text.as_bytes(),
-        pos: 0,
-        problem: None,
-        duplicate: None,
-        depth: 0,
-        pending: None,
-        parts: Vec::new(),
-        members: Vec::new(),
-        skim: false,
-        top_id: None,
-    };
+    let mut parser = Parser::new(text, Vec::new(), false);
     let value = parser.value().ok()?;
     (parser.problem.is_none() && parser.duplicate.is_none()).then_some((value, parser.pos))
 }
@@ -94,19 +70,7 @@ pub(crate) fn parse_plain_prefix(text: &str) -> Option<(Value, usize)> {
 /// member when it is a string. Used where only a batch's id is needed from a file
 /// that may hold hundreds of thousands of rows.
 pub fn skim_id(text: &str) -> Result<(Option<RangeProblem>, Option<String>), ParseError> {
-    let mut parser = Parser {
-        text,
-        bytes: text.as_bytes(),
-        pos: 0,
-        problem: None,
-        duplicate: None,
-        depth: 0,
-        pending: None,
-        parts: Vec::new(),
-        members: Vec::new(),
-        skim: true,
-        top_id: None,
-    };
+    let mut parser = Parser::new(text, Vec::new(), true);
     parser.document(false)?;
     Ok((parser.problem, parser.top_id))
 }
@@ -140,7 +104,23 @@ struct Parser<'a> {
     top_id: Option<String>,
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
+    fn new(text: &'a str, members: Vec<(String, Value)>, skim: bool) -> Parser<'a> {
+        Parser {
+            text,
+            bytes: text.as_bytes(),
+            pos: 0,
+            problem: None,
+            duplicate: None,
+            depth: 0,
+            pending: None,
+            parts: Vec::new(),
+            members,
+            skim,
+            top_id: None,
+        }
+    }
+
     /// One whole document: the value, nothing after it, the problem's pointer
     /// completed, and (unless `duplicates` are tolerated) no repeated member.
     fn document(&mut self, duplicates: bool) -> Result<Value, ParseError> {
@@ -231,40 +211,13 @@ impl Parser<'_> {
 
     fn number(&mut self) -> Result<Value, ParseError> {
         let start = self.pos;
-        if self.bytes[self.pos] == b'-' {
-            self.pos += 1;
-        }
-        match self.bytes.get(self.pos) {
-            Some(b'0') => self.pos += 1,
-            Some(b'1'..=b'9') => {
-                while let Some(b'0'..=b'9') = self.bytes.get(self.pos) {
-                    self.pos += 1;
-                }
-            }
-            _ => return self.err("Expecting value"),
-        }
-        let mut is_float = false;
-        if self.bytes.get(self.pos) == Some(&b'.') && matches!(self.bytes.get(self.pos + 1), Some(b'0'..=b'9')) {
-            is_float = true;
-            self.pos += 1;
-            while let Some(b'0'..=b'9') = self.bytes.get(self.pos) {
-                self.pos += 1;
-            }
-        }
-        if let Some(b'e' | b'E') = self.bytes.get(self.pos) {
-            let mut probe = self.pos + 1;
-            if let Some(b'+' | b'-') = self.bytes.get(probe) {
-                probe += 1;
-            }
-            if matches!(self.bytes.get(probe), Some(b'0'..=b'9')) {
-                is_float = true;
-                self.pos = probe;
-                while let Some(b'0'..=b'9') = self.bytes.get(self.pos) {
-                    self.pos += 1;
-                }
-            }
-        }
-        let text = &self.text[start..self.pos];
+        let Some((end, is_float)) = number_end(self.bytes, start) else {
+            // Past a lone minus sign, as Python's scanner reports it.
+            self.pos += usize::from(self.bytes[start] == b'-');
+            return self.err("Expecting value");
+        };
+        self.pos = end;
+        let text = &self.text[start..end];
         let value = if is_float {
             Value::Float(text.parse::<f64>().unwrap_or(f64::INFINITY))
         } else {
@@ -466,6 +419,40 @@ impl Parser<'_> {
             }
         }
     }
+}
+
+/// Where the JSON number starting at `start` ends, and whether it is a float (has a
+/// fraction or an exponent); None when no number starts there. A `.` or `e` not
+/// followed by digits ends the number before it, as in Python's scanner.
+pub(crate) fn number_end(bytes: &[u8], start: usize) -> Option<(usize, bool)> {
+    let digits = |mut pos: usize| {
+        while let Some(b'0'..=b'9') = bytes.get(pos) {
+            pos += 1;
+        }
+        pos
+    };
+    let mut pos = start + usize::from(bytes.get(start) == Some(&b'-'));
+    pos = match bytes.get(pos)? {
+        b'0' => pos + 1,
+        b'1'..=b'9' => digits(pos),
+        _ => return None,
+    };
+    let mut is_float = false;
+    if bytes.get(pos) == Some(&b'.') && matches!(bytes.get(pos + 1), Some(b'0'..=b'9')) {
+        is_float = true;
+        pos = digits(pos + 1);
+    }
+    if let Some(b'e' | b'E') = bytes.get(pos) {
+        let mut probe = pos + 1;
+        if let Some(b'+' | b'-') = bytes.get(probe) {
+            probe += 1;
+        }
+        if matches!(bytes.get(probe), Some(b'0'..=b'9')) {
+            is_float = true;
+            pos = digits(probe);
+        }
+    }
+    Some((pos, is_float))
 }
 
 /// The message of a `numeric_range` refusal.

@@ -138,6 +138,19 @@ impl Validator {
             || self.unique_items
     }
 
+    /// Whether a number meets this node's `minimum`/`maximum` and exclusive bounds.
+    fn within_bounds(&self, value: &Value) -> bool {
+        self.bounds.iter().all(|(bound, limit)| {
+            let order = compare_numbers(value, limit);
+            match bound {
+                Bound::Minimum => order != Ordering::Less,
+                Bound::Maximum => order != Ordering::Greater,
+                Bound::ExclusiveMinimum => order == Ordering::Greater,
+                Bound::ExclusiveMaximum => order == Ordering::Less,
+            }
+        })
+    }
+
     /// Whether `value` conforms (numbers in range included).
     pub fn accepts(&self, value: &Value) -> bool {
         in_range(value) && self.node(value)
@@ -215,15 +228,7 @@ impl Validator {
                     None => true,
                 }
             }
-            Value::Int(_) | Value::Float(_) => self.bounds.iter().all(|(bound, limit)| {
-                let order = compare_numbers(value, limit);
-                match bound {
-                    Bound::Minimum => order != Ordering::Less,
-                    Bound::Maximum => order != Ordering::Greater,
-                    Bound::ExclusiveMinimum => order == Ordering::Greater,
-                    Bound::ExclusiveMaximum => order == Ordering::Less,
-                }
-            }),
+            Value::Int(_) | Value::Float(_) => self.within_bounds(value),
             _ => true,
         }
     }

@@ -9,10 +9,9 @@
 //! (parse, [`Validator::accepts`], the canonical writer), which decides it exactly.
 //! So a `Some` always equals what that path gives (the tests hold both to it).
 
-use super::{compare_numbers, in_range, Bound, Validator, ARRAY, BOOLEAN, INTEGER, NULL, NUMBER, OBJECT, STRING};
+use super::{in_range, Validator, ARRAY, BOOLEAN, INTEGER, NULL, NUMBER, OBJECT, STRING};
 use crate::dialect::valid_format;
 use crate::json::{canonical_into, python_float_repr, Value};
-use std::cmp::Ordering;
 use std::ops::Range;
 
 /// A row [`Validator::scan`] accepted.
@@ -184,31 +183,8 @@ impl Scanner<'_, '_> {
     /// floats are written as Python's `repr`.
     fn number(&mut self, schema: Option<&Validator>) -> Option<()> {
         let start = self.pos;
-        if self.peek() == Some(b'-') {
-            self.pos += 1;
-        }
-        match self.peek()? {
-            b'0' => self.pos += 1,
-            b'1'..=b'9' => self.digits(),
-            _ => return None,
-        }
-        let mut is_float = false;
-        if self.peek() == Some(b'.') && matches!(self.bytes.get(self.pos + 1), Some(b'0'..=b'9')) {
-            is_float = true;
-            self.pos += 1;
-            self.digits();
-        }
-        if let Some(b'e' | b'E') = self.peek() {
-            let mut probe = self.pos + 1;
-            if let Some(b'+' | b'-') = self.bytes.get(probe) {
-                probe += 1;
-            }
-            if matches!(self.bytes.get(probe), Some(b'0'..=b'9')) {
-                is_float = true;
-                self.pos = probe;
-                self.digits();
-            }
-        }
+        let (end, is_float) = crate::json::number_end(self.bytes, start)?;
+        self.pos = end;
         let text = &self.text[start..self.pos];
         let value = if is_float { Value::Float(text.parse().ok()?) } else { Value::Int(text.parse().ok()?) };
         if !in_range(&value) {
@@ -219,7 +195,7 @@ impl Scanner<'_, '_> {
                 Value::Float(f) => allows(schema.types, NUMBER) || (schema.types & INTEGER != 0 && f.fract() == 0.0),
                 _ => allows(schema.types, INTEGER | NUMBER),
             };
-            if !typed || !within(schema, &value) {
+            if !typed || !schema.within_bounds(&value) {
                 return None;
             }
         }
@@ -229,12 +205,6 @@ impl Scanner<'_, '_> {
             _ => self.out.push_str(text),
         }
         Some(())
-    }
-
-    fn digits(&mut self) {
-        while let Some(b'0'..=b'9') = self.peek() {
-            self.pos += 1;
-        }
     }
 
     fn array(&mut self, schema: Option<&Validator>) -> Option<()> {
@@ -359,19 +329,6 @@ impl Scanner<'_, '_> {
 /// Whether a node declaring `types` (0: any) takes a value of type bit `bit`.
 fn allows(types: u8, bit: u8) -> bool {
     types == 0 || types & bit != 0
-}
-
-/// Whether a number meets the node's bounds.
-fn within(schema: &Validator, value: &Value) -> bool {
-    schema.bounds.iter().all(|(bound, limit)| {
-        let order = compare_numbers(value, limit);
-        match bound {
-            Bound::Minimum => order != Ordering::Less,
-            Bound::Maximum => order != Ordering::Greater,
-            Bound::ExclusiveMinimum => order == Ordering::Greater,
-            Bound::ExclusiveMaximum => order == Ordering::Less,
-        }
-    })
 }
 
 #[cfg(test)]
