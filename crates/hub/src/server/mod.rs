@@ -164,6 +164,13 @@ fn json_response(status: u16, value: &Value) -> Response {
     response
 }
 
+/// `response`, telling the client the connection ends with it (a refused body may be
+/// left partly unread, so the connection cannot carry another request).
+fn closing(mut response: Response) -> Response {
+    response.headers_mut().insert("connection", HeaderValue::from_static("close"));
+    response
+}
+
 fn error_response(error: &HubError) -> Response {
     let mut response =
         json_response(error.status(), &object([("error", Value::str(error.code())), ("message", Value::str(error.to_string()))]));
@@ -197,14 +204,16 @@ async fn answer(State(hub): State<Arc<Hub>>, request: Request) -> Response {
     let limit = if is_object { hub.limits.max_object_bytes } else { hub.limits.max_json_bytes };
     if let Some(length) = parts.headers.get("content-length").and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok()) {
         if length > limit as u64 {
-            return error_response(&HubError::TooLarge(format!("request body of {length} bytes is over the {limit}-byte limit")));
+            let error = HubError::TooLarge(format!("request body of {length} bytes is over the {limit}-byte limit"));
+            return closing(error_response(&error));
         }
     }
     if is_object {
         // Object bodies stream through (to the store, or from it): never held whole.
         return match object_route(&hub, &parts.method, &path, &query, &parts.headers, body).await {
             Ok(response) => response,
-            Err(error) => error_response(&error),
+            // The body may be left partly unread: the client must not reuse the connection.
+            Err(error) => closing(error_response(&error)),
         };
     }
     let bytes = match to_bytes(body, limit).await {
