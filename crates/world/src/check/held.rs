@@ -60,11 +60,18 @@ impl Writer {
         let (rows, incoming) = std::sync::mpsc::sync_channel::<Vec<(usize, String, Staged)>>(4);
         let thread = std::thread::spawn(move || {
             {
-                // One statement for every row (a cache lookup per row costs as much as binding it).
-                let mut statement = conn.prepare(UPSERT)?;
+                // Rows go in ROWS_PER_INSERT to a statement (SQLite applies them in order, a
+                // later row upserting an earlier one), prepared once: per-statement work is
+                // a good part of a row's cost.
+                let mut full = conn.prepare(&upsert_sql(ROWS_PER_INSERT))?;
                 for batch in incoming {
-                    for (entity, key, staged) in batch {
-                        upsert_with(&mut statement, entity, &key, &staged)?;
+                    let mut rows = batch.chunks_exact(ROWS_PER_INSERT);
+                    for group in rows.by_ref() {
+                        upsert_rows(&mut full, group)?;
+                    }
+                    let rest = rows.remainder();
+                    if !rest.is_empty() {
+                        upsert_rows(&mut *conn.prepare_cached(&upsert_sql(rest.len()))?, rest)?;
                     }
                 }
             }
@@ -136,6 +143,19 @@ const SPILL_SCHEMA: &str = "
 const UPSERT: &str = "INSERT INTO staged (entity, key, text, refs, uniques, chunk, idx) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
     ON CONFLICT (entity, key) DO UPDATE SET text = excluded.text, refs = excluded.refs, uniques = excluded.uniques,
     chunk = excluded.chunk, idx = excluded.idx";
+
+/// Rows the background writer puts in one INSERT statement.
+const ROWS_PER_INSERT: usize = 64;
+
+/// [`UPSERT`] for `rows` rows at once.
+fn upsert_sql(rows: usize) -> String {
+    let values = vec!["(?, ?, ?, ?, ?, ?, ?)"; rows].join(", ");
+    format!(
+        "INSERT INTO staged (entity, key, text, refs, uniques, chunk, idx) VALUES {values}
+        ON CONFLICT (entity, key) DO UPDATE SET text = excluded.text, refs = excluded.refs, uniques = excluded.uniques,
+        chunk = excluded.chunk, idx = excluded.idx"
+    )
+}
 
 impl Held {
     /// Nothing held; rows move to disk past `budget` bytes.
@@ -355,6 +375,22 @@ fn upsert_with(statement: &mut rusqlite::Statement<'_>, entity: usize, key: &str
     Ok(())
 }
 
+/// Upsert `rows` with a statement of [`upsert_sql`]`(rows.len())`.
+fn upsert_rows(statement: &mut rusqlite::Statement<'_>, rows: &[(usize, String, Staged)]) -> Result<()> {
+    for (i, (entity, key, staged)) in rows.iter().enumerate() {
+        let at = i * 7 + 1;
+        statement.raw_bind_parameter(at, *entity as i64)?;
+        statement.raw_bind_parameter(at + 1, key)?;
+        statement.raw_bind_parameter(at + 2, &staged.text)?;
+        statement.raw_bind_parameter(at + 3, encode_refs(&staged.refs))?;
+        statement.raw_bind_parameter(at + 4, encode_tuples(&staged.uniques))?;
+        statement.raw_bind_parameter(at + 5, staged.chunk as i64)?;
+        statement.raw_bind_parameter(at + 6, staged.index as i64)?;
+    }
+    statement.raw_execute()?;
+    Ok(())
+}
+
 fn decode(row: &rusqlite::Row<'_>) -> rusqlite::Result<Staged> {
     decode_at(row, 0)
 }
@@ -466,6 +502,24 @@ mod tests {
         })
         .unwrap();
         out
+    }
+
+    #[test]
+    fn rows_written_many_to_a_statement_keep_first_places_and_last_values() {
+        // Keys repeat within and across the writer's multi-row statements.
+        let outcome = |budget: usize| {
+            let mut held = Held::new(budget);
+            for i in 0..(3 * WRITE_BATCH + 17) {
+                let key = format!("[{}]", (i * 7) % 150);
+                held.hold("a", key, false, |_| staged(&format!("{{\"i\":{i}}}"), vec![], vec![], i)).unwrap();
+            }
+            held.finish().unwrap();
+            assert_eq!(held.spilled(), budget == 0);
+            keys(&held, "a")
+        };
+        let in_memory = outcome(usize::MAX);
+        assert_eq!(in_memory.len(), 150);
+        assert_eq!(outcome(0), in_memory);
     }
 
     #[test]
