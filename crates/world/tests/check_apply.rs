@@ -157,5 +157,19 @@ fn rows_read_from_their_text_agree_with_rows_parsed() {
         .map(|i| format!(r#"{{"id":"B{i}","name":"N","email":"b{i}@x.io","tier":"pro","created_at":"2026-01-02T09:00:00Z"}}"#))
         .collect();
     every_way(&root, "bare", &bare, CheckOptions { entity: Some("customers".into()), ..options.clone() });
-    every_way(&root, "fill", &lines, CheckOptions { merge: "fill".into(), ..options });
+    every_way(&root, "fill", &lines, CheckOptions { merge: "fill".into(), ..options.clone() });
+    // The same rows as a document `{entity: [rows]}` (rows as written, grouped by entity).
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for line in &lines {
+        let name = line.split('"').nth(3).unwrap().to_string();
+        let body = line[line.find("\"row\":").unwrap() + 6..line.len() - 1].trim().to_string();
+        match groups.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, rows)) => rows.push(body),
+            None => groups.push((name, vec![body])),
+        }
+    }
+    let document: Vec<String> = groups.iter().map(|(name, rows)| format!("\"{name}\": [\n{}\n]", rows.join(",\n"))).collect();
+    let document = vec!["{".to_string(), document.join(",\n"), "}".to_string()];
+    let report = every_way(&root, "document", &document, options);
+    assert!(refused(&report).len() >= 4, "{report:?}");
 }

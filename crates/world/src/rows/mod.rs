@@ -230,12 +230,12 @@ const ONE_THREAD_LINES: usize = if cfg!(test) { 3_000 } else { 16 * PREPARE_BLOC
 /// sends the row through the general reading and `prepare`.
 pub type PrepareText<'a, P> = &'a (dyn Fn(&str, &str) -> Option<P> + Sync);
 
-/// Like [`read_rows`], but every row is first turned into a `P` by `prepare`. For
-/// JSONL input (the shape large files come in) parsing and `prepare` run on up to
-/// `threads` threads, a block of lines at a time, and `prepare_text` is tried on each
-/// line's row text before it is parsed; `sink` still receives each prepared row in
-/// input order, on the calling thread, and an error surfaces at the same row as when
-/// reading on one thread.
+/// Like [`read_rows`], but every row is first turned into a `P` by `prepare`, and
+/// `prepare_text` is tried on each row's text before it is parsed. For JSONL input
+/// (the shape large files come in) both run on up to `threads` threads once a file
+/// passes 32K lines, a block of lines at a time; `sink` still receives each prepared
+/// row in input order, on the calling thread, and an error surfaces at the same row
+/// as when reading on one thread.
 #[allow(clippy::too_many_arguments)]
 pub fn read_rows_prepared<P: Send>(
     sources: &[String],
@@ -255,9 +255,9 @@ pub fn read_rows_prepared<P: Send>(
             Shape::Empty => Flow::More,
             Shape::Array(name) => {
                 seen.entry(name.clone()).or_insert(0);
-                stream_array(&mut reader, source, &name, seen, &mut |row: Row| sink(prepare(row)))?
+                stream_array_prepared(&mut reader, source, &name, seen, &line, sink)?
             }
-            Shape::Document => stream_document(&mut reader, source, entity, seen, &mut |row: Row| sink(prepare(row)))?,
+            Shape::Document => stream_document(&mut reader, source, entity, seen, &line, sink)?,
             Shape::Jsonl => {
                 let mut number = 0;
                 let alone = (threads > 1).then_some(ONE_THREAD_LINES);
@@ -440,6 +440,19 @@ fn stream_jsonl_prepared<P: Send>(
 }
 
 pub(crate) fn stream_array(reader: &mut Reader<'_>, at: &str, entity: &str, seen: &mut Seen, sink: &mut Sink<'_>) -> Result<Flow> {
+    let rows = LinePreparer { entity: None, prepare_text: None, prepare: &|row| row };
+    stream_array_prepared(reader, at, entity, seen, &rows, sink)
+}
+
+/// The rows of a JSON array, each offered to `rows.prepare_text` as text first.
+fn stream_array_prepared<P>(
+    reader: &mut Reader<'_>,
+    at: &str,
+    entity: &str,
+    seen: &mut Seen,
+    rows: &LinePreparer<'_, P>,
+    sink: &mut dyn FnMut(P) -> Result<Flow>,
+) -> Result<Flow> {
     reader.take(b'[', at)?;
     let mut index = 0usize;
     loop {
@@ -447,12 +460,22 @@ pub(crate) fn stream_array(reader: &mut Reader<'_>, at: &str, entity: &str, seen
             reader.pos += 1;
             return Ok(Flow::More);
         }
-        let here = format!("{at}[{index}]");
-        let decoded = reader.value(&here)?;
-        let value = as_row(decoded.value, &here)?;
+        let here = || format!("{at}[{index}]");
+        let Some(span) = reader.span()? else { return Err(reader.invalid(&here())) };
+        let fast = rows.prepare_text.and_then(|prepare_text| prepare_text(entity, reader.text(span)));
+        let prepared = match fast {
+            Some(prepared) => {
+                reader.pos = span.1;
+                prepared
+            }
+            None => {
+                let decoded = reader.value(&here())?;
+                let value = as_row(decoded.value, &here())?;
+                (rows.prepare)(Row { entity: entity.to_string(), value, problem: decoded.problem, lone_surrogate: decoded.surrogate })
+            }
+        };
         count(seen, entity);
-        let row = Row { entity: entity.to_string(), value, problem: decoded.problem, lone_surrogate: decoded.surrogate };
-        if sink(row)? == Flow::Stop {
+        if sink(prepared)? == Flow::Stop {
             return Ok(Flow::Stop);
         }
         reader.compact();
@@ -465,7 +488,14 @@ pub(crate) fn stream_array(reader: &mut Reader<'_>, at: &str, entity: &str, seen
     }
 }
 
-fn stream_document(reader: &mut Reader<'_>, at: &str, entity: Option<&str>, seen: &mut Seen, sink: &mut Sink<'_>) -> Result<Flow> {
+fn stream_document<P>(
+    reader: &mut Reader<'_>,
+    at: &str,
+    entity: Option<&str>,
+    seen: &mut Seen,
+    rows: &LinePreparer<'_, P>,
+    sink: &mut dyn FnMut(P) -> Result<Flow>,
+) -> Result<Flow> {
     reader.take(b'{', at)?;
     loop {
         if reader.peek()? == Some(b'}') {
@@ -483,7 +513,7 @@ fn stream_document(reader: &mut Reader<'_>, at: &str, entity: Option<&str>, seen
             return Err(rows_error(format!("{at} maps entities; drop --entity or make the file a bare array"), at));
         }
         seen.entry(name.clone()).or_insert(0);
-        if stream_array(reader, &format!("{at}:{name}"), &name, seen, sink)? == Flow::Stop {
+        if stream_array_prepared(reader, &format!("{at}:{name}"), &name, seen, rows, sink)? == Flow::Stop {
             return Ok(Flow::Stop);
         }
         match reader.peek()? {

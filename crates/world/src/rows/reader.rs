@@ -128,15 +128,18 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    fn invalid(&mut self, at: &str) -> Error {
+    /// The refusal of text at `at` that is not JSON (after checking the rest of the
+    /// stream is UTF-8, as the original reads it whole first).
+    pub(crate) fn invalid(&mut self, at: &str) -> Error {
         if let Err(error) = self.drain() {
             return error;
         }
         rows_error(format!("{at}: not valid JSON"), at)
     }
 
-    /// Decode the next JSON value, reading more of the stream as needed.
-    pub(crate) fn value(&mut self, at: &str) -> Result<Decoded> {
+    /// Where the next JSON value lies in the buffer, reading more of the stream as
+    /// needed; None when no JSON value starts there (see [`Reader::invalid`]).
+    pub(crate) fn span(&mut self) -> Result<Option<(usize, usize)>> {
         self.peek()?;
         let mut scan = Scan { at: self.pos, ..Scan::default() };
         let end = loop {
@@ -151,14 +154,19 @@ impl<'a> Reader<'a> {
                 }
                 Scanned::More => {
                     if !self.fill()? {
-                        return Err(self.invalid(at));
+                        return Ok(None);
                     }
                 }
-                Scanned::Invalid => return Err(self.invalid(at)),
+                Scanned::Invalid => return Ok(None),
             }
         };
-        let text = std::str::from_utf8(&self.buf[self.pos..end]).expect("utf-8 buffer");
-        match decode(text) {
+        Ok(Some((self.pos, end)))
+    }
+
+    /// Decode the next JSON value, reading more of the stream as needed.
+    pub(crate) fn value(&mut self, at: &str) -> Result<Decoded> {
+        let Some((start, end)) = self.span()? else { return Err(self.invalid(at)) };
+        match decode(self.text((start, end))) {
             Ok(decoded) => {
                 self.pos = end;
                 Ok(decoded)
@@ -264,46 +272,10 @@ fn scan_value(buf: &[u8], start: usize, scan: &mut Scan) -> Scanned {
                     return Scanned::More;
                 }
             }
-            match number_end(rest) {
-                Some(n) => Scanned::End(start + n),
+            match crate::json::number_end(rest, 0) {
+                Some((n, _)) => Scanned::End(start + n),
                 None => Scanned::Invalid,
             }
         }
     }
-}
-
-/// The length of the JSON number at the start of `text` (the original's NUMBER_RE).
-fn number_end(text: &[u8]) -> Option<usize> {
-    let mut i = 0;
-    if text.first() == Some(&b'-') {
-        i += 1;
-    }
-    match text.get(i) {
-        Some(b'0') => i += 1,
-        Some(b'1'..=b'9') => {
-            while text.get(i).is_some_and(u8::is_ascii_digit) {
-                i += 1;
-            }
-        }
-        _ => return None,
-    }
-    if text.get(i) == Some(&b'.') && text.get(i + 1).is_some_and(u8::is_ascii_digit) {
-        i += 1;
-        while text.get(i).is_some_and(u8::is_ascii_digit) {
-            i += 1;
-        }
-    }
-    if matches!(text.get(i), Some(b'e' | b'E')) {
-        let mut j = i + 1;
-        if matches!(text.get(j), Some(b'+' | b'-')) {
-            j += 1;
-        }
-        if text.get(j).is_some_and(u8::is_ascii_digit) {
-            while text.get(j).is_some_and(u8::is_ascii_digit) {
-                j += 1;
-            }
-            i = j;
-        }
-    }
-    Some(i)
 }
