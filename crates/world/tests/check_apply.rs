@@ -112,6 +112,11 @@ fn in_memory_apply_agrees_with_sqlite() {
     assert_eq!(refused(&updated_then_taken), [CONFLICT]);
     let missing = both(&root, "missing", &[ticket(902, "NOPE")]);
     assert_eq!(refused(&missing).len(), 1);
+    // Updates naming targets the batch does not hold: refused row by row, the rest apply.
+    let audited = both(&root, "audited", &[ticket(101, "N1"), ticket(103, "C2"), ticket(102, "GONE"), ticket(104, "ALSO-GONE")]);
+    assert_eq!(refused(&audited).len(), 3, "{audited:?}");
+    let fine_update = both(&root, "fine-update", &[customer("N1", "n1@x.io"), ticket(101, "N1"), ticket(102, "C3")]);
+    assert!(refused(&fine_update).is_empty(), "{fine_update:?}");
 }
 
 #[test]

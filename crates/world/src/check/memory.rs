@@ -188,7 +188,14 @@ pub(super) fn apply(contract: &Contract, validators: &Validators, plans: &Unique
     };
     const CONFLICT: &str = "Primary or unique key conflicts with existing state";
     let mut inserted: HashMap<&str, i64> = HashMap::new();
-    let mut updated: Vec<(&str, Staged, Value)> = Vec::new();
+    // An append deletes nothing: a target exists when the batch or the parent has it,
+    // so an updated row is audited as soon as it is merged, and only the first
+    // refusal is kept (a later conflict still comes first, as at commit time).
+    let mut exists = |target: &Entity, wanted: &str| -> Result<bool> {
+        Ok(held.contains(&target.name, wanted, None)?
+            || conn.prepare_cached(&format!("SELECT 1 FROM {} WHERE _key = ?1", quote(&target.name)))?.exists([wanted])?)
+    };
+    let mut audit_refusal: Option<Value> = None;
     for name in &order {
         let declared = contract.entity(name).expect("staged entity");
         let table = quote(name);
@@ -284,7 +291,9 @@ pub(super) fn apply(contract: &Contract, validators: &Validators, plans: &Unique
                     overlay[set].insert(cells, Some(key.to_string()));
                 }
             }
-            updated.push((name, staged.clone(), merged));
+            if audit_refusal.is_none() {
+                audit_refusal = super::audit_updated_row(contract, name, staged, &merged, &mut exists)?;
+            }
             Ok(true)
         })?;
         if let Some(decision) = decision {
@@ -292,12 +301,7 @@ pub(super) fn apply(contract: &Contract, validators: &Validators, plans: &Unique
         }
         *inserted.entry(name).or_default() += added;
     }
-    // An append deletes nothing: a target exists when the batch or the parent has it.
-    let refused = super::audit_updated(contract, &updated, |target, wanted| {
-        Ok(held.contains(&target.name, wanted, None)?
-            || conn.prepare_cached(&format!("SELECT 1 FROM {} WHERE _key = ?1", quote(&target.name)))?.exists([wanted])?)
-    })?;
-    if let Some(record) = refused {
+    if let Some(record) = audit_refusal {
         return Ok(Decision::Refused(record));
     }
     Ok(Decision::Accepted(counts(contract, conn, &inserted)?))

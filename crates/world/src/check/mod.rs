@@ -375,33 +375,44 @@ fn audit_updated(
     updated: &[(&str, Staged, Value)],
     mut exists: impl FnMut(&Entity, &str) -> Result<bool>,
 ) -> Result<Option<Value>> {
-    let row_refusal = |name: &str, staged: &Staged, field: Option<&str>, detail: &str| {
+    for (name, staged, merged) in updated {
+        if let Some(refusal) = audit_updated_row(contract, name, staged, merged, &mut exists)? {
+            return Ok(Some(refusal));
+        }
+    }
+    Ok(None)
+}
+
+/// [`audit_updated`] for one updated row.
+fn audit_updated_row(
+    contract: &Contract,
+    name: &str,
+    staged: &Staged,
+    merged: &Value,
+    exists: &mut impl FnMut(&Entity, &str) -> Result<bool>,
+) -> Result<Option<Value>> {
+    let row_refusal = |field: Option<&str>, detail: &str| {
         refusal(Some(staged.chunk), Some(staged.index), Some(name), Some(&staged.value()), field, detail, Some(contract))
     };
-    for (name, staged, merged) in updated {
-        let declared = contract.entity(name).expect("staged entity");
-        for relationship in &declared.relationships {
-            let keys: Vec<Option<&Value>> = relationship
-                .fields
-                .iter()
-                .map(|f| crate::compiler::payload_value(merged, f).filter(|v| !matches!(v, Value::Null)))
-                .collect();
-            if keys.iter().all(Option::is_none) {
-                continue;
-            }
-            if keys.iter().any(Option::is_none) {
-                return Ok(Some(row_refusal(name, staged, None, "Composite references must be wholly present or wholly absent/null")));
-            }
-            let target = contract.entity(&relationship.target).expect("compiled target");
-            let wanted = object(target.primary_key.iter().cloned().zip(keys.into_iter().map(|k| k.expect("present").clone())));
-            let wanted = match key_of(target, &wanted, true) {
-                Ok(wanted) => wanted,
-                Err(error) => return Ok(Some(row_refusal(name, staged, field_of(&error), &error.message))),
-            };
-            if !exists(target, &wanted)? {
-                let detail = "Relationship target does not exist; incomplete evidence requires an explicit mapping decision";
-                return Ok(Some(row_refusal(name, staged, None, detail)));
-            }
+    let declared = contract.entity(name).expect("staged entity");
+    for relationship in &declared.relationships {
+        let keys: Vec<Option<&Value>> =
+            relationship.fields.iter().map(|f| crate::compiler::payload_value(merged, f).filter(|v| !matches!(v, Value::Null))).collect();
+        if keys.iter().all(Option::is_none) {
+            continue;
+        }
+        if keys.iter().any(Option::is_none) {
+            return Ok(Some(row_refusal(None, "Composite references must be wholly present or wholly absent/null")));
+        }
+        let target = contract.entity(&relationship.target).expect("compiled target");
+        let wanted = object(target.primary_key.iter().cloned().zip(keys.into_iter().map(|k| k.expect("present").clone())));
+        let wanted = match key_of(target, &wanted, true) {
+            Ok(wanted) => wanted,
+            Err(error) => return Ok(Some(row_refusal(field_of(&error), &error.message))),
+        };
+        if !exists(target, &wanted)? {
+            let detail = "Relationship target does not exist; incomplete evidence requires an explicit mapping decision";
+            return Ok(Some(row_refusal(None, detail)));
         }
     }
     Ok(None)
@@ -714,6 +725,9 @@ pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progr
     build_default(root, &contract, false)?;
     let source = default_snapshot(root);
     let snapshot = Connection::open_with_flags(&source, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+    // One read transaction for the whole check: without it every lookup takes and drops
+    // the file lock and SQLite empties its page cache in between.
+    snapshot.execute_batch("PRAGMA cache_size = -16384; BEGIN")?;
     for record in reference_refusals(&contract, &snapshot, &mut stage, &options.mode)? {
         stage.refuse(record);
     }

@@ -350,7 +350,8 @@ impl<'a> Parser<'a> {
 
     fn object(&mut self) -> Result<Value, ParseError> {
         self.pos += 1;
-        let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+        // Only skimming uses it (building, the map itself finds repeats).
+        let mut seen: std::collections::HashSet<String, foldhash::fast::RandomState> = Default::default();
         let mut duplicate: Option<String> = None;
         self.skip_ws();
         if self.bytes.get(self.pos) == Some(&b'}') {
