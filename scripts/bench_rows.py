@@ -10,6 +10,9 @@ copies of the world and prints rows/s, peak memory (max RSS) and the ratio.
         --ref ~/.cache/gateway-reference/bin/gateway --rows 20000 200000
 
 The original is skipped for row counts above --ref-max (default 200,000).
+
+With --updates (records worlds), the world's seed first holds the N records and the rows
+file changes every one of them: every row is an update of a stored row.
 """
 
 import argparse
@@ -46,6 +49,29 @@ def rows_records(n, out):
             row = {"id": f"b{i}", "kind": "lead", "name": f"Record {i}", "attributes": {"tier": i % 3},
                    "updated_at": "2026-01-01T00:00:00Z"}
             f.write(json.dumps({"entity": "records", "row": row}) + "\n")
+
+
+def rows_records_updated(n, out):
+    with open(out, "w", encoding="utf-8") as f:
+        for i in range(n):
+            row = {"id": f"b{i}", "kind": "lead", "name": f"Renamed {i}", "attributes": {"tier": i % 3},
+                   "updated_at": "2026-02-01T00:00:00Z"}
+            f.write(json.dumps({"entity": "records", "row": row}) + "\n")
+
+
+def seeded(world, n, into):
+    """A copy of a records world whose seed batch also holds records b0..b(n-1)."""
+    shutil.copytree(world, into)
+    path = into / "data" / "initial.json"
+    for p in [into, *into.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    batch = json.loads(path.read_text())
+    for i in range(n):
+        batch["mutations"].append({"entity": "records", "op": "insert", "source": {"record": f"bench:{i}"},
+                                   "value": {"attributes": {"tier": i % 3}, "id": f"b{i}", "kind": "lead",
+                                             "name": f"Record {i}", "updated_at": "2026-01-01T00:00:00Z"}})
+    path.write_text(json.dumps(batch, indent=2))
+    return into
 
 
 def run(binary, world, rows_file, repeat=1):
@@ -97,17 +123,22 @@ def main():
     parser.add_argument("--ref-max", type=int, default=200000)
     parser.add_argument("--repeat", type=int, default=3,
                         help="median of this many runs (after a warm-up) for row counts up to 20,000, both binaries")
+    parser.add_argument("--updates", action="store_true", help="every row updates a stored record (records worlds)")
     args = parser.parse_args()
     world = Path(args.world)
     schema = json.loads((world / "schema/world.json").read_text())
     entities = set(schema["x-gateway"]["entities"])
     generate = rows_helpdesk if "tickets" in entities else rows_records
-    print(f"world: {world.name}  entities: {', '.join(sorted(entities))}")
+    if args.updates:
+        generate = rows_records_updated
+    print(f"world: {world.name}  entities: {', '.join(sorted(entities))}{'  (every row an update)' if args.updates else ''}")
     print(f"{'rows':>9} {'ours s':>8} {'ours rows/s':>12} {'ours MiB':>9} {'ref s':>8} {'ref rows/s':>11} {'ref MiB':>8} {'ratio':>7}")
     with tempfile.TemporaryDirectory(prefix="bench-rows-input-") as tmp:
         for n in args.rows:
             rows_file = Path(tmp) / f"rows-{n}.jsonl"
             generate(n, rows_file)
+            if args.updates:
+                world = seeded(Path(args.world), n, Path(tmp) / f"world-{n}")
             repeat = args.repeat if n <= 20000 else 1
             ours_s, ours, _ = run(args.ours, world, rows_file, repeat)
             ours_mem = peak_rss_kib(args.ours, world, rows_file) / 1024

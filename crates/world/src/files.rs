@@ -15,9 +15,18 @@ pub fn read_json(path: &Path) -> Result<Value, ContractError> {
 /// The `id` of the JSON object in a file (None when absent or not a string), with
 /// exactly [`read_json`]'s refusals but without building the document in memory.
 pub fn read_json_id(path: &Path) -> Result<Option<String>, ContractError> {
+    read_json_id_and_bytes(path).map(|(id, _)| id)
+}
+
+/// [`read_json_id`], and the file's bytes (for a caller that also hashes them).
+pub fn read_json_id_and_bytes(path: &Path) -> Result<(Option<String>, Vec<u8>), ContractError> {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let bytes = std::fs::read(path).map_err(|_| document_error(&name))?;
-    let text = std::str::from_utf8(&bytes).map_err(|_| document_error(&name))?;
+    Ok((json_id(&bytes, &name)?, bytes))
+}
+
+fn json_id(bytes: &[u8], name: &str) -> Result<Option<String>, ContractError> {
+    let text = std::str::from_utf8(bytes).map_err(|_| document_error(name))?;
     match crate::json::skim_id(text) {
         Err(ParseError::Syntax(_)) => Err(document_error(&name)),
         Err(ParseError::DuplicateKey(key)) => fail("duplicate_key", format!("Duplicate JSON member {key}"), name),
