@@ -28,7 +28,7 @@ pub fn read_json_id_and_bytes(path: &Path) -> Result<(Option<String>, Vec<u8>), 
 fn json_id(bytes: &[u8], name: &str) -> Result<Option<String>, ContractError> {
     let text = std::str::from_utf8(bytes).map_err(|_| document_error(name))?;
     match crate::json::skim_id(text) {
-        Err(ParseError::Syntax(_)) => Err(document_error(&name)),
+        Err(ParseError::Syntax(_)) => Err(document_error(name)),
         Err(ParseError::DuplicateKey(key)) => fail("duplicate_key", format!("Duplicate JSON member {key}"), name),
         Ok((Some(problem), _)) => fail(problem.code, problem.message, format!("{name}{}", problem.pointer)),
         Ok((None, id)) => Ok(id),
