@@ -102,6 +102,9 @@ struct Parser<'a> {
     skim: bool,
     /// While skimming: the top-level object's `id` member, when it is a string.
     top_id: Option<String>,
+    /// While skimming: the string about to be read is that `id` (others are checked,
+    /// not kept: no allocation for them).
+    keep_string: bool,
 }
 
 impl<'a> Parser<'a> {
@@ -118,6 +121,7 @@ impl<'a> Parser<'a> {
             members,
             skim,
             top_id: None,
+            keep_string: false,
         }
     }
 
@@ -184,7 +188,8 @@ impl<'a> Parser<'a> {
             Some(b'{') => self.object(),
             Some(b'[') => self.array(),
             Some(b'"') => {
-                let (text, lone) = self.string()?;
+                let build = !self.skim || std::mem::take(&mut self.keep_string);
+                let (text, lone) = self.string(build)?;
                 if lone {
                     self.note("json", "Unpaired Unicode surrogate is unsupported", false);
                 }
@@ -233,7 +238,8 @@ impl<'a> Parser<'a> {
     }
 
     /// Returns the decoded text and whether a lone surrogate was replaced.
-    fn string(&mut self) -> Result<(String, bool), ParseError> {
+    /// With `build` false an unescaped string is checked but not copied out.
+    fn string(&mut self, build: bool) -> Result<(String, bool), ParseError> {
         self.pos += 1;
         let mut out = String::new();
         let mut lone = false;
@@ -251,7 +257,7 @@ impl<'a> Parser<'a> {
             if first && self.bytes.get(self.pos) == Some(&b'"') {
                 // No escapes (the common case): one allocation of the exact size.
                 self.pos += 1;
-                return Ok((run.to_string(), false));
+                return Ok((if build { run.to_string() } else { String::new() }, false));
             }
             first = false;
             out.push_str(run);
@@ -365,7 +371,7 @@ impl<'a> Parser<'a> {
             if self.bytes.get(self.pos) != Some(&b'"') {
                 return self.err("Expecting property name enclosed in double quotes");
             }
-            let (key, lone) = self.string()?;
+            let (key, lone) = self.string(true)?;
             if lone {
                 // Keys are checked at the object's own path, before their value.
                 self.note("json", "Unpaired Unicode surrogate is unsupported", true);
@@ -376,7 +382,9 @@ impl<'a> Parser<'a> {
             }
             self.pos += 1;
             self.skip_ws();
+            self.keep_string = self.skim && self.depth == 1 && key == "id";
             let value = self.value()?;
+            self.keep_string = false;
             self.unwind(|| key.clone());
             if self.skim {
                 if self.depth == 1 && key == "id" {

@@ -65,7 +65,18 @@ fn syntax_errors_are_refused() {
 
 #[test]
 fn skimming_gives_the_same_verdicts_and_the_id() {
-    for text in [r#"{"id": "b1", "mutations": [{"a": 1}]}"#, r#"{"a": {"b": 1, "b": 2}}"#, r#"{"x": [1, NaN]}"#, "{", r#"[{"id": "no"}]"#] {
+    for text in [
+        r#"{"id": "b1", "mutations": [{"a": 1}]}"#,
+        r#"{"a": {"b": 1, "b": 2}}"#,
+        r#"{"x": [1, NaN]}"#,
+        "{",
+        r#"[{"id": "no"}]"#,
+        r#"{"a": "x", "m": [{"id": "inner"}], "id": "b\u00e9"}"#,
+        r#"{"id": ["a"], "b": "c"}"#,
+        r#"{"id": {"id": "deep"}}"#,
+        r#"{"s": "x\ud800y", "id": "k"}"#,
+        r#"{"s": "unterminated}"#,
+    ] {
         let skimmed = skim_id(text);
         match parse(text) {
             Ok(parsed) => {
