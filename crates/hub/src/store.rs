@@ -253,21 +253,6 @@ pub trait ObjectStore: Send + Sync {
     async fn open(&self, key: &str) -> StoreResult<Option<ByteStream>>;
     /// An object's size, if it exists.
     async fn size(&self, key: &str) -> StoreResult<Option<u64>>;
-
-    /// Store an object whole.
-    async fn put(&self, key: &str, bytes: Bytes) -> StoreResult<()> {
-        let mut writer = self.writer(key).await?;
-        writer.write(bytes).await?;
-        writer.commit().await
-    }
-
-    /// Read an object whole.
-    async fn get(&self, key: &str) -> StoreResult<Option<Bytes>> {
-        use futures_util::TryStreamExt as _;
-        let Some(stream) = self.open(key).await? else { return Ok(None) };
-        let chunks: Vec<Bytes> = stream.try_collect().await?;
-        Ok(Some(chunks.concat().into()))
-    }
 }
 
 /// Object keys are ours (`bundles/<container>/<version>.tar.gz`), but are checked anyway.
