@@ -67,10 +67,11 @@ impl Writer {
                 for batch in incoming {
                     let mut rows = batch.chunks_exact(ROWS_PER_INSERT);
                     for group in rows.by_ref() {
-                        upsert_rows(&mut full, group)?;
+                        upsert_rows(&mut full, group.iter().map(|(entity, key, staged)| (*entity, key.as_str(), staged)))?;
                     }
                     let rest = rows.remainder();
                     if !rest.is_empty() {
+                        let rest = rest.iter().map(|(entity, key, staged)| (*entity, key.as_str(), staged));
                         upsert_rows(&mut *conn.prepare_cached(&upsert_sql(rest.len()))?, rest)?;
                     }
                 }
@@ -140,14 +141,10 @@ const SPILL_SCHEMA: &str = "
     BEGIN;
 ";
 
-const UPSERT: &str = "INSERT INTO staged (entity, key, text, refs, uniques, chunk, idx) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-    ON CONFLICT (entity, key) DO UPDATE SET text = excluded.text, refs = excluded.refs, uniques = excluded.uniques,
-    chunk = excluded.chunk, idx = excluded.idx";
-
 /// Rows the background writer puts in one INSERT statement.
 const ROWS_PER_INSERT: usize = 64;
 
-/// [`UPSERT`] for `rows` rows at once.
+/// Insert `rows` staged rows; a row under a key already held replaces it in place.
 fn upsert_sql(rows: usize) -> String {
     let values = vec!["(?, ?, ?, ?, ?, ?, ?)"; rows].join(", ");
     format!(
@@ -359,27 +356,14 @@ impl Held {
 }
 
 fn upsert(conn: &Connection, entity: usize, key: &str, staged: &Staged) -> Result<()> {
-    upsert_with(&mut *conn.prepare_cached(UPSERT)?, entity, key, staged)
+    upsert_rows(&mut *conn.prepare_cached(&upsert_sql(1))?, [(entity, key, staged)])
 }
 
-fn upsert_with(statement: &mut rusqlite::Statement<'_>, entity: usize, key: &str, staged: &Staged) -> Result<()> {
-    statement.execute(params![
-        entity as i64,
-        key,
-        staged.text,
-        encode_refs(&staged.refs),
-        encode_tuples(&staged.uniques),
-        staged.chunk as i64,
-        staged.index as i64
-    ])?;
-    Ok(())
-}
-
-/// Upsert `rows` with a statement of [`upsert_sql`]`(rows.len())`.
-fn upsert_rows(statement: &mut rusqlite::Statement<'_>, rows: &[(usize, String, Staged)]) -> Result<()> {
-    for (i, (entity, key, staged)) in rows.iter().enumerate() {
+/// Upsert `rows` with a statement of [`upsert_sql`] for as many rows.
+fn upsert_rows<'r>(statement: &mut rusqlite::Statement<'_>, rows: impl IntoIterator<Item = (usize, &'r str, &'r Staged)>) -> Result<()> {
+    for (i, (entity, key, staged)) in rows.into_iter().enumerate() {
         let at = i * 7 + 1;
-        statement.raw_bind_parameter(at, *entity as i64)?;
+        statement.raw_bind_parameter(at, entity as i64)?;
         statement.raw_bind_parameter(at + 1, key)?;
         statement.raw_bind_parameter(at + 2, &staged.text)?;
         statement.raw_bind_parameter(at + 3, encode_refs(&staged.refs))?;
