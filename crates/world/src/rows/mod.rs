@@ -469,7 +469,7 @@ fn stream_array_prepared<P>(
                 prepared
             }
             None => {
-                let decoded = reader.value(&here())?;
+                let decoded = reader.decode(span, &here())?;
                 let value = as_row(decoded.value, &here())?;
                 (rows.prepare)(Row { entity: entity.to_string(), value, problem: decoded.problem, lone_surrogate: decoded.surrogate })
             }

@@ -165,10 +165,15 @@ impl<'a> Reader<'a> {
 
     /// Decode the next JSON value, reading more of the stream as needed.
     pub(crate) fn value(&mut self, at: &str) -> Result<Decoded> {
-        let Some((start, end)) = self.span()? else { return Err(self.invalid(at)) };
-        match decode(self.text((start, end))) {
+        let Some(span) = self.span()? else { return Err(self.invalid(at)) };
+        self.decode(span, at)
+    }
+
+    /// Decode the value [`Reader::span`] found, and move past it.
+    pub(crate) fn decode(&mut self, span: (usize, usize), at: &str) -> Result<Decoded> {
+        match decode(self.text(span)) {
             Ok(decoded) => {
-                self.pos = end;
+                self.pos = span.1;
                 Ok(decoded)
             }
             Err(_) => Err(self.invalid(at)),
