@@ -43,20 +43,18 @@ def rows_helpdesk(n, out):
             f.write(json.dumps({"entity": "tickets", "row": row}) + "\n")
 
 
-def rows_records(n, out):
+def record(i, name="Record", updated_at="2026-01-01T00:00:00Z"):
+    return {"id": f"b{i}", "kind": "lead", "name": f"{name} {i}", "attributes": {"tier": i % 3}, "updated_at": updated_at}
+
+
+def rows_records(n, out, **changes):
     with open(out, "w", encoding="utf-8") as f:
         for i in range(n):
-            row = {"id": f"b{i}", "kind": "lead", "name": f"Record {i}", "attributes": {"tier": i % 3},
-                   "updated_at": "2026-01-01T00:00:00Z"}
-            f.write(json.dumps({"entity": "records", "row": row}) + "\n")
+            f.write(json.dumps({"entity": "records", "row": record(i, **changes)}) + "\n")
 
 
 def rows_records_updated(n, out):
-    with open(out, "w", encoding="utf-8") as f:
-        for i in range(n):
-            row = {"id": f"b{i}", "kind": "lead", "name": f"Renamed {i}", "attributes": {"tier": i % 3},
-                   "updated_at": "2026-02-01T00:00:00Z"}
-            f.write(json.dumps({"entity": "records", "row": row}) + "\n")
+    rows_records(n, out, name="Renamed", updated_at="2026-02-01T00:00:00Z")
 
 
 def seeded(world, n, into):
@@ -67,9 +65,7 @@ def seeded(world, n, into):
         p.chmod(0o755 if p.is_dir() else 0o644)
     batch = json.loads(path.read_text())
     for i in range(n):
-        batch["mutations"].append({"entity": "records", "op": "insert", "source": {"record": f"bench:{i}"},
-                                   "value": {"attributes": {"tier": i % 3}, "id": f"b{i}", "kind": "lead",
-                                             "name": f"Record {i}", "updated_at": "2026-01-01T00:00:00Z"}})
+        batch["mutations"].append({"entity": "records", "op": "insert", "source": {"record": f"bench:{i}"}, "value": record(i)})
     path.write_text(json.dumps(batch, indent=2))
     return into
 
