@@ -30,6 +30,7 @@ pub mod rows;
 pub mod scaffold;
 pub mod snapshot;
 pub mod store;
+pub mod task;
 pub mod validator;
 
 pub use compiler::{build, Contract};
