@@ -689,15 +689,23 @@ fn parse_check(check: &Value, at: &str) -> Result<Check, ContractError> {
         }
     };
     let count = given(map, "count");
-    let assertion = match assertion {
-        "count" => Assertion::Count(parse_count(count, at)?),
+    let bounds = match assertion {
+        "count" => Some(parse_count(count, at)?),
         _ if count.is_some() => return Err(refuse("count only goes with assert: count", format!("{at}/count"))),
-        "all" => Assertion::All(parse_field_test(map, "all", at)?),
-        "any" => Assertion::Any(parse_field_test(map, "any", at)?),
+        _ => None,
+    };
+    let test = match assertion {
+        "all" | "any" => Some(parse_field_test(map, assertion, at)?),
         _ if given(map, "field").is_some() || map.contains_key("value") || map.contains_key("op") => {
             return Err(refuse("field/op/value only go with assert: all or any", format!("{at}/field")));
         }
-        "absent" => Assertion::Absent,
+        _ => None,
+    };
+    let assertion = match (assertion, bounds, test) {
+        (_, Some(bounds), _) => Assertion::Count(bounds),
+        ("all", _, Some(test)) => Assertion::All(test),
+        (_, _, Some(test)) => Assertion::Any(test),
+        ("absent", _, _) => Assertion::Absent,
         _ => Assertion::Exists,
     };
     Ok(Check { id, weight, entity, where_, assertion })
