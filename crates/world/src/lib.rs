@@ -7,8 +7,8 @@
 //! parses and checks the contract ([`dialect`]), compiles it byte-for-byte as the
 //! original Python engine does ([`compiler`]), holds state in SQLite ([`store`]),
 //! applies batches atomically, builds and verifies snapshots ([`snapshot`]),
-//! scaffolds new worlds ([`scaffold`]) and answers what a world seeds with
-//! ([`data`]).
+//! scaffolds new worlds ([`scaffold`]), answers what a world seeds with
+//! ([`data`]) and checks and grades session tasks ([`task`]).
 //!
 //! It is not an HTTP server, a CLI or an async runtime: it is synchronous and
 //! knows nothing of clap, axum or the network. Those live in the `serve`, `hub`

@@ -46,7 +46,8 @@ pub fn grade(spec: &TaskSpec, state: &Value, options: &GraderOptions) -> Result<
         None => {}
         Some(Grader::Assertions { checks }) => return Ok(evaluate_assertions(checks, state)),
         Some(Grader::Python { source, timeout_seconds }) => {
-            let timeout = timeout_seconds.map(Duration::from_secs_f64).unwrap_or(DEFAULT_TIMEOUT);
+            // A spec built by hand may hold any float: never panic on it.
+            let timeout = timeout_seconds.and_then(|s| Duration::try_from_secs_f64(s).ok()).unwrap_or(DEFAULT_TIMEOUT);
             return run_python_grader_with(PythonSource::Inline(source.clone()), state, timeout, options);
         }
         Some(Grader::Rubric { .. }) => {

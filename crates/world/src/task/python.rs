@@ -10,10 +10,11 @@
 
 use crate::json::{dumps, parse_loads, DumpOptions, Map, Value};
 use crate::ContractError;
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -65,7 +66,10 @@ pub enum PythonSource {
 /// How the grader is run.
 #[derive(Debug, Clone)]
 pub struct GraderOptions {
-    /// The interpreter (default `python3`, found on `PATH`).
+    /// The interpreter (default `python3`, found on `PATH`). It is resolved once to
+    /// the binary it runs (its `sys.executable`), so a launcher such as a pyenv
+    /// shim neither adds its variables to the scrubbed environment nor its start-up
+    /// to every grade.
     pub python: PathBuf,
     /// The child's `HOME` (default: a fresh temporary directory, removed after).
     pub home: Option<PathBuf>,
@@ -171,10 +175,10 @@ pub fn run_python_grader_with(
     let mut command = match options.deny_network.then(network_jail).flatten() {
         Some(jail) => {
             let mut command = Command::new("unshare");
-            command.args(jail).arg("--").arg(&options.python);
+            command.args(jail).arg("--").arg(interpreter(&options.python));
             command
         }
-        None => Command::new(&options.python),
+        None => Command::new(interpreter(&options.python)),
     };
     command.arg("-c").arg(PRELUDE).arg(&script).current_dir(&cwd).env_clear();
     for name in INHERITED_ENV {
@@ -218,6 +222,30 @@ fn grade_of(printed: &Map) -> Value {
     out.insert("reward".into(), printed.get("reward").map(as_float).unwrap_or(Value::Null));
     out.insert("rewards".into(), Value::Object(rewards));
     Value::Object(out)
+}
+
+/// The binary `python` runs as (its `sys.executable`), asked once per process;
+/// `python` itself when it cannot say.
+fn interpreter(python: &Path) -> PathBuf {
+    static RESOLVED: Mutex<Option<HashMap<PathBuf, PathBuf>>> = Mutex::new(None);
+    let mut cache = RESOLVED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let cache = cache.get_or_insert_with(HashMap::new);
+    if let Some(found) = cache.get(python) {
+        return found.clone();
+    }
+    let asked = Command::new(python)
+        .args(["-c", "import sys; sys.stdout.write(sys.executable or '')"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output();
+    let found = match asked {
+        Ok(output) if output.status.success() && !output.stdout.is_empty() => {
+            PathBuf::from(String::from_utf8_lossy(&output.stdout).into_owned())
+        }
+        _ => python.to_path_buf(),
+    };
+    cache.insert(python.to_path_buf(), found.clone());
+    found
 }
 
 /// The `unshare` arguments that take the network away, if any work here (probed

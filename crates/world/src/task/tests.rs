@@ -224,6 +224,13 @@ fn output_that_is_not_a_json_object_is_refused() {
 }
 
 #[test]
+fn a_flood_of_output_is_read_to_its_tail() {
+    let source = "import sys\nfor _ in range(24):\n    sys.stdout.write('x' * (1 << 20) + '\\n')\nprint('{\"reward\": 0.5}')";
+    let grade = run(source, Duration::from_secs(20)).unwrap();
+    assert_eq!(text(&grade), r#"{"reward": 0.5, "rewards": {}}"#);
+}
+
+#[test]
 fn a_slow_grader_is_killed_at_its_timeout() {
     let started = std::time::Instant::now();
     let error = run("import subprocess, time\nsubprocess.Popen(['sleep', '30'])\ntime.sleep(30)", Duration::from_millis(700)).unwrap_err();
