@@ -194,10 +194,10 @@ pub fn run_python_grader_with(
     drop(scratch);
 
     if !status.success() {
-        let stderr = tail_chars(py_strip(&String::from_utf8_lossy(&stderr)), 800);
+        let stderr = tail_chars(py_strip(&decode(&stderr)), 800);
         return Err(GraderError::Exited { code: exit_code(status), stderr });
     }
-    let stdout = String::from_utf8_lossy(&stdout);
+    let stdout = decode(&stdout);
     let stripped = py_strip(&stdout);
     let no_json = || GraderError::NoJson { stdout: tail_chars(stripped, 400) };
     if stripped.is_empty() {
@@ -354,6 +354,12 @@ fn kill_group(child: &mut Child) {
 fn exit_code(status: ExitStatus) -> i32 {
     use std::os::unix::process::ExitStatusExt;
     status.code().or_else(|| status.signal().map(|signal| -signal)).unwrap_or(-1)
+}
+
+/// Output as Python's text-mode `subprocess` reads it: UTF-8 (lossy here, where
+/// the original raises) with `\r\n` and `\r` read as `\n`.
+fn decode(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).replace("\r\n", "\n").replace('\r', "\n")
 }
 
 /// Python's `str.isspace` for one character.
