@@ -14,16 +14,18 @@
 //! dumping state, or judging a rubric (the platform does that).
 
 mod assertions;
+mod host;
+mod parse;
 mod python;
 mod spec;
 
 pub use assertions::{evaluate_assertions, evaluate_check};
+pub use host::{check_task_entities, check_task_tools, check_tool_allowed, unknown_task_entities, unknown_task_tools};
 pub use python::{run_python_grader, run_python_grader_with, GraderError, GraderOptions, PythonSource, DEFAULT_TIMEOUT};
 pub use spec::{
-    check_task_entities, check_task_tools, check_tool_allowed, unknown_task_entities, unknown_task_tools, Assertion, Check, CountBound,
-    Criterion, FieldTest, Grader, Op, RubricModel, Seed, SeedMode, TaskSpec, CHECKS, INSTRUCTION_BYTES, METADATA_BYTES, NAME_CHARS,
-    PYTHON_SOURCE_BYTES, PYTHON_TIMEOUT_S, RUBRIC_BYTES, RUBRIC_CRITERIA, RUBRIC_CRITERION_BYTES, SEED_BYTES, SEED_ROWS, TOOLS,
-    TOOL_NAME_CHARS,
+    Assertion, Check, CountBound, Criterion, FieldTest, Grader, Op, RubricModel, Seed, SeedMode, TaskSpec, CHECKS, INSTRUCTION_BYTES,
+    METADATA_BYTES, NAME_CHARS, PYTHON_SOURCE_BYTES, PYTHON_TIMEOUT_S, RUBRIC_BYTES, RUBRIC_CRITERIA, RUBRIC_CRITERION_BYTES, SEED_BYTES,
+    SEED_ROWS, TOOLS, TOOL_NAME_CHARS,
 };
 
 use crate::error::{ContractError, Error};
