@@ -219,3 +219,36 @@ fn show_matches_the_original() {
 fn extract_matches_the_original() {
     run_group("extract_");
 }
+
+/// World files and rows nested far past the parser's limit are refused like any
+/// other document that is not JSON — never a stack overflow (exit 134).
+#[test]
+fn deeply_nested_world_files_and_rows_are_refused() {
+    let bin = env!("CARGO_BIN_EXE_gateway");
+    let deep = format!("{}{}", "[".repeat(20_000), "]".repeat(20_000));
+    let dir = tempfile::tempdir().unwrap();
+
+    let world = dir.path().join("contract");
+    copy_dir(&repo().join("examples/helpdesk"), &world);
+    std::fs::write(world.join("schema/world.json"), &deep).unwrap();
+    let out = Command::new(bin).args(["worlds", "schema", "compile"]).arg(&world).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(r#""code": "document""#), "{}", String::from_utf8_lossy(&out.stdout));
+
+    let world = dir.path().join("seed");
+    copy_dir(&repo().join("examples/helpdesk"), &world);
+    std::fs::write(world.join("data/initial.json"), format!(r#"{{"id": "x", "rows": {deep}}}"#)).unwrap();
+    let out = Command::new(bin).args(["worlds", "schema", "compile"]).arg(&world).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let world = dir.path().join("rows");
+    copy_dir(&repo().join("examples/helpdesk"), &world);
+    let compiled = Command::new(bin).args(["worlds", "schema", "compile"]).arg(&world).output().unwrap();
+    assert!(compiled.status.success());
+    for rows in [format!(r#"{{"entity": "customers", "row": {{"id": "C9", "x": {deep}}}}}"#), deep.clone()] {
+        let file = dir.path().join("rows.jsonl");
+        std::fs::write(&file, format!("{rows}\n")).unwrap();
+        let out = Command::new(bin).args(["worlds", "data", "check"]).arg(&world).arg(&file).output().unwrap();
+        assert!(matches!(out.status.code(), Some(1 | 2)), "{:?} {}", out.status, String::from_utf8_lossy(&out.stderr));
+    }
+}

@@ -273,3 +273,28 @@ fn ui_assets_spa_fallback_and_same_origin_api() {
     assert!(api.body.contains(r#""id": 101"#), "{}", api.body);
     assert_eq!(request(&server, "GET", "/../../etc/passwd", &[], b"").status, 401);
 }
+
+#[test]
+fn deeply_nested_bodies_are_refused_and_the_server_keeps_serving() {
+    let server = serve(|_| {}, &[]);
+    let nested = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+    let seed = request(&server, "POST", "/__world/seed", &[], nested(3000).as_bytes());
+    assert_eq!((seed.status, seed.body.as_str()), (400, r#"{"error": "seed must be JSON"}"#));
+    let deep_object = format!("{}1{}", r#"{"a":"#.repeat(20_000), "}".repeat(20_000));
+    let create = request(&server, "POST", "/api/v2/tickets", &[AUTH], deep_object.as_bytes());
+    assert!((400..500).contains(&create.status), "{} {}", create.status, create.body);
+    // Just inside the parser's limit: the value reaches validation (and is refused there).
+    let inside = format!(r#"{{"customer_id": "C3", "subject": "x", "tags": {}}}"#, nested(gateway_world::json::MAX_DEPTH - 1));
+    let create = request(&server, "POST", "/api/v2/tickets", &[AUTH], inside.as_bytes());
+    assert!((400..500).contains(&create.status), "{} {}", create.status, create.body);
+    let seed = request(
+        &server,
+        "POST",
+        "/__world/seed",
+        &[],
+        format!(r#"{{"tickets": {}}}"#, nested(gateway_world::json::MAX_DEPTH - 1)).as_bytes(),
+    );
+    assert_eq!(seed.status, 400, "{}", seed.body);
+    let health = request(&server, "GET", "/healthz", &[], b"");
+    assert_eq!(health.status, 200, "the server survived");
+}

@@ -140,6 +140,11 @@ fn refusals_leave_the_hub_consistent() {
     let (status, _) = wrong.call("POST", "/resolve", Some(&object([("slug", Value::str("demo"))])));
     assert_eq!(status, 401, "wrong keys");
 
+    // A body nested far past the JSON reader's limit is refused; the hub keeps serving.
+    let deep = format!("{}{}", "[".repeat(3000), "]".repeat(3000));
+    let answer = http.post(format!("{api}/resolve")).basic_auth(&one.auth.0, Some(&one.auth.1)).body(deep).send().unwrap();
+    assert_eq!(answer.status().as_u16(), 400, "a deeply nested body");
+
     let (status, answer) = one.call("POST", "/resolve", Some(&object([("slug", Value::str("Not A Slug!"))])));
     assert!((400..500).contains(&status), "malformed slug: {status} {answer:?}");
     assert!(!text(&answer, "message").is_empty(), "a refusal says why: {answer:?}");

@@ -3,6 +3,17 @@
 use super::{Map, Value, SAFE_INTEGER};
 use std::fmt::Write as _;
 
+/// The deepest nesting of arrays and objects any JSON reader here accepts.
+///
+/// Past it we refuse as for text that is not JSON, where the original crashes
+/// (`RecursionError` a little under 1,000 levels, less inside a server's stack) or
+/// drops the connection. No contract, row or request body nests anywhere near it.
+/// It bounds every recursive walk of a parsed value (parsing, validation, canonical
+/// writing, hashing, drop), so none can overflow a thread's stack: at this depth the
+/// deepest of them fits in tokio's 2 MiB worker stacks even in a debug build
+/// (~2.7 KiB per level there; a tenth of that in release).
+pub const MAX_DEPTH: usize = 256;
+
 /// Why a document failed to parse.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ParseError {
@@ -150,6 +161,15 @@ impl<'a> Parser<'a> {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes.get(self.pos) {
             self.pos += 1;
         }
+    }
+
+    /// Open one more container, refusing past [`MAX_DEPTH`].
+    fn enter(&mut self) -> Result<(), ParseError> {
+        if self.depth >= MAX_DEPTH {
+            return self.err("Nesting too deep");
+        }
+        self.depth += 1;
+        Ok(())
     }
 
     fn err<T>(&self, what: &str) -> Result<T, ParseError> {
@@ -330,7 +350,7 @@ impl<'a> Parser<'a> {
             self.pos += 1;
             return Ok(Value::Array(items));
         }
-        self.depth += 1;
+        self.enter()?;
         let mut count = 0usize;
         loop {
             self.skip_ws();
@@ -364,7 +384,7 @@ impl<'a> Parser<'a> {
             self.pos += 1;
             return Ok(Value::Object(Map::default()));
         }
-        self.depth += 1;
+        self.enter()?;
         let base = self.members.len();
         loop {
             self.skip_ws();

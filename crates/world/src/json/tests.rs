@@ -102,3 +102,23 @@ fn python_repr_of_values() {
     let parsed = parse(r#"[true, null, 1.0, "it's", {"a": "b"}]"#).unwrap();
     assert_eq!(python_repr(&parsed.value), r#"[True, None, 1.0, "it's", {'a': 'b'}]"#);
 }
+
+#[test]
+fn nesting_is_refused_past_the_limit_without_overflowing() {
+    // Containers that hold something count (an empty one opens no deeper level).
+    let nested = |depth: usize| format!("{}1{}", "[".repeat(depth), "]".repeat(depth));
+    let objects = |depth: usize| format!("{}1{}", r#"{"a":"#.repeat(depth), "}".repeat(depth));
+    // At the limit: parsed, written back and dropped on a small stack.
+    for text in [nested(MAX_DEPTH), objects(MAX_DEPTH)] {
+        let handle = std::thread::Builder::new().stack_size(1024 * 1024).spawn(move || {
+            let value = parse(&text).unwrap().value;
+            assert_eq!(canonical(&value).len(), text.len());
+        });
+        handle.unwrap().join().unwrap();
+    }
+    for text in [nested(MAX_DEPTH + 1), objects(MAX_DEPTH + 1), nested(100_000), objects(100_000)] {
+        assert!(matches!(parse(&text), Err(ParseError::Syntax(m)) if m.starts_with("Nesting too deep")));
+        assert!(skim_id(&text).is_err());
+        assert!(parse_loads(&text).is_err());
+    }
+}

@@ -54,7 +54,15 @@ struct Scanner<'t, 'w> {
     staging: String,
     wanted: &'w [String],
     spans: Vec<Option<Range<usize>>>,
+    /// Values open; a row nested deeper than [`SCAN_DEPTH`] goes the general way
+    /// (whose parser refuses past `json::MAX_DEPTH`), so this reading never recurses
+    /// without bound.
+    depth: usize,
 }
+
+/// How deep the fast reading follows a row (rows are shallow; a deeper one is read
+/// the general way).
+const SCAN_DEPTH: usize = 64;
 
 impl Validator {
     /// Check the row whose JSON text is `json` and write its canonical text, noting
@@ -75,6 +83,7 @@ impl Validator {
             staging: buffers.staging,
             wanted,
             spans: vec![None; wanted.len()],
+            depth: 0,
         };
         scanner.out.clear();
         scanner.members.clear();
@@ -108,6 +117,16 @@ impl Scanner<'_, '_> {
 
     /// One value, checked against `schema` (None: anything goes, numbers in range).
     fn value(&mut self, schema: Option<&Validator>) -> Option<()> {
+        if self.depth >= SCAN_DEPTH {
+            return None;
+        }
+        self.depth += 1;
+        let read = self.value_within(schema);
+        self.depth -= 1;
+        read
+    }
+
+    fn value_within(&mut self, schema: Option<&Validator>) -> Option<()> {
         if let Some(schema) = schema.filter(|s| s.needs_tree()) {
             return self.tree(schema);
         }
