@@ -197,14 +197,27 @@ fn serve(path: PathBuf, port: u16, api_key: Option<String>, scenario: Option<Str
         }
     };
     let addr = std::net::SocketAddr::from(([0, 0, 0, 0], port));
-    eprintln!("world api listening on http://0.0.0.0:{port}");
-    match runtime.block_on(gateway_serve::server::run(app, addr)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("world api stopped: {error}");
-            ExitCode::from(1)
+    let served = runtime.block_on(async move {
+        // Bind first, so "listening" names the real port (also for --port 0) and a
+        // busy port is one clear line.
+        let listener = match tokio::net::TcpListener::bind(addr).await {
+            Ok(listener) => listener,
+            Err(error) => {
+                eprintln!("world api could not listen on {addr}: {error}");
+                return ExitCode::from(1);
+            }
+        };
+        let bound = listener.local_addr().map(|a| a.port()).unwrap_or(port);
+        eprintln!("world api listening on http://0.0.0.0:{bound}");
+        match gateway_serve::server::run(app, listener, crate::shutdown_signal()).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("world api stopped: {error}");
+                ExitCode::from(1)
+            }
         }
-    }
+    });
+    served
 }
 
 fn print_line(value: &Value) {

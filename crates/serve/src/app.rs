@@ -70,7 +70,8 @@ pub struct WorldApp {
     pub settings: ApiSettings,
     key: Option<String>,
     prefix: String,
-    worker: Option<Mutex<Worker>>,
+    /// The world's handler worker; sessions of one world on a host share it.
+    worker: Option<SharedWorker>,
     /// The operations a session allows (None = all).
     pub allowed: Option<Vec<String>>,
     world_dir: std::path::PathBuf,
@@ -179,6 +180,21 @@ fn json_body(raw: &[u8]) -> Option<Value> {
     gateway_world::json::parse_loads(text).ok().map(|p| p.value).filter(|v| !matches!(v, Value::Null))
 }
 
+/// A handler worker behind a lock, shareable between the sessions of one world.
+pub type SharedWorker = std::sync::Arc<Mutex<Worker>>;
+
+/// Start the worker for a world's `api/handlers.py`, when `[api]` names one.
+pub fn start_worker(settings: &ApiSettings) -> Result<Option<SharedWorker>, String> {
+    let mut functions: Vec<String> = settings.operations.values().filter_map(|o| o.handler.clone()).collect();
+    if let Some(gate) = &settings.before {
+        functions.push(gate.clone());
+    }
+    match &settings.handlers {
+        Some(path) => Ok(Some(std::sync::Arc::new(Mutex::new(Worker::start(path, &functions).map_err(|e| e.to_string())?)))),
+        None => Ok(None),
+    }
+}
+
 impl WorldApp {
     /// Assemble a served world. Starts the handler worker when the world has handlers.
     pub fn new(
@@ -188,18 +204,24 @@ impl WorldApp {
         settings: ApiSettings,
         key: Option<String>,
     ) -> Result<WorldApp, String> {
-        let mut functions: Vec<String> = settings.operations.values().filter_map(|o| o.handler.clone()).collect();
-        if let Some(gate) = &settings.before {
-            functions.push(gate.clone());
-        }
-        let worker = match &settings.handlers {
-            Some(path) => Some(Mutex::new(Worker::start(path, &functions).map_err(|e| e.to_string())?)),
-            None => None,
-        };
+        let worker = start_worker(&settings)?;
+        Ok(WorldApp::with_worker(world, state, router, settings, key, worker))
+    }
+
+    /// Assemble a served world around a handler worker started already (one per
+    /// world on a host, whatever the number of its sessions).
+    pub fn with_worker(
+        world: &std::path::Path,
+        state: WorldState,
+        router: Router,
+        settings: ApiSettings,
+        key: Option<String>,
+        worker: Option<SharedWorker>,
+    ) -> WorldApp {
         let prefix = base_path(&router.spec.base_url);
         let handler_spec = spec_value(&router.spec);
         let handler_settings = settings_value(&settings);
-        Ok(WorldApp {
+        WorldApp {
             state,
             router,
             settings,
@@ -210,7 +232,12 @@ impl WorldApp {
             world_dir: world.to_path_buf(),
             handler_spec,
             handler_settings,
-        })
+        }
+    }
+
+    /// The URL path prefix of the vendor's base URL (routes are matched below it).
+    pub fn prefix(&self) -> &str {
+        &self.prefix
     }
 
     fn strip<'a>(&self, path: &'a str) -> &'a str {

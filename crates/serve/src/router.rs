@@ -203,7 +203,7 @@ impl Router {
             return false;
         };
         if scheme == "oauth2" {
-            return self.tokens.lock().expect("tokens").bearers.contains(&presented);
+            return self.tokens.lock().unwrap_or_else(std::sync::PoisonError::into_inner).bearers.contains(&presented);
         }
         key.is_none_or(|k| k == presented)
     }
@@ -217,7 +217,7 @@ impl Router {
                     return None;
                 }
                 let token = token_urlsafe(32);
-                self.tokens.lock().expect("tokens").bearers.insert(token.clone());
+                self.tokens.lock().unwrap_or_else(std::sync::PoisonError::into_inner).bearers.insert(token.clone());
                 let mut answer =
                     vec![("access_token", Value::Str(token)), ("token_type", Value::str("Bearer")), ("expires_in", Value::Int(3600))];
                 if let Some(scope) = get("scope").filter(|s| !s.is_empty()) {
@@ -237,7 +237,7 @@ impl Router {
             }
             "refresh_token" => {
                 let presented = get("refresh_token").unwrap_or("");
-                let subject = self.tokens.lock().expect("tokens").refresh.remove(presented)?;
+                let subject = self.tokens.lock().unwrap_or_else(std::sync::PoisonError::into_inner).refresh.remove(presented)?;
                 Some(self.issue_identity(&subject))
             }
             _ => None,
@@ -263,7 +263,7 @@ impl Router {
         let id_token = format!("{header}.{payload}.{signature}");
         let refresh = token_urlsafe(32);
         {
-            let mut tokens = self.tokens.lock().expect("tokens");
+            let mut tokens = self.tokens.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             tokens.bearers.insert(id_token.clone());
             tokens.refresh.insert(refresh.clone(), subject.to_string());
         }

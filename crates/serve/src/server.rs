@@ -49,7 +49,7 @@ pub struct ServeOptions {
 }
 
 /// The dotted paths each entity's equality filters use: what gets a serving index.
-fn index_plan(spec: &gateway_connector::spec::Spec, settings: &crate::settings::ApiSettings) -> BTreeMap<String, Vec<String>> {
+pub fn index_plan(spec: &gateway_connector::spec::Spec, settings: &crate::settings::ApiSettings) -> BTreeMap<String, Vec<String>> {
     let mut plan: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for operation in &spec.operations {
         let Some(entity) = &operation.entity else { continue };
@@ -80,14 +80,37 @@ async fn answer(State(app): State<Arc<WorldApp>>, request: Request) -> Response 
     let (parts, body) = request.into_parts();
     let method = parts.method.as_str().to_string();
     let target = parts.uri.path_and_query().map(|p| p.as_str().to_string()).unwrap_or_else(|| "/".into());
-    let headers: Vec<(String, String)> =
-        parts.headers.iter().map(|(k, v)| (k.as_str().to_ascii_lowercase(), String::from_utf8_lossy(v.as_bytes()).into_owned())).collect();
+    let headers = lowercase_headers(&parts.headers);
     let Ok(raw) = to_bytes(body, MAX_BODY).await else {
-        let mut response = Response::new(Body::from(r#"{"error": "payload_too_large"}"#));
-        *response.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
-        return response;
+        return payload_too_large();
     };
     let default_host = parts.extensions.get::<LocalAddr>().map(|a| a.0.clone()).unwrap_or_else(|| "127.0.0.1".into());
+    respond(app, method, target, headers, raw.to_vec(), default_host).await
+}
+
+/// The request's headers as the app takes them: names lower-cased, values as text.
+pub fn lowercase_headers(headers: &axum::http::HeaderMap) -> Vec<(String, String)> {
+    headers.iter().map(|(k, v)| (k.as_str().to_ascii_lowercase(), String::from_utf8_lossy(v.as_bytes()).into_owned())).collect()
+}
+
+/// The 413 answer to a body over the cap.
+pub fn payload_too_large() -> Response {
+    let mut response = Response::new(Body::from(r#"{"error": "payload_too_large"}"#));
+    *response.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
+    response
+}
+
+/// Answer one request from `app` and render it as the original does. Reads and
+/// single-row writes are answered on the async worker; handlers, gates and admin
+/// routes on the blocking pool. Shared by `worlds serve` and the World Host.
+pub async fn respond(
+    app: Arc<WorldApp>,
+    method: String,
+    target: String,
+    headers: Vec<(String, String)>,
+    raw: Vec<u8>,
+    default_host: String,
+) -> Response {
     if app.is_quick(&method, &target, true) {
         // Index-backed reads take tens of microseconds and a single-row write a few
         // hundred: a hop to the blocking pool would cost more than it saves.
@@ -144,13 +167,11 @@ fn render(app: &WorldApp, answered: AppResponse) -> Response {
     response
 }
 
-/// Serve `app` on `addr` until the process is stopped.
-pub async fn run(app: WorldApp, addr: SocketAddr) -> Result<(), ServeError> {
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    let local = listener.local_addr()?;
+/// The router of one served world: every request answered by `world`; links name
+/// `local` when a request carries no Host header.
+pub fn app(world: Arc<WorldApp>, local: SocketAddr) -> axum::Router {
     let host = format!("127.0.0.1:{}", local.port());
-    let app = Arc::new(app);
-    let router = axum::Router::new().fallback(answer).with_state(app).layer(axum::middleware::from_fn(
+    axum::Router::new().fallback(answer).with_state(world).layer(axum::middleware::from_fn(
         move |mut request: Request, next: axum::middleware::Next| {
             let host = host.clone();
             async move {
@@ -158,7 +179,17 @@ pub async fn run(app: WorldApp, addr: SocketAddr) -> Result<(), ServeError> {
                 next.run(request).await
             }
         },
-    ));
-    axum::serve(listener, router).await?;
+    ))
+}
+
+/// Serve `world` on `listener` until `shutdown` completes; requests in flight are
+/// answered before it returns.
+pub async fn run(
+    world: WorldApp,
+    listener: tokio::net::TcpListener,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    let local = listener.local_addr()?;
+    axum::serve(listener, app(Arc::new(world), local)).with_graceful_shutdown(shutdown).await?;
     Ok(())
 }

@@ -5,7 +5,13 @@
 //! replayed once) is copied into a private *template* and given the serving
 //! indexes: one expression index per equality filter of the connector
 //! (`gw_fold(payload -> '$.<path>'), _key`). Every session database is a copy of
-//! that template, so a reset is a file copy and an open, never a replay.
+//! that template, so a reset is a file copy and an open, never a replay. The
+//! template is shared ([`Template`]): a World Host opens many sessions of one world
+//! from it.
+//!
+//! Locks: every critical section here is one cache update or one SQLite call that
+//! leaves the data consistent if it unwinds, so a poisoned lock is recovered
+//! (`PoisonError::into_inner`) rather than failing every later request.
 
 use gateway_world::compiler::quote;
 use gateway_world::data::tempfile_dir::Scratch;
@@ -181,7 +187,7 @@ impl Db {
     }
 
     fn read<T>(&self, body: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T> {
-        let pooled = self.readers.lock().expect("reader pool").pop();
+        let pooled = self.readers.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pop();
         let conn = match pooled {
             Some(conn) => conn,
             None => {
@@ -192,15 +198,15 @@ impl Db {
             }
         };
         let result = body(&conn);
-        self.readers.lock().expect("reader pool").push(conn);
+        self.readers.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(conn);
         Ok(result?)
     }
 
     fn invalidate(&self, entity: Option<&str>) {
         self.generation.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        self.counts.lock().expect("count cache").clear();
-        self.matches.lock().expect("match cache").clear();
-        let mut columns = self.columns.lock().expect("column cache");
+        self.counts.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
+        self.matches.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
+        let mut columns = self.columns.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         match entity {
             Some(entity) => columns.retain(|(e, _), _| e != entity),
             None => columns.clear(),
@@ -213,7 +219,7 @@ impl Db {
 
     fn column(&self, entity: &str, path: &str) -> Result<Arc<Column>> {
         let cache_key = (entity.to_string(), path.to_string());
-        if let Some(column) = self.columns.lock().expect("column cache").get(&cache_key) {
+        if let Some(column) = self.columns.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&cache_key) {
             return Ok(column.clone());
         }
         let started = self.generation();
@@ -237,7 +243,7 @@ impl Db {
         let mut column = column;
         column.generation = if self.generation() == started { started } else { u64::MAX };
         let column = Arc::new(column);
-        let mut columns = self.columns.lock().expect("column cache");
+        let mut columns = self.columns.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if column.generation == started {
             columns.insert(cache_key, column.clone());
         }
@@ -245,33 +251,31 @@ impl Db {
     }
 }
 
-/// The served world's state.
-pub struct WorldState {
+/// What every session of one world shares: the checked contract, the snapshot's
+/// sidecar and the indexed template each session database is copied from. Built
+/// once per world (per version, on a host), never written after.
+pub struct Template {
     world: PathBuf,
     contract: Arc<Contract>,
     /// The sidecar of the snapshot in use (None on the legacy path).
     snapshot: Option<Value>,
     template: PathBuf,
-    scratch: Scratch,
-    current: RwLock<Arc<Db>>,
+    /// Holds the template file; removed when the last session lets go.
+    _scratch: Scratch,
     /// Per entity, the dotted paths that have a serving index.
     indexed: BTreeMap<String, Vec<String>>,
 }
 
-impl std::fmt::Debug for WorldState {
+impl std::fmt::Debug for Template {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WorldState").field("world", &self.world).finish()
+        f.debug_struct("Template").field("world", &self.world).finish()
     }
 }
 
-fn parse_payload(text: &str) -> Value {
-    gateway_world::json::parse_clean(text).unwrap_or_default()
-}
-
-impl WorldState {
-    /// Open the world: check it, prepare the indexed template, open a session copy.
-    /// `indexed` names, per entity, the dotted paths equality filters use.
-    pub fn open(world: &Path, indexed: BTreeMap<String, Vec<String>>) -> Result<WorldState> {
+impl Template {
+    /// Check the world and prepare its indexed template. `indexed` names, per
+    /// entity, the dotted paths equality filters use.
+    pub fn open(world: &Path, indexed: BTreeMap<String, Vec<String>>) -> Result<Template> {
         let contract = gateway_world::lifecycle::check_bundle(world)?;
         let sidecar = snapshot::current_default(world, &contract)?;
         let scratch = Scratch::new("gateway-world-api")?;
@@ -290,16 +294,12 @@ impl WorldState {
             }
         }
         add_indexes(&template, &contract, &indexed)?;
-        let state = WorldState {
-            world: world.to_path_buf(),
-            contract: contract.clone(),
-            snapshot: sidecar,
-            template: template.clone(),
-            current: RwLock::new(Arc::new(Db::open(&copy_session(scratch.path(), &template)?, &contract)?)),
-            scratch,
-            indexed,
-        };
-        Ok(state)
+        Ok(Template { world: world.to_path_buf(), contract, snapshot: sidecar, template, _scratch: scratch, indexed })
+    }
+
+    /// The world's directory.
+    pub fn world(&self) -> &Path {
+        &self.world
     }
 
     /// The world's contract.
@@ -307,39 +307,108 @@ impl WorldState {
         &self.contract
     }
 
+    /// The batch digest of the snapshot the template holds.
+    pub fn digest(&self) -> Option<String> {
+        self.snapshot.as_ref().and_then(|s| s.get("batchDigest")).and_then(Value::as_str).map(str::to_string)
+    }
+}
+
+/// One session of a served world: its own database, copied from the shared
+/// [`Template`], reset by copying again.
+pub struct WorldState {
+    shared: Arc<Template>,
+    /// This session's directory (its database files live here).
+    scratch: Scratch,
+    current: RwLock<Arc<Db>>,
+}
+
+impl std::fmt::Debug for WorldState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorldState").field("world", &self.shared.world).finish()
+    }
+}
+
+fn parse_payload(text: &str) -> Value {
+    gateway_world::json::parse_clean(text).unwrap_or_default()
+}
+
+impl WorldState {
+    /// Open the world: check it, prepare the indexed template, open a session copy.
+    /// `indexed` names, per entity, the dotted paths equality filters use.
+    pub fn open(world: &Path, indexed: BTreeMap<String, Vec<String>>) -> Result<WorldState> {
+        WorldState::session(Arc::new(Template::open(world, indexed)?))
+    }
+
+    /// A new session on a shared template: a copy of it in a directory of its own.
+    pub fn session(shared: Arc<Template>) -> Result<WorldState> {
+        let scratch = Scratch::new("gateway-world-session")?;
+        let db = Db::open(&copy_session(scratch.path(), &shared.template)?, &shared.contract)?;
+        Ok(WorldState { shared, scratch, current: RwLock::new(Arc::new(db)) })
+    }
+
+    /// The world's contract.
+    pub fn contract(&self) -> &Arc<Contract> {
+        &self.shared.contract
+    }
+
+    /// The batch digest of the snapshot in use.
+    pub fn digest(&self) -> Option<String> {
+        self.shared.digest()
+    }
+
+    /// The template this session was copied from.
+    pub fn template(&self) -> &Arc<Template> {
+        &self.shared
+    }
+
+    /// The session's state as one SQLite file at `destination`: SQLite's online
+    /// backup under the writer's lock, so it is consistent while requests go on.
+    pub fn export(&self, destination: &Path) -> Result<()> {
+        let db = self.db();
+        let store = db.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        store.connection().execute("VACUUM INTO ?1", [destination.to_string_lossy()])?;
+        Ok(())
+    }
+
+    /// Continue from a file [`WorldState::export`] wrote (elsewhere, perhaps): it
+    /// is opened with a full audit of its rows, since it came from outside.
+    pub fn restore(&self, source: &Path) -> Result<()> {
+        let path = self.scratch.path().join(format!("{}.db", new_batch_id()));
+        std::fs::copy(source, &path).map_err(|e| WorldError::io(e, source))?;
+        Store::open(&path, self.shared.contract.clone(), true)?.close()?;
+        add_indexes(&path, &self.shared.contract, &self.shared.indexed)?;
+        self.swap(Db::open(&path, &self.shared.contract)?);
+        Ok(())
+    }
+
     fn db(&self) -> Arc<Db> {
-        self.current.read().expect("state lock").clone()
+        self.current.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
     fn swap(&self, db: Db) {
-        let old = std::mem::replace(&mut *self.current.write().expect("state lock"), Arc::new(db));
+        let old = std::mem::replace(&mut *self.current.write().unwrap_or_else(std::sync::PoisonError::into_inner), Arc::new(db));
         drop_db(old);
     }
 
     /// Back to the start: a fresh copy of the template.
     pub fn reset(&self) -> Result<()> {
-        let path = copy_session(self.scratch.path(), &self.template)?;
-        self.swap(Db::open(&path, &self.contract)?);
+        let path = copy_session(self.scratch.path(), &self.shared.template)?;
+        self.swap(Db::open(&path, &self.shared.contract)?);
         Ok(())
     }
 
     /// An empty world (for a legacy whole-state seed).
     fn reset_empty(&self) -> Result<()> {
         let path = self.scratch.path().join(format!("{}.db", new_batch_id()));
-        Store::create(&path, self.contract.clone())?.close()?;
-        add_indexes(&path, &self.contract, &self.indexed)?;
-        self.swap(Db::open(&path, &self.contract)?);
+        Store::create(&path, self.shared.contract.clone())?.close()?;
+        add_indexes(&path, &self.shared.contract, &self.shared.indexed)?;
+        self.swap(Db::open(&path, &self.shared.contract)?);
         Ok(())
-    }
-
-    /// The batch digest of the snapshot in use.
-    pub fn digest(&self) -> Option<String> {
-        self.snapshot.as_ref().and_then(|s| s.get("batchDigest")).and_then(Value::as_str).map(str::to_string)
     }
 
     /// `{batchDigest, contractHash}` of the snapshot in use, or null.
     pub fn describe_snapshot(&self) -> Value {
-        match &self.snapshot {
+        match &self.shared.snapshot {
             None => Value::Null,
             Some(s) => object([
                 ("batchDigest", s.get("batchDigest").cloned().unwrap_or_default()),
@@ -350,7 +419,7 @@ impl WorldState {
 
     /// Start in one of the world's scenarios.
     pub fn apply_scenario(&self, name: &str) -> Result<()> {
-        let scenarios = snapshot::scenario_dirs(&self.world)?;
+        let scenarios = snapshot::scenario_dirs(&self.shared.world)?;
         let Some(scenario) = scenarios.iter().find(|s| s.name == name) else {
             let names: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
             let listed = if names.is_empty() { "none".to_string() } else { names.join(", ") };
@@ -361,7 +430,7 @@ impl WorldState {
             )
             .into());
         };
-        let built = snapshot::scenario_snapshot(&self.world, name);
+        let built = snapshot::scenario_snapshot(&self.shared.world, name);
         if let Some(default_digest) = self.digest() {
             let mut chunks = Vec::new();
             for path in snapshot::scenario_seed_files(&scenario.dir)? {
@@ -371,21 +440,21 @@ impl WorldState {
             let sidecar = gateway_world::snapshot::read_sidecar(&built)?;
             let current = built.is_file()
                 && sidecar.is_some_and(|s| {
-                    s.get("contractHash").and_then(Value::as_str) == Some(self.contract.contract_hash().as_str())
+                    s.get("contractHash").and_then(Value::as_str) == Some(self.shared.contract.contract_hash().as_str())
                         && s.get("batchDigest").and_then(Value::as_str) == Some(digest.as_str())
                 });
             if current {
                 let path = self.scratch.path().join(format!("{}.db", new_batch_id()));
                 std::fs::copy(&built, &path).map_err(|e| WorldError::io(e, &built))?;
-                add_indexes(&path, &self.contract, &self.indexed)?;
-                self.swap(Db::open(&path, &self.contract)?);
+                add_indexes(&path, &self.shared.contract, &self.shared.indexed)?;
+                self.swap(Db::open(&path, &self.shared.contract)?);
                 return Ok(());
             }
             let overlay = snapshot::scenario_overlay(&scenario.dir)?;
             self.reset()?;
             return self.seed_live(&Value::Object(overlay), "replace");
         }
-        let initial = gateway_world::files::read_json(&self.world.join("data/initial.json"))?;
+        let initial = gateway_world::files::read_json(&self.shared.world.join("data/initial.json"))?;
         let mut base = Map::default();
         for mutation in initial.get("mutations").and_then(Value::as_array).into_iter().flatten() {
             if mutation.get("op").and_then(Value::as_str) == Some("insert") {
@@ -424,7 +493,7 @@ impl WorldState {
         }
         let mut mutations = Vec::new();
         for (entity, rows) in map {
-            if self.contract.entity(entity).is_none() {
+            if self.shared.contract.entity(entity).is_none() {
                 return Err(ContractError::new("seed", format!("Unknown entity {entity}"), format!("/seed/{entity}")).into());
             }
             let Some(rows) = rows.as_array() else {
@@ -445,7 +514,7 @@ impl WorldState {
         }
         let batch = object([
             ("id", Value::Str(format!("api-seed-{}", new_batch_id()))),
-            ("target", self.contract.target().clone()),
+            ("target", self.shared.contract.target().clone()),
             ("mapping", object([("id", Value::str("api-seed")), ("version", Value::str("1"))])),
             ("coverage", Value::str("partial")),
             ("mutations", Value::Array(mutations)),
@@ -455,15 +524,19 @@ impl WorldState {
 
     /// Rows onto the world as it stands (append upserts, replace swaps entities).
     pub fn seed_live(&self, rows: &Value, mode: &str) -> Result<()> {
-        if !MODES.contains(&mode) {
-            return Err(ContractError::new("seed", format!("mode must be one of {}", MODES.join(", ")), "/seed/mode").into());
-        }
+        check_mode(mode)?;
         let Some(rows): Option<Rows> = rows_from_object(rows) else {
             return Err(ContractError::new("rows", "rows must map entity names to arrays of rows", "/rows").into());
         };
+        self.seed_rows(&rows, mode)
+    }
+
+    /// [`WorldState::seed_live`] of rows already grouped by entity.
+    pub fn seed_rows(&self, rows: &Rows, mode: &str) -> Result<()> {
+        check_mode(mode)?;
         self.write(
             |store| {
-                let batch = seed_batch(store, &rows, mode, Some(&format!("api-seed-{}", new_batch_id())))?;
+                let batch = seed_batch(store, rows, mode, Some(&format!("api-seed-{}", new_batch_id())))?;
                 store.apply_batch(&batch).map(|_| ())
             },
             None,
@@ -474,7 +547,7 @@ impl WorldState {
     pub fn write<T>(&self, body: impl FnOnce(&mut Store) -> Result<T>, entity: Option<&str>) -> Result<T> {
         let db = self.db();
         let result = {
-            let mut store = db.writer.lock().expect("writer");
+            let mut store = db.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             body(&mut store)
         };
         db.invalidate(entity);
@@ -494,6 +567,7 @@ impl WorldState {
     /// The row at a primary key (an object of exactly the key fields).
     pub fn get(&self, entity: &str, key: &Value) -> Result<Option<Value>> {
         let declared = self
+            .shared
             .contract
             .entity(entity)
             .ok_or_else(|| ContractError::new("entity", "Unknown entity type", "").with("entity", Value::str(entity)))?;
@@ -513,7 +587,7 @@ impl WorldState {
     pub fn select(&self, entity: &str, filters: &[Filter], window: Option<(i64, i64)>) -> Result<(i64, Vec<Value>)> {
         let db = self.db();
         let table = quote(entity);
-        let indexed = |f: &Filter| f.mode == "equals" && self.indexed.get(entity).is_some_and(|paths| paths.contains(&f.path));
+        let indexed = |f: &Filter| f.mode == "equals" && self.shared.indexed.get(entity).is_some_and(|paths| paths.contains(&f.path));
         // The index drives when every filter is an indexed equality; a mix with
         // substring filters is answered from the folded columns instead.
         let driving = if filters.iter().all(indexed) { filters.first() } else { None };
@@ -532,14 +606,20 @@ impl WorldState {
             if rest.is_empty() {
                 let count_key = (entity.to_string(), filter.path.clone(), filter.wanted.clone());
                 let started = db.generation();
-                let cached = db.counts.lock().expect("count cache").get(&count_key).filter(|(g, _)| *g == started).map(|(_, n)| *n);
+                let cached = db
+                    .counts
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .get(&count_key)
+                    .filter(|(g, _)| *g == started)
+                    .map(|(_, n)| *n);
                 let total = match cached {
                     Some(total) => total,
                     None => {
                         let count_sql = format!("SELECT COUNT(*) FROM {table} WHERE {expression} = ?1");
                         let total: i64 = db.read(|conn| conn.prepare_cached(&count_sql)?.query_row([&filter.wanted], |r| r.get(0)))?;
                         if db.generation() == started {
-                            db.counts.lock().expect("count cache").insert(count_key, (started, total));
+                            db.counts.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(count_key, (started, total));
                         }
                         total
                     }
@@ -599,7 +679,13 @@ impl WorldState {
             entity.to_string(),
             filters.iter().map(|f| format!("{}\u{0}{}\u{0}{}", f.path, f.mode, f.wanted)).collect::<Vec<_>>().join("\u{1}"),
         );
-        let cached = db.matches.lock().expect("match cache").get(&result_key).filter(|(g, _)| *g == generation).map(|(_, m)| m.clone());
+        let cached = db
+            .matches
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&result_key)
+            .filter(|(g, _)| *g == generation)
+            .map(|(_, m)| m.clone());
         let matching = match cached {
             Some(matching) => matching,
             None => {
@@ -611,7 +697,7 @@ impl WorldState {
                     passed.iter_mut().zip(marks).for_each(|(p, m)| *p &= m);
                 }
                 let matching: Arc<Vec<u32>> = Arc::new((0..count as u32).filter(|i| passed[*i as usize]).collect());
-                let mut cache = db.matches.lock().expect("match cache");
+                let mut cache = db.matches.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                 if cache.len() >= 256 {
                     cache.clear();
                 }
@@ -642,7 +728,7 @@ impl WorldState {
     /// Every entity keyed the way the original's `/__world/state` keys it.
     pub fn dump(&self) -> Result<Map> {
         let mut out = Map::default();
-        for entity in &self.contract.entities {
+        for entity in &self.shared.contract.entities {
             let mut keyed = Map::default();
             for row in self.rows(&entity.name)? {
                 let key = entity.primary_key.iter().map(|f| python_str(row.get(f).unwrap_or(&Value::Null))).collect::<Vec<_>>().join(":");
@@ -652,6 +738,13 @@ impl WorldState {
         }
         Ok(out)
     }
+}
+
+fn check_mode(mode: &str) -> Result<()> {
+    if MODES.contains(&mode) {
+        return Ok(());
+    }
+    Err(ContractError::new("seed", format!("mode must be one of {}", MODES.join(", ")), "/seed/mode").into())
 }
 
 fn slice_all(rows: Vec<Value>, window: Option<(i64, i64)>) -> (i64, Vec<Value>) {
