@@ -1,0 +1,303 @@
+//! The host's HTTP surface: the control plane (`/__host/*`, behind
+//! `X-Host-Secret`) and the data plane (a session's vendor API, named by the
+//! `Host` header `w-<sid>-api.<domain>` or, without DNS, by the path `/s/<sid>/…`).
+
+use crate::error::HostError;
+use crate::host::{with_query, world_credential, OpenRequest, WorldHost};
+use crate::session::Session;
+use axum::body::{to_bytes, Body};
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::Response;
+use gateway_world::json::{dumps, object, DumpOptions, Value};
+use std::sync::Arc;
+use std::time::Duration;
+use subtle::ConstantTimeEq as _;
+
+/// Request bodies above this are refused with 413 (`WORLDS_HOST_MAX_BODY_MB`).
+pub const MAX_BODY: usize = 32 * 1024 * 1024;
+/// How often expired leases are swept.
+pub const LEASE_SWEEP: Duration = Duration::from_secs(30);
+
+/// What the server needs besides the host.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// The control-plane secret (required: a host with no secret has no control plane).
+    pub secret: String,
+    /// The worlds domain sessions are named under (`w-<sid>-api.<domain>`).
+    pub domain: String,
+}
+
+struct Shared {
+    host: Arc<WorldHost>,
+    config: ServerConfig,
+}
+
+const JSON: DumpOptions = DumpOptions { sort_keys: false, ensure_ascii: false, indent: None, compact: false };
+
+/// A JSON answer.
+pub fn reply(status: u16, body: &Value) -> Response {
+    let mut response = Response::new(Body::from(dumps(body, JSON)));
+    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    response.headers_mut().insert("content-type", HeaderValue::from_static("application/json"));
+    response
+}
+
+fn error(status: u16, message: &str) -> Response {
+    reply(status, &object([("error", Value::str(message))]))
+}
+
+/// The host's router.
+pub fn app(host: Arc<WorldHost>, config: ServerConfig) -> axum::Router {
+    axum::Router::new().fallback(dispatch).with_state(Arc::new(Shared { host, config }))
+}
+
+/// Serve `host` on `listener` until `shutdown` completes, sweeping expired leases
+/// meanwhile.
+pub async fn run(
+    host: Arc<WorldHost>,
+    config: ServerConfig,
+    listener: tokio::net::TcpListener,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let sweeper = tokio::spawn(sweep(host.clone()));
+    let served = axum::serve(listener, app(host, config)).with_graceful_shutdown(shutdown).await;
+    sweeper.abort();
+    served
+}
+
+/// Close sessions whose leases ran out, every [`LEASE_SWEEP`].
+pub async fn sweep(host: Arc<WorldHost>) {
+    let mut tick = tokio::time::interval(LEASE_SWEEP);
+    loop {
+        tick.tick().await;
+        let host = host.clone();
+        let _ = tokio::task::spawn_blocking(move || host.expire_leases(crate::session::now())).await;
+    }
+}
+
+async fn dispatch(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    let path = request.uri().path().to_string();
+    if path == "/healthz" {
+        return reply(200, &object([("ok", Value::Bool(true))]));
+    }
+    if path.starts_with("/__host/") {
+        return control(shared, request).await;
+    }
+    data(shared, request).await
+}
+
+async fn read_body(body: Body) -> Result<Vec<u8>, Response> {
+    match to_bytes(body, MAX_BODY).await {
+        Ok(bytes) => Ok(bytes.to_vec()),
+        Err(_) => {
+            let mut response = error(413, "request body over 32 MiB");
+            response.headers_mut().insert("connection", HeaderValue::from_static("close"));
+            Err(response)
+        }
+    }
+}
+
+// ------------------------------------------------------------------ control plane
+
+async fn control(shared: Arc<Shared>, request: Request) -> Response {
+    let presented = request.headers().get("x-host-secret").map(|v| v.as_bytes().to_vec()).unwrap_or_default();
+    if !bool::from(presented.ct_eq(shared.config.secret.as_bytes())) {
+        return error(403, "forbidden");
+    }
+    let method = request.method().as_str().to_string();
+    let path = request.uri().path().to_string();
+    let raw = match read_body(request.into_body()).await {
+        Ok(raw) => raw,
+        Err(response) => return response,
+    };
+    let body = if raw.is_empty() {
+        Value::Object(Default::default())
+    } else {
+        match std::str::from_utf8(&raw).ok().map(gateway_world::json::parse_loads) {
+            Some(Ok(parsed)) => parsed.value,
+            Some(Err(e)) => {
+                return reply(400, &object([("error", Value::str("malformed json")), ("detail", Value::Str(format!("{e:?}")))]))
+            }
+            None => return reply(400, &object([("error", Value::str("malformed json")), ("detail", Value::str("not UTF-8"))])),
+        }
+    };
+    if body.as_object().is_none() {
+        return reply(400, &object([("error", Value::str("malformed json")), ("detail", Value::str("the body must be a json object"))]));
+    }
+    let host = shared.host.clone();
+    let answered = tokio::task::spawn_blocking(move || control_call(&host, &method, &path, &body)).await;
+    match answered {
+        Ok(Ok(Some(value))) => reply(200, &value),
+        Ok(Ok(None)) => error(404, "unknown control route"),
+        Ok(Err(refused)) => {
+            let (status, body) = refused.answer();
+            reply(status, &body)
+        }
+        Err(_) => error(500, "internal_error"),
+    }
+}
+
+fn field<'a>(body: &'a Value, name: &str) -> Result<&'a Value, HostError> {
+    body.get(name).ok_or_else(|| HostError::MissingField(name.to_string()))
+}
+
+fn text(value: &Value) -> Option<String> {
+    value.as_str().map(str::to_string)
+}
+
+/// One control call; None for a route that does not exist.
+pub fn control_call(host: &WorldHost, method: &str, path: &str, body: &Value) -> Result<Option<Value>, HostError> {
+    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let answer = match (method, parts.as_slice()) {
+        ("GET", ["__host", "stats"]) => host.stats(),
+        ("POST", ["__host", "drain"]) => host.drain(),
+        ("GET", ["__host", "versions"]) => object([("versions", Value::Array(host.versions.ids().into_iter().map(Value::Str).collect()))]),
+        ("POST", ["__host", "versions"]) => {
+            let id = text(field(body, "versionId")?).unwrap_or_default();
+            let url = text(field(body, "bundleUrl")?).unwrap_or_default();
+            host.warm(&id, &url)?
+        }
+        ("POST", ["__host", "sessions"]) => host.open(OpenRequest {
+            session_id: text(field(body, "sessionId")?).unwrap_or_default(),
+            version_id: text(field(body, "versionId")?).unwrap_or_default(),
+            bundle_url: text(field(body, "bundleUrl")?).unwrap_or_default(),
+            task: body.get("task").and_then(text),
+            task_spec: body.get("taskSpec").filter(|v| !matches!(v, Value::Null)).cloned(),
+            token: body.get("token").and_then(text),
+            restore: body.get("restore").filter(|v| !matches!(v, Value::Null)).cloned(),
+        })?,
+        ("DELETE", ["__host", "sessions", sid]) => host.close(sid),
+        ("POST", ["__host", "sessions", sid, "renew"]) => host.renew(sid)?,
+        ("POST", ["__host", "sessions", sid, "reset"]) => host.reset(sid)?,
+        ("POST", ["__host", "sessions", sid, "seed"]) => host.seed(sid, body.get("args").unwrap_or(&Value::Object(Default::default())))?,
+        ("GET", ["__host", "sessions", sid, "state"]) => host.state(sid)?,
+        ("POST", ["__host", "sessions", sid, "grade"]) => host.grade(sid)?,
+        ("POST", ["__host", "sessions", sid, "call"]) => {
+            let Some(tool) = body.get("tool").and_then(Value::as_str) else {
+                return Err(crate::error::refuse("host", "tool must be a string"));
+            };
+            host.call(sid, tool, body.get("args").unwrap_or(&Value::Object(Default::default())))?
+        }
+        ("POST", ["__host", "sessions", sid, "export"]) => host.export(sid, body.get("knownSha256").and_then(Value::as_str))?,
+        ("POST", ["__host", "sessions", sid, "export", export_id]) => {
+            let url = body
+                .get("url")
+                .and_then(Value::as_str)
+                .filter(|u| u.starts_with("https://") || u.starts_with("http://") || u.starts_with("file://"));
+            let Some(url) = url else {
+                return Err(crate::error::refuse("host", "url must be the presigned upload url"));
+            };
+            host.upload_export(sid, export_id, url)?
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(answer))
+}
+
+// ------------------------------------------------------------------ data plane
+
+/// The session a request names: by `Host` (`w-<sid>-api.<domain>` → api,
+/// `w-<sid>.<domain>` → ui, `w-<sid>-cdp.<domain>` → browser), or by path
+/// (`/s/<sid>/<rest>`, the api surface). Returns (session id, surface, target
+/// inside the session).
+pub fn session_target(host_header: Option<&str>, target: &str) -> Option<(String, &'static str, String)> {
+    if let Some(rest) = target.strip_prefix("/s/") {
+        let (sid, tail) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
+        let tail = if tail.is_empty() || tail.starts_with('?') { format!("/{tail}") } else { tail.to_string() };
+        return (!sid.is_empty()).then(|| (sid.to_string(), "api", tail));
+    }
+    let label = host_header?.split(':').next()?.split('.').next()?;
+    let rest = label.strip_prefix("w-")?;
+    let (sid, surface) = if let Some(sid) = rest.strip_suffix("-api") {
+        (sid, "api")
+    } else if let Some(sid) = rest.strip_suffix("-cdp") {
+        (sid, "browser")
+    } else {
+        (rest, "ui")
+    };
+    Some((sid.to_string(), surface, target.to_string()))
+}
+
+fn bearer(headers: &[(String, String)]) -> Option<&str> {
+    let value = headers.iter().find(|(k, _)| k == "authorization").map(|(_, v)| v.as_str())?;
+    value.get(..7).filter(|p| p.eq_ignore_ascii_case("bearer ")).map(|_| &value[7..])
+}
+
+fn same(a: &str, b: &str) -> bool {
+    bool::from(a.as_bytes().ct_eq(b.as_bytes()))
+}
+
+/// The token in the world's own credential slot: the declared header for
+/// `header` auth, the Basic user for `basic`.
+fn vendor_shaped(session: &Session, headers: &[(String, String)], token: &str) -> bool {
+    let spec = &session.version.spec;
+    let header = |name: &str| headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+    match spec.scheme.as_str() {
+        "header" => header(&spec.auth_name.clone().unwrap_or_else(|| "x-api-key".into()).to_lowercase()).is_some_and(|v| same(v, token)),
+        "basic" => {
+            use base64::Engine as _;
+            let Some(value) = header("authorization").filter(|v| v.get(..6).is_some_and(|p| p.eq_ignore_ascii_case("basic "))) else {
+                return false;
+            };
+            let decoded = base64::engine::general_purpose::STANDARD.decode(value[6..].trim()).ok().and_then(|b| String::from_utf8(b).ok());
+            decoded.is_some_and(|d| same(d.split(':').next().unwrap_or(""), token))
+        }
+        _ => false,
+    }
+}
+
+/// How the gate admits a request: "session" (the host presents the world's
+/// credential), "world" (an oauth2 caller doing the world's own dance), or None.
+pub fn admits(session: &Session, path: &str, headers: &[(String, String)]) -> Option<&'static str> {
+    let Some(token) = session.token.as_deref() else { return Some("session") };
+    let presented = bearer(headers);
+    if presented.is_some_and(|b| same(b, token)) || vendor_shaped(session, headers, token) {
+        return Some("session");
+    }
+    if session.version.spec.scheme == "oauth2" {
+        let app = &session.app;
+        let stripped = path.strip_prefix(app.prefix()).filter(|_| !app.prefix().is_empty()).unwrap_or(path);
+        if app.settings.token_path.as_deref().is_some_and(|t| t == stripped || (stripped.is_empty() && t == "/")) {
+            return Some("world");
+        }
+        if presented.is_some() && app.router.authorized(headers, &[], Some(token)) {
+            return Some("world");
+        }
+    }
+    None
+}
+
+async fn data(shared: Arc<Shared>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let target = parts.uri.path_and_query().map(|p| p.as_str().to_string()).unwrap_or_else(|| "/".into());
+    let host_header = parts.headers.get("host").and_then(|v| v.to_str().ok()).map(str::to_string);
+    let Some((sid, surface, inner)) = session_target(host_header.as_deref(), &target) else {
+        return error(404, "no session named by Host");
+    };
+    let Ok(session) = shared.host.using(&sid, true) else {
+        return error(404, "unknown or closed session");
+    };
+    shared.host.count_request(surface);
+    if surface == "browser" {
+        return error(400, "surface not available: this host serves no browser surface");
+    }
+    let mut headers = gateway_serve::server::lowercase_headers(&parts.headers);
+    let (path, _) = inner.split_once('?').unwrap_or((inner.as_str(), ""));
+    let Some(admitted) = admits(&session, path, &headers) else {
+        return error(401, "invalid session token");
+    };
+    let raw = match read_body(body).await {
+        Ok(raw) => raw,
+        Err(response) => return response,
+    };
+    let mut target = inner;
+    if admitted == "session" {
+        let (credential, query) = world_credential(&session);
+        headers.retain(|(k, _)| !credential.iter().any(|(c, _)| c == k));
+        headers.extend(credential);
+        target = with_query(&target, &query);
+    }
+    let default_host = format!("w-{sid}-api.{}", shared.config.domain);
+    gateway_serve::server::respond(session.app.clone(), parts.method.as_str().to_string(), target, headers, raw, default_host).await
+}

@@ -1,0 +1,182 @@
+//! One live session: its own copy of a version's state behind the same app
+//! `worlds serve` runs, the task it was opened on, its token and its lease.
+
+use crate::error::{refuse, HostError};
+use crate::version::Version;
+use gateway_serve::app::WorldApp;
+use gateway_world::json::{object, Value};
+use gateway_world::task::TaskSpec;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// The task a session was opened on.
+#[derive(Debug)]
+pub enum SessionTask {
+    /// A scenario of the version (`scenarios/<name>`), by name.
+    Bundled(String),
+    /// A task spec of its own (inline, or a stored task's copy), with the raw
+    /// spec an open retry is compared against.
+    Spec(Box<TaskSpec>, Value),
+}
+
+impl SessionTask {
+    /// The task spec, when the session has one of its own.
+    pub fn spec(&self) -> Option<&TaskSpec> {
+        match self {
+            SessionTask::Spec(spec, _) => Some(spec),
+            SessionTask::Bundled(_) => None,
+        }
+    }
+}
+
+/// A session state copy waiting for the platform's presigned URL.
+#[derive(Debug, Clone)]
+pub struct Export {
+    /// Its id (the file's stem).
+    pub id: String,
+    /// The file.
+    pub path: PathBuf,
+    /// Hex SHA-256 of the file.
+    pub sha256: String,
+    /// Its size.
+    pub bytes: u64,
+}
+
+impl Export {
+    /// `{exportId, sha256, bytes, contentType}`.
+    pub fn describe(&self) -> Value {
+        object([
+            ("exportId", Value::str(&self.id)),
+            ("sha256", Value::str(&self.sha256)),
+            ("bytes", Value::Int(self.bytes as i64)),
+            ("contentType", Value::str(EXPORT_CONTENT_TYPE)),
+        ])
+    }
+}
+
+/// The content type of an exported session.
+pub const EXPORT_CONTENT_TYPE: &str = "application/vnd.sqlite3";
+
+/// Times a session keeps, in Unix seconds.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    /// When its lease runs out unless renewed.
+    pub lease_until: f64,
+    /// The last request that used the world (a renewal or export does not count).
+    pub touched_at: f64,
+}
+
+/// One session.
+pub struct Session {
+    /// The platform's session id.
+    pub id: String,
+    /// The version it runs.
+    pub version: Arc<Version>,
+    /// Its task.
+    pub task: SessionTask,
+    /// The token the data plane admits (None: any caller).
+    pub token: Option<String>,
+    /// The world, as `worlds serve` answers it.
+    pub app: Arc<WorldApp>,
+    /// For an oauth2 world: the bearer its world minted for the host itself.
+    pub grant: Option<String>,
+    /// When it opened.
+    pub opened_at: f64,
+    /// Whether it continued from an export.
+    pub restored: bool,
+    /// Where its exports and grader files go (removed with the session).
+    pub dir: PathBuf,
+    /// Lease and activity.
+    pub clock: Mutex<Clock>,
+    /// The last export taken and not yet uploaded.
+    pub export: Mutex<Option<Export>>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session").field("id", &self.id).field("version", &self.version.id).finish()
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // The last holder (the registry or a request in flight) removes its files;
+        // the database itself goes with the app's state.
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Seconds since the Unix epoch.
+pub fn now() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+}
+
+impl Session {
+    /// The bundled task's name, or None.
+    pub fn bundled(&self) -> Option<&str> {
+        match &self.task {
+            SessionTask::Bundled(name) => Some(name),
+            SessionTask::Spec(..) => None,
+        }
+    }
+
+    /// Lease and activity, as last recorded.
+    pub fn clock(&self) -> Clock {
+        *self.clock.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Renew the lease; `touch` also records use of the world.
+    pub fn renew(&self, lease_seconds: f64, touch: bool) {
+        let mut clock = self.clock.lock().unwrap_or_else(PoisonError::into_inner);
+        let at = now();
+        clock.lease_until = at + lease_seconds;
+        if touch {
+            clock.touched_at = at;
+        }
+    }
+
+    /// Seconds since it opened.
+    pub fn seconds(&self) -> f64 {
+        (now() - self.opened_at).max(0.0)
+    }
+
+    /// Start (or restart) the session in its task's state: the scenario overlay of
+    /// a bundled task, or the seed of its own task, on the fresh copy it holds.
+    pub fn start(&self) -> Result<(), HostError> {
+        let state = &self.app.state;
+        match &self.task {
+            SessionTask::Spec(spec, _) => {
+                if let Some(seed) = &spec.seed {
+                    state.seed_rows(&seed.rows, seed.mode.as_str())?;
+                }
+                Ok(())
+            }
+            SessionTask::Bundled(task) => match self.version.scenario_dir(task) {
+                Some(dir) => {
+                    let overlay = gateway_world::snapshot::scenario_overlay(&dir)?;
+                    if overlay.is_empty() {
+                        return Ok(()); // the base state: the copy already holds it
+                    }
+                    let Some(digest) = state.digest() else {
+                        return Err(refuse("host", "a scenario overlay needs a compiled snapshot to apply against"));
+                    };
+                    state.seed(&object([
+                        ("base", Value::Str(digest)),
+                        ("rows", Value::Object(overlay)),
+                        ("mode", Value::str("replace")),
+                    ]))?;
+                    Ok(())
+                }
+                None if task == "default" => Ok(()),
+                None => {
+                    let mut names: Vec<String> =
+                        gateway_world::snapshot::scenario_dirs(&self.version.tree)?.into_iter().map(|s| s.name).collect();
+                    if names.is_empty() {
+                        names.push("default".into());
+                    }
+                    Err(refuse("host", format!("no scenario '{task}' in this world; it has {}", names.join(", "))))
+                }
+            },
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! The World Host end to end on loopback: a real listener on port 0, the
+//! control plane driven with its secret, the data plane by Host header and by
+//! path, on a copy of the bundled helpdesk example.
+
+use gateway_host::server::{self, ServerConfig};
+use gateway_host::{HostConfig, WorldHost};
+use gateway_world::json::{self, Value};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::sync::Arc;
+
+const SECRET: &str = "host-secret";
+
+struct Running {
+    addr: std::net::SocketAddr,
+    _runtime: tokio::runtime::Runtime,
+    _root: tempfile::TempDir,
+    world: std::path::PathBuf,
+}
+
+fn start(max_sessions: usize) -> Running {
+    let root = tempfile::tempdir().unwrap();
+    let world = root.path().join("helpdesk-src");
+    copy(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), &world);
+    let mut config = HostConfig::local(root.path().join("host"));
+    config.max_sessions = max_sessions;
+    let host = Arc::new(WorldHost::new(config));
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let config = ServerConfig { secret: SECRET.into(), domain: "worlds.test".into() };
+    runtime.spawn(server::run(host, config, listener, std::future::pending()));
+    Running { addr, _runtime: runtime, _root: root, world }
+}
+
+fn copy(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// One HTTP/1.1 exchange; (status, body as JSON or a string).
+fn http(addr: std::net::SocketAddr, method: &str, target: &str, headers: &[(&str, &str)], body: &str) -> (u16, Value) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    let mut head = format!("{method} {target} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        head.push_str(&format!("Host: {addr}\r\n"));
+    }
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(body.as_bytes()).unwrap();
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    let status = head.split_whitespace().nth(1).unwrap_or("0").parse().unwrap();
+    let body = json::parse(body).map(|p| p.value).unwrap_or_else(|_| Value::str(body));
+    (status, body)
+}
+
+fn control(running: &Running, method: &str, path: &str, body: &str) -> (u16, Value) {
+    http(running.addr, method, path, &[("X-Host-Secret", SECRET), ("Content-Type", "application/json")], body)
+}
+
+fn open_body(running: &Running, sid: &str, task: &str) -> String {
+    format!(
+        r#"{{"sessionId": "{sid}", "versionId": "v1", "bundleUrl": "file://{}", "token": "tok-{sid}", {task}}}"#,
+        running.world.display()
+    )
+}
+
+/// The canonical JSON text of the member at a dotted path (`null` when absent).
+fn get(value: &Value, path: &str) -> String {
+    json::canonical(path.split('.').fold(value, |v, k| v.get(k).unwrap_or(&Value::Null)))
+}
+
+#[test]
+fn a_session_opens_answers_resets_grades_exports_and_closes() {
+    let running = start(10);
+    assert_eq!(control(&running, "GET", "/__host/stats", "").0, 200);
+    assert_eq!(http(running.addr, "GET", "/__host/stats", &[], "").0, 403, "the control plane needs the secret");
+
+    let spec = r#""taskSpec": {"instruction": "Solve ticket 101.", "name": "solve-101",
+        "seed": {"rows": {"customers": [{"id": "C9", "name": "Zed", "email": "zed@example.com", "tier": "free", "created_at": "2026-03-01T00:00:00Z"}]}},
+        "grader": {"kind": "assertions", "checks": [
+            {"id": "solved", "entity": "tickets", "where": {"id": 101}, "assert": "all", "field": "status", "value": "solved"},
+            {"entity": "customers", "where": {"id": "C9"}}]},
+        "tools": ["get_ticket", "solve_ticket", "list_tickets"]}"#;
+    let (status, opened) = control(&running, "POST", "/__host/sessions", &open_body(&running, "s1", spec));
+    assert_eq!(status, 200, "{opened:?}");
+    assert_eq!(get(&opened, "taskSource"), r#""inline""#);
+    assert_eq!(get(&opened, "taskName"), r#""solve-101""#);
+    assert_eq!(get(&opened, "ready"), "true");
+
+    // A retry of the same open is the same session; a different one is refused.
+    let (status, again) = control(&running, "POST", "/__host/sessions", &open_body(&running, "s1", spec));
+    assert_eq!((status, get(&again, "openedAt")), (200, get(&opened, "openedAt")));
+    let (status, refused) = control(&running, "POST", "/__host/sessions", &open_body(&running, "s1", r#""task": "backlog""#));
+    assert_eq!(status, 400, "{refused:?}");
+
+    // The task's seed is there, its grade starts below the bar.
+    let (_, grade) = control(&running, "POST", "/__host/sessions/s1/grade", "");
+    assert_eq!(json::canonical(&grade), r#"{"reward":0.5,"rewards":{"check_1":1.0,"solved":0.0}}"#);
+
+    // The data plane: by Host header and by path; the token gates it.
+    let api = [("Host", "w-s1-api.worlds.test"), ("Authorization", "Bearer tok-s1")];
+    let (status, ticket) = http(running.addr, "GET", "/api/v2/tickets/101", &api, "");
+    assert_eq!((status, get(&ticket, "id").as_str()), (200, "101"), "{ticket:?}");
+    let (status, _) = http(running.addr, "GET", "/s/s1/api/v2/tickets/101", &[("Authorization", "Bearer tok-s1")], "");
+    assert_eq!(status, 200);
+    let (status, denied) =
+        http(running.addr, "GET", "/api/v2/tickets/101", &[("Host", "w-s1-api.worlds.test"), ("Authorization", "Bearer nope")], "");
+    assert_eq!((status, json::canonical(&denied).as_str()), (401, r#"{"error":"invalid session token"}"#));
+    let (status, _) = http(running.addr, "GET", "/api/v2/tickets/101", &[("Host", "w-nobody-api.worlds.test")], "");
+    assert_eq!(status, 404);
+
+    // A tool call through the control plane; one outside the task's tools is refused.
+    let (status, called) =
+        control(&running, "POST", "/__host/sessions/s1/call", r#"{"tool": "solve_ticket", "args": {"path": {"id": 101}}}"#);
+    assert_eq!((status, get(&called, "status").as_str()), (200, "200"), "{called:?}");
+    let (status, refused) =
+        control(&running, "POST", "/__host/sessions/s1/call", r#"{"tool": "delete_ticket", "args": {"path": {"id": 101}}}"#);
+    assert_eq!((status, get(&refused, "error").as_str()), (400, r#""tool_not_allowed""#), "{refused:?}");
+
+    let (_, grade) = control(&running, "POST", "/__host/sessions/s1/grade", "");
+    assert_eq!(json::canonical(&grade), r#"{"reward":1.0,"rewards":{"check_1":1.0,"solved":1.0}}"#);
+
+    // Export, then reset: back to the task's start (seed re-applied), the export unchanged-aware.
+    let (status, export) = control(&running, "POST", "/__host/sessions/s1/export", "{}");
+    assert_eq!(status, 200, "{export:?}");
+    let sha = get(&export, "sha256").trim_matches('"').to_string();
+    let (_, same) = control(&running, "POST", "/__host/sessions/s1/export", &format!(r#"{{"knownSha256": "{sha}"}}"#));
+    assert_eq!(get(&same, "unchanged"), "true");
+    let (status, _) = control(&running, "POST", "/__host/sessions/s1/reset", "");
+    assert_eq!(status, 200);
+    let (_, state) = control(&running, "GET", "/__host/sessions/s1/state", "");
+    assert_eq!(get(&state, "tickets.101.status"), r#""open""#);
+    assert!(get(&state, "customers.C9").starts_with('{'), "the task seed is re-applied on reset");
+
+    // Seed onto the live state.
+    let (status, seeded) = control(
+        &running,
+        "POST",
+        "/__host/sessions/s1/seed",
+        r#"{"args": {"rows": {"customers": [{"id": "C10", "name": "Y", "email": "y@example.com", "tier": "free", "created_at": "2026-03-01T00:00:00Z"}]}}}"#,
+    );
+    assert_eq!(status, 200, "{seeded:?}");
+    assert_eq!(get(&seeded, "seeded"), "1");
+
+    // Close; the session is gone from both planes.
+    let (status, closed) = control(&running, "DELETE", "/__host/sessions/s1", "");
+    assert_eq!((status, get(&closed, "closed").as_str()), (200, "true"));
+    let (status, gone) = control(&running, "POST", "/__host/sessions/s1/grade", "");
+    assert_eq!((status, get(&gone, "error").as_str()), (404, r#""unknown_session""#));
+    assert_eq!(http(running.addr, "GET", "/api/v2/tickets/101", &api, "").0, 404);
+}
+
+#[test]
+fn sessions_are_isolated_capacity_is_held_and_bad_specs_are_refused() {
+    let running = start(2);
+    for sid in ["a", "b"] {
+        let (status, answer) = control(&running, "POST", "/__host/sessions", &open_body(&running, sid, r#""task": "backlog""#));
+        assert_eq!(status, 200, "{answer:?}");
+    }
+    let (status, full) = control(&running, "POST", "/__host/sessions", &open_body(&running, "c", r#""task": "backlog""#));
+    assert_eq!((status, get(&full, "error").as_str()), (503, r#""at_capacity""#));
+
+    // A write in one session is not seen in the other.
+    let (status, _) = http(running.addr, "DELETE", "/s/a/api/v2/tickets/101", &[("Authorization", "Bearer tok-a")], "");
+    assert_eq!(status, 204);
+    assert_eq!(http(running.addr, "GET", "/s/a/api/v2/tickets/101", &[("Authorization", "Bearer tok-a")], "").0, 404);
+    assert_eq!(http(running.addr, "GET", "/s/b/api/v2/tickets/101", &[("Authorization", "Bearer tok-b")], "").0, 200);
+    // Session a's token does not open session b.
+    assert_eq!(http(running.addr, "GET", "/s/b/api/v2/tickets/101", &[("Authorization", "Bearer tok-a")], "").0, 401);
+
+    control(&running, "DELETE", "/__host/sessions/b", "");
+    let cases = [
+        (r#""taskSpec": {"instruction": ""}"#, "task"),
+        (r#""taskSpec": {"instruction": "x", "bogus": 1}"#, "task"),
+        (r#""taskSpec": {"instruction": "x", "grader": {"kind": "assertions", "checks": [{"entity": "ghosts"}]}}"#, "task"),
+        (r#""taskSpec": {"instruction": "x", "tools": ["no_such_tool"]}"#, "task"),
+        (r#""task": "no-such-scenario""#, "host"),
+        (r#""task": "backlog", "taskSpec": {"instruction": "x"}"#, "host"),
+    ];
+    for (task, code) in cases {
+        let (status, refused) = control(&running, "POST", "/__host/sessions", &open_body(&running, "bad", task));
+        assert_eq!((status, get(&refused, "error")), (400, format!("\"{code}\"")), "{task}: {refused:?}");
+    }
+    let (status, missing) = control(&running, "POST", "/__host/sessions", r#"{"versionId": "v1"}"#);
+    assert_eq!((status, get(&missing, "error").as_str()), (400, r#""missing field""#));
+    let (status, _) = control(&running, "POST", "/__host/sessions", "[[[");
+    assert_eq!(status, 400);
+    // The host still serves after every refusal.
+    assert_eq!(control(&running, "GET", "/__host/stats", "").0, 200);
+}
+
+#[test]
+fn python_graders_run_confined_and_a_crash_is_an_error_not_a_dead_session() {
+    let running = start(4);
+    let spec = r#""taskSpec": {"instruction": "x", "grader": {"kind": "python", "source": "import json, sys\nstate = json.load(sys.stdin)\nprint(json.dumps({'reward': len(state['tickets']) / 10, 'seen': 1}))\n"}}"#;
+    let (status, opened) = control(&running, "POST", "/__host/sessions", &open_body(&running, "p", spec));
+    assert_eq!(status, 200, "{opened:?}");
+    let (status, grade) = control(&running, "POST", "/__host/sessions/p/grade", "");
+    assert_eq!(status, 200, "{grade:?}");
+    assert!(get(&grade, "reward").contains('.'), "{grade:?}");
+    assert_eq!(get(&grade, "rewards.seen"), "1.0");
+
+    let crash = r#""taskSpec": {"instruction": "x", "grader": {"kind": "python", "source": "raise SystemExit(3)"}}"#;
+    control(&running, "POST", "/__host/sessions", &open_body(&running, "q", crash));
+    let (status, failed) = control(&running, "POST", "/__host/sessions/q/grade", "");
+    assert_eq!((status, get(&failed, "error").as_str()), (400, r#""host""#), "{failed:?}");
+    assert_eq!(control(&running, "GET", "/__host/sessions/q/state", "").0, 200, "the session lives on");
+
+    let rubric = r#""taskSpec": {"instruction": "x", "grader": {"kind": "rubric", "rubric": "Be kind."}}"#;
+    control(&running, "POST", "/__host/sessions", &open_body(&running, "r", rubric));
+    let (_, pending) = control(&running, "POST", "/__host/sessions/r/grade", "");
+    assert_eq!(json::canonical(&pending), r#"{"grader":"rubric","pending":true,"reward":null,"rewards":{}}"#);
+}
