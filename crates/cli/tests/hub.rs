@@ -268,3 +268,86 @@ fn the_original_client_against_our_hub() {
     // The same status output from both clients on the same working copy.
     assert_eq!(ok(&server, &reference, &["bench", "status", "theirs"], work), ok(&server, gw, &["bench", "status", "theirs"], work));
 }
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// The original CLI's `worlds session …` and `worlds task …` commands, and its SDK's
+/// session client, against our hub and its embedded World Host.
+#[test]
+fn the_original_session_and_task_commands_against_our_hub() {
+    let Some((reference, python)) = reference() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let server = start(&tmp.path().join("data"));
+    let work = tmp.path();
+    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), &work.join("helpdesk"));
+    ok(&server, Path::new(GATEWAY), &["bench", "push", "helpdesk", "--slug", "helpdesk", "-m", "first"], work);
+    let spec = r#"{"name": "solve-101", "instruction": "Solve ticket 101.", "tools": ["get_ticket", "solve_ticket"],
+        "grader": {"kind": "assertions", "checks": [{"id": "solved", "entity": "tickets", "where": {"id": 101}, "assert": "all", "field": "status", "value": "solved"}]},
+        "metadata": {"team": "support"}}"#;
+    std::fs::write(work.join("task.json"), spec).unwrap();
+    std::fs::write(
+        work.join("rows.json"),
+        r#"{"customers": [{"id": "C9", "name": "Zed", "email": "zed@example.com", "tier": "free", "created_at": "2026-03-01T00:00:00Z"}]}"#,
+    )
+    .unwrap();
+
+    // Stored tasks.
+    let created = ok(&server, &reference, &["worlds", "task", "create", "task.json", "-w", "helpdesk", "-m", "first"], work);
+    let task = field(&created, "id");
+    assert!(ok(&server, &reference, &["worlds", "task", "list", "-w", "helpdesk"], work).contains(&task));
+    let validated = ok(&server, &reference, &["worlds", "task", "validate", &task], work);
+    assert!(validated.contains("\"ok\": true") && validated.contains("\"checked\": \"entities\""), "{validated}");
+    assert!(ok(&server, &reference, &["worlds", "task", "show", &task], work).contains("\"versions\""));
+
+    // A session on a bundled scenario, then one on the stored task.
+    let bundled = ok(&server, &reference, &["worlds", "session", "open", "helpdesk", "-t", "backlog", "-s", "api"], work);
+    let bundled_id = field(&bundled, "sessionId");
+    assert!(bundled.contains("\"source\": \"bundled\""), "{bundled}");
+    ok(&server, &reference, &["worlds", "session", "close", &bundled_id], work);
+    let opened = ok(&server, &reference, &["worlds", "session", "open", "helpdesk", "--task-id", &task, "-s", "api"], work);
+    let sid = field(&opened, "sessionId");
+    assert!(ok(&server, &reference, &["worlds", "session", "status", &sid], work).contains("\"ready\": true"));
+
+    // The SDK's session client: tool calls, a refused tool, a grade.
+    let script = format!(
+        "from gatewaysdk.world_sessions import attach_session\n\
+         s = attach_session('{sid}')\n\
+         assert s.call('solve_ticket', {{'id': 101}})['body']['status'] == 'solved'\n\
+         try:\n    s.call('delete_ticket', {{'id': 101}}); raise SystemExit('not refused')\n\
+         except SystemExit: raise\n\
+         except Exception as e: assert 'tool_not_allowed' in str(e), e\n\
+         print(s.grade()['reward'])\n"
+    );
+    assert_eq!(ok(&server, &python, &["-c", &script], work).trim(), "1.0");
+    let graded = ok(&server, &reference, &["worlds", "session", "grade", &sid], work);
+    assert!(graded.contains("\"reward\": 1.0"), "{graded}");
+    let seeded = ok(&server, &reference, &["worlds", "session", "seed", &sid, "rows.json"], work);
+    assert!(seeded.contains("\"seeded\": 1"), "{seeded}");
+    assert!(ok(&server, &reference, &["worlds", "session", "state", &sid], work).contains("\"C9\""));
+    ok(&server, &reference, &["worlds", "session", "reset", &sid], work);
+    assert!(!ok(&server, &reference, &["worlds", "session", "state", &sid], work).contains("\"C9\""));
+    let exported = ok(&server, &reference, &["worlds", "session", "export", &sid], work);
+    assert_eq!(exported.lines().count(), 8, "{exported}");
+    assert!(exported.lines().next().unwrap().contains("\"tool\": \"solve_ticket\""), "{exported}");
+    ok(&server, &reference, &["worlds", "session", "close", &sid], work);
+
+    // An inline task saved as a stored one.
+    let inline = ok(&server, &reference, &["worlds", "session", "open", "helpdesk", "--task-file", "task.json"], work);
+    let inline_id = field(&inline, "sessionId");
+    let saved = ok(&server, &reference, &["worlds", "session", "task", "save", &inline_id, "-n", "saved"], work);
+    assert_eq!(field(&saved, "name"), "saved");
+    ok(&server, &reference, &["worlds", "task", "delete", &task], work);
+    let (success, _, stderr) = run(&server, &reference, &["worlds", "task", "show", &task], work);
+    assert!(!success && stderr.contains("404"), "{stderr}");
+}

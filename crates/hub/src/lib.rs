@@ -21,6 +21,7 @@ pub mod archive;
 pub mod client;
 pub mod error;
 pub mod gitignore;
+pub mod judge;
 pub mod postgres;
 pub mod s3;
 pub mod server;
@@ -28,6 +29,7 @@ pub mod sqlite;
 pub mod store;
 pub mod util;
 pub mod versioning;
+pub mod worlds;
 
 pub use error::HubError;
 
@@ -50,6 +52,24 @@ impl HubConfig {
     /// Keys under the data directory.
     pub fn keys_dir(&self) -> PathBuf {
         self.data.join("keys")
+    }
+
+    /// The control-plane secret World Hosts and this hub share: `WORLDS_HOST_SECRET`,
+    /// else one kept under the keys directory (created, 0600, on first use).
+    pub fn host_secret(&self) -> Result<String, HubError> {
+        if let Some(secret) = std::env::var("WORLDS_HOST_SECRET").ok().filter(|s| !s.is_empty()) {
+            return Ok(secret);
+        }
+        let path = self.keys_dir().join("host-secret");
+        match std::fs::read_to_string(&path) {
+            Ok(secret) if !secret.trim().is_empty() => Ok(secret.trim().to_string()),
+            _ => {
+                std::fs::create_dir_all(self.keys_dir()).map_err(|e| HubError::io(&self.keys_dir(), e))?;
+                let secret = hex::encode(util::random_bytes(32));
+                server::write_private_file(&path, secret.as_bytes())?;
+                Ok(secret)
+            }
+        }
     }
 
     /// Open the metadata store.
@@ -97,6 +117,7 @@ impl HubConfig {
             keys: server::Keys::load_or_create(&self.keys_dir())?,
             public_url,
             limits,
+            worlds: Some(Arc::new(worlds::Worlds::embedded(&self.data.join("host"), self.host_secret()?))),
         })
     }
 }

@@ -26,7 +26,8 @@ use std::str::FromStr;
 use std::time::Duration;
 
 /// The migrations, in order: `(version, SQL)`.
-const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("../migrations/postgres/0001_init.sql"))];
+const MIGRATIONS: &[(i64, &str)] =
+    &[(1, include_str!("../migrations/postgres/0001_init.sql")), (2, include_str!("../migrations/postgres/0002_documents.sql"))];
 
 /// An arbitrary constant: the advisory lock key held while migrating.
 const MIGRATION_LOCK: i64 = 0x6761_7465_7761_7968;
@@ -623,6 +624,62 @@ impl MetaStore for PostgresStore {
     async fn delete_run_config(&self, project_id: &str, id: &str) -> StoreResult<bool> {
         let done =
             sqlx::query("DELETE FROM run_configs WHERE project_id = $1 AND id = $2").bind(project_id).bind(id).execute(&self.pool).await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn put_document(&self, project_id: &str, kind: &str, id: &str, body: &str) -> StoreResult<i64> {
+        let now = now_iso();
+        let mut tx = self.pool.begin().await?;
+        // New documents of one kind take their seq one at a time.
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtext($1 || '/' || $2))").bind(project_id).bind(kind).execute(&mut *tx).await?;
+        let row = sqlx::query(
+            "INSERT INTO documents (project_id, kind, id, seq, body, created_at, updated_at) \
+             VALUES ($1, $2, $3, (SELECT COALESCE(MAX(seq), 0) + 1 FROM documents WHERE project_id = $1 AND kind = $2), $4, $5, $5) \
+             ON CONFLICT (project_id, kind, id) DO UPDATE SET body = EXCLUDED.body, updated_at = EXCLUDED.updated_at \
+             RETURNING seq",
+        )
+        .bind(project_id)
+        .bind(kind)
+        .bind(id)
+        .bind(body)
+        .bind(now)
+        .fetch_one(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(row.try_get(0)?)
+    }
+
+    async fn document(&self, project_id: &str, kind: &str, id: &str) -> StoreResult<Option<String>> {
+        let row = sqlx::query("SELECT body FROM documents WHERE project_id = $1 AND kind = $2 AND id = $3")
+            .bind(project_id)
+            .bind(kind)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(match row {
+            Some(r) => Some(r.try_get(0)?),
+            None => None,
+        })
+    }
+
+    async fn documents(&self, project_id: &str, kind: &str, after: i64, limit: i64) -> StoreResult<Vec<(i64, String)>> {
+        let rows = sqlx::query("SELECT seq, body FROM documents WHERE project_id = $1 AND kind = $2 AND seq > $3 ORDER BY seq LIMIT $4")
+            .bind(project_id)
+            .bind(kind)
+            .bind(after)
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(|r| Ok((r.try_get(0)?, r.try_get(1)?))).collect::<Result<Vec<(i64, String)>, sqlx::Error>>()?)
+    }
+
+    async fn delete_document(&self, project_id: &str, kind: &str, id: &str) -> StoreResult<bool> {
+        let done = sqlx::query("DELETE FROM documents WHERE project_id = $1 AND kind = $2 AND id = $3")
+            .bind(project_id)
+            .bind(kind)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
         Ok(done.rows_affected() > 0)
     }
 }

@@ -12,7 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The migrations, in order: `(version, SQL)`.
-const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("../migrations/sqlite/0001_init.sql"))];
+const MIGRATIONS: &[(i64, &str)] =
+    &[(1, include_str!("../migrations/sqlite/0001_init.sql")), (2, include_str!("../migrations/sqlite/0002_documents.sql"))];
 
 /// The SQLite metadata store.
 #[derive(Clone)]
@@ -585,5 +586,70 @@ impl MetaStore for SqliteStore {
     async fn delete_run_config(&self, project_id: &str, id: &str) -> StoreResult<bool> {
         let (project_id, id) = (project_id.to_string(), id.to_string());
         self.with(move |c| Ok(c.execute("DELETE FROM run_configs WHERE project_id = ?1 AND id = ?2", [&project_id, &id])? > 0)).await
+    }
+
+    async fn put_document(&self, project_id: &str, kind: &str, id: &str, body: &str) -> StoreResult<i64> {
+        let (project_id, kind, id, body) = (project_id.to_string(), kind.to_string(), id.to_string(), body.to_string());
+        self.with(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let now = now_iso();
+            let existing: Option<i64> = tx
+                .query_row("SELECT seq FROM documents WHERE project_id = ?1 AND kind = ?2 AND id = ?3", [&project_id, &kind, &id], |r| r.get(0))
+                .optional()?;
+            let seq = match existing {
+                Some(seq) => {
+                    tx.execute(
+                        "UPDATE documents SET body = ?4, updated_at = ?5 WHERE project_id = ?1 AND kind = ?2 AND id = ?3",
+                        params![project_id, kind, id, body, now],
+                    )?;
+                    seq
+                }
+                None => {
+                    let seq: i64 = tx.query_row(
+                        "SELECT COALESCE(MAX(seq), 0) + 1 FROM documents WHERE project_id = ?1 AND kind = ?2",
+                        [&project_id, &kind],
+                        |r| r.get(0),
+                    )?;
+                    tx.execute(
+                        "INSERT INTO documents (project_id, kind, id, seq, body, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
+                        params![project_id, kind, id, seq, body, now],
+                    )?;
+                    seq
+                }
+            };
+            tx.commit()?;
+            Ok(seq)
+        })
+        .await
+    }
+
+    async fn document(&self, project_id: &str, kind: &str, id: &str) -> StoreResult<Option<String>> {
+        let (project_id, kind, id) = (project_id.to_string(), kind.to_string(), id.to_string());
+        self.with(move |c| {
+            Ok(c.query_row("SELECT body FROM documents WHERE project_id = ?1 AND kind = ?2 AND id = ?3", [&project_id, &kind, &id], |r| {
+                r.get(0)
+            })
+            .optional()?)
+        })
+        .await
+    }
+
+    async fn documents(&self, project_id: &str, kind: &str, after: i64, limit: i64) -> StoreResult<Vec<(i64, String)>> {
+        let (project_id, kind) = (project_id.to_string(), kind.to_string());
+        self.with(move |c| {
+            let mut stmt =
+                c.prepare("SELECT seq, body FROM documents WHERE project_id = ?1 AND kind = ?2 AND seq > ?3 ORDER BY seq LIMIT ?4")?;
+            let rows = stmt.query_map(params![project_id, kind, after, limit], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            Ok(rows.collect::<rusqlite::Result<Vec<(i64, String)>>>()?)
+        })
+        .await
+    }
+
+    async fn delete_document(&self, project_id: &str, kind: &str, id: &str) -> StoreResult<bool> {
+        let (project_id, kind, id) = (project_id.to_string(), kind.to_string(), id.to_string());
+        self.with(move |c| {
+            Ok(c.execute("DELETE FROM documents WHERE project_id = ?1 AND kind = ?2 AND id = ?3", [&project_id, &kind, &id])? > 0)
+        })
+        .await
     }
 }

@@ -226,6 +226,16 @@ pub trait MetaStore: Send + Sync {
     async fn put_run_config(&self, project_id: &str, id: &str, body: &str) -> StoreResult<()>;
     /// Remove a run config. Returns whether it existed.
     async fn delete_run_config(&self, project_id: &str, id: &str) -> StoreResult<bool>;
+
+    /// Write a document (a JSON text) of `kind` under `id`: a new one takes the next
+    /// `seq` of its kind, an existing one keeps its place. Returns its `seq`.
+    async fn put_document(&self, project_id: &str, kind: &str, id: &str, body: &str) -> StoreResult<i64>;
+    /// A document's body.
+    async fn document(&self, project_id: &str, kind: &str, id: &str) -> StoreResult<Option<String>>;
+    /// Up to `limit` documents of `kind` with `seq > after`, in `seq` order: `(seq, body)`.
+    async fn documents(&self, project_id: &str, kind: &str, after: i64, limit: i64) -> StoreResult<Vec<(i64, String)>>;
+    /// Remove a document; whether it existed.
+    async fn delete_document(&self, project_id: &str, kind: &str, id: &str) -> StoreResult<bool>;
 }
 
 /// An object's bytes as they are read, in chunks.

@@ -22,7 +22,9 @@ use subtle::ConstantTimeEq;
 
 mod objects;
 mod refs;
+mod sessions;
 mod settings;
+mod tasks;
 mod versions;
 
 use objects::*;
@@ -111,6 +113,11 @@ impl Keys {
     }
 }
 
+/// Write a new file readable by its owner only (0600).
+pub fn write_private_file(path: &Path, bytes: &[u8]) -> Result<(), HubError> {
+    write_private(path, bytes)
+}
+
 fn write_private(path: &Path, bytes: &[u8]) -> Result<(), HubError> {
     use std::io::Write;
     let mut options = std::fs::OpenOptions::new();
@@ -148,6 +155,8 @@ pub struct Hub {
     pub public_url: Option<String>,
     /// Limits.
     pub limits: Limits,
+    /// Live sessions (an embedded World Host and registered ones); None: no sessions.
+    pub worlds: Option<Arc<crate::worlds::Worlds>>,
 }
 
 type Answer = Result<(u16, Value), HubError>;
@@ -208,6 +217,17 @@ async fn answer(State(hub): State<Arc<Hub>>, request: Request) -> Response {
             return closing(error_response(&error));
         }
     }
+    if path.starts_with("/s/") {
+        // A session's data plane, when it runs on this hub's own host.
+        if let Some(host) = hub.worlds.as_ref().and_then(|w| w.embedded.clone()) {
+            let config = gateway_host::server::ServerConfig { secret: String::new(), domain: "localhost".into() };
+            let request = Request::from_parts(parts, body);
+            return match tower_service_call(gateway_host::server::app(host, config), request).await {
+                Some(response) => response,
+                None => error_response(&HubError::Storage("the session's host did not answer".into())),
+            };
+        }
+    }
     if is_object {
         // Object bodies stream through (to the store, or from it): never held whole.
         return match object_route(&hub, &parts.method, &path, &query, &parts.headers, body).await {
@@ -231,13 +251,24 @@ async fn route(hub: &Hub, method: &Method, path: &str, query: &BTreeMap<String, 
     if path == "/healthz" {
         return ok(object([("ok", Value::Bool(true))]));
     }
+    let base_url = base_url(hub, headers);
+    if let Some(rest) = path.strip_prefix("/api/public/") {
+        let segments: Vec<&str> = rest.split('/').collect();
+        match (method.as_str(), segments.as_slice()) {
+            ("POST", ["world-hosts"]) => return sessions::heartbeat(hub, headers, &parse_body(body)?).await,
+            ("GET", ["world-sessions", sid, "host"]) => return sessions::session_host(hub, headers, &percent_decode(sid)).await,
+            _ => {}
+        }
+        if let Some(answer) = world_route(hub, method, &segments, query, headers, body, &base_url).await {
+            return answer;
+        }
+    }
     let Some(rest) = path.strip_prefix(API) else {
         return Err(HubError::NotFound(format!("no route for {method} {path}")));
     };
     let project = authenticate(hub, headers).await?;
     let segments: Vec<&str> = rest.trim_start_matches('/').split('/').collect();
     let get = |key: &str| query.get(key).cloned();
-    let base_url = base_url(hub, headers);
     match (method.as_str(), segments.as_slice()) {
         ("POST", ["resolve"]) => resolve(hub, &project, &parse_body(body)?).await,
         ("POST", ["versions"]) => create_version(hub, &project, &parse_body(body)?, &base_url).await,
@@ -263,6 +294,70 @@ async fn route(hub: &Hub, method: &Method, path: &str, query: &BTreeMap<String, 
         )),
         _ => Err(HubError::NotFound(format!("no route for {method} {path}"))),
     }
+}
+
+/// The world-sessions and world-tasks routes (None: not one of them).
+async fn world_route(
+    hub: &Hub,
+    method: &Method,
+    segments: &[&str],
+    query: &BTreeMap<String, String>,
+    headers: &HeaderMap,
+    body: &[u8],
+    base_url: &str,
+) -> Option<Answer> {
+    if !matches!(segments.first(), Some(&"world-sessions" | &"world-tasks")) {
+        return None;
+    }
+    let project = match authenticate(hub, headers).await {
+        Ok(project) => project,
+        Err(error) => return Some(Err(error)),
+    };
+    let p = project.as_str();
+    let id = |raw: &str| percent_decode(raw);
+    Some(match (method.as_str(), segments) {
+        ("POST", ["world-sessions"]) => match parse_body(body) {
+            Ok(body) => sessions::open_session(hub, p, &body, base_url).await,
+            Err(e) => Err(e),
+        },
+        ("GET", ["world-sessions", sid]) => sessions::session_status(hub, p, &id(sid)).await,
+        ("DELETE", ["world-sessions", sid]) => sessions::close_session(hub, p, &id(sid)).await,
+        ("POST", ["world-sessions", sid, "calls"]) => match parse_body(body) {
+            Ok(body) => sessions::create_call(hub, p, &id(sid), &body, base_url).await,
+            Err(e) => Err(e),
+        },
+        ("GET", ["world-sessions", sid, "calls"]) => sessions::list_calls(hub, p, &id(sid), query).await,
+        ("GET", ["world-sessions", sid, "calls", call]) => sessions::get_call(hub, p, &id(sid), &id(call)).await,
+        ("POST", ["world-sessions", sid, "task"]) => match parse_body(body) {
+            Ok(body) => sessions::save_task(hub, p, &id(sid), &body).await,
+            Err(e) => Err(e),
+        },
+        ("POST", ["world-sessions", _, "browser-events"]) | ("GET", ["world-sessions", _, "browser-events"]) => {
+            Err(HubError::BadRequest("surface not available: this hub serves no browser surface".into()))
+        }
+        ("POST", ["world-tasks"]) => match parse_body(body) {
+            Ok(body) => tasks::create_task(hub, p, &body).await,
+            Err(e) => Err(e),
+        },
+        ("GET", ["world-tasks"]) => tasks::list_tasks(hub, p, query).await,
+        ("GET", ["world-tasks", tid]) => tasks::show_task(hub, p, &id(tid), query.get("version").cloned()).await,
+        ("PATCH", ["world-tasks", tid]) => match parse_body(body) {
+            Ok(body) => tasks::update_task(hub, p, &id(tid), &body).await,
+            Err(e) => Err(e),
+        },
+        ("DELETE", ["world-tasks", tid]) => tasks::delete_task(hub, p, &id(tid)).await,
+        ("POST", ["world-tasks", tid, "validate"]) => match parse_body(body) {
+            Ok(body) => tasks::validate_task(hub, p, &id(tid), &body, base_url).await,
+            Err(e) => Err(e),
+        },
+        _ => Err(HubError::NotFound(format!("no route for {method} /api/public/{}", segments.join("/")))),
+    })
+}
+
+/// Answer `request` with `router` in process.
+async fn tower_service_call(router: axum::Router, request: Request) -> Option<Response> {
+    use tower::ServiceExt as _;
+    router.oneshot(request).await.ok()
 }
 
 // ------------------------------------------------------------------ plumbing

@@ -1,0 +1,529 @@
+//! World sessions (`/api/public/world-sessions`, spec §5) and the World Host
+//! callbacks (`/api/public/world-hosts`, `…/{sid}/host`, §10.3).
+//!
+//! A session is a document of its project (its task, tools, surfaces and where it
+//! runs); its calls are answered synchronously through the host's control plane
+//! and logged as documents of their own, so the first poll of a call finds it done.
+
+use super::tasks::{document_text, load_task, parse_spec, spec_hash, task_version};
+use super::*;
+use crate::worlds::{HostLink, Worlds, HOST_STALE_SECONDS};
+use gateway_host::version::Version as HostVersion;
+
+/// The document kind of sessions.
+const SESSION: &str = "session";
+/// The project under which hub-wide records live (hosts, session owners).
+const HOSTS_PROJECT: &str = "_hosts";
+
+fn calls_kind(session_id: &str) -> String {
+    format!("calls:{session_id}")
+}
+
+fn worlds(hub: &Hub) -> Result<&Arc<Worlds>, HubError> {
+    hub.worlds.as_ref().ok_or_else(|| HubError::BadRequest("this hub runs no World Host: live sessions are not available".into()))
+}
+
+/// A version of the hub opened as the embedded host opens it (fetched once and
+/// cached): its contract and connector, for checks and tools.
+pub(super) async fn world_version(hub: &Hub, version: &Version, base_url: &str) -> Result<Arc<HostVersion>, HubError> {
+    let host = worlds(hub)?
+        .embedded
+        .clone()
+        .ok_or_else(|| HubError::BadRequest("this hub runs no embedded World Host to open the world with".into()))?;
+    if !version.uploaded {
+        return Err(HubError::BadRequest(format!("version {} has no bundle stored", version.id)));
+    }
+    let url = presign(hub, base_url, "GET", &version.object_key, &[]);
+    let id = version.id.clone();
+    tokio::task::spawn_blocking(move || host.versions.ensure(&id, &url))
+        .await
+        .map_err(|e| HubError::Storage(e.to_string()))?
+        .map_err(|e| HubError::BadRequest(format!("the world version could not be opened: {e}")))
+}
+
+async fn load_session(hub: &Hub, project: &str, id: &str) -> Result<Map, HubError> {
+    let missing = || HubError::NotFound(format!("no world session '{id}' in this project"));
+    let text = hub.meta.document(project, SESSION, id).await?.ok_or_else(missing)?;
+    match json::parse_clean(&text) {
+        Some(Value::Object(map)) => Ok(map),
+        _ => Err(HubError::Storage(format!("world session {id} is not a JSON object"))),
+    }
+}
+
+async fn store_session(hub: &Hub, project: &str, session: &Map) -> Result<(), HubError> {
+    let id = session.get("sessionId").and_then(Value::as_str).unwrap_or_default().to_string();
+    hub.meta.put_document(project, SESSION, &id, &document_text(&Value::Object(session.clone()))).await?;
+    Ok(())
+}
+
+/// The session as clients see it (the hub's own bookkeeping left out).
+fn public(session: &Map) -> Value {
+    Value::Object(session.iter().filter(|(k, _)| !k.starts_with('_')).map(|(k, v)| (k.clone(), v.clone())).collect())
+}
+
+fn text_of(map: &Map, key: &str) -> String {
+    map.get(key).and_then(Value::as_str).unwrap_or_default().to_string()
+}
+
+/// The tools a session offers: the world's operations (those the task allows),
+/// with a Python-style signature and an input schema.
+fn tools(version: &HostVersion, allowed: Option<&Vec<String>>) -> Value {
+    let mut out = Vec::new();
+    for operation in &version.spec.operations {
+        if allowed.is_some_and(|a| !a.contains(&operation.name)) {
+            continue;
+        }
+        let placeholders = operation.placeholders();
+        let query: Vec<&String> = operation.params.iter().filter(|p| !placeholders.contains(p)).collect();
+        let writes = operation.method != "GET";
+        let mut signature: Vec<String> = placeholders.clone();
+        signature.extend(query.iter().map(|p| format!("{p}=None")));
+        if writes {
+            signature.push("body=None".into());
+        }
+        let string = || object([("type", Value::str("string"))]);
+        let mut properties = Map::default();
+        for name in &placeholders {
+            properties.insert(name.clone(), string());
+        }
+        for name in &query {
+            properties.insert((*name).clone(), string());
+        }
+        if writes {
+            properties.insert("body".into(), object([("type", Value::str("object"))]));
+        }
+        out.push(object([
+            ("name", Value::str(&operation.name)),
+            ("signature", Value::Str(format!("{}({})", operation.name, signature.join(", ")))),
+            ("doc", Value::Str(format!("{} {}", operation.method, operation.path))),
+            (
+                "inputSchema",
+                object([
+                    ("type", Value::str("object")),
+                    ("properties", Value::Object(properties)),
+                    ("required", Value::Array(placeholders.into_iter().map(Value::Str).collect())),
+                ]),
+            ),
+        ]));
+    }
+    Value::Array(out)
+}
+
+/// A bundled task's instruction: `instruction.md` of its scenario, else the
+/// scenario.toml's `instruction`.
+fn bundled_instruction(version: &HostVersion, task: &str) -> Option<String> {
+    let dir = version.scenario_dir(task)?;
+    if let Ok(text) = std::fs::read_to_string(dir.join("instruction.md")) {
+        return Some(text.trim_end().to_string());
+    }
+    let table: toml::Table = std::fs::read_to_string(dir.join("scenario.toml")).ok()?.parse().ok()?;
+    table.get("instruction").and_then(|v| v.as_str()).map(str::to_string)
+}
+
+/// The registered remote hosts that may take a session, least loaded first.
+async fn remote_hosts(hub: &Hub) -> Result<Vec<String>, HubError> {
+    let now = now_secs() as f64;
+    let mut hosts: Vec<(f64, String)> = Vec::new();
+    for (_, text) in hub.meta.documents(HOSTS_PROJECT, "host", 0, 1000).await? {
+        let Some(stats) = json::parse_clean(&text) else { continue };
+        let seen = stats.get("_seenAt").and_then(Value::as_f64).unwrap_or(0.0);
+        let url = stats.get("hostUrl").and_then(Value::as_str).unwrap_or_default().to_string();
+        let sessions = stats.get("sessions").and_then(Value::as_f64).unwrap_or(0.0);
+        let capacity = stats.get("capacity").and_then(Value::as_f64).unwrap_or(0.0);
+        let draining = matches!(stats.get("draining"), Some(Value::Bool(true)));
+        if !url.is_empty() && now - seen <= HOST_STALE_SECONDS && !draining && sessions < capacity {
+            hosts.push((sessions / capacity.max(1.0), url));
+        }
+    }
+    hosts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    Ok(hosts.into_iter().map(|(_, url)| url).collect())
+}
+
+pub(super) async fn open_session(hub: &Hub, project: &str, body: &Map, base_url: &str) -> Answer {
+    let worlds = worlds(hub)?.clone();
+    let (container, version) = match opt_str(body, "versionId")? {
+        Some(id) => own_version(hub, project, &id).await?,
+        None => {
+            let slug = opt_str(body, "slug")?.map(|s| s.split('@').next().unwrap_or_default().to_string());
+            let container = container(hub, project, slug).await?;
+            let (version, _) = resolve_ref(hub, &container, "latest").await?;
+            (container, version)
+        }
+    };
+    let mut surfaces = vec!["tools".to_string()];
+    if let Some(asked) = body.get("surfaces").and_then(Value::as_array) {
+        for surface in asked {
+            match surface.as_str() {
+                Some(kind @ ("tools" | "api" | "ui")) => {
+                    if !surfaces.iter().any(|s| s == kind) {
+                        surfaces.push(kind.to_string());
+                    }
+                }
+                Some("browser") => {
+                    return Err(HubError::BadRequest(
+                        "surface not available: this hub serves no browser surface (ask for tools, api or ui)".into(),
+                    ))
+                }
+                _ => return Err(HubError::BadRequest(format!("unknown surface {}: use tools, api, ui", json::canonical(surface)))),
+            }
+        }
+    }
+    let opened = world_version(hub, &version, base_url).await?;
+    // The task: a bundled scenario by name, a stored task's spec, or an inline spec.
+    let (host_task, task_info, spec) = match body.get("task") {
+        Some(Value::Str(name)) if !name.trim().is_empty() => (
+            ("task", Value::str(name)),
+            object([
+                ("source", Value::str("bundled")),
+                ("name", Value::str(name)),
+                ("hash", Value::Null),
+                ("metadata", Value::Object(Map::default())),
+            ]),
+            None,
+        ),
+        Some(Value::Object(reference)) if reference.contains_key("id") => {
+            let id = reference.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+            let wanted = reference.get("version").and_then(Value::as_f64).map(|v| v as i64);
+            let task = load_task(hub, project, &id).await?;
+            let (number, hash, spec_value) = task_version(&task, wanted)?;
+            let (spec, normalised) = parse_spec(&spec_value)?;
+            let metadata = spec.metadata.clone().map(Value::Object).unwrap_or(Value::Object(Map::default()));
+            (
+                ("taskSpec", normalised),
+                object([
+                    ("source", Value::str("stored")),
+                    ("name", task.get("name").cloned().unwrap_or_default()),
+                    ("hash", Value::Str(hash)),
+                    ("metadata", metadata),
+                    ("id", Value::Str(id)),
+                    ("version", Value::Int(number)),
+                ]),
+                Some(spec),
+            )
+        }
+        Some(inline @ Value::Object(_)) => {
+            let (spec, normalised) = parse_spec(inline)?;
+            let metadata = spec.metadata.clone().map(Value::Object).unwrap_or(Value::Object(Map::default()));
+            (
+                ("taskSpec", normalised.clone()),
+                object([
+                    ("source", Value::str("inline")),
+                    ("name", spec.name.clone().map(Value::Str).unwrap_or_default()),
+                    ("hash", Value::Str(spec_hash(&normalised))),
+                    ("metadata", metadata),
+                ]),
+                Some(spec),
+            )
+        }
+        _ => {
+            return Err(HubError::BadRequest(
+                "a session needs a task: a bundled task name, a stored task {id, version?} or a spec with an instruction".into(),
+            ))
+        }
+    };
+    let session_id = new_id("ws");
+    let token = hex::encode(crate::util::random_bytes(24));
+    let bundle_url = presign(hub, base_url, "GET", &version.object_key, &[]);
+    let mut request = object([
+        ("sessionId", Value::str(&session_id)),
+        ("versionId", Value::str(&version.id)),
+        ("bundleUrl", Value::Str(bundle_url)),
+        ("token", Value::str(&token)),
+    ]);
+    if let Value::Object(map) = &mut request {
+        map.insert(host_task.0.into(), host_task.1.clone());
+    }
+    // Placement: this hub's own host first, then registered hosts, least loaded first.
+    let mut candidates: Vec<HostLink> = Vec::new();
+    if worlds.embedded.is_some() {
+        candidates.push(HostLink::Embedded);
+    }
+    candidates.extend(remote_hosts(hub).await?.into_iter().map(HostLink::Remote));
+    let mut refusal = None;
+    let mut placed = None;
+    for link in candidates {
+        match worlds.control(&link, "POST", "/__host/sessions", request.clone()).await? {
+            Ok(descriptor) => {
+                placed = Some((link, descriptor));
+                break;
+            }
+            Err(refused) if refused.status == 503 || refused.status == 502 => refusal = Some(refused),
+            Err(refused) => return Err(HubError::BadRequest(refused.message())),
+        }
+    }
+    let Some((link, _descriptor)) = placed else {
+        let why = refusal.map(|r| r.message()).unwrap_or_else(|| "no World Host is registered".into());
+        return Err(HubError::Conflict(format!("no World Host can take the session now: {why}")));
+    };
+    let data_base = match &link {
+        HostLink::Embedded => base_url.to_string(),
+        HostLink::Remote(url) => url.clone(),
+    };
+    let api_url = format!("{data_base}/s/{session_id}");
+    let mut surface_map = Map::default();
+    if surfaces.iter().any(|s| s == "api") {
+        surface_map.insert("api".into(), object([("url", Value::str(&api_url)), ("token", Value::str(&token))]));
+    }
+    if surfaces.iter().any(|s| s == "ui") {
+        let Some(ui) = opened.settings.ui.as_ref() else {
+            worlds.control(&link, "DELETE", &format!("/__host/sessions/{session_id}"), Value::Object(Map::default())).await?.ok();
+            return Err(HubError::BadRequest("surface not available: this world has no [ui] static app".into()));
+        };
+        surface_map.insert(
+            "ui".into(),
+            object([
+                ("url", Value::str(&api_url)),
+                ("entry", Value::Str(format!("{api_url}/?token={token}"))),
+                ("apiPath", Value::str(&ui.api_path)),
+                ("token", Value::str(&token)),
+            ]),
+        );
+    }
+    let instruction = match &spec {
+        Some(spec) => Value::str(&spec.instruction),
+        None => bundled_instruction(&opened, task_info.get("name").and_then(Value::as_str).unwrap_or_default())
+            .map(Value::Str)
+            .unwrap_or_default(),
+    };
+    let mut session = Map::default();
+    session.insert("sessionId".into(), Value::str(&session_id));
+    session.insert("versionId".into(), Value::str(&version.id));
+    session.insert("slug".into(), Value::str(&container.slug));
+    session.insert("state".into(), Value::str("READY"));
+    session.insert("ready".into(), Value::Bool(true));
+    session.insert("taskName".into(), task_info.get("name").cloned().unwrap_or_default());
+    session.insert("instruction".into(), instruction);
+    session.insert("task".into(), task_info);
+    session.insert("tools".into(), tools(&opened, spec.as_ref().and_then(|s| s.tools.as_ref())));
+    session.insert("surfaces".into(), Value::Object(surface_map));
+    session.insert("createdAt".into(), Value::Str(now_iso()));
+    session.insert("_host".into(), Value::Str(link.name()));
+    if let ("taskSpec", spec) = &host_task {
+        session.insert("_spec".into(), spec.clone());
+    }
+    store_session(hub, project, &session).await?;
+    hub.meta.put_document(HOSTS_PROJECT, "owner", &session_id, &json::canonical(&object([("hostUrl", Value::Str(link.name()))]))).await?;
+    ok(public(&session))
+}
+
+pub(super) async fn session_status(hub: &Hub, project: &str, id: &str) -> Answer {
+    ok(public(&load_session(hub, project, id).await?))
+}
+
+/// A tool call's args as the host takes them: `{path, query, body}`. Flat args
+/// (what an agent sends) are split by the operation's placeholders and params.
+fn route_args(version: &HostVersion, tool: &str, args: &Value) -> Value {
+    let Some(map) = args.as_object() else { return args.clone() };
+    if map.keys().any(|k| matches!(k.as_str(), "path" | "query" | "body")) {
+        return args.clone();
+    }
+    let Some(operation) = version.spec.operation(tool) else { return args.clone() };
+    let placeholders = operation.placeholders();
+    let (mut path, mut query, mut body) = (Map::default(), Map::default(), Map::default());
+    for (key, value) in map {
+        if placeholders.contains(key) {
+            path.insert(key.clone(), value.clone());
+        } else if operation.params.contains(key) || operation.method == "GET" {
+            query.insert(key.clone(), value.clone());
+        } else {
+            body.insert(key.clone(), value.clone());
+        }
+    }
+    object([("path", Value::Object(path)), ("query", Value::Object(query)), ("body", Value::Object(body))])
+}
+
+pub(super) async fn create_call(hub: &Hub, project: &str, id: &str, body: &Map, base_url: &str) -> Answer {
+    let session = load_session(hub, project, id).await?;
+    if text_of(&session, "state") != "READY" {
+        return Err(HubError::Conflict(format!("world session {id} is {}", text_of(&session, "state"))));
+    }
+    let worlds = worlds(hub)?.clone();
+    let link = HostLink::from_name(&text_of(&session, "_host"));
+    let kind = opt_str(body, "kind")?.unwrap_or_default();
+    let tool = body.get("tool").cloned().unwrap_or_default();
+    let args = body.get("args").cloned().unwrap_or(Value::Object(Map::default()));
+    let empty = || Value::Object(Map::default());
+    let at = now_iso();
+    let path = |verb: &str| format!("/__host/sessions/{id}/{verb}");
+    let answered = match kind.as_str() {
+        "call" => {
+            let Some(name) = tool.as_str() else { return Err(HubError::BadRequest("a call needs 'tool'".into())) };
+            let (_, version) = own_version(hub, project, &text_of(&session, "versionId")).await?;
+            let opened = world_version(hub, &version, base_url).await?;
+            let routed = route_args(&opened, name, &args);
+            worlds.control(&link, "POST", &path("call"), object([("tool", Value::str(name)), ("args", routed)])).await?
+        }
+        "grade" => worlds.control(&link, "POST", &path("grade"), empty()).await?,
+        "state" => worlds.control(&link, "GET", &path("state"), empty()).await?,
+        "reset" => worlds.control(&link, "POST", &path("reset"), empty()).await?,
+        "seed" => worlds.control(&link, "POST", &path("seed"), object([("args", args.clone())])).await?,
+        other => return Err(HubError::BadRequest(format!("unknown call kind '{other}': use call, grade, state, reset or seed"))),
+    };
+    let (mut result, mut error) = match answered {
+        Ok(value) => (value, Value::Null),
+        Err(refused) if refused.status == 404 => {
+            return Err(HubError::NotFound(format!("world session {id} is no longer held by its host: {}", refused.message())))
+        }
+        Err(refused) => (Value::Null, Value::Str(refused.message())),
+    };
+    if kind == "grade" && matches!(result.get("pending"), Some(Value::Bool(true))) {
+        let spec = session.get("_spec").cloned().unwrap_or_default();
+        let log = call_log(hub, project, id).await?;
+        let state = match worlds.control(&link, "GET", &path("state"), empty()).await? {
+            Ok(state) => state,
+            Err(refused) => Value::Str(refused.message()),
+        };
+        match crate::judge::judge(&spec, &state, &log).await {
+            Ok(grade) => result = grade,
+            Err(why) => {
+                result = Value::Null;
+                error = Value::Str(why);
+            }
+        }
+    }
+    let call_id = new_id("wc");
+    let kind_key = calls_kind(id);
+    let mut call = Map::default();
+    call.insert("id".into(), Value::str(&call_id));
+    call.insert("kind".into(), Value::str(&kind));
+    call.insert("tool".into(), tool);
+    call.insert("args".into(), args);
+    call.insert("result".into(), result.clone());
+    call.insert("error".into(), error.clone());
+    call.insert("state".into(), Value::str(if matches!(error, Value::Null) { "DONE" } else { "FAILED" }));
+    call.insert("createdAt".into(), Value::str(&at));
+    call.insert("completedAt".into(), Value::Str(now_iso()));
+    let seq = hub.meta.put_document(project, &kind_key, &call_id, &document_text(&Value::Object(call.clone()))).await?;
+    call.insert("seq".into(), Value::Int(seq));
+    hub.meta.put_document(project, &kind_key, &call_id, &document_text(&Value::Object(call))).await?;
+    let mut out = object([("callId", Value::str(&call_id)), ("done", Value::Bool(true)), ("pending", Value::Bool(false))]);
+    if let Value::Object(map) = &mut out {
+        if matches!(error, Value::Null) {
+            map.insert("result".into(), result);
+        } else {
+            map.insert("error".into(), error);
+        }
+    }
+    ok(out)
+}
+
+async fn call_log(hub: &Hub, project: &str, id: &str) -> Result<Vec<Value>, HubError> {
+    let mut out = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = hub.meta.documents(project, &calls_kind(id), after, 500).await?;
+        let Some((last, _)) = page.last() else { break };
+        after = *last;
+        out.extend(page.into_iter().filter_map(|(_, text)| json::parse_clean(&text)));
+    }
+    Ok(out)
+}
+
+pub(super) async fn get_call(hub: &Hub, project: &str, id: &str, call_id: &str) -> Answer {
+    load_session(hub, project, id).await?;
+    let text = hub
+        .meta
+        .document(project, &calls_kind(id), call_id)
+        .await?
+        .ok_or_else(|| HubError::NotFound(format!("no call '{call_id}' in world session {id}")))?;
+    let call = json::parse_clean(&text).unwrap_or_default();
+    let mut out = object([("done", Value::Bool(true)), ("state", call.get("state").cloned().unwrap_or_default())]);
+    if let Value::Object(map) = &mut out {
+        match call.get("error") {
+            Some(error @ Value::Str(_)) => {
+                map.insert("error".into(), error.clone());
+            }
+            _ => {
+                map.insert("result".into(), call.get("result").cloned().unwrap_or_default());
+            }
+        }
+    }
+    ok(out)
+}
+
+pub(super) async fn list_calls(hub: &Hub, project: &str, id: &str, query: &BTreeMap<String, String>) -> Answer {
+    load_session(hub, project, id).await?;
+    let limit = query.get("limit").and_then(|l| l.parse::<i64>().ok()).unwrap_or(500).clamp(1, 1000);
+    let after = match query.get("cursor").filter(|c| !c.is_empty()) {
+        Some(cursor) => cursor.parse::<i64>().map_err(|_| HubError::BadRequest(format!("cursor '{cursor}' is not one this hub gave")))?,
+        None => 0,
+    };
+    let page = hub.meta.documents(project, &calls_kind(id), after, limit).await?;
+    let next = if page.len() as i64 == limit { page.last().map(|(seq, _)| Value::Str(seq.to_string())) } else { None };
+    let calls: Vec<Value> = page.into_iter().filter_map(|(_, text)| json::parse_clean(&text)).collect();
+    ok(object([("calls", Value::Array(calls)), ("nextCursor", next.unwrap_or_default())]))
+}
+
+pub(super) async fn close_session(hub: &Hub, project: &str, id: &str) -> Answer {
+    let mut session = load_session(hub, project, id).await?;
+    if text_of(&session, "state") == "READY" {
+        let link = HostLink::from_name(&text_of(&session, "_host"));
+        // A host that lost the session has closed it already.
+        let _ = worlds(hub)?.control(&link, "DELETE", &format!("/__host/sessions/{id}"), Value::Object(Map::default())).await?;
+        session.insert("state".into(), Value::str("STOPPED"));
+        session.insert("ready".into(), Value::Bool(false));
+        session.insert("closedAt".into(), Value::Str(now_iso()));
+        store_session(hub, project, &session).await?;
+        hub.meta.delete_document(HOSTS_PROJECT, "owner", id).await?;
+    }
+    ok(object([("sessionId", Value::str(id)), ("closed", Value::Bool(true)), ("state", session.get("state").cloned().unwrap_or_default())]))
+}
+
+pub(super) async fn save_task(hub: &Hub, project: &str, id: &str, body: &Map) -> Answer {
+    let mut session = load_session(hub, project, id).await?;
+    let task = session.get("task").cloned().unwrap_or_default();
+    match task.get("source").and_then(Value::as_str) {
+        Some("inline") => {}
+        Some("stored") => return Err(HubError::Conflict(format!("world session {id} runs a stored task already"))),
+        _ => return Err(HubError::BadRequest(format!("world session {id} runs a bundled task; only an inline task can be saved"))),
+    }
+    let mut create = Map::default();
+    create.insert("spec".into(), session.get("_spec").cloned().unwrap_or_default());
+    for key in ["name", "message"] {
+        if let Some(value) = body.get(key) {
+            create.insert(key.into(), value.clone());
+        }
+    }
+    create.insert("world".into(), body.get("world").cloned().unwrap_or_else(|| session.get("slug").cloned().unwrap_or_default()));
+    let (_, summary) = super::tasks::create_task(hub, project, &create).await?;
+    if let Value::Object(task) = &mut session.get("task").cloned().unwrap_or_default() {
+        task.insert("source".into(), Value::str("stored"));
+        task.insert("id".into(), summary.get("id").cloned().unwrap_or_default());
+        task.insert("version".into(), Value::Int(1));
+        task.insert("name".into(), summary.get("name").cloned().unwrap_or_default());
+        session.insert("task".into(), Value::Object(task.clone()));
+        session.insert("taskName".into(), summary.get("name").cloned().unwrap_or_default());
+    }
+    store_session(hub, project, &session).await?;
+    ok(summary)
+}
+
+fn host_secret_ok(hub: &Hub, headers: &HeaderMap) -> Result<(), HubError> {
+    let worlds = worlds(hub)?;
+    let presented = headers.get("x-host-secret").map(|v| v.as_bytes().to_vec()).unwrap_or_default();
+    if bool::from(presented.ct_eq(worlds.secret.as_bytes())) {
+        Ok(())
+    } else {
+        Err(HubError::Unauthorized("forbidden: a World Host callback needs the hub's X-Host-Secret".into()))
+    }
+}
+
+/// `POST /api/public/world-hosts`: a host's heartbeat (its stats).
+pub(super) async fn heartbeat(hub: &Hub, headers: &HeaderMap, body: &Map) -> Answer {
+    host_secret_ok(hub, headers)?;
+    let url = opt_str(body, "hostUrl")?.filter(|u| u.starts_with("http://") || u.starts_with("https://"));
+    let Some(url) = url else { return Err(HubError::BadRequest("a heartbeat names its 'hostUrl' (http[s]://…)".into())) };
+    let mut stats = body.clone();
+    stats.insert("_seenAt".into(), Value::Float(now_secs() as f64));
+    hub.meta
+        .put_document(HOSTS_PROJECT, "host", &hex::encode(Sha256::digest(url.as_bytes())), &document_text(&Value::Object(stats)))
+        .await?;
+    ok(object([("ok", Value::Bool(true))]))
+}
+
+/// `GET /api/public/world-sessions/{sid}/host`: which host owns a session.
+pub(super) async fn session_host(hub: &Hub, headers: &HeaderMap, id: &str) -> Answer {
+    host_secret_ok(hub, headers)?;
+    let text = hub.meta.document(HOSTS_PROJECT, "owner", id).await?.ok_or_else(|| HubError::NotFound(format!("no open session {id}")))?;
+    ok(json::parse_clean(&text).unwrap_or_default())
+}

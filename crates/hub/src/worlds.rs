@@ -1,0 +1,215 @@
+//! The hub's side of live sessions: where sessions run (the World Host this hub
+//! embeds, and hosts that register by heartbeat), how the hub reaches them (the
+//! same control-plane calls either way), how hosts fetch bundles and move exports
+//! (HTTP with safe extraction), and the rubric judge.
+//!
+//! The session and task routes themselves are in `server/sessions.rs` and
+//! `server/tasks.rs`; this module holds no route.
+
+use crate::error::HubError;
+use gateway_host::{HostConfig, WorldHost};
+use gateway_world::json::{self, object, Value};
+use std::io::Read as _;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The most a bundle may weigh when a host fetches it.
+pub const MAX_BUNDLE_BYTES: u64 = 1024 * 1024 * 1024;
+/// A remote host not heard from for this long is not given new sessions.
+pub const HOST_STALE_SECONDS: f64 = 30.0;
+
+/// Live sessions: the embedded host and the control-plane secret remote hosts share.
+pub struct Worlds {
+    /// The host this hub runs in its own process (None: remote hosts only).
+    pub embedded: Option<Arc<WorldHost>>,
+    /// `X-Host-Secret` of the control plane and of the hosts' callbacks.
+    pub secret: String,
+    http: reqwest::Client,
+}
+
+impl std::fmt::Debug for Worlds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worlds").field("embedded", &self.embedded.is_some()).finish()
+    }
+}
+
+/// Where a session runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HostLink {
+    /// In this process.
+    Embedded,
+    /// A World Host at this control-plane URL.
+    Remote(String),
+}
+
+impl HostLink {
+    /// As stored with a session: `embedded` or the host's URL.
+    pub fn name(&self) -> String {
+        match self {
+            HostLink::Embedded => "embedded".into(),
+            HostLink::Remote(url) => url.clone(),
+        }
+    }
+
+    /// From its stored name.
+    pub fn from_name(name: &str) -> HostLink {
+        if name == "embedded" {
+            HostLink::Embedded
+        } else {
+            HostLink::Remote(name.to_string())
+        }
+    }
+}
+
+/// A control call refused by the host: its status and body.
+#[derive(Debug)]
+pub struct HostRefusal {
+    /// 400, 404 (`unknown_session`), 503 (`at_capacity`, `draining`), 502.
+    pub status: u16,
+    /// `{error, detail}`.
+    pub body: Value,
+}
+
+impl HostRefusal {
+    /// The refusal's text, as a call's `error`.
+    pub fn message(&self) -> String {
+        match self.body.get("detail").and_then(Value::as_str) {
+            Some(detail) => detail.to_string(),
+            None => json::canonical(&self.body),
+        }
+    }
+}
+
+impl Worlds {
+    /// Live sessions with an embedded host under `root` (bundles fetched over HTTP).
+    pub fn embedded(root: &Path, secret: String) -> Worlds {
+        let mut config = HostConfig::local(root.to_path_buf());
+        config.fetch = Arc::new(fetch_bundle);
+        config.objects = Arc::new(HttpObjects);
+        if let Some(max) = std::env::var("WORLDS_HOST_MAX_SESSIONS").ok().and_then(|v| v.parse().ok()) {
+            config.max_sessions = max;
+        }
+        if let Some(lease) = std::env::var("WORLDS_HOST_LEASE_S").ok().and_then(|v| v.parse().ok()) {
+            config.lease_seconds = lease;
+        }
+        Worlds { embedded: Some(Arc::new(WorldHost::new(config))), secret, http: reqwest::Client::new() }
+    }
+
+    /// Live sessions on remote hosts only.
+    pub fn remote_only(secret: String) -> Worlds {
+        Worlds { embedded: None, secret, http: reqwest::Client::new() }
+    }
+
+    /// One control-plane call (`/__host/…`) on the host a session runs on.
+    pub async fn control(&self, link: &HostLink, method: &str, path: &str, body: Value) -> Result<Result<Value, HostRefusal>, HubError> {
+        match link {
+            HostLink::Embedded => {
+                let Some(host) = self.embedded.clone() else {
+                    return Err(HubError::Storage("this hub runs no embedded World Host".into()));
+                };
+                let (method, path) = (method.to_string(), path.to_string());
+                let answer = tokio::task::spawn_blocking(move || gateway_host::server::control_call(&host, &method, &path, &body))
+                    .await
+                    .map_err(|e| HubError::Storage(format!("the host failed: {e}")))?;
+                Ok(match answer {
+                    Ok(Some(value)) => Ok(value),
+                    Ok(None) => Err(HostRefusal { status: 404, body: object([("error", Value::str("unknown control route"))]) }),
+                    Err(refused) => {
+                        let (status, body) = refused.answer();
+                        Err(HostRefusal { status, body })
+                    }
+                })
+            }
+            HostLink::Remote(url) => {
+                let request = match method {
+                    "GET" => self.http.get(format!("{url}{path}")),
+                    "DELETE" => self.http.delete(format!("{url}{path}")),
+                    _ => self.http.post(format!("{url}{path}")),
+                };
+                let sent = request
+                    .header("x-host-secret", &self.secret)
+                    .header("content-type", "application/json")
+                    .body(json::canonical(&body))
+                    .timeout(Duration::from_secs(300))
+                    .send()
+                    .await;
+                let response = match sent {
+                    Ok(response) => response,
+                    Err(error) => {
+                        let body = object([("error", Value::str("host unreachable")), ("detail", Value::Str(format!("{url}: {error}")))]);
+                        return Ok(Err(HostRefusal { status: 502, body }));
+                    }
+                };
+                let status = response.status().as_u16();
+                let text = response.text().await.unwrap_or_default();
+                let value = json::parse(&text).map(|p| p.value).unwrap_or(Value::Str(text));
+                Ok(if status == 200 { Ok(value) } else { Err(HostRefusal { status, body: value }) })
+            }
+        }
+    }
+}
+
+/// Fetch a bundle tarball over HTTP (streamed to a file, capped) and extract it
+/// safely into `dest`.
+pub fn fetch_bundle(url: &str, dest: &Path) -> Result<(), String> {
+    if url.starts_with("file://") {
+        return gateway_host::version::local_fetch(url, dest);
+    }
+    let response = reqwest::blocking::Client::new()
+        .get(url)
+        .timeout(Duration::from_secs(300))
+        .send()
+        .map_err(|e| e.to_string())?
+        .error_for_status()
+        .map_err(|e| e.to_string())?;
+    let mut bytes = Vec::new();
+    response.take(MAX_BUNDLE_BYTES + 1).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > MAX_BUNDLE_BYTES {
+        return Err(format!("the bundle is larger than {MAX_BUNDLE_BYTES} bytes"));
+    }
+    std::fs::create_dir_all(dest).map_err(|e| e.to_string())?;
+    crate::archive::safe_extract(&bytes, dest, crate::archive::ExtractLimits::default()).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// Exports moved over HTTP (presigned URLs), `file://` for a host on one machine.
+#[derive(Debug, Default)]
+pub struct HttpObjects;
+
+impl gateway_host::host::Objects for HttpObjects {
+    fn download(&self, url: &str, dest: &Path) -> Result<(), String> {
+        if url.starts_with("file://") {
+            return gateway_host::host::LocalObjects.download(url, dest);
+        }
+        let mut response = reqwest::blocking::Client::new()
+            .get(url)
+            .timeout(Duration::from_secs(300))
+            .send()
+            .and_then(|r| r.error_for_status())
+            .map_err(|e| e.to_string())?;
+        let mut file = std::fs::File::create(dest).map_err(|e| e.to_string())?;
+        std::io::copy(&mut response, &mut file).map_err(|e| e.to_string())?;
+        Ok(())
+    }
+
+    fn upload(&self, url: &str, path: &Path, sha256_hex: &str, size: u64) -> Result<(), String> {
+        if url.starts_with("file://") {
+            return gateway_host::host::LocalObjects.upload(url, path, sha256_hex, size);
+        }
+        use base64::Engine as _;
+        let digest = hex::decode(sha256_hex).map_err(|e| e.to_string())?;
+        let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+        reqwest::blocking::Client::new()
+            .put(url)
+            .header("content-type", gateway_host::session::EXPORT_CONTENT_TYPE)
+            .header("content-length", size)
+            .header("x-amz-checksum-sha256", base64::engine::general_purpose::STANDARD.encode(digest))
+            .body(reqwest::blocking::Body::sized(file, size))
+            .timeout(Duration::from_secs(600))
+            .send()
+            .and_then(|r| r.error_for_status())
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+}
