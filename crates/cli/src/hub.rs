@@ -31,6 +31,10 @@ pub enum HubCommand {
         /// Largest bundle upload, in MiB.
         #[arg(long = "max-bundle-mb", default_value_t = 1024)]
         max_bundle_mb: usize,
+        /// Run no World Host in this process: sessions go to hosts that register
+        /// with `gateway host serve --platform <this hub>` (same WORLDS_HOST_SECRET).
+        #[arg(long = "no-host")]
+        no_host: bool,
     },
     /// Project API keys.
     Keys {
@@ -90,7 +94,7 @@ fn runtime() -> tokio::runtime::Runtime {
 /// Run one `hub` command.
 pub fn run(command: HubCommand) -> ExitCode {
     match command {
-        HubCommand::Serve { addr, data, database, objects, public_url, max_bundle_mb } => {
+        HubCommand::Serve { addr, data, database, objects, public_url, max_bundle_mb, no_host } => {
             let Ok(addr) = addr.parse::<std::net::SocketAddr>() else {
                 eprintln!("Error: Invalid value: --addr must be HOST:PORT, not {addr}");
                 return ExitCode::from(2);
@@ -99,7 +103,10 @@ pub fn run(command: HubCommand) -> ExitCode {
             let config = HubConfig { data: data.clone(), database, objects };
             let limits = Limits { max_object_bytes: max_bundle_mb.saturating_mul(1024 * 1024), ..Limits::default() };
             let result = runtime().block_on(async move {
-                let hub = config.open(public_url, limits).await?;
+                let mut hub = config.open(public_url, limits).await?;
+                if no_host {
+                    hub.worlds = Some(std::sync::Arc::new(gateway_hub::worlds::Worlds::remote_only(&config.data.join("host"), config.host_secret()?)));
+                }
                 if hub.meta.key_count().await? == 0 {
                     eprintln!(
                         "No API keys yet: every call will be refused (401). Create one with\n  gateway hub keys create --data {}{database_flag} [--project NAME]\nthen point clients at this hub with GATEWAY_HOST=http://{addr} GATEWAY_PUBLIC_KEY=… GATEWAY_SECRET_KEY=…",
@@ -110,7 +117,7 @@ pub fn run(command: HubCommand) -> ExitCode {
                     .await
                     .map_err(|e| gateway_hub::HubError::Storage(format!("cannot listen on {addr}: {e}")))?;
                 eprintln!("gateway hub listening on http://{}", listener.local_addr().map(|a| a.to_string()).unwrap_or_default());
-                gateway_hub::server::serve_on(hub, listener).await
+                gateway_hub::server::serve_until(hub, listener, crate::shutdown_signal()).await
             });
             match result {
                 Ok(()) => ExitCode::SUCCESS,

@@ -7,6 +7,7 @@
 
 mod bench;
 mod connector;
+mod host;
 mod hub;
 mod worlds;
 
@@ -42,6 +43,11 @@ enum Command {
     Hub {
         #[command(subcommand)]
         command: hub::HubCommand,
+    },
+    /// The World Host: live world sessions, on their own or behind a hub.
+    Host {
+        #[command(subcommand)]
+        command: host::HostCommand,
     },
     /// Manage authentication credentials.
     Auth {
@@ -80,5 +86,6 @@ fn main() -> ExitCode {
         Command::Bench { command } => bench::run(command),
         Command::Hub { command } => hub::run(command),
         Command::Auth { command } => hub::auth(command),
+        Command::Host { command } => host::run(command),
     }
 }

@@ -351,3 +351,119 @@ fn the_original_session_and_task_commands_against_our_hub() {
     let (success, _, stderr) = run(&server, &reference, &["worlds", "task", "show", &task], work);
     assert!(!success && stderr.contains("404"), "{stderr}");
 }
+
+/// Spawn a server command and wait for its "listening on http://ADDR" line.
+fn spawn_listening(args: &[&str], envs: &[(&str, &str)], marker: &str) -> (Child, String) {
+    let mut command = Command::new(GATEWAY);
+    command.args(args).stderr(Stdio::piped()).stdout(Stdio::null());
+    for (k, v) in envs {
+        command.env(k, v);
+    }
+    let mut child = command.spawn().unwrap();
+    let mut reader = BufReader::new(child.stderr.take().unwrap());
+    let mut addr = String::new();
+    for _ in 0..20 {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        if let Some(found) = line.trim().strip_prefix(marker) {
+            addr = found.to_string();
+            break;
+        }
+    }
+    assert!(!addr.is_empty(), "{args:?} did not start");
+    std::thread::spawn(move || for _ in reader.lines() {});
+    (child, addr)
+}
+
+/// One HTTP/1.1 GET on loopback; (status, body).
+fn http_get(url: &str, headers: &[(&str, &str)]) -> (u16, String) {
+    use std::io::{Read, Write};
+    let rest = url.strip_prefix("http://").unwrap();
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let mut stream = std::net::TcpStream::connect(authority).unwrap();
+    let mut head = format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    stream.write_all(format!("{head}\r\n").as_bytes()).unwrap();
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).unwrap();
+    let status = raw.split_whitespace().nth(1).unwrap_or("0").parse().unwrap_or(0);
+    (status, raw.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default())
+}
+
+/// `gateway hub serve --no-host` places sessions on a `gateway host serve` that
+/// registered by heartbeat; the session's API answers on that host; SIGTERM
+/// drains the host (no new sessions), and it exits once its sessions close.
+#[test]
+fn sessions_on_a_registered_host_and_its_drain() {
+    let Some((reference, _)) = reference() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let keys = Command::new(GATEWAY).args(["hub", "keys", "create", "--project", "p1", "--data"]).arg(&data).output().unwrap();
+    let keys = String::from_utf8(keys.stdout).unwrap();
+    let secret_env = [("WORLDS_HOST_SECRET", "test-host-secret")];
+    let data_arg = data.to_string_lossy().into_owned();
+    let (hub_child, hub_addr) = spawn_listening(
+        &["hub", "serve", "--addr", "127.0.0.1:0", "--no-host", "--data", &data_arg],
+        &secret_env,
+        "gateway hub listening on ",
+    );
+    let root = tmp.path().join("host").to_string_lossy().into_owned();
+    let (mut host_child, host_addr) = spawn_listening(
+        &[
+            "host",
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--root",
+            &root,
+            "--platform",
+            &hub_addr,
+            "--heartbeat-seconds",
+            "0.2",
+            "--drain-seconds",
+            "20",
+        ],
+        &secret_env,
+        "gateway world host listening on ",
+    );
+    let server = Server { child: hub_child, host: hub_addr, public: field(&keys, "publicKey"), secret: field(&keys, "secretKey") };
+    let work = tmp.path();
+    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), &work.join("helpdesk"));
+    ok(&server, Path::new(GATEWAY), &["bench", "push", "helpdesk", "--slug", "helpdesk"], work);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+
+    let opened = ok(&server, &reference, &["worlds", "session", "open", "helpdesk", "-t", "backlog", "-s", "api"], work);
+    let sid = field(&opened, "sessionId");
+    let parsed = gateway_world::json::parse(&opened).unwrap().value;
+    let api = parsed.get("api").unwrap();
+    let (url, token) = (api.get("url").and_then(|v| v.as_str()).unwrap(), api.get("token").and_then(|v| v.as_str()).unwrap());
+    assert!(url.starts_with(&host_addr), "the session runs on the registered host: {url}");
+    let (status, body) = http_get(&format!("{url}/api/v2/tickets/102"), &[("Authorization", &format!("Bearer {token}"))]);
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"status\": \"open\""), "the backlog scenario is applied: {body}");
+    assert!(ok(&server, &reference, &["worlds", "session", "grade", &sid], work).contains("\"reward\""));
+
+    // Drain: the host refuses new sessions and stays until its session closes.
+    let pid = host_child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let (status, stats) = http_get(&format!("{host_addr}/__host/stats"), &[("X-Host-Secret", "test-host-secret")]);
+    assert_eq!(status, 200);
+    assert!(stats.contains("\"draining\": true") && stats.contains("\"sessions\": 1"), "{stats}");
+    let (success, _, stderr) = run(&server, &reference, &["worlds", "session", "open", "helpdesk", "-t", "backlog"], work);
+    assert!(!success, "a draining host takes no new session: {stderr}");
+    ok(&server, &reference, &["worlds", "session", "close", &sid], work);
+    let started = std::time::Instant::now();
+    let exited = loop {
+        if let Some(status) = host_child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(15), "the drained host did not exit");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert!(exited.success());
+}

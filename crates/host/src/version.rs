@@ -34,7 +34,8 @@ pub struct Version {
     pub settings: ApiSettings,
     /// The indexed snapshot sessions are copied from.
     pub template: Arc<Template>,
-    /// The world's `api/handlers.py` worker, shared by its sessions.
+    /// The world's `api/handlers.py` worker, shared by its sessions (None in a
+    /// catalog, which only reads versions).
     pub worker: Option<SharedWorker>,
 }
 
@@ -69,7 +70,7 @@ impl Version {
     /// Open an extracted bundle: find its tree, compile it when its generated
     /// artifacts or snapshot are missing or stale (a pushed world need not carry
     /// them), load its connector and start its handler worker.
-    pub fn open(id: &str, bundle: &Path) -> Result<Version, HostError> {
+    pub fn open(id: &str, bundle: &Path, handlers: bool) -> Result<Version, HostError> {
         let tree = world_tree(bundle)?;
         let current = gateway_world::lifecycle::check_bundle(&tree)
             .ok()
@@ -91,7 +92,11 @@ impl Version {
         }
         let settings = gateway_serve::settings::load_api_settings(&tree, &spec)?;
         let template = Arc::new(Template::open(&tree, gateway_serve::server::index_plan(&spec, &settings))?);
-        let worker = start_worker(&settings).map_err(|e| refuse("host", format!("the world's handlers could not start: {e}")))?;
+        let worker = if handlers {
+            start_worker(&settings).map_err(|e| refuse("host", format!("the world's handlers could not start: {e}")))?
+        } else {
+            None
+        };
         Ok(Version { id: id.to_string(), bundle: bundle.to_path_buf(), tree, spec, settings, template, worker })
     }
 
@@ -113,12 +118,20 @@ pub struct VersionCache {
     /// One build at a time per version: concurrent opens of a version being
     /// fetched wait for that fetch instead of starting their own.
     building: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+    /// Whether versions start their handler workers (a host's cache does; a
+    /// catalog that only reads contracts and connectors does not).
+    handlers: bool,
 }
 
 impl VersionCache {
     /// A cache under `root`, fetching bundles with `fetch`.
     pub fn new(root: PathBuf, fetch: Fetch) -> VersionCache {
-        VersionCache { root, fetch, versions: Mutex::default(), building: Mutex::default() }
+        VersionCache { root, fetch, versions: Mutex::default(), building: Mutex::default(), handlers: true }
+    }
+
+    /// A cache that reads versions without running their code (no handler workers).
+    pub fn catalog(root: PathBuf, fetch: Fetch) -> VersionCache {
+        VersionCache { handlers: false, ..VersionCache::new(root, fetch) }
     }
 
     /// The version, fetched and opened on first use.
@@ -165,7 +178,7 @@ impl VersionCache {
             }
             std::fs::rename(&staging, &bundle).map_err(|e| refuse("host", e.to_string()))?;
         }
-        Version::open(id, &bundle)
+        Version::open(id, &bundle, self.handlers)
     }
 }
 

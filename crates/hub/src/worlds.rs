@@ -14,6 +14,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The HTTP client heartbeats go through.
+pub type HttpClient = reqwest::Client;
+
 /// The most a bundle may weigh when a host fetches it.
 pub const MAX_BUNDLE_BYTES: u64 = 1024 * 1024 * 1024;
 /// A remote host not heard from for this long is not given new sessions.
@@ -25,6 +28,9 @@ pub struct Worlds {
     pub embedded: Option<Arc<WorldHost>>,
     /// `X-Host-Secret` of the control plane and of the hosts' callbacks.
     pub secret: String,
+    /// Versions read for their contract and connector (checks, tools), without
+    /// running them: the embedded host's cache when there is one.
+    catalog: Option<gateway_host::version::VersionCache>,
     http: reqwest::Client,
 }
 
@@ -84,7 +90,17 @@ impl HostRefusal {
 impl Worlds {
     /// Live sessions with an embedded host under `root` (bundles fetched over HTTP).
     pub fn embedded(root: &Path, secret: String) -> Worlds {
-        let mut config = HostConfig::local(root.to_path_buf());
+        // One directory per process: hub processes sharing a data directory must not
+        // clear each other's sessions; those of processes that are gone are removed.
+        if let Ok(entries) = std::fs::read_dir(root) {
+            for entry in entries.flatten() {
+                let pid = entry.file_name().to_string_lossy().strip_prefix("pid-").and_then(|p| p.parse::<u32>().ok());
+                if pid.is_some_and(|pid| pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists()) {
+                    let _ = std::fs::remove_dir_all(entry.path());
+                }
+            }
+        }
+        let mut config = HostConfig::local(root.join(format!("pid-{}", std::process::id())));
         config.fetch = Arc::new(fetch_bundle);
         config.objects = Arc::new(HttpObjects);
         if let Some(max) = std::env::var("WORLDS_HOST_MAX_SESSIONS").ok().and_then(|v| v.parse().ok()) {
@@ -93,12 +109,23 @@ impl Worlds {
         if let Some(lease) = std::env::var("WORLDS_HOST_LEASE_S").ok().and_then(|v| v.parse().ok()) {
             config.lease_seconds = lease;
         }
-        Worlds { embedded: Some(Arc::new(WorldHost::new(config))), secret, http: reqwest::Client::new() }
+        Worlds { embedded: Some(Arc::new(WorldHost::new(config))), secret, catalog: None, http: reqwest::Client::new() }
     }
 
-    /// Live sessions on remote hosts only.
-    pub fn remote_only(secret: String) -> Worlds {
-        Worlds { embedded: None, secret, http: reqwest::Client::new() }
+    /// Live sessions on remote hosts only; versions are read into a catalog under `root`.
+    pub fn remote_only(root: &Path, secret: String) -> Worlds {
+        let catalog =
+            gateway_host::version::VersionCache::catalog(root.join(format!("catalog-{}", std::process::id())), Arc::new(fetch_bundle));
+        Worlds { embedded: None, secret, catalog: Some(catalog), http: reqwest::Client::new() }
+    }
+
+    /// The version, read once: from the embedded host's cache or the catalog.
+    pub fn version(&self, id: &str, bundle_url: &str) -> Result<Arc<gateway_host::version::Version>, gateway_host::HostError> {
+        match (&self.embedded, &self.catalog) {
+            (Some(host), _) => host.versions.ensure(id, bundle_url),
+            (None, Some(catalog)) => catalog.ensure(id, bundle_url),
+            (None, None) => Err(gateway_host::error::refuse("host", "this hub reads no world versions")),
+        }
     }
 
     /// One control-plane call (`/__host/…`) on the host a session runs on.
@@ -147,6 +174,37 @@ impl Worlds {
                 Ok(if status == 200 { Ok(value) } else { Err(HostRefusal { status, body: value }) })
             }
         }
+    }
+}
+
+/// Tell the platform at `platform` this host is alive and what it holds, every
+/// `every`, until the returned task is aborted (and once more at once).
+pub fn start_heartbeat(host: Arc<WorldHost>, platform: String, secret: String, every: Duration) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let http = reqwest::Client::new();
+        let mut tick = tokio::time::interval(every);
+        loop {
+            tick.tick().await;
+            let _ = heartbeat_once(&http, &host, &platform, &secret).await;
+        }
+    })
+}
+
+/// One heartbeat: `POST {platform}/api/public/world-hosts` with the host's stats.
+pub async fn heartbeat_once(http: &reqwest::Client, host: &WorldHost, platform: &str, secret: &str) -> Result<(), String> {
+    let response = http
+        .post(format!("{}/api/public/world-hosts", platform.trim_end_matches('/')))
+        .header("x-host-secret", secret)
+        .header("content-type", "application/json")
+        .body(json::canonical(&host.stats()))
+        .timeout(Duration::from_secs(5))
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    if response.status().is_success() {
+        Ok(())
+    } else {
+        Err(format!("the platform answered {}", response.status()))
     }
 }
 

@@ -202,7 +202,22 @@ pub async fn serve(hub: Hub, addr: std::net::SocketAddr) -> Result<(), HubError>
 
 /// Serve on a bound listener.
 pub async fn serve_on(hub: Hub, listener: tokio::net::TcpListener) -> Result<(), HubError> {
-    axum::serve(listener, router(hub)).await.map_err(|e| HubError::Storage(e.to_string()))
+    serve_until(hub, listener, std::future::pending()).await
+}
+
+/// Serve on a bound listener until `shutdown` completes (requests in flight are
+/// answered first); the embedded World Host's expired leases are swept meanwhile.
+pub async fn serve_until(
+    hub: Hub,
+    listener: tokio::net::TcpListener,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), HubError> {
+    let sweeper = hub.worlds.as_ref().and_then(|w| w.embedded.clone()).map(|host| tokio::spawn(gateway_host::server::sweep(host)));
+    let served = axum::serve(listener, router(hub)).with_graceful_shutdown(shutdown).await;
+    if let Some(sweeper) = sweeper {
+        sweeper.abort();
+    }
+    served.map_err(|e| HubError::Storage(e.to_string()))
 }
 
 async fn answer(State(hub): State<Arc<Hub>>, request: Request) -> Response {

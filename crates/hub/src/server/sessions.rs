@@ -26,16 +26,13 @@ fn worlds(hub: &Hub) -> Result<&Arc<Worlds>, HubError> {
 /// A version of the hub opened as the embedded host opens it (fetched once and
 /// cached): its contract and connector, for checks and tools.
 pub(super) async fn world_version(hub: &Hub, version: &Version, base_url: &str) -> Result<Arc<HostVersion>, HubError> {
-    let host = worlds(hub)?
-        .embedded
-        .clone()
-        .ok_or_else(|| HubError::BadRequest("this hub runs no embedded World Host to open the world with".into()))?;
+    let worlds = worlds(hub)?.clone();
     if !version.uploaded {
         return Err(HubError::BadRequest(format!("version {} has no bundle stored", version.id)));
     }
     let url = presign(hub, base_url, "GET", &version.object_key, &[]);
     let id = version.id.clone();
-    tokio::task::spawn_blocking(move || host.versions.ensure(&id, &url))
+    tokio::task::spawn_blocking(move || worlds.version(&id, &url))
         .await
         .map_err(|e| HubError::Storage(e.to_string()))?
         .map_err(|e| HubError::BadRequest(format!("the world version could not be opened: {e}")))
