@@ -248,6 +248,8 @@ impl WorldHost {
             version.worker.clone(),
         );
         app.allowed = spec.as_ref().and_then(|s| s.tools.clone());
+        let behaviour = crate::behaviour::Behaviour::from_metadata(spec.as_ref().and_then(|s| s.metadata.as_ref()))?;
+        app.determinism = Some(gateway_serve::app::Determinism::new(behaviour.clock, behaviour.seed));
         let grant = (version.spec.scheme == "oauth2")
             .then(|| {
                 let form = vec![
@@ -277,6 +279,8 @@ impl WorldHost {
             dir,
             clock: Mutex::new(Clock { lease_until: opened_at + self.config.lease_seconds, touched_at: opened_at }),
             export: Mutex::default(),
+            behaviour: Mutex::new(behaviour),
+            draws: Default::default(),
         };
         session.start()?;
         if let Some(restore) = &request.restore {
@@ -436,7 +440,11 @@ impl WorldHost {
         match &session.task {
             SessionTask::Spec(spec, _) => {
                 let options = gateway_world::task::GraderOptions { home: Some(session.dir.join("verify")), ..Default::default() };
-                gateway_world::task::grade(spec, &state, &options).map_err(|e| HostError::Refused(e.to_contract_error()))
+                let grade = gateway_world::task::grade(spec, &state, &options).map_err(|e| HostError::Refused(e.to_contract_error()))?;
+                match session.behaviour().collateral {
+                    Some(allow) => with_collateral(&session, spec, grade, &state, &allow),
+                    None => Ok(grade),
+                }
             }
             SessionTask::Bundled(task) => {
                 let verify = session.version.scenario_dir(task).map(|dir| dir.join("checks/verify.py"));
@@ -463,6 +471,12 @@ impl WorldHost {
         };
         if let Some(spec) = session.task.spec() {
             gateway_world::task::check_tool_allowed(spec, tool)?;
+        }
+        let (latency, fault) = session.strike(tool);
+        std::thread::sleep(latency);
+        if let Some((status, body)) = fault {
+            self.tally("faults");
+            return Ok(object([("status", Value::Int(status.into())), ("body", body), ("fault", Value::Bool(true))]));
         }
         let (method, target, raw) = call_request(&session, operation, args);
         let (headers, extra_query) = world_credential(&session);
@@ -548,12 +562,42 @@ impl WorldHost {
         ])
     }
 
+    /// Set a live session's clock, seed, faults or collateral check.
+    pub fn configure(&self, session_id: &str, settings: &Value) -> Result<Value, HostError> {
+        let Some(settings) = settings.as_object() else {
+            return Err(refuse("host", "configure takes {clock?, seed?, faults?, collateral?}"));
+        };
+        self.using(session_id, true)?.configure(settings)
+    }
+
     /// Cache a version before any session asks for it.
     pub fn warm(&self, version_id: &str, bundle_url: &str) -> Result<Value, HostError> {
         let already = self.versions.get(version_id).is_some();
         self.versions.ensure(version_id, bundle_url)?;
         Ok(object([("versionId", Value::str(version_id)), ("cached", Value::Bool(true)), ("alreadyCached", Value::Bool(already))]))
     }
+}
+
+/// A grade with the collateral check added: the reward key `collateral` (1.0 when
+/// nothing outside `allow` changed since the task's start); for an assertions
+/// grader it counts in the reward as one more check of weight 1.
+fn with_collateral(session: &Session, spec: &TaskSpec, grade: Value, now: &Value, allow: &Map) -> Result<Value, HostError> {
+    let start_state = gateway_serve::state::WorldState::session(session.version.template.clone())?;
+    session.start_on(&start_state)?;
+    let start = start_state.dump()?;
+    let now = now.as_object().cloned().unwrap_or_default();
+    let collateral = crate::behaviour::collateral_reward(&start, &now, allow);
+    let Value::Object(mut grade) = grade else { return Ok(grade) };
+    if let Some(Value::Object(rewards)) = grade.get_mut("rewards") {
+        rewards.insert("collateral".into(), Value::Float(collateral));
+    }
+    if let Some(gateway_world::task::Grader::Assertions { checks }) = &spec.grader {
+        let total: f64 = checks.iter().map(|c| c.weight).sum();
+        if let Some(reward) = grade.get("reward").and_then(Value::as_f64) {
+            grade.insert("reward".into(), Value::Float((reward * total + collateral) / (total + 1.0)));
+        }
+    }
+    Ok(Value::Object(grade))
 }
 
 /// `{<entity>: {key: row}…, snapshot}`: what graders and `state` see.

@@ -12,6 +12,7 @@
 //! through functions its caller provides ([`version::Fetch`], [`host::Objects`]),
 //! so it needs no HTTP client of its own.
 
+pub mod behaviour;
 pub mod error;
 pub mod host;
 pub mod server;

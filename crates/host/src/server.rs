@@ -172,6 +172,7 @@ pub fn control_call(host: &WorldHost, method: &str, path: &str, body: &Value) ->
         ("POST", ["__host", "sessions", sid, "reset"]) => host.reset(sid)?,
         ("POST", ["__host", "sessions", sid, "seed"]) => host.seed(sid, body.get("args").unwrap_or(&Value::Object(Default::default())))?,
         ("GET", ["__host", "sessions", sid, "state"]) => host.state(sid)?,
+        ("POST", ["__host", "sessions", sid, "configure"]) => host.configure(sid, body)?,
         ("POST", ["__host", "sessions", sid, "grade"]) => host.grade(sid)?,
         ("POST", ["__host", "sessions", sid, "call"]) => {
             let Some(tool) = body.get("tool").and_then(Value::as_str) else {
@@ -291,6 +292,22 @@ async fn data(shared: Arc<Shared>, request: Request) -> Response {
         Ok(raw) => raw,
         Err(response) => return response,
     };
+    // Injected faults: the operation the request routes to decides.
+    let (route_path, query) = inner.split_once('?').unwrap_or((inner.as_str(), ""));
+    let stripped = route_path.strip_prefix(session.app.prefix()).filter(|_| !session.app.prefix().is_empty()).unwrap_or(route_path);
+    let query = gateway_serve::router::parse_query(query);
+    let operation = session.app.router.route(parts.method.as_str(), stripped, &query).map(|(op, _)| op.name.clone());
+    if let Some(operation) = operation {
+        let (latency, fault) = session.strike(&operation);
+        if !latency.is_zero() {
+            tokio::time::sleep(latency).await;
+        }
+        if let Some((status, body)) = fault {
+            let mut response = reply(status, &body);
+            response.headers_mut().insert("x-gateway-fault", HeaderValue::from_static("injected"));
+            return response;
+        }
+    }
     let mut target = inner;
     if admitted == "session" {
         let (credential, query) = world_credential(&session);

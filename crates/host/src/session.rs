@@ -1,6 +1,7 @@
 //! One live session: its own copy of a version's state behind the same app
 //! `worlds serve` runs, the task it was opened on, its token and its lease.
 
+use crate::behaviour::Behaviour;
 use crate::error::{refuse, HostError};
 use crate::version::Version;
 use gateway_serve::app::WorldApp;
@@ -90,6 +91,10 @@ pub struct Session {
     pub clock: Mutex<Clock>,
     /// The last export taken and not yet uploaded.
     pub export: Mutex<Option<Export>>,
+    /// Clock, seed, faults and collateral check (beyond the original).
+    pub behaviour: Mutex<Behaviour>,
+    /// Fault draws made so far (the seeded sequence's position).
+    pub draws: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for Session {
@@ -112,6 +117,35 @@ pub fn now() -> f64 {
 }
 
 impl Session {
+    /// The behaviour settings.
+    pub fn behaviour(&self) -> Behaviour {
+        self.behaviour.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// The fault (added latency, and the answer instead of the operation's) that
+    /// strikes a call of `operation` now.
+    pub fn strike(&self, operation: &str) -> (std::time::Duration, Option<(u16, Value)>) {
+        let behaviour = self.behaviour.lock().unwrap_or_else(PoisonError::into_inner);
+        if behaviour.faults.is_empty() {
+            return (std::time::Duration::ZERO, None);
+        }
+        let draw = self.draws.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        crate::behaviour::strike(&behaviour.faults, operation, behaviour.seed, draw)
+    }
+
+    /// Change clock, seed, faults or the collateral check on the live session.
+    pub fn configure(&self, settings: &gateway_world::json::Map) -> Result<Value, HostError> {
+        let mut behaviour = self.behaviour.lock().unwrap_or_else(PoisonError::into_inner);
+        behaviour.configure(settings)?;
+        if let Some(determinism) = &self.app.determinism {
+            determinism.set_clock(behaviour.clock);
+            if settings.contains_key("seed") {
+                determinism.reseed(behaviour.seed);
+            }
+        }
+        Ok(behaviour.describe())
+    }
+
     /// The bundled task's name, or None.
     pub fn bundled(&self) -> Option<&str> {
         match &self.task {
@@ -143,7 +177,15 @@ impl Session {
     /// Start (or restart) the session in its task's state: the scenario overlay of
     /// a bundled task, or the seed of its own task, on the fresh copy it holds.
     pub fn start(&self) -> Result<(), HostError> {
-        let state = &self.app.state;
+        if let Some(determinism) = &self.app.determinism {
+            determinism.restart();
+        }
+        self.draws.store(0, std::sync::atomic::Ordering::SeqCst);
+        self.start_on(&self.app.state)
+    }
+
+    /// The task's starting state applied to `state` (a fresh copy of the template).
+    pub fn start_on(&self, state: &gateway_serve::state::WorldState) -> Result<(), HostError> {
         match &self.task {
             SessionTask::Spec(spec, _) => {
                 if let Some(seed) = &spec.seed {

@@ -226,3 +226,52 @@ fn python_graders_run_confined_and_a_crash_is_an_error_not_a_dead_session() {
     let (_, pending) = control(&running, "POST", "/__host/sessions/r/grade", "");
     assert_eq!(json::canonical(&pending), r#"{"grader":"rubric","pending":true,"reward":null,"rewards":{}}"#);
 }
+
+#[test]
+fn frozen_clock_seeded_faults_and_the_collateral_check() {
+    let running = start(6);
+    let spec = r#""taskSpec": {"instruction": "Solve 101 and nothing else.",
+        "grader": {"kind": "assertions", "checks": [{"id": "solved", "entity": "tickets", "where": {"id": 101}, "assert": "all", "field": "status", "value": "solved"}]},
+        "metadata": {"clock": "2026-06-01T12:00:00Z", "seed": 42, "collateral": {"allow": {"tickets": [101]}},
+                     "faults": [{"operation": "get_ticket", "status": 503, "probability": 1.0}]}}"#;
+    for sid in ["f1", "f2"] {
+        let (status, opened) = control(&running, "POST", "/__host/sessions", &open_body(&running, sid, spec));
+        assert_eq!(status, 200, "{opened:?}");
+    }
+    // The same create in two sessions gives the same row: the clock is frozen.
+    let body = r#"{"customer_id": "C3", "subject": "Same everywhere"}"#;
+    let created: Vec<String> = ["f1", "f2"]
+        .iter()
+        .map(|sid| {
+            let token = format!("Bearer tok-{sid}");
+            let (status, row) = http(running.addr, "POST", &format!("/s/{sid}/api/v2/tickets"), &[("Authorization", token.as_str())], body);
+            assert_eq!(status, 201, "{row:?}");
+            json::canonical(&row)
+        })
+        .collect();
+    assert_eq!(created[0], created[1]);
+    assert!(created[0].contains(r#""opened_at":"2026-06-01T12:00:00Z""#), "{}", created[0]);
+
+    // Faults: the data plane and tool calls of get_ticket answer 503, others do not.
+    let (status, _) = http(running.addr, "GET", "/s/f1/api/v2/tickets/101", &[("Authorization", "Bearer tok-f1")], "");
+    assert_eq!(status, 503);
+    let (_, called) = control(&running, "POST", "/__host/sessions/f1/call", r#"{"tool": "get_ticket", "args": {"path": {"id": 101}}}"#);
+    assert_eq!((get(&called, "status"), get(&called, "fault")), ("503".to_string(), "true".to_string()));
+    let (status, _) = http(running.addr, "GET", "/s/f1/api/v2/tickets", &[("Authorization", "Bearer tok-f1")], "");
+    assert_eq!(status, 200);
+    let (status, configured) = control(&running, "POST", "/__host/sessions/f1/configure", r#"{"faults": []}"#);
+    assert_eq!((status, get(&configured, "faults")), (200, "[]".to_string()));
+    assert_eq!(http(running.addr, "GET", "/s/f1/api/v2/tickets/101", &[("Authorization", "Bearer tok-f1")], "").0, 200);
+
+    // Collateral: solving 101 is allowed; the ticket created above is damage.
+    control(&running, "POST", "/__host/sessions/f1/call", r#"{"tool": "solve_ticket", "args": {"path": {"id": 101}}}"#);
+    let (_, graded) = control(&running, "POST", "/__host/sessions/f1/grade", "");
+    assert_eq!(json::canonical(&graded), r#"{"reward":0.5,"rewards":{"collateral":0.0,"solved":1.0}}"#);
+    control(&running, "POST", "/__host/sessions/f1/reset", "");
+    control(&running, "POST", "/__host/sessions/f1/configure", r#"{"faults": null}"#);
+    control(&running, "POST", "/__host/sessions/f1/call", r#"{"tool": "solve_ticket", "args": {"path": {"id": 101}}}"#);
+    let (_, graded) = control(&running, "POST", "/__host/sessions/f1/grade", "");
+    assert_eq!(json::canonical(&graded), r#"{"reward":1.0,"rewards":{"collateral":1.0,"solved":1.0}}"#);
+    let (status, refused) = control(&running, "POST", "/__host/sessions/f1/configure", r#"{"clock": "soon"}"#);
+    assert_eq!(status, 400, "{refused:?}");
+}

@@ -74,6 +74,8 @@ pub struct WorldApp {
     worker: Option<SharedWorker>,
     /// The operations a session allows (None = all).
     pub allowed: Option<Vec<String>>,
+    /// A session's frozen clock and seeded ids (None: the process clock, random ids).
+    pub determinism: Option<Determinism>,
     world_dir: std::path::PathBuf,
     /// `ctx.spec` and `ctx.settings` as handlers see them.
     handler_spec: Value,
@@ -229,6 +231,7 @@ impl WorldApp {
             prefix,
             worker,
             allowed: None,
+            determinism: None,
             world_dir: world.to_path_buf(),
             handler_spec,
             handler_settings,
@@ -481,6 +484,9 @@ impl WorldApp {
                 ("spec", self.handler_spec.clone()),
                 ("settings", self.handler_settings.clone()),
                 ("link", Value::Array(vec![Value::str(&request.link.0), query_object(&request.link.1)])),
+                // A session with a frozen clock and seeded ids answers ctx.clock()
+                // and ctx.uuid() itself.
+                ("session", Value::Bool(self.determinism.is_some())),
             ]),
         };
         let mut host = Host { app: self, link: &request.link };
@@ -602,8 +608,8 @@ impl WorldApp {
                     continue;
                 }
                 let value = match kind.as_str() {
-                    "uuid" => Value::Str(uuid4()),
-                    "now" => Value::Str(now_iso()),
+                    "uuid" => Value::Str(self.uuid()),
+                    "now" => Value::Str(self.now_iso()),
                     _ => {
                         let rows = self.state.rows(entity).map_err(Failure::from)?;
                         let highest = rows
@@ -669,14 +675,95 @@ fn set_dotted(row: &mut Map, target: &str, value: Value, current: Option<&Value>
     }
 }
 
-/// A random UUID (version 4), as Python's `str(uuid.uuid4())`.
-pub fn uuid4() -> String {
-    let mut b = [0u8; 16];
-    gateway_world::store::fill_random(&mut b);
+/// A session's reproducibility: a frozen clock and ids drawn from a seeded
+/// sequence, so the same transcript gives the same state on any host.
+#[derive(Debug)]
+pub struct Determinism {
+    /// The frozen clock, epoch seconds (None: the process clock).
+    clock: Mutex<Option<f64>>,
+    seed: std::sync::atomic::AtomicU64,
+    drawn: std::sync::atomic::AtomicU64,
+}
+
+impl Determinism {
+    /// Ids seeded by `seed`; the clock frozen at `clock` when given.
+    pub fn new(clock: Option<f64>, seed: u64) -> Determinism {
+        Determinism { clock: Mutex::new(clock), seed: seed.into(), drawn: Default::default() }
+    }
+
+    /// Freeze the clock at `clock` (None: the process clock again).
+    pub fn set_clock(&self, clock: Option<f64>) {
+        *self.clock.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = clock;
+    }
+
+    /// The frozen clock, if any.
+    pub fn clock(&self) -> Option<f64> {
+        *self.clock.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Seed the id sequence again, from its start.
+    pub fn reseed(&self, seed: u64) {
+        self.seed.store(seed, std::sync::atomic::Ordering::SeqCst);
+        self.restart();
+    }
+
+    /// Start the id sequence again (a reset goes back to the same ids).
+    pub fn restart(&self) {
+        self.drawn.store(0, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The next id of the sequence, shaped as a version-4 UUID.
+    pub fn uuid(&self) -> String {
+        let n = self.drawn.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let seed = self.seed.load(std::sync::atomic::Ordering::SeqCst);
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&splitmix64(seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15)).to_be_bytes());
+        b[8..].copy_from_slice(&splitmix64(seed.rotate_left(32) ^ n).to_be_bytes());
+        uuid_text(b)
+    }
+}
+
+/// SplitMix64, the standard 64-bit mixer: written here because a seeded id
+/// sequence needs nothing more, and no random-number crate is in the tree.
+fn splitmix64(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn uuid_text(mut b: [u8; 16]) -> String {
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
     let h = hex::encode(b);
     format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..])
+}
+
+impl WorldApp {
+    /// An id for a generated field: the session's sequence, or random.
+    pub fn uuid(&self) -> String {
+        match &self.determinism {
+            Some(determinism) => determinism.uuid(),
+            None => uuid4(),
+        }
+    }
+
+    /// The clock in epoch seconds: the session's frozen clock, or the process's.
+    pub fn clock(&self) -> f64 {
+        self.determinism.as_ref().and_then(Determinism::clock).unwrap_or_else(clock)
+    }
+
+    /// [`WorldApp::clock`] as ISO 8601 seconds with `Z`.
+    pub fn now_iso(&self) -> String {
+        gateway_world::snapshot::format_utc(self.clock().floor() as i64)
+    }
+}
+
+/// A random UUID (version 4), as Python's `str(uuid.uuid4())`.
+pub fn uuid4() -> String {
+    let mut b = [0u8; 16];
+    gateway_world::store::fill_random(&mut b);
+    uuid_text(b)
 }
 
 /// The world's clock: `GATEWAY_WORLD_CLOCK` (epoch seconds) freezes it.
@@ -738,6 +825,8 @@ impl CtxHost for Host<'_> {
         let entity = text("entity");
         let rows_of = |value: &Value| value.as_array().cloned().unwrap_or_default();
         match method {
+            "uuid" => Ok(Value::Str(app.uuid())),
+            "clock" => Ok(Value::Float(app.clock())),
             "rows" => app.state.rows(&entity).map(Value::Array).map_err(ctx_error),
             "get" => app.state.get(&entity, param("key")).map(Option::unwrap_or_default).map_err(ctx_error),
             "find" => {

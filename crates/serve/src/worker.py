@@ -169,6 +169,8 @@ class ApiContext:
         self.operation = operation
         #: The request's headers, lower-cased — a gate reads the credential from here.
         self.headers = headers
+        #: A live session's clock and ids are the server's (frozen, seeded).
+        self._session = context.get("session") is True
 
     # -- the store (answered by the server)
     def rows(self, entity):
@@ -194,8 +196,9 @@ class ApiContext:
         return _rpc("key_of", {"entity": entity, "row": row})
 
     # -- time and identity (computed here, exactly as the original)
-    @staticmethod
-    def clock():
+    def clock(self):
+        if self._session:
+            return _rpc("clock", {})
         frozen = os.environ.get(CLOCK_ENV)
         return float(frozen) if frozen else time.time()
 
@@ -220,8 +223,9 @@ class ApiContext:
                 current = value
         return current
 
-    @staticmethod
-    def uuid():
+    def uuid(self):
+        if self._session:
+            return _rpc("uuid", {})
         return str(uuid.uuid4())
 
     # -- the vendor's shapes (answered by the server)

@@ -354,7 +354,11 @@ pub(super) async fn create_call(hub: &Hub, project: &str, id: &str, body: &Map, 
         "state" => worlds.control(&link, "GET", &path("state"), empty()).await?,
         "reset" => worlds.control(&link, "POST", &path("reset"), empty()).await?,
         "seed" => worlds.control(&link, "POST", &path("seed"), object([("args", args.clone())])).await?,
-        other => return Err(HubError::BadRequest(format!("unknown call kind '{other}': use call, grade, state, reset or seed"))),
+        // Beyond the original: the session's clock, seed, faults, collateral check.
+        "configure" => worlds.control(&link, "POST", &path("configure"), args.clone()).await?,
+        other => {
+            return Err(HubError::BadRequest(format!("unknown call kind '{other}': use call, grade, state, reset, seed or configure")))
+        }
     };
     let (mut result, mut error) = match answered {
         Ok(value) => (value, Value::Null),
