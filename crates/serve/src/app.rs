@@ -520,9 +520,33 @@ impl WorldApp {
             }
         }
         if op.action == "create" {
-            let row = self.bind(op, entity, &request.body, None)?;
-            let row =
-                self.state.write(|store| store.insert(entity, &row, Some(source("api.create"))), Some(entity)).map_err(Failure::from)?;
+            let row = self.bind(op, &request.body, None)?;
+            // Integer ids are taken inside the writer, so concurrent creates never
+            // read the same highest value.
+            let counted: Vec<&String> = op
+                .generate
+                .iter()
+                .filter(|(field, kind)| {
+                    !matches!(kind.as_str(), "uuid" | "now") && !row.get(field.as_str()).is_some_and(|v| !matches!(v, Value::Null))
+                })
+                .map(|(field, _)| field)
+                .collect();
+            let row = self
+                .state
+                .write(
+                    |store| {
+                        let mut row = row;
+                        for field in &counted {
+                            let next = store.next_integer(entity, field)?;
+                            if let Value::Object(map) = &mut row {
+                                map.insert((*field).clone(), Value::Int(next));
+                            }
+                        }
+                        store.insert(entity, &row, Some(source("api.create")))
+                    },
+                    Some(entity),
+                )
+                .map_err(Failure::from)?;
             let body = if op.single {
                 row
             } else {
@@ -551,7 +575,7 @@ impl WorldApp {
                 self.state.write(|store| store.delete(entity, &key, Some(source("api.delete"))), Some(entity)).map_err(Failure::from)?;
                 return Ok(Response { status: op.status as u16, body: None, headers: Vec::new(), file: None });
             }
-            let patch = self.bind(op, entity, &request.body, Some(current))?;
+            let patch = self.bind(op, &request.body, Some(current))?;
             let row = self
                 .state
                 .write(|store| store.update(entity, &key, &patch, Some(source("api.update"))), Some(entity))
@@ -587,7 +611,7 @@ impl WorldApp {
     }
 
     /// The row a create or update writes: defaults, the body (mapped or as-is), generated fields.
-    fn bind(&self, op: &OperationSettings, entity: &str, body: &Value, current: Option<&Value>) -> Result<Value, Failure> {
+    fn bind(&self, op: &OperationSettings, body: &Value, current: Option<&Value>) -> Result<Value, Failure> {
         let empty = Map::default();
         let body_map = body.as_object().unwrap_or(&empty);
         let mut row: Map = if current.is_none() { op.defaults.clone() } else { Map::default() };
@@ -610,18 +634,8 @@ impl WorldApp {
                 let value = match kind.as_str() {
                     "uuid" => Value::Str(self.uuid()),
                     "now" => Value::Str(self.now_iso()),
-                    _ => {
-                        let rows = self.state.rows(entity).map_err(Failure::from)?;
-                        let highest = rows
-                            .iter()
-                            .filter_map(|r| match r.get(field) {
-                                Some(Value::Int(n)) => Some(*n),
-                                Some(Value::Bool(b)) => Some(i64::from(*b)),
-                                _ => None,
-                            })
-                            .fold(0, i64::max);
-                        Value::Int(highest + 1)
-                    }
+                    // An integer: taken inside the writer (see the create action).
+                    _ => continue,
                 };
                 row.insert(field.clone(), value);
             }

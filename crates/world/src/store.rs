@@ -67,6 +67,12 @@ pub struct Store {
     depth: usize,
     touched: BTreeSet<(String, String)>,
     deleted_from: BTreeSet<String>,
+    /// The highest integer of a generated field, per (entity, field): read from the
+    /// table once, then kept current by this store's own single-row writes, so a
+    /// generated id never needs a scan (a bulk batch forgets it; it is read again).
+    highest: std::collections::HashMap<(String, String), i64>,
+    /// Set while a single-row write runs its batch (which keeps `highest` itself).
+    single_write: bool,
 }
 
 impl std::fmt::Debug for Store {
@@ -146,7 +152,16 @@ impl Store {
         if enabled != 1 {
             return Err(ContractError::new("sqlite", "Foreign-key enforcement is required", "").into());
         }
-        let store = Store { conn, contract, path: path.to_path_buf(), depth: 0, touched: BTreeSet::new(), deleted_from: BTreeSet::new() };
+        let store = Store {
+            conn,
+            contract,
+            path: path.to_path_buf(),
+            depth: 0,
+            touched: BTreeSet::new(),
+            deleted_from: BTreeSet::new(),
+            highest: Default::default(),
+            single_write: false,
+        };
         store.check_contract()?;
         if audit {
             store.audit()?;
@@ -301,6 +316,10 @@ impl Store {
     /// Apply a batch atomically. An exact retry is a no-op; reusing its id with
     /// other content is refused.
     pub fn apply_batch(&mut self, batch: &Value) -> Result<Value> {
+        if !self.single_write {
+            // A batch may write any value into a tracked field: read it again later.
+            self.highest.clear();
+        }
         const MEMBERS: &[&str] = &["id", "target", "mapping", "coverage", "mutations"];
         members(batch, MEMBERS, MEMBERS, "/batch")?;
         nonempty(batch.get("id"), "/batch/id")?;
@@ -477,24 +496,64 @@ impl Store {
             ("coverage", Value::str("partial")),
             ("mutations", Value::Array(vec![Value::Object(mutation)])),
         ]);
-        self.apply_batch(&batch).map(|_| ())
+        self.single_write = true;
+        let applied = self.apply_batch(&batch).map(|_| ());
+        self.single_write = false;
+        applied
     }
 
     /// Insert one row; returns it in canonical member order.
     pub fn insert(&mut self, entity: &str, value: &Value, source: Option<Value>) -> Result<Value> {
         self.single("insert", entity, None, Some(value), source)?;
+        for ((cached, field), highest) in self.highest.iter_mut() {
+            if cached == entity {
+                if let Some(n) = integer_of(value.get(field)) {
+                    *highest = (*highest).max(n);
+                }
+            }
+        }
         Ok(parse_stored(&canonical(value)).unwrap_or_default())
     }
 
     /// Shallow-merge `patch` into the row at `key`; returns the merged row.
     pub fn update(&mut self, entity: &str, key: &Value, patch: &Value, source: Option<Value>) -> Result<Option<Value>> {
         self.single("update", entity, Some(key), Some(patch), source)?;
+        self.highest.retain(|(cached, field), _| cached != entity || patch.get(field).is_none());
         self.get(entity, key)
     }
 
     /// Delete the row at `key`.
     pub fn delete(&mut self, entity: &str, key: &Value, source: Option<Value>) -> Result<()> {
-        self.single("delete", entity, Some(key), None, source)
+        let tracked = self.highest.keys().any(|(cached, _)| cached == entity);
+        let row = if tracked { self.get(entity, key)? } else { None };
+        self.single("delete", entity, Some(key), None, source)?;
+        if let Some(row) = row {
+            // Only deleting the row that holds the highest value needs a fresh read.
+            self.highest.retain(|(cached, field), highest| cached != entity || integer_of(row.get(field)) != Some(*highest));
+        }
+        Ok(())
+    }
+
+    /// The next integer of a generated field (`max(0, highest integer) + 1`, as
+    /// the original computes it), read from the table only the first time.
+    pub fn next_integer(&mut self, entity: &str, field: &str) -> Result<i64> {
+        let slot = (entity.to_string(), field.to_string());
+        if let Some(highest) = self.highest.get(&slot) {
+            return Ok(highest + 1);
+        }
+        if self.contract.entity(entity).is_none() {
+            return Err(ContractError::new("entity", "Unknown entity type", "").with("entity", Value::str(entity)).into());
+        }
+        let path = format!("$.\"{}\"", field.replace('"', "\"\""));
+        let sql = format!(
+            "SELECT MAX(CASE json_type(payload, ?1) WHEN 'integer' THEN json_extract(payload, ?1) WHEN 'true' THEN 1 \
+             WHEN 'false' THEN 0 END) FROM {}",
+            crate::compiler::quote(entity)
+        );
+        let found: Option<i64> = self.conn.query_row(&sql, [&path], |r| r.get(0))?;
+        let highest = found.unwrap_or(0).max(0);
+        self.highest.insert(slot, highest);
+        Ok(highest + 1)
     }
 
     // -------------------------------------------------------------- audits
@@ -668,6 +727,15 @@ pub fn new_batch_id() -> String {
     let mut bytes = [0u8; 16];
     fill_random(&mut bytes);
     hex::encode(bytes)
+}
+
+/// An integer as Python's `int` test sees it (booleans are integers).
+fn integer_of(value: Option<&Value>) -> Option<i64> {
+    match value {
+        Some(Value::Int(n)) => Some(*n),
+        Some(Value::Bool(b)) => Some(i64::from(*b)),
+        _ => None,
+    }
 }
 
 /// Fill `buf` with random bytes from the operating system.
