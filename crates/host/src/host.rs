@@ -235,7 +235,7 @@ impl WorldHost {
         let version = self.versions.ensure(&request.version_id, &request.bundle_url)?;
         let contract = version.template.contract().clone();
         if let Some(spec) = &spec {
-            gateway_world::task::check_task_tools(spec, version.spec.operations.iter().map(|o| o.name.as_str()))?;
+            gateway_world::task::check_task_tools(spec, version.tool_names())?;
             gateway_world::task::check_task_entities(spec, contract.entities.iter().map(|e| e.name.as_str()))?;
         }
         let state = gateway_serve::state::WorldState::session(version.template.clone())?;
@@ -462,9 +462,24 @@ impl WorldHost {
     /// Invoke one of the world's operations by name, as the agent's tool call.
     pub fn call(&self, session_id: &str, tool: &str, args: &Value) -> Result<Value, HostError> {
         let session = self.using(session_id, true)?;
+        let world_tool = session.version.tools.as_ref().filter(|t| t.has(tool) && session.version.spec.operation(tool).is_none());
+        if let Some(runner) = world_tool {
+            // One of the world's own tools (a connector operation of the same name
+            // wins, as the original's host calls operations): `args` is its input.
+            if let Some(spec) = session.task.spec() {
+                gateway_world::task::check_tool_allowed(spec, tool)?;
+            }
+            let (latency, fault) = session.strike(tool);
+            std::thread::sleep(latency);
+            if let Some((status, body)) = fault {
+                self.tally("faults");
+                return Ok(object([("status", Value::Int(status.into())), ("body", body), ("fault", Value::Bool(true))]));
+            }
+            return runner.call(&session.app.state, tool, args);
+        }
         let spec = &session.version.spec;
         let Some(operation) = spec.operation(tool) else {
-            let mut known: Vec<&str> = spec.operations.iter().map(|o| o.name.as_str()).collect();
+            let mut known = session.version.tool_names();
             known.sort();
             let known = if known.is_empty() { "(none)".to_string() } else { known.join(", ") };
             return Err(refuse("host", format!("unknown tool '{tool}'; this world serves: {known}")));

@@ -18,6 +18,7 @@ pub mod host;
 pub mod server;
 pub mod session;
 pub mod version;
+pub mod world_tools;
 
 pub use error::HostError;
 pub use host::{HostConfig, OpenRequest, WorldHost};

@@ -37,6 +37,9 @@ pub struct Version {
     /// The world's `api/handlers.py` worker, shared by its sessions (None in a
     /// catalog, which only reads versions).
     pub worker: Option<SharedWorker>,
+    /// The world's own tools (`x-gateway.tools` + `tools/*.py`), when it has them
+    /// (not loaded in a catalog).
+    pub tools: Option<crate::world_tools::ToolRunner>,
 }
 
 impl std::fmt::Debug for Version {
@@ -97,7 +100,19 @@ impl Version {
         } else {
             None
         };
-        Ok(Version { id: id.to_string(), bundle: bundle.to_path_buf(), tree, spec, settings, template, worker })
+        let tools = if handlers {
+            crate::world_tools::ToolRunner::start(&tree, template.contract(), &bundle.with_file_name("tools-adapter"))?
+        } else {
+            None
+        };
+        Ok(Version { id: id.to_string(), bundle: bundle.to_path_buf(), tree, spec, settings, template, worker, tools })
+    }
+
+    /// Every tool a task may name: the connector's operations and the world's own tools.
+    pub fn tool_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.spec.operations.iter().map(|o| o.name.as_str()).collect();
+        names.extend(self.tools.iter().flat_map(|t| t.names().map(String::as_str)));
+        names
     }
 
     /// A scenario directory for a bundled task: the bundle root first (where an

@@ -275,3 +275,53 @@ fn frozen_clock_seeded_faults_and_the_collateral_check() {
     let (status, refused) = control(&running, "POST", "/__host/sessions/f1/configure", r#"{"clock": "soon"}"#);
     assert_eq!(status, 400, "{refused:?}");
 }
+
+/// The world's own tools (`x-gateway.tools` + `tools/handlers.py`) as session
+/// calls: input and output checked against the contract, a store write inside the
+/// call's transaction, a refused call rolled back, the task's allow-list applied.
+#[test]
+fn the_worlds_own_tools_are_callable_in_a_session() {
+    let running = start(4);
+    // Rename the connector's operations so the world's tools are reached by name.
+    let connector = running.world.join("connector.toml");
+    let text = std::fs::read_to_string(&connector).unwrap();
+    let renamed = text
+        .replace("name = \"get_ticket\"", "name = \"api_get_ticket\"")
+        .replace("name = \"list_tickets\"", "name = \"api_list_tickets\"")
+        .replace("name = \"solve_ticket\"", "name = \"api_solve_ticket\"");
+    std::fs::write(&connector, renamed).unwrap();
+    // A handler that raises after it wrote: the write must not survive.
+    let handlers = running.world.join("tools/handlers.py");
+    let source = std::fs::read_to_string(&handlers).unwrap().replace(
+        "    return store.update(\"tickets\", {\"id\": id}, {\"status\": \"solved\"})",
+        "    row = store.update(\"tickets\", {\"id\": id}, {\"status\": \"solved\"})\n    if id == 103:\n        raise RuntimeError(\"boom after write\")\n    return row",
+    );
+    assert!(source.contains("boom after write"));
+    std::fs::write(&handlers, source).unwrap();
+    let spec = r#""taskSpec": {"instruction": "x", "tools": ["get_ticket", "solve_ticket", "list_tickets"]}"#;
+    let (status, opened) = control(&running, "POST", "/__host/sessions", &open_body(&running, "t", spec));
+    assert_eq!(status, 200, "{opened:?}");
+    let (status, got) = control(&running, "POST", "/__host/sessions/t/call", r#"{"tool": "get_ticket", "args": {"id": 101}}"#);
+    assert_eq!((status, get(&got, "status"), get(&got, "body.id")), (200, "200".into(), "101".into()), "{got:?}");
+    let (_, solved) = control(&running, "POST", "/__host/sessions/t/call", r#"{"tool": "solve_ticket", "args": {"id": 102}}"#);
+    assert_eq!(get(&solved, "body.status"), r#""solved""#, "{solved:?}");
+    let (_, state) = control(&running, "GET", "/__host/sessions/t/state", "");
+    assert_eq!(get(&state, "tickets.102.status"), r#""solved""#, "the tool's write is committed");
+    let (status, refused) =
+        control(&running, "POST", "/__host/sessions/t/call", r#"{"tool": "get_ticket", "args": {"id": 101, "bogus": 1}}"#);
+    assert_eq!((status, get(&refused, "error")), (400, r#""additionalProperties""#.into()), "{refused:?}");
+    let (_, listed) = control(&running, "POST", "/__host/sessions/t/call", r#"{"tool": "list_tickets", "args": {"status": "solved"}}"#);
+    assert!(get(&listed, "body").contains("102"), "{listed:?}");
+    // A handler that raises: 500 with the message, and nothing it wrote stays.
+    let (status, raised) = control(&running, "POST", "/__host/sessions/t/call", r#"{"tool": "solve_ticket", "args": {"id": 103}}"#);
+    assert_eq!(
+        (status, get(&raised, "status"), get(&raised, "body.error")),
+        (200, "500".into(), r#""boom after write""#.into()),
+        "{raised:?}"
+    );
+    let (_, state) = control(&running, "GET", "/__host/sessions/t/state", "");
+    assert_eq!(get(&state, "tickets.103.status"), r#""open""#, "the raising call rolled back");
+    let (status, missing) = control(&running, "POST", "/__host/sessions/t/call", r#"{"tool": "solve_ticket", "args": {"id": 999}}"#);
+    assert_eq!(status, 400, "updating a missing row is a store refusal: {missing:?}");
+    assert_eq!(control(&running, "GET", "/__host/sessions/t/state", "").0, 200);
+}

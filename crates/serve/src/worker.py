@@ -192,6 +192,10 @@ class ApiContext:
     def delete(self, entity, key):
         _rpc("delete", {"entity": entity, "key": key})
 
+    def sql(self, sql, params):
+        """Read-only SQL on the store (a world's tools: gateway_env.db)."""
+        return _rpc("sql", {"sql": sql, "params": params})
+
     def key_of(self, entity, row):
         return _rpc("key_of", {"entity": entity, "row": row})
 

@@ -306,6 +306,8 @@ impl Store {
             Err(error) => {
                 let rollback = if outer { "ROLLBACK".to_string() } else { format!("ROLLBACK TO {savepoint}; RELEASE {savepoint}") };
                 let _ = self.conn.execute_batch(&rollback);
+                // Writes the rollback undid may have raised a tracked highest value.
+                self.highest.clear();
                 Err(error)
             }
         }
