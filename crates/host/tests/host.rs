@@ -325,3 +325,35 @@ fn the_worlds_own_tools_are_callable_in_a_session() {
     assert_eq!(status, 400, "updating a missing row is a store refusal: {missing:?}");
     assert_eq!(control(&running, "GET", "/__host/sessions/t/state", "").0, 200);
 }
+
+#[test]
+fn a_task_self_test_grades_the_untouched_world_and_replays_its_solution() {
+    let root = tempfile::tempdir().unwrap();
+    let world = root.path().join("w");
+    copy(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), &world);
+    let host = WorldHost::new(HostConfig::local(root.path().join("host")));
+    let url = format!("file://{}", world.display());
+    let spec = |solution: &str| {
+        json::parse(&format!(
+            r#"{{"instruction": "Solve 101.", "grader": {{"kind": "assertions", "checks": [{{"entity": "tickets", "where": {{"id": 101}}, "assert": "all", "field": "status", "value": "solved"}}]}},
+                "metadata": {{"solution": {solution}}}}}"#
+        ))
+        .unwrap()
+        .value
+    };
+    let good = gateway_host::selftest::self_test(&host, "v1", &url, &spec(r#"[{"tool": "solve_ticket", "args": {"path": {"id": 101}}}]"#))
+        .unwrap();
+    assert_eq!(get(&good, "ok"), "true", "{good:?}");
+    assert_eq!((get(&good, "noop.reward"), get(&good, "solution.reward")), ("0.0".into(), "1.0".into()));
+    let wrong = gateway_host::selftest::self_test(&host, "v1", &url, &spec(r#"[{"tool": "solve_ticket", "args": {"path": {"id": 102}}}]"#))
+        .unwrap();
+    assert_eq!(get(&wrong, "ok"), "false");
+    assert!(get(&wrong, "problems").contains("below the pass bar"), "{wrong:?}");
+    let trivial =
+        json::parse(r#"{"instruction": "x", "grader": {"kind": "assertions", "checks": [{"entity": "tickets", "where": {"id": 101}}]}}"#)
+            .unwrap()
+            .value;
+    let passed_by_noop = gateway_host::selftest::self_test(&host, "v1", &url, &trivial).unwrap();
+    assert!(get(&passed_by_noop, "problems").contains("does nothing"), "{passed_by_noop:?}");
+    assert_eq!(host.session_count(), 0, "the self-test's sessions are closed");
+}

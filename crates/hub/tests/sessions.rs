@@ -318,3 +318,24 @@ fn a_rubric_grade_is_judged_by_the_configured_endpoint() {
     assert!(asked.contains(r#""model":"judge-1""#), "the task's model is used: {asked}");
     assert!(asked.contains("Was the agent polite?") && asked.contains("solve_ticket") && asked.contains("finalState"), "{asked}");
 }
+
+#[test]
+fn validate_runs_the_task_self_test() {
+    let hub = start();
+    let work = tempfile::tempdir().unwrap();
+    push_helpdesk(&hub, work.path());
+    let trivial = r#"{"name": "trivial", "instruction": "x", "grader": {"kind": "assertions", "checks": [{"entity": "tickets", "where": {"id": 101}}]}}"#;
+    let (_, created) =
+        call(&hub, &hub.one, "POST", "/api/public/world-tasks", Some(&format!(r#"{{"spec": {trivial}, "world": "helpdesk"}}"#)));
+    let (_, validated) = call(&hub, &hub.one, "POST", &format!("/api/public/world-tasks/{}/validate", text(&created, "id")), Some("{}"));
+    assert_eq!(text(&validated, "ok"), "false", "{validated:?}");
+    assert!(text(&validated, "problems").contains("self-test: an agent that does nothing scores 1.0"), "{validated:?}");
+    let solved = TASK.replace(
+        r#""metadata": {"team": "support"}"#,
+        r#""metadata": {"solution": [{"tool": "solve_ticket", "args": {"path": {"id": 101}}}]}"#,
+    );
+    let (_, created) =
+        call(&hub, &hub.one, "POST", "/api/public/world-tasks", Some(&format!(r#"{{"spec": {solved}, "world": "helpdesk"}}"#)));
+    let (_, validated) = call(&hub, &hub.one, "POST", &format!("/api/public/world-tasks/{}/validate", text(&created, "id")), Some("{}"));
+    assert_eq!((text(&validated, "ok"), text(&validated, "selfTest.solution.reward")), ("true".into(), "1.0".into()), "{validated:?}");
+}

@@ -288,6 +288,25 @@ pub(super) async fn validate_task(hub: &Hub, project: &str, id: &str, body: &Map
     if let Err(refused) = gateway_world::task::check_task_tools(&spec, opened.spec.operations.iter().map(|o| o.name.as_str())) {
         problems.push(Value::Str(refused.message));
     }
+    // Beyond the original: the self-test (a no-op agent below the pass bar, the
+    // reference solution at or above it), run on this hub's own host.
+    let host = hub.worlds.as_ref().and_then(|w| w.embedded.clone());
+    if let (true, Some(host)) = (problems.is_empty(), host) {
+        let url = presign(hub, base_url, "GET", &world.object_key, &[]);
+        let (id, spec) = (world.id.clone(), spec_value.clone());
+        let tested = tokio::task::spawn_blocking(move || gateway_host::selftest::self_test(&host, &id, &url, &spec))
+            .await
+            .map_err(|e| HubError::Storage(e.to_string()))?;
+        match tested {
+            Ok(report) => {
+                for problem in report.get("problems").and_then(Value::as_array).into_iter().flatten() {
+                    problems.push(Value::Str(format!("self-test: {}", problem.as_str().unwrap_or_default())));
+                }
+                out.insert("selfTest".into(), report);
+            }
+            Err(error) => problems.push(Value::Str(format!("self-test: {error}"))),
+        }
+    }
     let mut sorted = entities;
     sorted.sort();
     out.insert("versionId".into(), Value::str(&world.id));
