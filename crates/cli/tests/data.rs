@@ -252,3 +252,50 @@ fn deeply_nested_world_files_and_rows_are_refused() {
         assert!(matches!(out.status.code(), Some(1 | 2)), "{:?} {}", out.status, String::from_utf8_lossy(&out.stderr));
     }
 }
+
+/// A batch journal that is a symlink is refused like a linked `data/initial.json`.
+#[test]
+fn a_symlinked_batch_journal_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let world = dir.path().join("w");
+    copy_dir(&repo().join("examples/helpdesk"), &world);
+    std::fs::create_dir_all(world.join("data/batches")).unwrap();
+    let outside = dir.path().join("elsewhere.json");
+    std::fs::write(&outside, "{}").unwrap();
+    std::os::unix::fs::symlink(&outside, world.join("data/batches/0001.json")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_gateway")).args(["worlds", "schema", "compile"]).arg(&world).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains(r#""code": "path""#) && stdout.contains("data/batches/0001.json"), "{stdout}");
+}
+
+/// A named pipe where `data/initial.json` should be is refused at once, not read
+/// forever.
+#[cfg(unix)]
+#[test]
+fn a_named_pipe_as_the_seed_is_refused_not_waited_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let world = dir.path().join("w");
+    copy_dir(&repo().join("examples/helpdesk"), &world);
+    std::fs::remove_file(world.join("data/initial.json")).unwrap();
+    let made = Command::new("mkfifo").arg(world.join("data/initial.json")).status().unwrap();
+    assert!(made.success());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gateway"))
+        .args(["worlds", "schema", "compile"])
+        .arg(&world)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > std::time::Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("compile is blocked on the named pipe");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(1));
+}

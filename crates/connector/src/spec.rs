@@ -487,15 +487,36 @@ fn ingest_projection(raw: &Toml, location: &str) -> Result<(Vec<String>, Vec<Exp
 /// Load `<world>/connector.toml`.
 pub fn load_spec(world: &Path) -> Result<Spec, ContractError> {
     let path = world.join(SPEC);
-    let Ok(text) = std::fs::read_to_string(&path) else {
-        return fail("spec", format!("No {SPEC} in the world; describe the connection first"), format!("/{SPEC}"));
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return fail("spec", format!("No {SPEC} in the world; describe the connection first"), format!("/{SPEC}"));
+        }
+        Err(error) => return fail("spec", format!("Cannot read {SPEC}: {error}"), format!("/{SPEC}")),
     };
-    parse_spec(&text)
+    match String::from_utf8(bytes) {
+        Ok(text) => parse_spec(&text),
+        Err(error) => fail(
+            "spec",
+            format!("{SPEC} is not UTF-8 text (invalid byte at offset {})", error.utf8_error().valid_up_to()),
+            format!("/{SPEC}"),
+        ),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_connector_that_is_not_utf8_is_named_not_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(SPEC), b"[connector]\nslug = \"\xff\"\n").unwrap();
+        let refused = load_spec(dir.path()).unwrap_err();
+        assert!(refused.message.contains("not UTF-8") && refused.message.contains("offset 20"), "{refused}");
+        let missing = load_spec(&dir.path().join("nowhere")).unwrap_err();
+        assert!(missing.message.starts_with("No connector.toml"), "{missing}");
+    }
 
     #[test]
     fn parses_a_minimal_spec() {

@@ -110,7 +110,15 @@ pub fn collect_archive_files(root: &Path) -> Result<Vec<ArchiveFile>, HubError> 
         if dir_pruned(&sub) {
             continue;
         }
-        // os.walk follows the top directory even when it is a symlink, and no deeper link.
+        // The original's os.walk follows a top-level directory that is a symlink (a
+        // link to /etc pushed /etc). A push never leaves the world: refuse it.
+        if entry.file_type().is_ok_and(|kind| kind.is_symlink()) {
+            let target = fs::read_link(&sub).map(|t| t.display().to_string()).unwrap_or_default();
+            return Err(HubError::UnsafeArchive(format!(
+                "refusing to push {}: it is a symlink to a directory ({target}); a push never follows links out of the world — copy the files in or remove the link",
+                rel_of(root, &sub)
+            )));
+        }
         let mut stack = vec![sub];
         while let Some(dir) = stack.pop() {
             let mut subdirs = Vec::new();

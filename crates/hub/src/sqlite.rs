@@ -25,8 +25,22 @@ impl SqliteStore {
     /// Open (creating and migrating) the database at `path`.
     pub fn open(path: &Path) -> Result<SqliteStore, HubError> {
         let mut conn = Connection::open(path)?;
+        // Key hashes, sealed secrets and tokens live here: owner-only, like the keys.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|e| HubError::io(path, e))?;
+        }
         conn.busy_timeout(Duration::from_secs(30))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
+        #[cfg(unix)]
+        for suffix in ["-wal", "-shm"] {
+            use std::os::unix::fs::PermissionsExt as _;
+            let side = std::path::PathBuf::from(format!("{}{suffix}", path.display()));
+            if side.exists() {
+                let _ = std::fs::set_permissions(&side, std::fs::Permissions::from_mode(0o600));
+            }
+        }
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;

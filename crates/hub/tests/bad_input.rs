@@ -235,3 +235,32 @@ fn refusals_leave_the_hub_consistent() {
     assert_eq!(status, 200, "{answer:?}");
     assert_eq!(text(&answer, "versionId"), version_id);
 }
+
+/// A push never follows a symlinked directory out of the world (the original
+/// uploaded /etc through `ln -s /etc W/etcdir`): it is refused, naming the link.
+#[test]
+fn a_symlinked_directory_at_the_top_of_a_world_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let world = dir.path().join("w");
+    std::fs::create_dir_all(&world).unwrap();
+    std::fs::write(world.join("gateway-env.toml"), "[environment]\nname = \"w\"\n").unwrap();
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("secret.txt"), "do not upload").unwrap();
+    std::os::unix::fs::symlink(&outside, world.join("etcdir")).unwrap();
+    let refused = gateway_hub::archive::collect_archive_files(&world).unwrap_err();
+    assert!(refused.to_string().contains("etcdir") && refused.to_string().contains("symlink"), "{refused}");
+    std::fs::remove_file(world.join("etcdir")).unwrap();
+    let files = gateway_hub::archive::collect_archive_files(&world).unwrap();
+    assert!(files.iter().all(|f| !f.rel.contains("secret")));
+}
+
+#[cfg(unix)]
+#[test]
+fn the_metadata_database_is_readable_by_its_owner_only() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hub.sqlite");
+    gateway_hub::sqlite::SqliteStore::open(&path).unwrap();
+    assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+}

@@ -28,13 +28,14 @@ impl Page {
 
     /// Where the next page starts, if there is one.
     pub fn next_offset(&self) -> Option<i64> {
-        let following = self.offset + self.limit;
+        // Python's ints do not wrap: a huge cursor has no next page, never a negative one.
+        let following = self.offset.saturating_add(self.limit);
         (self.style != "none" && following < self.total).then_some(following)
     }
 
     /// Where the previous page starts, if there is one.
     pub fn previous_offset(&self) -> Option<i64> {
-        (self.style != "none" && self.offset > 0).then(|| (self.offset - self.limit).max(0))
+        (self.style != "none" && self.offset > 0).then(|| self.offset.saturating_sub(self.limit).max(0))
     }
 }
 
@@ -120,7 +121,7 @@ pub fn window(query: &[(String, String)], paging: &Paging) -> Option<(i64, i64)>
 
 /// Python's `rows[start:stop]` bounds for a list of `len` items.
 pub fn python_slice(len: i64, start: i64, stop: i64) -> (usize, usize) {
-    let clamp = |i: i64| if i < 0 { (i + len).max(0) } else { i.min(len) };
+    let clamp = |i: i64| if i < 0 { i.saturating_add(len).max(0) } else { i.min(len) };
     let (a, b) = (clamp(start), clamp(stop));
     (a as usize, b.max(a) as usize)
 }
@@ -227,6 +228,15 @@ pub fn wrap(page: Page, settings: &ApiSettings, envelope: Option<&str>, paging: 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn huge_offsets_saturate_instead_of_wrapping() {
+        let page = Page { rows: Vec::new(), total: 10, offset: i64::MAX, limit: 25, style: "cursor".into() };
+        assert_eq!(page.next_offset(), None);
+        assert_eq!(page.previous_offset(), Some(i64::MAX - 25));
+        assert_eq!(python_slice(10, i64::MIN, i64::MAX), (0, 10));
+        assert_eq!(python_slice(10, i64::MAX, i64::MAX), (10, 10));
+    }
 
     #[test]
     fn cursors_round_trip_and_garbage_is_zero() {

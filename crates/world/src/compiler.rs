@@ -162,6 +162,23 @@ pub fn bundle_mode(bundle: &Path) -> Result<Option<toml::Table>, ContractError> 
             return fail("path", "Bundle contract paths may not escape the bundle or be symlinks", relative);
         }
     }
+    // Batch journals are data files too: the same rule as initial.json (the
+    // original reads a linked journal; we refuse it, naming it).
+    let batches = bundle.join("data/batches");
+    if is_symlink(&batches) {
+        return fail("path", "Bundle contract paths may not escape the bundle or be symlinks", "data/batches");
+    }
+    if let Ok(entries) = std::fs::read_dir(&batches) {
+        let mut linked: Vec<String> = entries
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_type().is_ok_and(|k| k.is_symlink()))
+            .map(|e| format!("data/batches/{}", e.file_name().to_string_lossy()))
+            .collect();
+        linked.sort();
+        if let Some(first) = linked.first() {
+            return fail("path", "Bundle contract paths may not escape the bundle or be symlinks", first);
+        }
+    }
     Ok(Some(manifest))
 }
 

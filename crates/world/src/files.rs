@@ -8,7 +8,7 @@ use std::path::Path;
 /// Read a JSON document, refusing what the original refuses, located at the file name.
 pub fn read_json(path: &Path) -> Result<Value, ContractError> {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let bytes = std::fs::read(path).map_err(|_| document_error(&name))?;
+    let bytes = read_regular(path).map_err(|_| document_error(&name))?;
     parse_json_bytes(&bytes, &name)
 }
 
@@ -21,7 +21,7 @@ pub fn read_json_id(path: &Path) -> Result<Option<String>, ContractError> {
 /// [`read_json_id`], and the file's bytes (for a caller that also hashes them).
 pub fn read_json_id_and_bytes(path: &Path) -> Result<(Option<String>, Vec<u8>), ContractError> {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let bytes = std::fs::read(path).map_err(|_| document_error(&name))?;
+    let bytes = read_regular(path).map_err(|_| document_error(&name))?;
     Ok((json_id(&bytes, &name)?, bytes))
 }
 
@@ -33,6 +33,15 @@ fn json_id(bytes: &[u8], name: &str) -> Result<Option<String>, ContractError> {
         Ok((Some(problem), _)) => fail(problem.code, problem.message, format!("{name}{}", problem.pointer)),
         Ok((None, id)) => Ok(id),
     }
+}
+
+/// A regular file's bytes: a named pipe, a device or a directory is not read (a
+/// FIFO at `data/initial.json` would block the reader forever).
+pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"));
+    }
+    std::fs::read(path)
 }
 
 /// Parse JSON bytes with the original's `parse_json` refusals, at `location`.
