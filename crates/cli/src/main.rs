@@ -8,6 +8,7 @@
 mod bench;
 mod connector;
 mod hub;
+mod session;
 mod worlds;
 
 use clap::{Parser, Subcommand};

@@ -767,6 +767,59 @@ pub fn export_lines(calls: &[Map]) -> Vec<String> {
         .collect()
 }
 
+// ------------------------------------------------------------- task spec files
+
+/// `_read_task_spec`: a task spec from a JSON file — a JSON object with an
+/// `instruction` string. The error is the original's reason after `"<flag> <file>: "`;
+/// `shown` is the path as the original prints it.
+pub fn read_task_spec(path: &std::path::Path, shown: &str) -> std::result::Result<Value, String> {
+    let bytes = std::fs::read(path).map_err(|e| os_error(&e, shown))?;
+    let text = String::from_utf8(bytes).map_err(|e| utf8_error(&e))?;
+    let parsed = json::parse_loads(&text).map_err(|e| json_error(&e, &text))?;
+    match &parsed.value {
+        Value::Object(map) if matches!(map.get("instruction"), Some(Value::Str(_))) => Ok(parsed.value),
+        _ => Err("a task spec is a JSON object with an \"instruction\" string".into()),
+    }
+}
+
+/// Python's `str(OSError)`: `[Errno N] <strerror>: '<file>'`.
+fn os_error(error: &std::io::Error, shown: &str) -> String {
+    let Some(code) = error.raw_os_error() else { return error.to_string() };
+    let text = error.to_string();
+    let strerror = text.strip_suffix(&format!(" (os error {code})")).unwrap_or(&text).to_string();
+    format!("[Errno {code}] {strerror}: {}", python_repr(&Value::str(shown)))
+}
+
+/// Python's `str(UnicodeDecodeError)` for a file that is not UTF-8 (single-byte form).
+fn utf8_error(error: &std::string::FromUtf8Error) -> String {
+    let bytes = error.as_bytes();
+    let at = error.utf8_error().valid_up_to();
+    let byte = bytes.get(at).copied().unwrap_or_default();
+    let reason = match error.utf8_error().error_len() {
+        None => "unexpected end of data",
+        Some(_) if (0x80..0xC2).contains(&byte) || byte >= 0xF5 => "invalid start byte",
+        Some(_) => "invalid continuation byte",
+    };
+    format!("'utf-8' codec can't decode byte 0x{byte:02x} in position {at}: {reason}")
+}
+
+/// Python's `str(JSONDecodeError)`: `<msg>: line L column C (char N)`, in characters.
+fn json_error(error: &json::ParseError, text: &str) -> String {
+    let message = match error {
+        json::ParseError::Syntax(message) | json::ParseError::DuplicateKey(message) => message,
+    };
+    let Some((what, at)) = message.rsplit_once(" at char ") else { return message.clone() };
+    let Ok(byte) = at.parse::<usize>() else { return message.clone() };
+    let before = text.get(..byte.min(text.len())).unwrap_or(text);
+    let position = before.chars().count();
+    let line = before.matches('\n').count() + 1;
+    let column = match before.rfind('\n') {
+        Some(newline) => before[newline + 1..].chars().count() + 1,
+        None => position + 1,
+    };
+    format!("{what}: line {line} column {column} (char {position})")
+}
+
 // ------------------------------------------------------------- printed task shapes
 
 /// Python's `str.title()` (a letter after a non-letter is upper-cased, the rest lowered).
