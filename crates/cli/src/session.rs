@@ -334,12 +334,7 @@ fn world_pin(world: Option<&str>, no_world: bool) -> Result<WorldPin, Exit> {
 }
 
 /// `_task_from_flags`: exactly one task source.
-fn task_from_flags(
-    task: Option<&str>,
-    task_id: Option<&str>,
-    task_version: Option<i64>,
-    task_file: Option<&Path>,
-) -> Result<Value, Exit> {
+fn task_from_flags(task: Option<&str>, task_id: Option<&str>, task_version: Option<i64>, task_file: Option<&Path>) -> Result<Value, Exit> {
     let task = task.filter(|t| !t.is_empty());
     let task_id = task_id.filter(|t| !t.is_empty());
     let task_file = task_file.filter(|f| !f.as_os_str().is_empty());
@@ -389,10 +384,7 @@ fn session(command: SessionCommand) -> Outcome {
                         // Still coming (a cold pod): print where it will answer so the
                         // caller polls instead of losing the id.
                         print_json(&session.descriptor(false)?);
-                        return Err(Exit::refused(format!(
-                            "{message} Poll `gateway worlds session status {}` until ready.",
-                            session.id()
-                        )));
+                        return Err(Exit::refused(format!("{message} Poll `gateway worlds session status {}` until ready.", session.id())));
                     }
                     Err(error) => return Err(error.into()),
                 }
@@ -504,9 +496,10 @@ fn task(command: TaskCommand) -> Outcome {
         TaskCommand::List { world, metadata, page, limit, host } => {
             let mut pairs: Vec<(String, String)> = Vec::new();
             for pair in &metadata {
-                let (key, value) = pair.split_once('=').filter(|(key, _)| !key.is_empty()).ok_or_else(|| {
-                    Exit::usage(format!("--metadata {pair}: expected key=value"))
-                })?;
+                let (key, value) = pair
+                    .split_once('=')
+                    .filter(|(key, _)| !key.is_empty())
+                    .ok_or_else(|| Exit::usage(format!("--metadata {pair}: expected key=value")))?;
                 match pairs.iter_mut().find(|(k, _)| k == key) {
                     Some(existing) => existing.1 = value.to_string(),
                     None => pairs.push((key.to_string(), value.to_string())),

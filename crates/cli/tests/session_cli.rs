@@ -88,10 +88,8 @@ fn serve(stream: TcpStream, seen: &Mutex<Vec<Value>>, answers: &[(u16, String)])
         None => (500, r#"{"error": "unscripted"}"#.to_string()),
     };
     let mut stream = stream;
-    let head = format!(
-        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        text.len()
-    );
+    let head =
+        format!("HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", text.len());
     let _ = stream.write_all(head.as_bytes());
     let _ = stream.write_all(text.as_bytes());
     let _ = stream.flush();

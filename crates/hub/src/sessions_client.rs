@@ -174,10 +174,7 @@ impl SessionsClient {
         if credentials.public_key.is_empty() || credentials.secret_key.is_empty() {
             return Err(fail("GATEWAY_PUBLIC_KEY / GATEWAY_SECRET_KEY are required"));
         }
-        let http = reqwest::blocking::Client::builder()
-            .timeout(REQUEST_TIMEOUT)
-            .build()
-            .map_err(|e| fail(format!("HTTP client: {e}")))?;
+        let http = reqwest::blocking::Client::builder().timeout(REQUEST_TIMEOUT).build().map_err(|e| fail(format!("HTTP client: {e}")))?;
         Ok(SessionsClient { host, auth: basic_auth(&credentials.public_key, &credentials.secret_key), http })
     }
 
@@ -425,9 +422,8 @@ impl Surfaces {
                 token: or_none(ui, "token"),
             }),
             browser: member("browser").map(|browser| {
-                let viewport = or_none(browser, "viewport").unwrap_or_else(|| {
-                    object([("width", Value::Int(DEFAULT_VIEWPORT.0)), ("height", Value::Int(DEFAULT_VIEWPORT.1))])
-                });
+                let viewport = or_none(browser, "viewport")
+                    .unwrap_or_else(|| object([("width", Value::Int(DEFAULT_VIEWPORT.0)), ("height", Value::Int(DEFAULT_VIEWPORT.1))]));
                 (field(browser, "wsUrl"), viewport)
             }),
         }
@@ -703,17 +699,15 @@ impl Session<'_> {
     }
 
     /// The surfaces `session browse` would drive, with the original's refusals when the
-    /// session has no UI (or no hosted browser for `--mode hosted`). Returns whether a
-    /// hosted browser is offered.
+    /// session has no UI (or no hosted browser for `--mode hosted`); the surfaces otherwise.
+    /// As in the original, the surfaces are read (possibly re-fetched) before `mode` is checked.
     pub fn browser_surfaces(&mut self, mode: &str) -> Result<Surfaces> {
         let surfaces = self.surfaces()?;
         if !["auto", "hosted", "local"].contains(&mode) {
             return Err(fail("mode must be 'auto', 'hosted' or 'local'"));
         }
         if surfaces.ui.is_none() && surfaces.browser.is_none() {
-            return Err(fail(
-                "World surface 'ui' is unavailable: open the session with surfaces=['ui'] on a world that declares [ui]",
-            ));
+            return Err(fail("World surface 'ui' is unavailable: open the session with surfaces=['ui'] on a world that declares [ui]"));
         }
         if mode == "hosted" && surfaces.browser.is_none() {
             return Err(fail("World surface 'browser' is unavailable: open the session with surfaces=['browser'] to get a hosted browser"));
