@@ -9,6 +9,7 @@ mod bench;
 mod connector;
 mod host;
 mod hub;
+mod session;
 mod worlds;
 
 use clap::{Parser, Subcommand};

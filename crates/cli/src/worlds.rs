@@ -39,6 +39,16 @@ pub enum WorldsCommand {
     },
     /// Print a packaged skill for an agent, or --install it into a repository's .claude/.
     Skill(crate::connector::SkillArgs),
+    /// Live world sessions with api/ui/browser surfaces.
+    Session {
+        #[command(subcommand)]
+        command: crate::session::SessionCommand,
+    },
+    /// Stored world tasks: task specs kept by the project outside any bundle, versioned, opened by id.
+    Task {
+        #[command(subcommand)]
+        command: crate::session::TaskCommand,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -175,6 +185,8 @@ pub fn run(command: WorldsCommand) -> ExitCode {
         WorldsCommand::Data { command } => data(command),
         WorldsCommand::Connector { command } => crate::connector::run(command),
         WorldsCommand::Skill(args) => crate::connector::skill(args),
+        WorldsCommand::Session { command } => crate::session::run_session(command),
+        WorldsCommand::Task { command } => crate::session::run_task(command),
         WorldsCommand::Serve { path, port, api_key, scenario } => serve(path, port, api_key, scenario),
     }
 }

@@ -149,6 +149,37 @@ pub struct PushOptions {
     pub author: Option<String>,
 }
 
+/// What the urllib-based clients of the original read: the host (`--host`, else
+/// `GATEWAY_HOST`) and the key pair (`GATEWAY_PUBLIC_KEY`, `GATEWAY_SECRET_KEY`), from
+/// the environment only (never `~/.gateway/config.json`). Empty when unset; each client
+/// refuses missing values in its own words.
+#[derive(Debug, Clone, Default)]
+pub struct EnvCredentials {
+    /// The host, as given (trailing `/` not yet removed).
+    pub host: String,
+    /// `GATEWAY_PUBLIC_KEY`.
+    pub public_key: String,
+    /// `GATEWAY_SECRET_KEY`.
+    pub secret_key: String,
+}
+
+impl EnvCredentials {
+    /// Read them: a non-empty `host` flag wins over `GATEWAY_HOST`.
+    pub fn read(host: Option<&str>) -> EnvCredentials {
+        let var = |name: &str| std::env::var(name).unwrap_or_default();
+        EnvCredentials {
+            host: host.map(str::to_string).filter(|h| !h.is_empty()).unwrap_or_else(|| var("GATEWAY_HOST")),
+            public_key: var("GATEWAY_PUBLIC_KEY"),
+            secret_key: var("GATEWAY_SECRET_KEY"),
+        }
+    }
+}
+
+/// The `Authorization` header value of a key pair: `Basic base64(public:secret)`.
+pub fn basic_auth(public_key: &str, secret_key: &str) -> String {
+    format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{public_key}:{secret_key}")))
+}
+
 /// A hub client authenticated with a project key pair.
 #[derive(Debug, Clone)]
 pub struct Client {
@@ -166,7 +197,7 @@ impl Client {
         if public_key.is_empty() || secret_key.is_empty() {
             return Err(fail("both public_key and secret_key are required: set GATEWAY_PUBLIC_KEY and GATEWAY_SECRET_KEY"));
         }
-        let auth = base64::engine::general_purpose::STANDARD.encode(format!("{public_key}:{secret_key}"));
+        let auth = basic_auth(public_key, secret_key);
         let http = reqwest::blocking::Client::builder()
             .timeout(Duration::from_secs(300))
             .build()
@@ -176,9 +207,8 @@ impl Client {
 
     /// `from_env`: `--host` else `GATEWAY_HOST`, and `GATEWAY_PUBLIC_KEY` / `GATEWAY_SECRET_KEY`.
     pub fn from_env(host: Option<&str>) -> Result<Client> {
-        let var = |name: &str| std::env::var(name).unwrap_or_default();
-        let host = host.map(str::to_string).filter(|h| !h.is_empty()).unwrap_or_else(|| var("GATEWAY_HOST"));
-        Client::new(&host, &var("GATEWAY_PUBLIC_KEY"), &var("GATEWAY_SECRET_KEY"))
+        let credentials = EnvCredentials::read(host);
+        Client::new(&credentials.host, &credentials.public_key, &credentials.secret_key)
     }
 
     fn request(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> Result<Value> {
@@ -186,7 +216,7 @@ impl Client {
             .http
             .request(method.clone(), format!("{}{path}", self.host))
             .timeout(Duration::from_secs(120))
-            .header("Authorization", format!("Basic {}", self.auth));
+            .header("Authorization", &self.auth);
         if let Some(body) = body {
             request = request
                 .header("Content-Type", "application/json")

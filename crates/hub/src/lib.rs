@@ -11,7 +11,9 @@
 //!   ([`s3`]) for several processes);
 //! - the **client** ([`client`]) behind `gateway bench …`: the content hash, the
 //!   deterministic tarball and file manifest ([`archive`]), `.gateway/.env-metadata.json`,
-//!   pull with integrity check and safe extraction.
+//!   pull with integrity check and safe extraction;
+//! - the **sessions client** ([`sessions_client`]) behind `gateway worlds session …` and
+//!   `gateway worlds task …`: live world sessions and stored world tasks (spec §5, §6).
 //!
 //! It is not the world engine (`gateway-world`), does not compile or validate worlds
 //! itself beyond calling the engine, runs no hosted evaluations (run-config dispatch is
@@ -25,6 +27,7 @@ pub mod judge;
 pub mod postgres;
 pub mod s3;
 pub mod server;
+pub mod sessions_client;
 pub mod sqlite;
 pub mod store;
 pub mod util;

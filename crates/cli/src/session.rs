@@ -1,0 +1,536 @@
+//! `gateway worlds session …` (live world sessions) and `gateway worlds task …`
+//! (stored world tasks): the original's flags, its JSON prints (`json.dumps(…,
+//! indent=2)`), its stderr lines and exit codes (1 for a refusal or a failed request,
+//! 2 for the original's own usage refusals).
+//!
+//! Argument parsing and printing only: the requests, the polling and the shapes of
+//! what is printed live in `gateway_hub::sessions_client`. This module does not drive
+//! a browser: `session browse` stops at the surfaces check (see its doc).
+
+use clap::Subcommand;
+use gateway_hub::sessions_client::{self as sessions, SessionError, SessionsClient, WorldPin, READY_TIMEOUT_SEC};
+use gateway_world::json::{dumps, object, DumpOptions, Value};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Debug, Subcommand)]
+pub enum SessionCommand {
+    /// Open a live session and print where it answers.
+    Open {
+        /// World slug (optionally slug@ref).
+        slug: String,
+        /// Bundled task / scenario to open the session on.
+        #[arg(long, short = 't')]
+        task: Option<String>,
+        /// Stored task (see `worlds task`) to open the session on instead of --task.
+        #[arg(long = "task-id")]
+        task_id: Option<String>,
+        /// With --task-id: open that version of the task instead of the current one.
+        #[arg(long = "task-version", allow_negative_numbers = true)]
+        task_version: Option<i64>,
+        /// JSON file holding an inline task spec {instruction, seed?, grader?, metadata?} (World Host worlds).
+        #[arg(long = "task-file")]
+        task_file: Option<PathBuf>,
+        /// Surface to ask for besides tools: api, ui, browser (repeatable).
+        #[arg(long = "surface", short = 's')]
+        surface: Vec<String>,
+        /// Pin an exact world version.
+        #[arg(long = "version-id")]
+        version_id: Option<String>,
+        /// Return as soon as the platform accepts the session.
+        #[arg(long = "no-wait")]
+        no_wait: bool,
+        /// Platform URL (default: GATEWAY_HOST).
+        #[arg(long)]
+        host: Option<String>,
+    },
+    /// Print a session's state, tools and surfaces.
+    Status {
+        session_id: String,
+        /// Platform URL (default: GATEWAY_HOST).
+        #[arg(long)]
+        host: Option<String>,
+    },
+    /// Dump the world's state right now — every entity's rows, what a grader reads.
+    State {
+        session_id: String,
+        /// Platform URL (default: GATEWAY_HOST).
+        #[arg(long)]
+        host: Option<String>,
+    },
+    /// Put the world back to its opening state (snapshot plus the task's seed).
+    Reset {
+        session_id: String,
+        /// Platform URL (default: GATEWAY_HOST).
+        #[arg(long)]
+        host: Option<String>,
+    },
+    /// Run the session's task grader against the world's current state and print {reward, rewards, raw}.
+    Grade {
+        session_id: String,
+        /// Seconds to wait for the grade; defaults to the grader's budget (a rubric judge gets 15 min).
+        #[arg(long, allow_negative_numbers = true)]
+        timeout: Option<f64>,
+        /// Platform URL (default: GATEWAY_HOST).
+        #[arg(long)]
+        host: Option<String>,
+    },
+    /// Open the session's UI in its browser surface (this build checks the surfaces and stops).
+    Browse {
+        session_id: String,
+        /// hosted | local | auto (prefers hosted).
+        #[arg(long, default_value = "auto")]
+        mode: String,
+        /// UI path to open instead of the declared entry.
+        #[arg(long)]
+        path: Option<String>,
+        /// Write a PNG of the page here.
+        #[arg(long)]
+        screenshot: Option<String>,
+        /// Platform URL (default: GATEWAY_HOST).
+        #[arg(long)]
+        host: Option<String>,
+    },
+    /// End a session.
+    Close {
+        session_id: String,
+        /// Hand the container back to the warm pool.
+        #[arg(long = "keep-warm")]
+        keep_warm: bool,
+        /// Platform URL (default: GATEWAY_HOST).
+        #[arg(long)]
+        host: Option<String>,
+    },
+    /// Put rows into a LIVE session's world and wait for the engine's answer.
+    Seed {
+        session_id: String,
+        /// Rows files: {entity: [rows]} JSON, {entity,row} JSONL, or bare rows.
+        #[arg(required = true)]
+        rows: Vec<PathBuf>,
+        /// The entity bare-row files hold.
+        #[arg(long)]
+        entity: Option<String>,
+        /// append (upsert by primary key) | replace (named entities).
+        #[arg(long, default_value = "append")]
+        mode: String,
+        /// Platform URL (default: GATEWAY_HOST).
+        #[arg(long)]
+        host: Option<String>,
+    },
+    /// The session's call log as JSONL, one {seq, kind, tool, args, result, error, completedAt} per line.
+    Export {
+        session_id: String,
+        /// Write the JSONL here instead of stdout.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Platform URL (default: GATEWAY_HOST).
+        #[arg(long)]
+        host: Option<String>,
+    },
+    /// A session's task: promote an inline one into a stored task.
+    Task {
+        #[command(subcommand)]
+        command: SessionTaskCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionTaskCommand {
+    /// Store the session's inline task as a reusable project task (version 1).
+    Save {
+        session_id: String,
+        /// Stored task name (default: the spec's own).
+        #[arg(long, short = 'n')]
+        name: Option<String>,
+        /// Pin the task to this world slug.
+        #[arg(long, short = 'w')]
+        world: Option<String>,
+        /// Do not pin the task to the session's world.
+        #[arg(long = "no-world")]
+        no_world: bool,
+        /// Version note.
+        #[arg(long, short = 'm')]
+        message: Option<String>,
+        /// Platform URL (default: GATEWAY_HOST).
+        #[arg(long)]
+        host: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TaskCommand {
+    /// Store a task spec as version 1 of a new project task.
+    Create {
+        /// JSON file: {instruction, seed?, grader?, metadata?, name?}.
+        spec: PathBuf,
+        /// Task name (default: the spec's name).
+        #[arg(long, short = 'n')]
+        name: Option<String>,
+        /// Pin the task to this world slug.
+        #[arg(long, short = 'w')]
+        world: Option<String>,
+        /// Version note.
+        #[arg(long, short = 'm')]
+        message: Option<String>,
+        /// Platform URL (default: GATEWAY_HOST).
+        #[arg(long)]
+        host: Option<String>,
+    },
+    /// Change a task: a new --spec appends a version; --name / --world / --no-world change in place.
+    Update {
+        task_id: String,
+        /// JSON file with the new spec → the next version.
+        #[arg(long)]
+        spec: Option<PathBuf>,
+        /// Rename the task.
+        #[arg(long, short = 'n')]
+        name: Option<String>,
+        /// Pin the task to this world slug.
+        #[arg(long, short = 'w')]
+        world: Option<String>,
+        /// Unpin the task from its world.
+        #[arg(long = "no-world")]
+        no_world: bool,
+        /// Version note.
+        #[arg(long, short = 'm')]
+        message: Option<String>,
+        /// Platform URL (default: GATEWAY_HOST).
+        #[arg(long)]
+        host: Option<String>,
+    },
+    /// The project's stored tasks, newest change first.
+    List {
+        /// Only tasks pinned to this world.
+        #[arg(long, short = 'w')]
+        world: Option<String>,
+        /// key=value the task's spec metadata must carry (repeatable, all must match).
+        #[arg(long)]
+        metadata: Vec<String>,
+        #[arg(long, allow_negative_numbers = true)]
+        page: Option<i64>,
+        #[arg(long, allow_negative_numbers = true)]
+        limit: Option<i64>,
+        /// Platform URL (default: GATEWAY_HOST).
+        #[arg(long)]
+        host: Option<String>,
+    },
+    /// One task: its current (or --version) spec and its version history.
+    Show {
+        task_id: String,
+        /// Show this version's spec instead of the current.
+        #[arg(long, allow_negative_numbers = true)]
+        version: Option<i64>,
+        /// Platform URL (default: GATEWAY_HOST).
+        #[arg(long)]
+        host: Option<String>,
+    },
+    /// Check a task fits a world version without opening a session; exit 1 when it does not.
+    Validate {
+        task_id: String,
+        /// Validate this task version (default: current).
+        #[arg(long, allow_negative_numbers = true)]
+        version: Option<i64>,
+        /// Against this world's head version.
+        #[arg(long, short = 'w')]
+        world: Option<String>,
+        /// Against this exact world version.
+        #[arg(long = "version-id")]
+        version_id: Option<String>,
+        /// Platform URL (default: GATEWAY_HOST).
+        #[arg(long)]
+        host: Option<String>,
+    },
+    /// Remove a stored task and all its versions. Open sessions keep their copy.
+    Delete {
+        task_id: String,
+        /// Platform URL (default: GATEWAY_HOST).
+        #[arg(long)]
+        host: Option<String>,
+    },
+}
+
+/// How a command ends when it does not succeed: a line on stderr and an exit code.
+struct Exit {
+    code: u8,
+    message: String,
+}
+
+impl Exit {
+    fn usage(message: impl Into<String>) -> Exit {
+        Exit { code: 2, message: message.into() }
+    }
+
+    fn refused(message: impl Into<String>) -> Exit {
+        Exit { code: 1, message: message.into() }
+    }
+}
+
+impl From<SessionError> for Exit {
+    fn from(error: SessionError) -> Self {
+        Exit::refused(error.to_string())
+    }
+}
+
+type Outcome = Result<(), Exit>;
+
+fn finish(outcome: Outcome) -> ExitCode {
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Exit { code, message }) => {
+            if !message.is_empty() {
+                eprintln!("{message}");
+            }
+            ExitCode::from(code)
+        }
+    }
+}
+
+fn print_json(value: &Value) {
+    // A closed pipe (`| head`) is not worth a panic.
+    let _ = writeln!(std::io::stdout(), "{}", dumps(value, DumpOptions::PRETTY));
+}
+
+/// `str(Path(text))`: pathlib's spelling of a path (no `.` parts, no repeated or
+/// trailing `/`).
+fn python_path(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    let prefix = if text.starts_with("//") && !text.starts_with("///") {
+        "//"
+    } else if text.starts_with('/') {
+        "/"
+    } else {
+        ""
+    };
+    let parts: Vec<&str> = text.split('/').filter(|part| !part.is_empty() && *part != ".").collect();
+    let joined = format!("{prefix}{}", parts.join("/"));
+    if joined.is_empty() {
+        ".".into()
+    } else {
+        joined
+    }
+}
+
+fn read_spec(path: &Path, flag: &str) -> Result<Value, Exit> {
+    let shown = python_path(path);
+    sessions::read_task_spec(path, &shown).map_err(|reason| Exit::usage(format!("{flag} {shown}: {reason}")))
+}
+
+fn client(host: Option<&str>) -> Result<SessionsClient, Exit> {
+    Ok(SessionsClient::from_env(host)?)
+}
+
+/// `_world_from_flags`: `--world` / `--no-world` → the `world` member to send.
+fn world_pin(world: Option<&str>, no_world: bool) -> Result<WorldPin, Exit> {
+    let world = world.filter(|w| !w.is_empty());
+    if world.is_some() && no_world {
+        return Err(Exit::usage("--world and --no-world exclude each other"));
+    }
+    Ok(match (no_world, world) {
+        (true, _) => WorldPin::Unpin,
+        (false, Some(slug)) => WorldPin::Slug(slug.to_string()),
+        (false, None) => WorldPin::Unset,
+    })
+}
+
+/// `_task_from_flags`: exactly one task source.
+fn task_from_flags(task: Option<&str>, task_id: Option<&str>, task_version: Option<i64>, task_file: Option<&Path>) -> Result<Value, Exit> {
+    let task = task.filter(|t| !t.is_empty());
+    let task_id = task_id.filter(|t| !t.is_empty());
+    let task_file = task_file.filter(|f| !f.as_os_str().is_empty());
+    if [task.is_some(), task_id.is_some(), task_file.is_some()].iter().filter(|given| **given).count() > 1 {
+        return Err(Exit::usage("worlds session open takes one of --task, --task-id or --task-file"));
+    }
+    if task_version.is_some() && task_id.is_none() {
+        return Err(Exit::usage("--task-version needs --task-id"));
+    }
+    if let Some(task) = task {
+        return Ok(Value::str(task));
+    }
+    if let Some(id) = task_id {
+        let mut reference = vec![("id", Value::str(id))];
+        if let Some(version) = task_version {
+            reference.push(("version", Value::Int(version)));
+        }
+        return Ok(object(reference));
+    }
+    match task_file {
+        Some(file) => read_spec(file, "--task-file"),
+        None => Err(Exit::usage("worlds session open needs --task, --task-id or --task-file")),
+    }
+}
+
+/// Run one `worlds session` command.
+pub fn run_session(command: SessionCommand) -> ExitCode {
+    finish(session(command))
+}
+
+/// Run one `worlds task` command.
+pub fn run_task(command: TaskCommand) -> ExitCode {
+    finish(task(command))
+}
+
+fn session(command: SessionCommand) -> Outcome {
+    match command {
+        SessionCommand::Open { slug, task, task_id, task_version, task_file, surface, version_id, no_wait, host } => {
+            let task_ref = task_from_flags(task.as_deref(), task_id.as_deref(), task_version, task_file.as_deref())?;
+            sessions::check_task(&task_ref)?;
+            let client = client(host.as_deref())?;
+            let mut session = client.open(&slug, &task_ref, version_id.as_deref(), &surface)?;
+            if !no_wait {
+                match session.ready(READY_TIMEOUT_SEC) {
+                    Ok(()) => {}
+                    Err(SessionError::Timeout(message)) => {
+                        // Still coming (a cold pod): print where it will answer so the
+                        // caller polls instead of losing the id.
+                        print_json(&session.descriptor(false)?);
+                        return Err(Exit::refused(format!("{message} Poll `gateway worlds session status {}` until ready.", session.id())));
+                    }
+                    Err(error) => return Err(error.into()),
+                }
+            }
+            let ready = session.is_ready();
+            print_json(&session.descriptor(ready)?);
+            Ok(())
+        }
+        SessionCommand::Status { session_id, host } => {
+            let client = client(host.as_deref())?;
+            let mut session = client.attach(&session_id)?;
+            let mut out = session.status()?.clone();
+            out.extend(session.surfaces_json()?);
+            print_json(&Value::Object(out));
+            Ok(())
+        }
+        SessionCommand::State { session_id, host } => {
+            let client = client(host.as_deref())?;
+            let state = client.attach(&session_id)?.world_state()?;
+            print_json(&state);
+            Ok(())
+        }
+        SessionCommand::Reset { session_id, host } => {
+            let client = client(host.as_deref())?;
+            client.attach(&session_id)?.reset()?;
+            print_json(&object([("sessionId", Value::str(session_id)), ("reset", Value::Bool(true))]));
+            Ok(())
+        }
+        SessionCommand::Grade { session_id, timeout, host } => {
+            if timeout.is_some_and(|t| t <= 0.0) {
+                return Err(Exit::refused("--timeout must be a positive number of seconds"));
+            }
+            let client = client(host.as_deref())?;
+            let raw = client.attach(&session_id)?.grade(timeout)?;
+            print_json(&sessions::grade_report(&session_id, &raw));
+            Ok(())
+        }
+        SessionCommand::Browse { session_id, mode, path: _, screenshot: _, host } => {
+            let client = client(host.as_deref())?;
+            let mut session = client.attach(&session_id)?;
+            session.browser_surfaces(&mode)?;
+            Err(Exit::refused(format!(
+                "Driving a world UI is not supported by this client (the original drives it with Playwright): \
+                 open the `ui.entry` or `browser.wsUrl` that `gateway worlds session status {session_id}` prints with your own browser."
+            )))
+        }
+        SessionCommand::Close { session_id, keep_warm, host } => {
+            let client = client(host.as_deref())?;
+            let closed = client.attach(&session_id)?.close(keep_warm)?;
+            print_json(&closed);
+            Ok(())
+        }
+        SessionCommand::Seed { session_id, rows, entity, mode, host } => {
+            let sources: Vec<String> = rows.iter().map(|p| python_path(p)).collect();
+            let parsed = gateway_world::import::parse_rows(&sources, entity.as_deref()).map_err(|e| Exit::refused(e.to_string()))?;
+            let rows = Value::Object(parsed.rows.into_iter().map(|(name, rows)| (name, Value::Array(rows))).collect());
+            let client = client(host.as_deref())?;
+            let result = client.attach(&session_id)?.seed(rows, &mode)?;
+            print_json(&object([("sessionId", Value::str(session_id)), ("mode", Value::str(mode)), ("result", result)]));
+            Ok(())
+        }
+        SessionCommand::Export { session_id, out, host } => {
+            let client = client(host.as_deref())?;
+            let calls = client.attach(&session_id)?.calls()?;
+            let lines = sessions::export_lines(&calls);
+            let mut text = lines.join("\n");
+            if !lines.is_empty() {
+                text.push('\n');
+            }
+            match out {
+                None => {
+                    let _ = std::io::stdout().write_all(text.as_bytes());
+                }
+                Some(out) => {
+                    std::fs::write(&out, text).map_err(|e| Exit::refused(format!("{}: {e}", python_path(&out))))?;
+                    let _ = writeln!(std::io::stdout(), "wrote {} calls to {}", lines.len(), python_path(&out));
+                }
+            }
+            Ok(())
+        }
+        SessionCommand::Task { command: SessionTaskCommand::Save { session_id, name, world, no_world, message, host } } => {
+            let pin = world_pin(world.as_deref(), no_world)?;
+            let client = client(host.as_deref())?;
+            let saved = client.attach(&session_id)?.save_task(name.as_deref(), &pin, message.as_deref())?;
+            print_json(&saved);
+            Ok(())
+        }
+    }
+}
+
+fn task(command: TaskCommand) -> Outcome {
+    match command {
+        TaskCommand::Create { spec, name, world, message, host } => {
+            let parsed = read_spec(&spec, "spec")?;
+            let client = client(host.as_deref())?;
+            print_json(&client.create_task(&parsed, name.as_deref(), world.as_deref(), message.as_deref())?);
+            Ok(())
+        }
+        TaskCommand::Update { task_id, spec, name, world, no_world, message, host } => {
+            let pin = world_pin(world.as_deref(), no_world)?;
+            if spec.is_none() && name.is_none() && !no_world && world.is_none() {
+                return Err(Exit::usage("worlds task update needs --spec, --name, --world or --no-world"));
+            }
+            let parsed = spec.as_deref().map(|path| read_spec(path, "--spec")).transpose()?;
+            let client = client(host.as_deref())?;
+            print_json(&client.update_task(&task_id, parsed.as_ref(), name.as_deref(), &pin, message.as_deref())?);
+            Ok(())
+        }
+        TaskCommand::List { world, metadata, page, limit, host } => {
+            let mut pairs: Vec<(String, String)> = Vec::new();
+            for pair in &metadata {
+                let (key, value) = pair
+                    .split_once('=')
+                    .filter(|(key, _)| !key.is_empty())
+                    .ok_or_else(|| Exit::usage(format!("--metadata {pair}: expected key=value")))?;
+                match pairs.iter_mut().find(|(k, _)| k == key) {
+                    Some(existing) => existing.1 = value.to_string(),
+                    None => pairs.push((key.to_string(), value.to_string())),
+                }
+            }
+            let client = client(host.as_deref())?;
+            print_json(&client.list_tasks(world.as_deref(), &pairs, page, limit)?);
+            Ok(())
+        }
+        TaskCommand::Show { task_id, version, host } => {
+            let client = client(host.as_deref())?;
+            print_json(&client.get_task(&task_id, version)?);
+            Ok(())
+        }
+        TaskCommand::Validate { task_id, version, world, version_id, host } => {
+            if world.as_deref().is_some_and(|w| !w.is_empty()) && version_id.as_deref().is_some_and(|v| !v.is_empty()) {
+                return Err(Exit::usage("--world and --version-id exclude each other"));
+            }
+            let client = client(host.as_deref())?;
+            let (printed, ok) = client.validate_task(&task_id, version, world.as_deref(), version_id.as_deref())?;
+            print_json(&printed);
+            if ok {
+                Ok(())
+            } else {
+                Err(Exit::refused(""))
+            }
+        }
+        TaskCommand::Delete { task_id, host } => {
+            let client = client(host.as_deref())?;
+            print_json(&client.delete_task(&task_id)?);
+            Ok(())
+        }
+    }
+}

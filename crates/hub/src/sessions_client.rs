@@ -1,0 +1,989 @@
+//! The client of live world sessions (`/api/public/world-sessions`, spec §5) and of
+//! stored world tasks (`/api/public/world-tasks`, spec §6): the original's
+//! `world_sessions._Client` / `WorldSession` and `world_tasks`, speaking the same
+//! requests (method, path, URL-quoting, query, JSON body and member order), polling a
+//! call until `done` with the same budgets, paging the call log, and turning the
+//! platform's answers into the JSON objects the original CLI prints.
+//!
+//! It is not the server side of those endpoints, drives no browser (the original's
+//! Playwright surface is not reproduced: [`Session::browser_surfaces`] stops where the
+//! original would launch one), and parses no command line (that is `gateway-cli`).
+
+use crate::client::{basic_auth, form_encode, truthy, EnvCredentials};
+use gateway_world::json::{self, object, python_repr, python_str, DumpOptions, Map, Value};
+use std::time::{Duration, Instant};
+
+const SESSIONS: &str = "/api/public/world-sessions";
+const TASKS: &str = "/api/public/world-tasks";
+
+/// How long `open` waits for a session to become ready, and how often it asks.
+pub const READY_TIMEOUT_SEC: f64 = 600.0;
+const READY_POLL: Duration = Duration::from_secs(2);
+/// A call's budget, and the poll interval while it runs.
+pub const CALL_TIMEOUT_SEC: f64 = 180.0;
+const CALL_POLL: Duration = Duration::from_millis(400);
+/// A grade the platform's judge finalizes (`pending: true`): its budget and poll.
+pub const JUDGED_GRADE_TIMEOUT_SEC: f64 = 900.0;
+const JUDGED_GRADE_POLL: Duration = Duration::from_secs(2);
+/// Per-request timeout of the original's urllib calls.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+/// The surfaces a session may be opened with.
+pub const SURFACE_KINDS: [&str; 4] = ["tools", "api", "ui", "browser"];
+/// What the platform answers in a descriptor when a browser names no viewport.
+const DEFAULT_VIEWPORT: (i64, i64) = (1280, 800);
+
+/// Why a session or task call failed; the text is what the original prints.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// A refusal, a failed request (`"<METHOD> <path> -> <code>: <body>"`), a call's
+    /// own error, or a caller mistake (the original's `WorldSessionError` / `ValueError`).
+    #[error("{0}")]
+    Failed(String),
+    /// The container or the judge did not answer within the budget (`WorldSessionTimeout`).
+    #[error("{0}")]
+    Timeout(String),
+}
+
+type Result<T> = std::result::Result<T, SessionError>;
+
+fn fail(message: impl Into<String>) -> SessionError {
+    SessionError::Failed(message.into())
+}
+
+/// `urllib.parse.quote(text, safe)`: UTF-8 percent-encoding, keeping letters, digits,
+/// `_.-~` and the `safe` characters.
+pub fn quote(text: &str, safe: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"_.-~".contains(&b) || safe.as_bytes().contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Python's `str()` of a member, or `""` when it is missing or falsy (`str(x or "")`).
+fn str_or_empty(value: Option<&Value>) -> String {
+    value.filter(|v| truthy(v)).map(python_str).unwrap_or_default()
+}
+
+/// Python's `int()` of a JSON value.
+pub fn python_int(value: &Value) -> Result<i64> {
+    match value {
+        Value::Int(i) => Ok(*i),
+        Value::Bool(b) => Ok(i64::from(*b)),
+        Value::Float(f) if f.is_finite() => Ok(f.trunc() as i64),
+        Value::Float(f) if f.is_nan() => Err(fail("cannot convert float NaN to integer")),
+        Value::Float(_) => Err(fail("cannot convert float infinity to integer")),
+        Value::Str(text) => {
+            let trimmed = text.trim();
+            let digits = trimmed.strip_prefix('+').unwrap_or(trimmed);
+            let plain = !digits.starts_with('_') && !digits.ends_with('_') && !digits.contains("__");
+            digits
+                .replace('_', "")
+                .parse::<i64>()
+                .ok()
+                .filter(|_| plain && !digits.is_empty())
+                .ok_or_else(|| fail(format!("invalid literal for int() with base 10: {}", python_repr(value))))
+        }
+        Value::Null => Err(fail("int() argument must be a string, a bytes-like object or a real number, not 'NoneType'")),
+        Value::Array(_) => Err(fail("int() argument must be a string, a bytes-like object or a real number, not 'list'")),
+        Value::Object(_) => Err(fail("int() argument must be a string, a bytes-like object or a real number, not 'dict'")),
+    }
+}
+
+/// `int(member or 0)`.
+fn int_or_zero(value: Option<&Value>) -> Result<i64> {
+    value.filter(|v| truthy(v)).map(python_int).transpose().map(Option::unwrap_or_default)
+}
+
+fn is_number(value: &Value) -> bool {
+    matches!(value, Value::Int(_) | Value::Float(_))
+}
+
+/// Where a stored task is pinned: keep what it has, unpin (`world: null`), or a slug.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum WorldPin {
+    /// Neither `--world` nor `--no-world`: the member is not sent.
+    #[default]
+    Unset,
+    /// `--no-world`: `world: null`.
+    Unpin,
+    /// `--world <slug>`.
+    Slug(String),
+}
+
+impl WorldPin {
+    fn insert(&self, body: &mut Map) {
+        match self {
+            WorldPin::Unset => {}
+            WorldPin::Unpin => {
+                body.insert("world".into(), Value::Null);
+            }
+            WorldPin::Slug(slug) => {
+                body.insert("world".into(), Value::str(slug.clone()));
+            }
+        }
+    }
+}
+
+/// `_check_task`: the one refusal made before a request is spent.
+pub fn check_task(task: &Value) -> Result<()> {
+    match task {
+        Value::Str(name) if !name.trim().is_empty() => return Ok(()),
+        Value::Object(map) if map.contains_key("id") => {
+            if !matches!(map.get("id"), Some(Value::Str(id)) if !id.trim().is_empty()) {
+                return Err(fail("open_session task id must be a non-empty string"));
+            }
+            return match map.get("version") {
+                None | Some(Value::Null) => Ok(()),
+                Some(Value::Int(v)) if *v >= 1 => Ok(()),
+                Some(Value::Bool(true)) => Ok(()),
+                Some(_) => Err(fail("open_session task version must be a positive integer")),
+            };
+        }
+        Value::Object(map) => {
+            if matches!(map.get("instruction"), Some(Value::Str(text)) if !text.trim().is_empty()) {
+                return Ok(());
+            }
+        }
+        _ => {}
+    }
+    Err(fail("open_session needs a task: a bundled task name, a stored task {'id': ...} or a spec with an instruction"))
+}
+
+/// An authenticated client of the sessions and tasks API.
+#[derive(Debug, Clone)]
+pub struct SessionsClient {
+    host: String,
+    auth: String,
+    http: reqwest::blocking::Client,
+}
+
+impl SessionsClient {
+    /// From `--host` (else `GATEWAY_HOST`) and the key pair in the environment, with
+    /// the original's refusals.
+    pub fn from_env(host: Option<&str>) -> Result<SessionsClient> {
+        let credentials = EnvCredentials::read(host);
+        let host = credentials.host.trim_end_matches('/').to_string();
+        if host.is_empty() {
+            return Err(fail("GATEWAY_HOST is required"));
+        }
+        if credentials.public_key.is_empty() || credentials.secret_key.is_empty() {
+            return Err(fail("GATEWAY_PUBLIC_KEY / GATEWAY_SECRET_KEY are required"));
+        }
+        let http = reqwest::blocking::Client::builder().timeout(REQUEST_TIMEOUT).build().map_err(|e| fail(format!("HTTP client: {e}")))?;
+        Ok(SessionsClient { host, auth: basic_auth(&credentials.public_key, &credentials.secret_key), http })
+    }
+
+    /// One JSON request. `Content-Type: application/json` goes on every request, as
+    /// the original sends it; a non-2xx answer is `"<METHOD> <path> -> <code>: <first
+    /// 400 characters of the body>"`.
+    pub fn request(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value> {
+        let verb = reqwest::Method::from_bytes(method.as_bytes()).map_err(|e| fail(format!("{method}: {e}")))?;
+        let mut request = self
+            .http
+            .request(verb, format!("{}{path}", self.host))
+            .header("Authorization", &self.auth)
+            .header("Content-Type", "application/json");
+        if let Some(body) = body {
+            request = request.body(json::dumps(body, DumpOptions { sort_keys: false, ensure_ascii: true, indent: None, compact: false }));
+        }
+        let response = request.send().map_err(|e| fail(format!("{method} {path} -> {}", error_chain(&e))))?;
+        let status = response.status();
+        let bytes = response.bytes().map_err(|e| fail(format!("{method} {path} -> {}", error_chain(&e))))?;
+        let text = String::from_utf8_lossy(&bytes);
+        if !status.is_success() {
+            let detail: String = text.chars().take(400).collect();
+            return Err(fail(format!("{method} {path} -> {}: {detail}", status.as_u16())));
+        }
+        json::parse_loads(&text)
+            .map(|parsed| parsed.value)
+            .map_err(|e| fail(format!("{method} {path} -> {}: the answer is not JSON ({e:?})", status.as_u16())))
+    }
+
+    /// `open_session`: check the task, then `POST /world-sessions` with
+    /// `{task, reuseWarm: true, surfaces?, versionId | slug}` (the slug without `@ref`).
+    pub fn open(&self, slug: &str, task: &Value, version_id: Option<&str>, surfaces: &[String]) -> Result<Session<'_>> {
+        let mut body = Map::default();
+        body.insert("task".into(), task.clone());
+        body.insert("reuseWarm".into(), Value::Bool(true));
+        if !surfaces.is_empty() {
+            let mut unknown: Vec<&String> = surfaces.iter().filter(|s| !SURFACE_KINDS.contains(&s.as_str())).collect();
+            unknown.sort();
+            unknown.dedup();
+            if !unknown.is_empty() {
+                let listed = Value::Array(unknown.into_iter().map(|s| Value::str(s.clone())).collect());
+                return Err(fail(format!(
+                    "Unknown world surfaces: {}; choose from ('tools', 'api', 'ui', 'browser')",
+                    python_repr(&listed)
+                )));
+            }
+            body.insert("surfaces".into(), Value::Array(surfaces.iter().map(|s| Value::str(s.clone())).collect()));
+        }
+        match version_id.filter(|v| !v.is_empty()) {
+            Some(version_id) => body.insert("versionId".into(), Value::str(version_id)),
+            None => body.insert("slug".into(), Value::str(slug.split('@').next().unwrap_or_default())),
+        };
+        let state = self.request("POST", SESSIONS, Some(&Value::Object(body)))?;
+        let id = match state.get("sessionId") {
+            Some(Value::Str(id)) => id.clone(),
+            Some(other) if !matches!(other, Value::Null) => python_str(other),
+            _ => return Err(fail(format!("POST {SESSIONS} answered without a sessionId"))),
+        };
+        Ok(Session { client: self, id, state: into_map(state) })
+    }
+
+    /// `attach_session`: `GET /world-sessions/{id}`.
+    pub fn attach(&self, session_id: &str) -> Result<Session<'_>> {
+        let state = self.request("GET", &session_path(session_id), None)?;
+        Ok(Session { client: self, id: session_id.to_string(), state: into_map(state) })
+    }
+
+    // ------------------------------------------------------------- stored tasks
+
+    /// `create_task`: `POST /world-tasks` with `{spec, name?, world?, message?}`; the
+    /// printed summary.
+    pub fn create_task(&self, spec: &Value, name: Option<&str>, world: Option<&str>, message: Option<&str>) -> Result<Value> {
+        let mut body = Map::default();
+        body.insert("spec".into(), spec.clone());
+        for (key, value) in [("name", name), ("world", world), ("message", message)] {
+            if let Some(value) = value {
+                body.insert(key.into(), Value::str(value));
+            }
+        }
+        task_summary(&self.request("POST", TASKS, Some(&Value::Object(body)))?)
+    }
+
+    /// `update_task`: `PATCH /world-tasks/{id}` with `{spec?, name?, message?, world?}`.
+    pub fn update_task(
+        &self,
+        task_id: &str,
+        spec: Option<&Value>,
+        name: Option<&str>,
+        world: &WorldPin,
+        message: Option<&str>,
+    ) -> Result<Value> {
+        if spec.is_none() && name.is_none() && *world == WorldPin::Unset {
+            return Err(fail("update_task: nothing to update — pass spec, name or world"));
+        }
+        let mut body = Map::default();
+        if let Some(spec) = spec {
+            body.insert("spec".into(), spec.clone());
+        }
+        for (key, value) in [("name", name), ("message", message)] {
+            if let Some(value) = value {
+                body.insert(key.into(), Value::str(value));
+            }
+        }
+        world.insert(&mut body);
+        task_summary(&self.request("PATCH", &task_path(task_id), Some(&Value::Object(body)))?)
+    }
+
+    /// `list_tasks`: `GET /world-tasks?world=&page=&limit=&metadata.<k>=<v>…`; the
+    /// printed `{tasks, meta}`.
+    pub fn list_tasks(&self, world: Option<&str>, metadata: &[(String, String)], page: Option<i64>, limit: Option<i64>) -> Result<Value> {
+        let mut params: Vec<(String, String)> = Vec::new();
+        if let Some(world) = world.filter(|w| !w.is_empty()) {
+            params.push(("world".into(), world.into()));
+        }
+        if let Some(page) = page {
+            params.push(("page".into(), page.to_string()));
+        }
+        if let Some(limit) = limit {
+            params.push(("limit".into(), limit.to_string()));
+        }
+        for (key, value) in metadata {
+            params.push((format!("metadata.{key}"), value.clone()));
+        }
+        let query: Vec<String> = params.iter().map(|(k, v)| format!("{}={}", form_encode(k), form_encode(v))).collect();
+        let path = if query.is_empty() { TASKS.to_string() } else { format!("{TASKS}?{}", query.join("&")) };
+        task_page(&self.request("GET", &path, None)?)
+    }
+
+    /// `get_task`: `GET /world-tasks/{id}[?version=N]`; the printed detail.
+    pub fn get_task(&self, task_id: &str, version: Option<i64>) -> Result<Value> {
+        let query = version.map(|v| format!("?version={v}")).unwrap_or_default();
+        task_detail(&self.request("GET", &format!("{}{query}", task_path(task_id)), None)?)
+    }
+
+    /// `delete_task`: `DELETE /world-tasks/{id}` (no body); the answer as-is.
+    pub fn delete_task(&self, task_id: &str) -> Result<Value> {
+        self.request("DELETE", &task_path(task_id), None)
+    }
+
+    /// `validate_task`: `POST /world-tasks/{id}/validate` with `{version?, slug?,
+    /// versionId?}`; the printed validation and its `ok`.
+    pub fn validate_task(
+        &self,
+        task_id: &str,
+        version: Option<i64>,
+        slug: Option<&str>,
+        version_id: Option<&str>,
+    ) -> Result<(Value, bool)> {
+        let mut body = Map::default();
+        if let Some(version) = version {
+            body.insert("version".into(), Value::Int(version));
+        }
+        if let Some(slug) = slug {
+            body.insert("slug".into(), Value::str(slug));
+        }
+        if let Some(version_id) = version_id {
+            body.insert("versionId".into(), Value::str(version_id));
+        }
+        let raw = self.request("POST", &format!("{}/validate", task_path(task_id)), Some(&Value::Object(body)))?;
+        Ok(task_validation(&raw))
+    }
+}
+
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(inner) = source {
+        text.push_str(&format!(": {inner}"));
+        source = inner.source();
+    }
+    text
+}
+
+fn into_map(value: Value) -> Map {
+    match value {
+        Value::Object(map) => map,
+        _ => Map::default(),
+    }
+}
+
+fn session_path(session_id: &str) -> String {
+    format!("{SESSIONS}/{}", quote(session_id, "/"))
+}
+
+fn task_path(task_id: &str) -> String {
+    format!("{TASKS}/{}", quote(task_id, ""))
+}
+
+/// The session's surfaces, parsed as `SessionSurfaces.from_descriptor` does.
+#[derive(Debug, Clone, Default)]
+pub struct Surfaces {
+    /// `api`: `{url, token?}`.
+    pub api: Option<(Value, Option<Value>)>,
+    /// `ui`: url, entry, apiPath, token.
+    pub ui: Option<UiSurface>,
+    /// `browser`: wsUrl and viewport.
+    pub browser: Option<(Value, Value)>,
+}
+
+/// A session's UI surface.
+#[derive(Debug, Clone)]
+pub struct UiSurface {
+    /// Base URL.
+    pub url: Value,
+    /// Entry path (default `/`).
+    pub entry: Value,
+    /// Same-origin API prefix, if any.
+    pub api_path: Value,
+    /// Per-session token, presented once as `?token=`.
+    pub token: Option<Value>,
+}
+
+impl UiSurface {
+    /// `entry_url`: the entry page's URL, carrying the token when there is one.
+    pub fn entry_url(&self) -> String {
+        let entry = python_str(&self.entry);
+        let rel = if entry.starts_with('/') { entry } else { format!("/{entry}") };
+        let full = format!("{}{rel}", python_str(&self.url).trim_end_matches('/'));
+        let Some(token) = &self.token else { return full };
+        let (before, fragment) = match full.split_once('#') {
+            Some((before, fragment)) => (before.to_string(), format!("#{fragment}")),
+            None => (full.clone(), String::new()),
+        };
+        let joiner = if before.contains('?') { '&' } else { '?' };
+        format!("{before}{joiner}token={}{fragment}", form_encode(&python_str(token)))
+    }
+}
+
+impl Surfaces {
+    fn parse(raw: Option<&Value>) -> Surfaces {
+        let empty = Map::default();
+        let raw = match raw {
+            Some(Value::Object(map)) => map,
+            _ => &empty,
+        };
+        let member = |name: &str| raw.get(name).filter(|v| truthy(v)).and_then(Value::as_object);
+        let field = |map: &Map, key: &str| map.get(key).cloned().unwrap_or(Value::Null);
+        let or_none = |map: &Map, key: &str| map.get(key).filter(|v| truthy(v)).cloned();
+        Surfaces {
+            api: member("api").map(|api| (field(api, "url"), or_none(api, "token"))),
+            ui: member("ui").map(|ui| UiSurface {
+                url: field(ui, "url"),
+                entry: or_none(ui, "entry").unwrap_or_else(|| Value::str("/")),
+                api_path: or_none(ui, "apiPath").unwrap_or(Value::Null),
+                token: or_none(ui, "token"),
+            }),
+            browser: member("browser").map(|browser| {
+                let viewport = or_none(browser, "viewport")
+                    .unwrap_or_else(|| object([("width", Value::Int(DEFAULT_VIEWPORT.0)), ("height", Value::Int(DEFAULT_VIEWPORT.1))]));
+                (field(browser, "wsUrl"), viewport)
+            }),
+        }
+    }
+
+    /// `kinds`: `tools` plus each surface present.
+    pub fn kinds(&self) -> Vec<&'static str> {
+        let mut kinds = vec!["tools"];
+        if self.api.is_some() {
+            kinds.push("api");
+        }
+        if self.ui.is_some() {
+            kinds.push("ui");
+        }
+        if self.browser.is_some() {
+            kinds.push("browser");
+        }
+        kinds
+    }
+}
+
+/// One live session, driven through the platform.
+#[derive(Debug)]
+pub struct Session<'a> {
+    client: &'a SessionsClient,
+    id: String,
+    state: Map,
+}
+
+impl Session<'_> {
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The state as last read.
+    pub fn state(&self) -> &Map {
+        &self.state
+    }
+
+    /// `is_ready`: whether the last read said ready (no request).
+    pub fn is_ready(&self) -> bool {
+        self.state.get("ready").is_some_and(truthy)
+    }
+
+    fn base(&self) -> String {
+        session_path(&self.id)
+    }
+
+    /// `status`: `GET /world-sessions/{id}`, merged into the state (nulls never blank
+    /// what is known).
+    pub fn status(&mut self) -> Result<&Map> {
+        let fresh = self.client.request("GET", &self.base(), None)?;
+        for (key, value) in into_map(fresh) {
+            if !matches!(value, Value::Null) {
+                self.state.insert(key, value);
+            }
+        }
+        Ok(&self.state)
+    }
+
+    /// `ready`: poll the status every 2 s until ready, FAILED/STOPPED, or `timeout`.
+    pub fn ready(&mut self, timeout: f64) -> Result<()> {
+        let deadline = Instant::now() + Duration::from_secs_f64(timeout);
+        loop {
+            let state = self.status()?;
+            if state.get("ready").is_some_and(truthy) {
+                return Ok(());
+            }
+            let phase = state.get("state").cloned();
+            if let Some(Value::Str(phase)) = &phase {
+                if phase == "FAILED" || phase == "STOPPED" {
+                    return Err(fail(format!("World session {} before it was ready.", phase.to_lowercase())));
+                }
+            }
+            if Instant::now() > deadline {
+                return Err(SessionError::Timeout(format!(
+                    "World session still {} after {}s.",
+                    python_str(&phase.unwrap_or(Value::Null)),
+                    timeout as i64
+                )));
+            }
+            std::thread::sleep(READY_POLL);
+        }
+    }
+
+    /// `_exchange`: `POST …/calls`, then `GET …/calls/{callId}` until `done`. `None`
+    /// takes the budget of the call's kind (a judged grade: 900 s, polled every 2 s).
+    pub fn exchange(&mut self, body: &Value, timeout: Option<f64>) -> Result<Value> {
+        let base = self.base();
+        let enqueued = self.client.request("POST", &format!("{base}/calls"), Some(body))?;
+        let call_id = match enqueued.get("callId") {
+            Some(Value::Str(id)) => id.clone(),
+            Some(other) if !matches!(other, Value::Null) => python_str(other),
+            _ => return Err(fail(format!("POST {base}/calls answered without a callId"))),
+        };
+        let judged = matches!(enqueued.get("pending"), Some(Value::Bool(true)));
+        let timeout = timeout.unwrap_or(if judged { JUDGED_GRADE_TIMEOUT_SEC } else { CALL_TIMEOUT_SEC });
+        let poll = if judged { JUDGED_GRADE_POLL } else { CALL_POLL };
+        let deadline = Instant::now() + Duration::from_secs_f64(timeout.max(0.0));
+        let path = format!("{base}/calls/{}", quote(&call_id, "/"));
+        loop {
+            let call = self.client.request("GET", &path, None)?;
+            if call.get("done").is_some_and(truthy) {
+                if let Some(error) = call.get("error").filter(|e| truthy(e)) {
+                    return Err(fail(python_str(error)));
+                }
+                return Ok(call.get("result").cloned().unwrap_or(Value::Null));
+            }
+            if Instant::now() > deadline {
+                let phase = python_str(call.get("state").unwrap_or(&Value::Null));
+                let seconds = timeout as i64;
+                return Err(SessionError::Timeout(if judged {
+                    format!(
+                        "Grade {call_id} still {phase} after {seconds}s — the judge has not answered; the platform finalizes the call on its own, read it back with export()."
+                    )
+                } else {
+                    format!("Call {call_id} still {phase} after {seconds}s — the container may have died.")
+                }));
+            }
+            std::thread::sleep(poll);
+        }
+    }
+
+    /// `state`: every entity's rows as the world holds them now.
+    pub fn world_state(&mut self) -> Result<Value> {
+        self.exchange(&object([("kind", Value::str("state"))]), Some(CALL_TIMEOUT_SEC))
+    }
+
+    /// `reset`: back to the opening state.
+    pub fn reset(&mut self) -> Result<()> {
+        self.exchange(&object([("kind", Value::str("reset"))]), Some(CALL_TIMEOUT_SEC)).map(|_| ())
+    }
+
+    /// `grade`: the grader's payload (a non-object is wrapped as `{reward: null, raw}`).
+    pub fn grade(&mut self, timeout: Option<f64>) -> Result<Value> {
+        let raw = self.exchange(&object([("kind", Value::str("grade"))]), timeout)?;
+        Ok(match raw {
+            Value::Object(_) => raw,
+            other => object([("reward", Value::Null), ("raw", other)]),
+        })
+    }
+
+    /// `seed`: `{kind: "seed", args: {mode, rows}}` (mode `append` or `replace`).
+    pub fn seed(&mut self, rows: Value, mode: &str) -> Result<Value> {
+        if mode != "append" && mode != "replace" {
+            return Err(fail("mode must be append or replace"));
+        }
+        let args = object([("mode", Value::str(mode)), ("rows", rows)]);
+        self.exchange(&object([("kind", Value::str("seed")), ("args", args)]), Some(CALL_TIMEOUT_SEC))
+    }
+
+    /// `calls`: the whole call log, oldest first, paged `limit=500` by `cursor`.
+    pub fn calls(&self) -> Result<Vec<Map>> {
+        let base = self.base();
+        let mut out = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let mut query = "limit=500".to_string();
+            if let Some(cursor) = &cursor {
+                query.push_str(&format!("&cursor={}", quote(cursor, "/")));
+            }
+            let listed = self.client.request("GET", &format!("{base}/calls?{query}"), None)?;
+            let rows = match &listed {
+                Value::Object(map) => map.get("calls"),
+                other => Some(other),
+            };
+            let Some(Value::Array(rows)) = rows else {
+                return Err(fail(format!("GET {base}/calls answered without a call list")));
+            };
+            out.extend(rows.iter().filter_map(|row| row.as_object().cloned()));
+            cursor = listed.get("nextCursor").filter(|c| truthy(c)).map(python_str);
+            if cursor.is_none() || rows.is_empty() {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// `close`: `DELETE /world-sessions/{id}` with `{keepWarm}`; the answer as-is.
+    pub fn close(&self, keep_warm: bool) -> Result<Value> {
+        self.client.request("DELETE", &self.base(), Some(&object([("keepWarm", Value::Bool(keep_warm))])))
+    }
+
+    /// `save_task`: `POST …/task` with `{name?, world?, message?}`; the printed summary.
+    pub fn save_task(&self, name: Option<&str>, world: &WorldPin, message: Option<&str>) -> Result<Value> {
+        let mut body = Map::default();
+        if let Some(name) = name {
+            body.insert("name".into(), Value::str(name));
+        }
+        world.insert(&mut body);
+        if let Some(message) = message {
+            body.insert("message".into(), Value::str(message));
+        }
+        task_summary(&self.client.request("POST", &format!("{}/task", self.base()), Some(&Value::Object(body)))?)
+    }
+
+    /// `surfaces`: parsed from the state, read again from the platform when the state
+    /// has none.
+    pub fn surfaces(&mut self) -> Result<Surfaces> {
+        if matches!(self.state.get("surfaces"), None | Some(Value::Null)) {
+            let fresh = self.status()?.get("surfaces").cloned();
+            return Ok(Surfaces::parse(fresh.as_ref()));
+        }
+        Ok(Surfaces::parse(self.state.get("surfaces")))
+    }
+
+    /// `_surfaces_json`: `{sessionId, surfaces: [kinds], api?, ui?, browser?}`.
+    pub fn surfaces_json(&mut self) -> Result<Map> {
+        let surfaces = self.surfaces()?;
+        let mut out = Map::default();
+        out.insert("sessionId".into(), Value::str(self.id.clone()));
+        out.insert("surfaces".into(), Value::Array(surfaces.kinds().into_iter().map(Value::str).collect()));
+        if let Some((url, token)) = &surfaces.api {
+            let mut api = Map::default();
+            api.insert("url".into(), url.clone());
+            if let Some(token) = token {
+                api.insert("token".into(), token.clone());
+            }
+            out.insert("api".into(), Value::Object(api));
+        }
+        if let Some(ui) = &surfaces.ui {
+            out.insert(
+                "ui".into(),
+                object([("url", ui.url.clone()), ("entry", Value::Str(ui.entry_url())), ("apiPath", ui.api_path.clone())]),
+            );
+        }
+        if let Some((ws_url, viewport)) = &surfaces.browser {
+            out.insert("browser".into(), object([("wsUrl", ws_url.clone()), ("viewport", viewport.clone())]));
+        }
+        Ok(out)
+    }
+
+    /// `_task_json`: the platform's task block (`WorldSessionTask.from_state`).
+    pub fn task_json(&self) -> Value {
+        let mut out = Map::default();
+        match self.state.get("task") {
+            Some(Value::Object(raw)) => {
+                let source = match raw.get("source") {
+                    Some(Value::Str(s)) if ["bundled", "inline", "stored"].contains(&s.as_str()) => s.clone(),
+                    _ => "bundled".to_string(),
+                };
+                let field = |key: &str| raw.get(key).cloned().unwrap_or(Value::Null);
+                out.insert("source".into(), Value::str(source.clone()));
+                out.insert("name".into(), field("name"));
+                out.insert("hash".into(), field("hash"));
+                out.insert("metadata".into(), Value::Object(raw.get("metadata").and_then(Value::as_object).cloned().unwrap_or_default()));
+                if source == "stored" {
+                    out.insert("id".into(), field("id"));
+                    let version = match raw.get("version") {
+                        Some(Value::Int(v)) => Value::Int(*v),
+                        Some(Value::Bool(b)) => Value::Int(i64::from(*b)),
+                        _ => Value::Null,
+                    };
+                    out.insert("version".into(), version);
+                }
+            }
+            _ => {
+                out.insert("source".into(), Value::str("bundled"));
+                out.insert("name".into(), self.state.get("taskName").cloned().unwrap_or(Value::Null));
+                out.insert("hash".into(), Value::Null);
+                out.insert("metadata".into(), Value::Object(Map::default()));
+            }
+        }
+        Value::Object(out)
+    }
+
+    /// What `session open` prints: `{sessionId, surfaces, api?, ui?, browser?, ready, task}`.
+    pub fn descriptor(&mut self, ready: bool) -> Result<Value> {
+        let mut out = self.surfaces_json()?;
+        out.insert("ready".into(), Value::Bool(ready));
+        out.insert("task".into(), self.task_json());
+        Ok(Value::Object(out))
+    }
+
+    /// The surfaces `session browse` would drive, with the original's refusals when the
+    /// session has no UI (or no hosted browser for `--mode hosted`); the surfaces otherwise.
+    /// As in the original, the surfaces are read (possibly re-fetched) before `mode` is checked.
+    pub fn browser_surfaces(&mut self, mode: &str) -> Result<Surfaces> {
+        let surfaces = self.surfaces()?;
+        if !["auto", "hosted", "local"].contains(&mode) {
+            return Err(fail("mode must be 'auto', 'hosted' or 'local'"));
+        }
+        if surfaces.ui.is_none() && surfaces.browser.is_none() {
+            return Err(fail("World surface 'ui' is unavailable: open the session with surfaces=['ui'] on a world that declares [ui]"));
+        }
+        if mode == "hosted" && surfaces.browser.is_none() {
+            return Err(fail("World surface 'browser' is unavailable: open the session with surfaces=['browser'] to get a hosted browser"));
+        }
+        Ok(surfaces)
+    }
+}
+
+/// `named_rewards`: numeric entries of a nested `rewards` object, then numeric
+/// top-level members (besides `reward` / `rewards`); booleans are not rewards.
+pub fn named_rewards(graded: &Value) -> Map {
+    let mut rewards = Map::default();
+    if let Some(Value::Object(nested)) = graded.get("rewards") {
+        for (key, value) in nested {
+            if is_number(value) {
+                rewards.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    if let Some(map) = graded.as_object() {
+        for (key, value) in map {
+            if key != "reward" && key != "rewards" && is_number(value) {
+                rewards.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    rewards
+}
+
+/// What `session grade` prints: `{sessionId, reward, rewards, raw}`.
+pub fn grade_report(session_id: &str, raw: &Value) -> Value {
+    let reward = raw.get("reward").filter(|r| is_number(r)).cloned().unwrap_or(Value::Null);
+    object([
+        ("sessionId", Value::str(session_id)),
+        ("reward", reward),
+        ("rewards", Value::Object(named_rewards(raw))),
+        ("raw", raw.clone()),
+    ])
+}
+
+/// `session export`'s JSONL lines: `{seq, kind, tool, args, result, error,
+/// completedAt}` of each call, keys sorted.
+pub fn export_lines(calls: &[Map]) -> Vec<String> {
+    const KEYS: [&str; 7] = ["seq", "kind", "tool", "args", "result", "error", "completedAt"];
+    calls
+        .iter()
+        .map(|call| {
+            let row = object(KEYS.iter().map(|k| (*k, call.get(*k).cloned().unwrap_or(Value::Null))));
+            json::dumps(&row, DumpOptions::CLI)
+        })
+        .collect()
+}
+
+// ------------------------------------------------------------- task spec files
+
+/// `_read_task_spec`: a task spec from a JSON file — a JSON object with an
+/// `instruction` string. The error is the original's reason after `"<flag> <file>: "`;
+/// `shown` is the path as the original prints it.
+pub fn read_task_spec(path: &std::path::Path, shown: &str) -> std::result::Result<Value, String> {
+    let bytes = std::fs::read(path).map_err(|e| os_error(&e, shown))?;
+    let text = String::from_utf8(bytes).map_err(|e| utf8_error(&e))?;
+    let parsed = json::parse_loads(&text).map_err(|e| json_error(&e, &text))?;
+    match &parsed.value {
+        Value::Object(map) if matches!(map.get("instruction"), Some(Value::Str(_))) => Ok(parsed.value),
+        _ => Err("a task spec is a JSON object with an \"instruction\" string".into()),
+    }
+}
+
+/// Python's `str(OSError)`: `[Errno N] <strerror>: '<file>'`.
+fn os_error(error: &std::io::Error, shown: &str) -> String {
+    let Some(code) = error.raw_os_error() else { return error.to_string() };
+    let text = error.to_string();
+    let strerror = text.strip_suffix(&format!(" (os error {code})")).unwrap_or(&text).to_string();
+    format!("[Errno {code}] {strerror}: {}", python_repr(&Value::str(shown)))
+}
+
+/// Python's `str(UnicodeDecodeError)` for a file that is not UTF-8 (single-byte form).
+fn utf8_error(error: &std::string::FromUtf8Error) -> String {
+    let bytes = error.as_bytes();
+    let at = error.utf8_error().valid_up_to();
+    let byte = bytes.get(at).copied().unwrap_or_default();
+    let reason = match error.utf8_error().error_len() {
+        None => "unexpected end of data",
+        Some(_) if (0x80..0xC2).contains(&byte) || byte >= 0xF5 => "invalid start byte",
+        Some(_) => "invalid continuation byte",
+    };
+    format!("'utf-8' codec can't decode byte 0x{byte:02x} in position {at}: {reason}")
+}
+
+/// Python's `str(JSONDecodeError)`: `<msg>: line L column C (char N)`, in characters.
+fn json_error(error: &json::ParseError, text: &str) -> String {
+    let message = match error {
+        json::ParseError::Syntax(message) | json::ParseError::DuplicateKey(message) => message,
+    };
+    let Some((what, at)) = message.rsplit_once(" at char ") else { return message.clone() };
+    let Ok(byte) = at.parse::<usize>() else { return message.clone() };
+    let before = text.get(..byte.min(text.len())).unwrap_or(text);
+    let position = before.chars().count();
+    let line = before.matches('\n').count() + 1;
+    let column = match before.rfind('\n') {
+        Some(newline) => before[newline + 1..].chars().count() + 1,
+        None => position + 1,
+    };
+    format!("{what}: line {line} column {column} (char {position})")
+}
+
+// ------------------------------------------------------------- printed task shapes
+
+/// Python's `str.title()` (a letter after a non-letter is upper-cased, the rest lowered).
+fn title(part: &str) -> String {
+    let mut out = String::with_capacity(part.len());
+    let mut previous_cased = false;
+    for c in part.chars() {
+        if c.is_lowercase() || c.is_uppercase() {
+            if previous_cased {
+                out.extend(c.to_lowercase());
+            } else {
+                out.extend(c.to_uppercase());
+            }
+            previous_cased = true;
+        } else {
+            out.push(c);
+            previous_cased = false;
+        }
+    }
+    out
+}
+
+/// `_camel_keys`: snake_case member names to camelCase at every depth, except under
+/// `spec` (the customer's own JSON).
+fn camel_keys(value: &Value) -> Value {
+    match value {
+        Value::Array(items) => Value::Array(items.iter().map(camel_keys).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(key, inner)| {
+                    let mut parts = key.split('_');
+                    let mut name = parts.next().unwrap_or_default().to_string();
+                    parts.for_each(|part| name.push_str(&title(part)));
+                    (name, if key == "spec" { inner.clone() } else { camel_keys(inner) })
+                })
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+fn summary_members(raw: &Value) -> Result<Vec<(&'static str, Value)>> {
+    let get = |key: &str| raw.get(key);
+    let text = |key: &str| Value::Str(str_or_empty(get(key)));
+    Ok(vec![
+        ("id", text("id")),
+        ("name", text("name")),
+        ("world", camel_keys(get("world").unwrap_or(&Value::Null))),
+        ("version", Value::Int(int_or_zero(get("version"))?)),
+        ("hash", text("hash")),
+        ("spec", get("spec").filter(|s| truthy(s)).cloned().unwrap_or_else(|| object([("instruction", Value::str(""))]))),
+        ("createdAt", text("createdAt")),
+        ("updatedAt", text("updatedAt")),
+        ("createdBy", text("createdBy")),
+        ("updatedBy", text("updatedBy")),
+    ])
+}
+
+/// A stored task as the CLI prints it (`WorldTaskSummary`).
+pub fn task_summary(raw: &Value) -> Result<Value> {
+    Ok(object(summary_members(raw)?))
+}
+
+/// One task with its version history, newest first (`WorldTaskDetail`).
+pub fn task_detail(raw: &Value) -> Result<Value> {
+    let mut members = summary_members(raw)?;
+    let mut versions = Vec::new();
+    if let Some(Value::Array(listed)) = raw.get("versions") {
+        for version in listed.iter().filter(|v| v.as_object().is_some()) {
+            versions.push(object([
+                ("version", Value::Int(int_or_zero(version.get("version"))?)),
+                ("hash", Value::Str(str_or_empty(version.get("hash")))),
+                ("createdAt", Value::Str(str_or_empty(version.get("createdAt")))),
+                ("createdBy", Value::Str(str_or_empty(version.get("createdBy")))),
+                ("message", camel_keys(version.get("message").unwrap_or(&Value::Null))),
+            ]));
+        }
+    }
+    members.push(("versions", Value::Array(versions)));
+    Ok(object(members))
+}
+
+/// A page of tasks as the CLI prints it: `{tasks, meta: {page, limit, totalItems,
+/// totalPages}}` (`WorldTaskPage`).
+pub fn task_page(raw: &Value) -> Result<Value> {
+    let empty = Map::default();
+    let meta = raw.get("meta").and_then(Value::as_object).unwrap_or(&empty);
+    let rows: &[Value] = match raw.get("tasks") {
+        Some(Value::Array(rows)) => rows,
+        _ => &[],
+    };
+    let tasks = rows.iter().filter(|t| t.as_object().is_some()).map(task_summary).collect::<Result<Vec<_>>>()?;
+    let counted = rows.len() as i64;
+    let or = |key: &str, default: i64| -> Result<i64> {
+        meta.get(key).filter(|v| truthy(v)).map(python_int).transpose().map(|v| v.unwrap_or(default))
+    };
+    let total_pages = match meta.get("totalPages") {
+        Some(value) if !matches!(value, Value::Null) => python_int(value)?,
+        _ => 1,
+    };
+    Ok(object([
+        ("tasks", Value::Array(tasks)),
+        (
+            "meta",
+            object([
+                ("page", Value::Int(or("page", 1)?)),
+                ("limit", Value::Int(or("limit", counted)?)),
+                ("totalItems", Value::Int(or("totalItems", counted)?)),
+                ("totalPages", Value::Int(total_pages)),
+            ]),
+        ),
+    ]))
+}
+
+/// A validation as the CLI prints it (`WorldTaskValidation`), and its `ok`.
+pub fn task_validation(raw: &Value) -> (Value, bool) {
+    let ok = raw.get("ok").is_some_and(truthy);
+    let checked = if matches!(raw.get("checked"), Some(Value::Str(c)) if c == "none") { "none" } else { "entities" };
+    let problems: Vec<Value> = match raw.get("problems").filter(|p| truthy(p)) {
+        Some(Value::Array(items)) => items.iter().map(|p| Value::Str(python_str(p))).collect(),
+        Some(Value::Str(text)) => text.chars().map(|c| Value::Str(c.to_string())).collect(),
+        Some(Value::Object(map)) => map.keys().map(|k| Value::str(k.clone())).collect(),
+        _ => Vec::new(),
+    };
+    let entities = match raw.get("entities") {
+        Some(Value::Array(items)) => Value::Array(items.iter().map(|e| Value::Str(python_str(e))).collect()),
+        _ => Value::Null,
+    };
+    let version = int_or_zero(raw.get("version")).unwrap_or_default();
+    let printed = object([
+        ("taskId", Value::Str(str_or_empty(raw.get("taskId")))),
+        ("version", Value::Int(version)),
+        ("versionId", Value::Str(str_or_empty(raw.get("versionId")))),
+        ("ok", Value::Bool(ok)),
+        ("checked", Value::str(checked)),
+        ("problems", Value::Array(problems)),
+        ("entities", entities),
+    ]);
+    (printed, ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting_matches_urllib() {
+        assert_eq!(quote("ws 2/x", "/"), "ws%202/x");
+        assert_eq!(quote("t/1 é", ""), "t%2F1%20%C3%A9");
+        assert_eq!(form_encode("c/d=e f"), "c%2Fd%3De+f");
+    }
+
+    #[test]
+    fn camel_case_follows_python_title() {
+        let value = object([("created_at", Value::Int(1)), ("a_bC_1d", Value::Int(2)), ("spec", object([("x_y", Value::Int(3))]))]);
+        let text = json::dumps(&camel_keys(&value), DumpOptions::CLI);
+        assert_eq!(text, r#"{"aBc1D": 2, "createdAt": 1, "spec": {"x_y": 3}}"#);
+    }
+
+    #[test]
+    fn int_like_python() {
+        assert_eq!(python_int(&Value::str(" 2 ")).unwrap(), 2);
+        assert_eq!(python_int(&Value::Float(2.9)).unwrap(), 2);
+        assert!(python_int(&Value::str("x")).is_err());
+    }
+
+    #[test]
+    fn task_checks() {
+        assert!(check_task(&Value::str("  ")).is_err());
+        assert!(check_task(&object([("id", Value::str("t")), ("version", Value::Int(0))])).is_err());
+        assert!(check_task(&object([("instruction", Value::str("do"))])).is_ok());
+    }
+}
