@@ -227,7 +227,13 @@ pub enum TaskCommand {
     },
     /// Check a task fits a world version without opening a session; exit 1 when it does not.
     Validate {
+        /// The stored task's id; with --path, a task spec JSON file.
         task_id: String,
+        /// Beyond the original: validate the spec file TASK_ID against the world
+        /// directory at PATH, on this machine (entities, tools, and the self-test:
+        /// a no-op agent below the pass bar, metadata.solution reaching it).
+        #[arg(long)]
+        path: Option<PathBuf>,
         /// Validate this task version (default: current).
         #[arg(long, allow_negative_numbers = true)]
         version: Option<i64>,
@@ -240,6 +246,20 @@ pub enum TaskCommand {
         /// Platform URL (default: GATEWAY_HOST).
         #[arg(long)]
         host: Option<String>,
+    },
+    /// Grade a world state with a task spec's grader, offline (beyond the original).
+    ///
+    /// Prints {"reward": R, "rewards": {…}} (rewards in check order), or the spec's
+    /// refusal ({"status": "rejected", "error": {…}}) and exits 1.
+    ///
+    /// Example:
+    ///   gateway worlds task grade task.json --state state.json
+    Grade {
+        /// The task spec (JSON).
+        spec: PathBuf,
+        /// The world state: `{entity: {key: row}}` (a session's state) or `{entity: [row]}`.
+        #[arg(long)]
+        state: PathBuf,
     },
     /// Remove a stored task and all its versions. Open sessions keep their copy.
     Delete {
@@ -514,7 +534,9 @@ fn task(command: TaskCommand) -> Outcome {
             print_json(&client.get_task(&task_id, version)?);
             Ok(())
         }
-        TaskCommand::Validate { task_id, version, world, version_id, host } => {
+        TaskCommand::Validate { task_id, path: Some(world_dir), .. } => local_validate(Path::new(&task_id), &world_dir),
+        TaskCommand::Grade { spec, state } => offline_grade(&spec, &state),
+        TaskCommand::Validate { task_id, path: None, version, world, version_id, host } => {
             if world.as_deref().is_some_and(|w| !w.is_empty()) && version_id.as_deref().is_some_and(|v| !v.is_empty()) {
                 return Err(Exit::usage("--world and --version-id exclude each other"));
             }
@@ -532,5 +554,69 @@ fn task(command: TaskCommand) -> Outcome {
             print_json(&client.delete_task(&task_id)?);
             Ok(())
         }
+    }
+}
+
+/// Read a JSON document for an offline command, refusing with the original's
+/// envelope (`{"status": "rejected", "error": {…}}`, exit 1).
+fn read_document(path: &Path) -> Result<Value, Exit> {
+    gateway_world::files::read_json(path).map_err(|error| rejected(&error))
+}
+
+fn rejected(error: &gateway_world::ContractError) -> Exit {
+    let envelope = gateway_world::json::object([("status", Value::str("rejected")), ("error", error.detail())]);
+    println!("{}", dumps(&envelope, DumpOptions::CLI));
+    Exit::refused("")
+}
+
+/// `worlds task grade SPEC --state STATE`.
+fn offline_grade(spec: &Path, state: &Path) -> Result<(), Exit> {
+    let spec = gateway_world::task::TaskSpec::parse(&read_document(spec)?).map_err(|e| rejected(&e))?;
+    let state = read_document(state)?;
+    let options = gateway_world::task::GraderOptions::default();
+    let graded = gateway_world::task::grade(&spec, &state, &options).map_err(|e| rejected(&e.to_contract_error()))?;
+    // json.dumps(grade): the rewards in check order.
+    println!("{}", dumps(&graded, DumpOptions { sort_keys: false, ensure_ascii: true, indent: None, compact: false }));
+    Ok(())
+}
+
+/// `worlds task validate SPEC --path WORLD`: the hub's validation and self-test,
+/// on a local World Host under a temporary directory.
+fn local_validate(spec_path: &Path, world: &Path) -> Result<(), Exit> {
+    let spec_value = read_document(spec_path)?;
+    let spec = gateway_world::task::TaskSpec::parse(&spec_value).map_err(|e| rejected(&e))?;
+    let absolute = std::fs::canonicalize(world).map_err(|e| Exit::refused(format!("{}: {e}", world.display())))?;
+    let scratch = tempfile::tempdir().map_err(|e| Exit::refused(e.to_string()))?;
+    let host = gateway_host::WorldHost::new(gateway_host::HostConfig::local(scratch.path().to_path_buf()));
+    let url = format!("file://{}", absolute.display());
+    let version = host.versions.ensure("local", &url).map_err(|e| Exit::refused(e.to_string()))?;
+    let mut entities: Vec<String> = version.template.contract().entities.iter().map(|e| e.name.clone()).collect();
+    entities.sort();
+    let mut problems = Vec::new();
+    if let Err(refused) = gateway_world::task::check_task_entities(&spec, entities.iter().map(String::as_str)) {
+        problems.push(Value::Str(refused.message));
+    }
+    if let Err(refused) = gateway_world::task::check_task_tools(&spec, version.tool_names()) {
+        problems.push(Value::Str(refused.message));
+    }
+    let mut out = gateway_world::json::Map::default();
+    if problems.is_empty() {
+        let report = gateway_host::selftest::self_test(&host, "local", &url, &spec_value).map_err(|e| Exit::refused(e.to_string()))?;
+        for problem in report.get("problems").and_then(Value::as_array).into_iter().flatten() {
+            problems.push(Value::Str(format!("self-test: {}", problem.as_str().unwrap_or_default())));
+        }
+        out.insert("selfTest".into(), report);
+    }
+    let ok = problems.is_empty();
+    out.insert("path".into(), Value::Str(absolute.display().to_string()));
+    out.insert("ok".into(), Value::Bool(ok));
+    out.insert("checked".into(), Value::str("entities"));
+    out.insert("problems".into(), Value::Array(problems));
+    out.insert("entities".into(), Value::Array(entities.into_iter().map(Value::Str).collect()));
+    print_json(&Value::Object(out));
+    if ok {
+        Ok(())
+    } else {
+        Err(Exit::refused(""))
     }
 }

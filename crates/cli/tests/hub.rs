@@ -467,3 +467,33 @@ fn sessions_on_a_registered_host_and_its_drain() {
     };
     assert!(exited.success());
 }
+
+/// Our own `worlds session …` / `worlds task …` commands against our hub, end to end.
+#[test]
+fn our_session_and_task_commands_against_our_hub() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = start(&tmp.path().join("data"));
+    let gw = Path::new(GATEWAY);
+    let work = tmp.path();
+    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), &work.join("helpdesk"));
+    ok(&server, gw, &["bench", "push", "helpdesk", "--slug", "helpdesk"], work);
+    std::fs::write(
+        work.join("task.json"),
+        r#"{"name": "solve-101", "instruction": "Solve 101.", "tools": ["get_ticket", "solve_ticket"],
+            "grader": {"kind": "assertions", "checks": [{"id": "solved", "entity": "tickets", "where": {"id": 101}, "assert": "all", "field": "status", "value": "solved"}]}}"#,
+    )
+    .unwrap();
+    let task = field(&ok(&server, gw, &["worlds", "task", "create", "task.json", "-w", "helpdesk"], work), "id");
+    assert!(ok(&server, gw, &["worlds", "task", "validate", &task], work).contains("\"ok\": true"));
+    let opened = ok(&server, gw, &["worlds", "session", "open", "helpdesk", "--task-id", &task, "-s", "api"], work);
+    let sid = field(&opened, "sessionId");
+    assert!(opened.contains("\"source\": \"stored\""), "{opened}");
+    assert!(ok(&server, gw, &["worlds", "session", "grade", &sid], work).contains("\"reward\": 0.0"));
+    assert!(ok(&server, gw, &["worlds", "session", "state", &sid], work).contains("\"101\""));
+    ok(&server, gw, &["worlds", "session", "reset", &sid], work);
+    let exported = ok(&server, gw, &["worlds", "session", "export", &sid], work);
+    assert_eq!(exported.lines().count(), 3, "grade, state, reset: {exported}");
+    assert!(ok(&server, gw, &["worlds", "session", "close", &sid], work).contains("\"closed\": true"));
+    let (success, _, stderr) = run(&server, gw, &["worlds", "session", "grade", &sid], work);
+    assert!(!success && stderr.contains("409"), "a closed session takes no calls: {stderr}");
+}
