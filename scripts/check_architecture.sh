@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The invariants of ARCHITECTURE.md that a machine can check (run by .ci/run):
+# - the world engine stays synchronous and free of HTTP and CLI: gateway-world
+#   depends on none of tokio, axum, hyper, reqwest, clap;
+# - the World Host depends on no platform crate (gateway-hub, gateway-cli) and has
+#   no HTTP client of its own;
+# - lower crates know nothing of upper ones (serve and connector never on hub/cli);
+# - every source file starts with a `//!` saying what it is.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fail=0
+
+forbid() { # crate, then the dependencies it must not have (anywhere below it)
+  local crate=$1; shift
+  local deps
+  deps=$(cargo tree -p "$crate" -e normal --prefix none ${DEPTH:+--depth $DEPTH})
+  for dep in "$@"; do
+    if grep -qE "^$dep v" <<<"$deps"; then
+      echo "architecture: $crate depends on $dep (see ARCHITECTURE.md, Invariants)"
+      fail=1
+    fi
+  done
+}
+forbid gateway-world tokio axum hyper reqwest clap gateway-serve gateway-host gateway-hub gateway-cli
+forbid gateway-connector gateway-serve gateway-host gateway-hub gateway-cli clap axum
+forbid gateway-serve gateway-host gateway-hub gateway-cli clap
+forbid gateway-host gateway-hub gateway-cli clap
+# The host fetches through functions its caller gives: no HTTP client of its own.
+DEPTH=1 forbid gateway-host reqwest hyper
+
+for file in $(git ls-files 'crates/*.rs' | grep '/src/'); do
+  if ! head -c 3 "$file" | grep -q '//!'; then
+    echo "architecture: $file does not start with a //! saying what it is"
+    fail=1
+  fi
+done
+exit $fail
