@@ -147,6 +147,7 @@ fn reads_filters_pages_and_errors() {
     // answers 501 HTML instead, which schemathesis counts as a server error.
     let weird = request(&server, "OPTIONS", "/api/v2/tickets", &[AUTH], b"");
     assert_eq!((weird.status, weird.body.as_str()), (405, r#"{"error": "method_not_allowed"}"#));
+    assert_eq!(weird.header("Allow"), Some("GET, POST, PUT, PATCH, DELETE"), "a 405 names the allowed methods");
 
     let bad_json = request(&server, "POST", "/api/v2/tickets", &[AUTH, ("Content-Type", "application/json")], b"{nope");
     assert_eq!(

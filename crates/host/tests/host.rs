@@ -357,3 +357,33 @@ fn a_task_self_test_grades_the_untouched_world_and_replays_its_solution() {
     assert!(get(&passed_by_noop, "problems").contains("does nothing"), "{passed_by_noop:?}");
     assert_eq!(host.session_count(), 0, "the self-test's sessions are closed");
 }
+
+/// A session's state moves: export, upload (here to a file:// URL), and a new
+/// session opened with `restore` continues from it; a wrong digest is refused.
+#[test]
+fn an_exported_session_is_restored_elsewhere() {
+    let running = start(4);
+    control(&running, "POST", "/__host/sessions", &open_body(&running, "e1", r#""task": "backlog""#));
+    let (status, _) = http(running.addr, "DELETE", "/s/e1/api/v2/tickets/101", &[("Authorization", "Bearer tok-e1")], "");
+    assert_eq!(status, 204);
+    let (_, export) = control(&running, "POST", "/__host/sessions/e1/export", "{}");
+    let (id, sha) = (get(&export, "exportId"), get(&export, "sha256"));
+    let (id, sha) = (id.trim_matches('"'), sha.trim_matches('"'));
+    let target = running.world.parent().unwrap().join("moved.sqlite");
+    let (status, uploaded) =
+        control(&running, "POST", &format!("/__host/sessions/e1/export/{id}"), &format!(r#"{{"url": "file://{}"}}"#, target.display()));
+    assert_eq!((status, get(&uploaded, "uploaded")), (200, "true".into()), "{uploaded:?}");
+    let restore = format!(r#""task": "backlog", "restore": {{"url": "file://{}", "sha256": "{sha}"}}"#, target.display());
+    let (status, opened) = control(&running, "POST", "/__host/sessions", &open_body(&running, "e2", &restore));
+    assert_eq!((status, get(&opened, "restored")), (200, "true".into()), "{opened:?}");
+    assert_eq!(
+        http(running.addr, "GET", "/s/e2/api/v2/tickets/101", &[("Authorization", "Bearer tok-e2")], "").0,
+        404,
+        "the deletion moved"
+    );
+    assert_eq!(http(running.addr, "GET", "/s/e2/api/v2/tickets/102", &[("Authorization", "Bearer tok-e2")], "").0, 200);
+    let wrong = format!(r#""task": "backlog", "restore": {{"url": "file://{}", "sha256": "{}"}}"#, target.display(), "0".repeat(64));
+    let (status, refused) = control(&running, "POST", "/__host/sessions", &open_body(&running, "e3", &wrong));
+    assert_eq!(status, 400, "{refused:?}");
+    assert!(!get(&refused, "detail").contains("e3 is already"), "{refused:?}");
+}

@@ -391,7 +391,10 @@ impl WorldApp {
             };
         }
         if !matches!(method, "GET" | "POST" | "PUT" | "PATCH" | "DELETE") {
-            return Response::json(405, error_body("method_not_allowed"));
+            // RFC 9110 §15.5.6: a 405 names the methods the server answers.
+            let mut refused = Response::json(405, error_body("method_not_allowed"));
+            refused.headers.push(("Allow".into(), "GET, POST, PUT, PATCH, DELETE".into()));
+            return refused;
         }
         self.route(method, path, query_text, headers, raw, default_host)
     }
