@@ -18,6 +18,7 @@ pub mod host;
 pub mod selftest;
 pub mod server;
 pub mod session;
+pub mod tools;
 pub mod version;
 pub mod world_tools;
 
