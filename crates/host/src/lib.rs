@@ -15,6 +15,7 @@
 pub mod behaviour;
 pub mod error;
 pub mod host;
+pub mod mcp;
 pub mod selftest;
 pub mod server;
 pub mod session;
