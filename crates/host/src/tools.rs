@@ -12,8 +12,10 @@
 use crate::version::Version;
 use gateway_world::json::{object, Map, Value};
 
-/// The tools a session offers: the world's operations (those in `allowed`, when
-/// the task names any), each `{name, signature, doc, inputSchema}`.
+/// The tools a session offers: the world's connector operations, then its own
+/// tools (`x-gateway.tools`) that no operation shadows — those in `allowed`, when
+/// the task names any — each `{name, signature, doc, inputSchema}`. An own
+/// tool's args are its input, as they are (no routing).
 pub fn tools(version: &Version, allowed: Option<&Vec<String>>) -> Value {
     let mut out = Vec::new();
     for operation in &version.spec.operations {
@@ -51,6 +53,21 @@ pub fn tools(version: &Version, allowed: Option<&Vec<String>>) -> Value {
                     ("required", Value::Array(placeholders.into_iter().map(Value::Str).collect())),
                 ]),
             ),
+        ]));
+    }
+    // The world's own tools (x-gateway.tools), where no operation has the name.
+    for name in version.tools.iter().flat_map(|t| t.names()) {
+        if version.spec.operation(name).is_some() || allowed.is_some_and(|a| !a.contains(name)) {
+            continue;
+        }
+        let schemas = version.tools.as_ref().and_then(|t| t.schema(name)).cloned().unwrap_or_default();
+        let description = schemas.get("description").and_then(Value::as_str).unwrap_or("a tool of the world").to_string();
+        let input = schemas.get("input_schema").filter(|s| s.as_object().is_some()).cloned();
+        out.push(object([
+            ("name", Value::str(name)),
+            ("signature", Value::Str(format!("{name}(input)"))),
+            ("doc", Value::Str(description)),
+            ("inputSchema", input.unwrap_or_else(|| object([("type", Value::str("object"))]))),
         ]));
     }
     Value::Array(out)

@@ -253,3 +253,44 @@ fn the_python_mcp_client_over_streamable_http() {
     let output = std::process::Command::new(mcp_python().unwrap()).arg(&script).args(["http", &url, "nope"]).output().unwrap();
     assert!(!output.status.success());
 }
+
+fn copy(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn the_worlds_own_tools_are_listed_with_their_contract_schemas_and_callable() {
+    let root = tempfile::tempdir().unwrap();
+    let world = root.path().join("helpdesk");
+    copy(&helpdesk(), &world);
+    // Rename the connector's operations so the world's own tools are reached by name.
+    let connector = world.join("connector.toml");
+    let renamed = std::fs::read_to_string(&connector)
+        .unwrap()
+        .replace("name = \"get_ticket\"", "name = \"api_get_ticket\"")
+        .replace("name = \"list_tickets\"", "name = \"api_list_tickets\"")
+        .replace("name = \"solve_ticket\"", "name = \"api_solve_ticket\"");
+    std::fs::write(&connector, renamed).unwrap();
+    let local = gateway_host::mcp::open_local(&world, None, None).unwrap();
+    let server = WorldMcp::new(local.host.clone(), &local.session_id, McpOptions::default()).unwrap();
+    let tools = server.tool_list().unwrap();
+    let list = tools.iter().find(|t| t.name == "list_tickets").expect("the world's own list_tickets");
+    let schema = serde_json::Value::Object((*list.input_schema).clone());
+    assert_eq!(schema["required"], serde_json::json!(["status"]), "{schema}");
+    assert!(list.description.as_deref().unwrap().contains("Tickets in one status."));
+    assert!(tools.iter().any(|t| t.name == "api_get_ticket"));
+    let got = server.call("get_ticket", &json::parse(r#"{"id": 101}"#).unwrap().value);
+    assert_eq!(got.is_error, Some(false), "{}", text_of(&got));
+    assert_eq!(got.structured_content.as_ref().unwrap()["body"]["id"], 101);
+    let refused = server.call("list_tickets", &json::parse(r#"{"status": "lost"}"#).unwrap().value);
+    assert_eq!(refused.is_error, Some(true), "input outside the contract is refused: {}", text_of(&refused));
+}
