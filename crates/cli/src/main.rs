@@ -9,6 +9,7 @@ mod bench;
 mod connector;
 mod host;
 mod hub;
+mod mcp;
 mod session;
 mod worlds;
 

@@ -27,6 +27,8 @@ pub enum WorldsCommand {
         #[arg(long)]
         scenario: Option<String>,
     },
+    /// Serve the world's tools over MCP (stdio) as one local session.
+    Mcp(crate::mcp::McpArgs),
     /// Put rows into a world, or see what it holds.
     Data {
         #[command(subcommand)]
@@ -188,6 +190,7 @@ pub fn run(command: WorldsCommand) -> ExitCode {
         WorldsCommand::Session { command } => crate::session::run_session(command),
         WorldsCommand::Task { command } => crate::session::run_task(command),
         WorldsCommand::Serve { path, port, api_key, scenario } => serve(path, port, api_key, scenario),
+        WorldsCommand::Mcp(args) => crate::mcp::run(args),
     }
 }
 

@@ -15,9 +15,11 @@
 pub mod behaviour;
 pub mod error;
 pub mod host;
+pub mod mcp;
 pub mod selftest;
 pub mod server;
 pub mod session;
+pub mod tools;
 pub mod version;
 pub mod world_tools;
 

@@ -1,6 +1,7 @@
 //! The host's HTTP surface: the control plane (`/__host/*`, behind
 //! `X-Host-Secret`) and the data plane (a session's vendor API, named by the
-//! `Host` header `w-<sid>-api.<domain>` or, without DNS, by the path `/s/<sid>/…`).
+//! `Host` header `w-<sid>-api.<domain>` or, without DNS, by the path `/s/<sid>/…`),
+//! with MCP (streamable HTTP, [`crate::mcp`]) at `/s/<sid>/mcp` and `/__mcp` of the api host.
 
 use crate::error::HostError;
 use crate::host::{with_query, world_credential, OpenRequest, WorldHost};
@@ -288,6 +289,12 @@ async fn data(shared: Arc<Shared>, request: Request) -> Response {
     let Some(admitted) = admits(&session, path, &headers) else {
         return error(401, "invalid session token");
     };
+    // MCP on the api surface: `/s/<sid>/mcp`, or `/__mcp` of `w-<sid>-api.<domain>`.
+    let mcp_path = if target.starts_with("/s/") { "/mcp" } else { "/__mcp" };
+    if surface == "api" && path == mcp_path {
+        drop(session);
+        return crate::mcp::http(shared.host.clone(), &sid, MAX_BODY, Request::from_parts(parts, body)).await;
+    }
     let raw = match read_body(body).await {
         Ok(raw) => raw,
         Err(response) => return response,

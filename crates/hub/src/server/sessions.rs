@@ -8,6 +8,7 @@
 use super::tasks::{document_text, load_task, parse_spec, spec_hash, task_version};
 use super::*;
 use crate::worlds::{HostLink, Worlds, HOST_STALE_SECONDS};
+use gateway_host::tools::{bundled_instruction, route_args, tools};
 use gateway_host::version::Version as HostVersion;
 
 /// The document kind of sessions.
@@ -60,61 +61,6 @@ fn public(session: &Map) -> Value {
 
 fn text_of(map: &Map, key: &str) -> String {
     map.get(key).and_then(Value::as_str).unwrap_or_default().to_string()
-}
-
-/// The tools a session offers: the world's operations (those the task allows),
-/// with a Python-style signature and an input schema.
-fn tools(version: &HostVersion, allowed: Option<&Vec<String>>) -> Value {
-    let mut out = Vec::new();
-    for operation in &version.spec.operations {
-        if allowed.is_some_and(|a| !a.contains(&operation.name)) {
-            continue;
-        }
-        let placeholders = operation.placeholders();
-        let query: Vec<&String> = operation.params.iter().filter(|p| !placeholders.contains(p)).collect();
-        let writes = operation.method != "GET";
-        let mut signature: Vec<String> = placeholders.clone();
-        signature.extend(query.iter().map(|p| format!("{p}=None")));
-        if writes {
-            signature.push("body=None".into());
-        }
-        let string = || object([("type", Value::str("string"))]);
-        let mut properties = Map::default();
-        for name in &placeholders {
-            properties.insert(name.clone(), string());
-        }
-        for name in &query {
-            properties.insert((*name).clone(), string());
-        }
-        if writes {
-            properties.insert("body".into(), object([("type", Value::str("object"))]));
-        }
-        out.push(object([
-            ("name", Value::str(&operation.name)),
-            ("signature", Value::Str(format!("{}({})", operation.name, signature.join(", ")))),
-            ("doc", Value::Str(format!("{} {}", operation.method, operation.path))),
-            (
-                "inputSchema",
-                object([
-                    ("type", Value::str("object")),
-                    ("properties", Value::Object(properties)),
-                    ("required", Value::Array(placeholders.into_iter().map(Value::Str).collect())),
-                ]),
-            ),
-        ]));
-    }
-    Value::Array(out)
-}
-
-/// A bundled task's instruction: `instruction.md` of its scenario, else the
-/// scenario.toml's `instruction`.
-fn bundled_instruction(version: &HostVersion, task: &str) -> Option<String> {
-    let dir = version.scenario_dir(task)?;
-    if let Ok(text) = std::fs::read_to_string(dir.join("instruction.md")) {
-        return Some(text.trim_end().to_string());
-    }
-    let table: toml::Table = std::fs::read_to_string(dir.join("scenario.toml")).ok()?.parse().ok()?;
-    table.get("instruction").and_then(|v| v.as_str()).map(str::to_string)
 }
 
 /// The registered remote hosts that may take a session, least loaded first.
@@ -305,28 +251,6 @@ pub(super) async fn open_session(hub: &Hub, project: &str, body: &Map, base_url:
 
 pub(super) async fn session_status(hub: &Hub, project: &str, id: &str) -> Answer {
     ok(public(&load_session(hub, project, id).await?))
-}
-
-/// A tool call's args as the host takes them: `{path, query, body}`. Flat args
-/// (what an agent sends) are split by the operation's placeholders and params.
-fn route_args(version: &HostVersion, tool: &str, args: &Value) -> Value {
-    let Some(map) = args.as_object() else { return args.clone() };
-    if map.keys().any(|k| matches!(k.as_str(), "path" | "query" | "body")) {
-        return args.clone();
-    }
-    let Some(operation) = version.spec.operation(tool) else { return args.clone() };
-    let placeholders = operation.placeholders();
-    let (mut path, mut query, mut body) = (Map::default(), Map::default(), Map::default());
-    for (key, value) in map {
-        if placeholders.contains(key) {
-            path.insert(key.clone(), value.clone());
-        } else if operation.params.contains(key) || operation.method == "GET" {
-            query.insert(key.clone(), value.clone());
-        } else {
-            body.insert(key.clone(), value.clone());
-        }
-    }
-    object([("path", Value::Object(path)), ("query", Value::Object(query)), ("body", Value::Object(body))])
 }
 
 pub(super) async fn create_call(hub: &Hub, project: &str, id: &str, body: &Map, base_url: &str) -> Answer {
