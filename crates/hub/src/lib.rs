@@ -22,6 +22,7 @@
 pub mod archive;
 pub mod client;
 pub mod error;
+pub mod evaluations;
 pub mod gitignore;
 pub mod judge;
 pub mod postgres;

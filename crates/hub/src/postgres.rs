@@ -25,9 +25,14 @@ use sqlx::{Postgres, Row, Transaction};
 use std::str::FromStr;
 use std::time::Duration;
 
+mod evaluations;
+
 /// The migrations, in order: `(version, SQL)`.
-const MIGRATIONS: &[(i64, &str)] =
-    &[(1, include_str!("../migrations/postgres/0001_init.sql")), (2, include_str!("../migrations/postgres/0002_documents.sql"))];
+const MIGRATIONS: &[(i64, &str)] = &[
+    (1, include_str!("../migrations/postgres/0001_init.sql")),
+    (2, include_str!("../migrations/postgres/0002_documents.sql")),
+    (3, include_str!("../migrations/postgres/0003_evaluations.sql")),
+];
 
 /// An arbitrary constant: the advisory lock key held while migrating.
 const MIGRATION_LOCK: i64 = 0x6761_7465_7761_7968;

@@ -11,9 +11,14 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+mod evaluations;
+
 /// The migrations, in order: `(version, SQL)`.
-const MIGRATIONS: &[(i64, &str)] =
-    &[(1, include_str!("../migrations/sqlite/0001_init.sql")), (2, include_str!("../migrations/sqlite/0002_documents.sql"))];
+const MIGRATIONS: &[(i64, &str)] = &[
+    (1, include_str!("../migrations/sqlite/0001_init.sql")),
+    (2, include_str!("../migrations/sqlite/0002_documents.sql")),
+    (3, include_str!("../migrations/sqlite/0003_evaluations.sql")),
+];
 
 /// The SQLite metadata store.
 #[derive(Clone)]

@@ -161,9 +161,10 @@ pub struct Finalized {
     pub previous_tip: Option<String>,
 }
 
-/// The metadata store.
+/// The metadata store (evaluations and the environment views' reads included: see
+/// [`crate::evaluations::EvaluationStore`]).
 #[async_trait]
-pub trait MetaStore: Send + Sync {
+pub trait MetaStore: crate::evaluations::EvaluationStore + Send + Sync {
     /// How many API keys exist.
     async fn key_count(&self) -> StoreResult<i64>;
     /// Store a key pair (secret hashed by the caller) for a project, creating the

@@ -1,5 +1,5 @@
-//! The hub's HTTP API (`/api/public/benchmark-containers/*`) and its object routes,
-//! on axum. Every answer is a non-empty JSON object; every refusal is
+//! The hub's HTTP API (`/api/public/benchmark-containers/*` with evaluations, world
+//! sessions and tasks, environments and task sets) and its object routes, on axum. Every answer is a non-empty JSON object; every refusal is
 //! `{"error": <code>, "message": <what happened and what to do>}` with its status.
 
 use crate::error::HubError;
@@ -20,10 +20,13 @@ use std::path::Path;
 use std::sync::Arc;
 use subtle::ConstantTimeEq;
 
+mod environments;
+mod evaluations;
 mod objects;
 mod refs;
 mod sessions;
 mod settings;
+mod task_sets;
 mod tasks;
 mod versions;
 
@@ -277,6 +280,9 @@ async fn route(hub: &Hub, method: &Method, path: &str, query: &BTreeMap<String, 
         if let Some(answer) = world_route(hub, method, &segments, query, headers, body, &base_url).await {
             return answer;
         }
+        if let Some(answer) = environments::route(hub, method, &segments, query, headers, body).await {
+            return answer;
+        }
     }
     let Some(rest) = path.strip_prefix(API) else {
         return Err(HubError::NotFound(format!("no route for {method} {path}")));
@@ -304,6 +310,11 @@ async fn route(hub: &Hub, method: &Method, path: &str, query: &BTreeMap<String, 
         ("GET", ["run-configs"]) => list_run_configs(hub, &project).await,
         ("POST", ["run-configs"]) => upsert_run_config(hub, &project, &parse_body(body)?).await,
         ("DELETE", ["run-configs"]) => delete_run_config(hub, &project, &parse_body(body)?).await,
+        ("POST", ["evaluations"]) => evaluations::create_evaluation(hub, &project, &parse_body(body)?).await,
+        ("POST", ["evaluations", id, "samples"]) => evaluations::add_samples(hub, &project, &percent_decode(id), &parse_body(body)?).await,
+        ("POST", ["evaluations", id, "finalize"]) => {
+            evaluations::finalize_evaluation(hub, &project, &percent_decode(id), &parse_body(body)?).await
+        }
         ("POST", ["run-configs", "dispatch"]) => Err(HubError::BadRequest(
             "this self-hosted hub does not run hosted evaluations: run the world locally (`gateway worlds run`)".into(),
         )),

@@ -1,0 +1,263 @@
+//! [`EvaluationStore`] on PostgreSQL: the `evaluations` and `evaluation_samples`
+//! tables of migration 0003 (the SQLite ones, column for column), and the
+//! container/version reads of the environment views. A batch of samples and a
+//! finalize each lock their evaluation's row (`SELECT … FOR UPDATE`), so a batch never
+//! lands on an evaluation finalized meanwhile, whichever process serves it.
+
+use super::{container_row, version_row, PostgresStore, Tx, CONTAINER_COLUMNS, VERSION_COLUMNS};
+use crate::error::HubError;
+use crate::evaluations::*;
+use crate::store::{Container, StoreResult, Version};
+use async_trait::async_trait;
+use sqlx::postgres::PgRow;
+use sqlx::Row;
+
+const EVALUATION_COLUMNS: &str = "id, project_id, container_id, version_id, model, run_id, status, num_examples, \
+     rollouts_per_example, details, metrics, cost, sample_count, created_at, completed_at, seq";
+
+fn evaluation_row(r: &PgRow) -> Result<Evaluation, sqlx::Error> {
+    Ok(Evaluation {
+        id: r.try_get(0)?,
+        project_id: r.try_get(1)?,
+        container_id: r.try_get(2)?,
+        version_id: r.try_get(3)?,
+        model: r.try_get(4)?,
+        run_id: r.try_get(5)?,
+        status: r.try_get(6)?,
+        num_examples: r.try_get(7)?,
+        rollouts_per_example: r.try_get(8)?,
+        details: r.try_get(9)?,
+        metrics: r.try_get(10)?,
+        cost: r.try_get(11)?,
+        sample_count: r.try_get(12)?,
+        created_at: r.try_get(13)?,
+        completed_at: r.try_get(14)?,
+        seq: r.try_get(15)?,
+    })
+}
+
+const SAMPLE_COLUMNS: &str =
+    "id, evaluation_id, container_id, version_id, task, example_id, rollout_index, reward, score, correct, passed, body, created_at";
+
+fn sample_row(r: &PgRow) -> Result<Sample, sqlx::Error> {
+    Ok(Sample {
+        id: r.try_get(0)?,
+        evaluation_id: r.try_get(1)?,
+        container_id: r.try_get(2)?,
+        version_id: r.try_get(3)?,
+        task: r.try_get(4)?,
+        example_id: r.try_get(5)?,
+        rollout_index: r.try_get(6)?,
+        reward: r.try_get(7)?,
+        score: r.try_get(8)?,
+        correct: r.try_get::<Option<i64>, _>(9)?.map(|c| c != 0),
+        passed: r.try_get::<Option<i64>, _>(10)?.map(|p| p != 0),
+        body: r.try_get(11)?,
+        created_at: r.try_get(12)?,
+    })
+}
+
+/// The evaluation, its row locked until the transaction ends.
+async fn lock_evaluation(tx: &mut Tx, id: &str) -> StoreResult<Evaluation> {
+    let row = sqlx::query(&format!("SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE id = $1 FOR UPDATE"))
+        .bind(id)
+        .fetch_optional(&mut **tx)
+        .await?;
+    let row = row.ok_or_else(|| HubError::NotFound(format!("no evaluation '{id}'")))?;
+    Ok(evaluation_row(&row)?)
+}
+
+fn finalized(evaluation: &Evaluation) -> HubError {
+    HubError::Conflict(format!(
+        "evaluation {} is already {}: samples and a finalize are taken only while it is RUNNING",
+        evaluation.id, evaluation.status
+    ))
+}
+
+#[async_trait]
+impl EvaluationStore for PostgresStore {
+    async fn project_containers(&self, project_id: &str, slug: Option<&str>, limit: i64) -> StoreResult<Vec<Container>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {CONTAINER_COLUMNS} FROM containers WHERE project_id = $1 AND ($2::TEXT IS NULL OR slug = $2) \
+             ORDER BY slug COLLATE \"C\" LIMIT $3"
+        ))
+        .bind(project_id)
+        .bind(slug)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(container_row).collect::<Result<Vec<_>, _>>()?)
+    }
+
+    async fn container_versions(&self, container_id: &str, limit: i64) -> StoreResult<Vec<Version>> {
+        let rows = sqlx::query(&format!("SELECT {VERSION_COLUMNS} FROM versions WHERE container_id = $1 ORDER BY seq DESC LIMIT $2"))
+            .bind(container_id)
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(version_row).collect::<Result<Vec<_>, _>>()?)
+    }
+
+    async fn ready_version_count(&self, container_id: &str) -> StoreResult<i64> {
+        let row = sqlx::query("SELECT COUNT(*) FROM versions WHERE container_id = $1 AND state = 'READY'")
+            .bind(container_id)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(row.try_get(0)?)
+    }
+
+    async fn create_evaluation(&self, e: Evaluation) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO evaluations (id, project_id, container_id, version_id, model, run_id, status, num_examples, \
+             rollouts_per_example, details, metrics, cost, sample_count, created_at, completed_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+        )
+        .bind(&e.id)
+        .bind(&e.project_id)
+        .bind(&e.container_id)
+        .bind(&e.version_id)
+        .bind(&e.model)
+        .bind(&e.run_id)
+        .bind(&e.status)
+        .bind(e.num_examples)
+        .bind(e.rollouts_per_example)
+        .bind(&e.details)
+        .bind(&e.metrics)
+        .bind(&e.cost)
+        .bind(e.sample_count)
+        .bind(&e.created_at)
+        .bind(&e.completed_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn evaluation(&self, id: &str) -> StoreResult<Option<Evaluation>> {
+        let row =
+            sqlx::query(&format!("SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE id = $1")).bind(id).fetch_optional(&self.pool).await?;
+        Ok(row.as_ref().map(evaluation_row).transpose()?)
+    }
+
+    async fn add_samples(&self, evaluation_id: &str, samples: Vec<Sample>) -> StoreResult<i64> {
+        let mut tx = self.pool.begin().await?;
+        let evaluation = lock_evaluation(&mut tx, evaluation_id).await?;
+        if evaluation.status != RUNNING {
+            return Err(finalized(&evaluation));
+        }
+        let insert =
+            format!("INSERT INTO evaluation_samples ({SAMPLE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)");
+        for s in &samples {
+            sqlx::query(&insert)
+                .bind(&s.id)
+                .bind(&evaluation.id)
+                .bind(&evaluation.container_id)
+                .bind(&evaluation.version_id)
+                .bind(&s.task)
+                .bind(&s.example_id)
+                .bind(s.rollout_index)
+                .bind(s.reward)
+                .bind(s.score)
+                .bind(s.correct.map(i64::from))
+                .bind(s.passed.map(i64::from))
+                .bind(&s.body)
+                .bind(&s.created_at)
+                .execute(&mut *tx)
+                .await?;
+        }
+        let count = samples.len() as i64;
+        sqlx::query("UPDATE evaluations SET sample_count = sample_count + $1 WHERE id = $2")
+            .bind(count)
+            .bind(&evaluation.id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(count)
+    }
+
+    async fn finalize_evaluation(
+        &self,
+        id: &str,
+        status: &str,
+        metrics: Option<String>,
+        cost: Option<String>,
+        at: &str,
+    ) -> StoreResult<Evaluation> {
+        let mut tx = self.pool.begin().await?;
+        let evaluation = lock_evaluation(&mut tx, id).await?;
+        if evaluation.status == status {
+            return Ok(evaluation);
+        }
+        if evaluation.status != RUNNING {
+            return Err(finalized(&evaluation));
+        }
+        let row = sqlx::query(&format!(
+            "UPDATE evaluations SET status = $1, metrics = $2, cost = $3, completed_at = $4 WHERE id = $5 RETURNING {EVALUATION_COLUMNS}"
+        ))
+        .bind(status)
+        .bind(metrics)
+        .bind(cost)
+        .bind(at)
+        .bind(id)
+        .fetch_one(&mut *tx)
+        .await?;
+        let done = evaluation_row(&row)?;
+        tx.commit().await?;
+        Ok(done)
+    }
+
+    async fn evaluations(&self, container_id: &str, limit: i64) -> StoreResult<Vec<Evaluation>> {
+        let rows = sqlx::query(&format!("SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE container_id = $1 ORDER BY seq DESC LIMIT $2"))
+            .bind(container_id)
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(evaluation_row).collect::<Result<Vec<_>, _>>()?)
+    }
+
+    async fn evaluation_count(&self, container_id: &str) -> StoreResult<i64> {
+        let row = sqlx::query("SELECT COUNT(*) FROM evaluations WHERE container_id = $1").bind(container_id).fetch_one(&self.pool).await?;
+        Ok(row.try_get(0)?)
+    }
+
+    async fn samples(&self, evaluation_id: &str, limit: i64) -> StoreResult<Vec<Sample>> {
+        let rows = sqlx::query(&format!("SELECT {SAMPLE_COLUMNS} FROM evaluation_samples WHERE evaluation_id = $1 ORDER BY seq LIMIT $2"))
+            .bind(evaluation_id)
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(sample_row).collect::<Result<Vec<_>, _>>()?)
+    }
+
+    async fn task_sums(&self, container_id: &str) -> StoreResult<Vec<TaskVersionSums>> {
+        // COUNT(*) FILTER rather than SUM over the 0/1 columns: SUM(BIGINT) is NUMERIC.
+        let rows = sqlx::query(
+            "SELECT task, version_id, COUNT(*), COUNT(*) - COUNT(reward), COALESCE(SUM(reward), 0.0), \
+             COALESCE(SUM(reward * reward), 0.0), COUNT(score), COALESCE(SUM(score), 0.0), COUNT(passed), \
+             COUNT(*) FILTER (WHERE passed = 1) \
+             FROM evaluation_samples WHERE container_id = $1 GROUP BY task, version_id \
+             ORDER BY task COLLATE \"C\", version_id COLLATE \"C\"",
+        )
+        .bind(container_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(TaskVersionSums {
+                    task: r.try_get(0)?,
+                    version_id: r.try_get(1)?,
+                    sums: SampleSums {
+                        samples: r.try_get(2)?,
+                        null_rewards: r.try_get(3)?,
+                        reward_sum: r.try_get(4)?,
+                        reward_squares: r.try_get(5)?,
+                        scores: r.try_get(6)?,
+                        score_sum: r.try_get(7)?,
+                        judged: r.try_get(8)?,
+                        passed: r.try_get(9)?,
+                    },
+                })
+            })
+            .collect::<Result<Vec<_>, sqlx::Error>>()
+            .map_err(HubError::from)
+    }
+}

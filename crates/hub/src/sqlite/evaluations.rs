@@ -1,0 +1,261 @@
+//! [`EvaluationStore`] on SQLite: the `evaluations` and `evaluation_samples` tables of
+//! migration 0003, and the container/version reads of the environment views. Writes
+//! run in `BEGIN IMMEDIATE` transactions like the rest of the store; a batch of
+//! samples and its evaluation's count change together or not at all.
+
+use super::{container_row, version_row, SqliteStore, CONTAINER_COLUMNS, VERSION_COLUMNS};
+use crate::error::HubError;
+use crate::evaluations::*;
+use crate::store::{Container, StoreResult, Version};
+use async_trait::async_trait;
+use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
+
+const EVALUATION_COLUMNS: &str = "id, project_id, container_id, version_id, model, run_id, status, num_examples, \
+     rollouts_per_example, details, metrics, cost, sample_count, created_at, completed_at, seq";
+
+fn evaluation_row(r: &Row) -> rusqlite::Result<Evaluation> {
+    Ok(Evaluation {
+        id: r.get(0)?,
+        project_id: r.get(1)?,
+        container_id: r.get(2)?,
+        version_id: r.get(3)?,
+        model: r.get(4)?,
+        run_id: r.get(5)?,
+        status: r.get(6)?,
+        num_examples: r.get(7)?,
+        rollouts_per_example: r.get(8)?,
+        details: r.get(9)?,
+        metrics: r.get(10)?,
+        cost: r.get(11)?,
+        sample_count: r.get(12)?,
+        created_at: r.get(13)?,
+        completed_at: r.get(14)?,
+        seq: r.get(15)?,
+    })
+}
+
+const SAMPLE_COLUMNS: &str =
+    "id, evaluation_id, container_id, version_id, task, example_id, rollout_index, reward, score, correct, passed, body, created_at";
+
+fn sample_row(r: &Row) -> rusqlite::Result<Sample> {
+    Ok(Sample {
+        id: r.get(0)?,
+        evaluation_id: r.get(1)?,
+        container_id: r.get(2)?,
+        version_id: r.get(3)?,
+        task: r.get(4)?,
+        example_id: r.get(5)?,
+        rollout_index: r.get(6)?,
+        reward: r.get(7)?,
+        score: r.get(8)?,
+        correct: r.get::<_, Option<i64>>(9)?.map(|c| c != 0),
+        passed: r.get::<_, Option<i64>>(10)?.map(|p| p != 0),
+        body: r.get(11)?,
+        created_at: r.get(12)?,
+    })
+}
+
+fn get_evaluation(conn: &Connection, id: &str) -> StoreResult<Option<Evaluation>> {
+    Ok(conn.query_row(&format!("SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE id = ?1"), [id], evaluation_row).optional()?)
+}
+
+fn finalized(evaluation: &Evaluation) -> HubError {
+    HubError::Conflict(format!(
+        "evaluation {} is already {}: samples and a finalize are taken only while it is RUNNING",
+        evaluation.id, evaluation.status
+    ))
+}
+
+#[async_trait]
+impl EvaluationStore for SqliteStore {
+    async fn project_containers(&self, project_id: &str, slug: Option<&str>, limit: i64) -> StoreResult<Vec<Container>> {
+        let (project_id, slug) = (project_id.to_string(), slug.map(str::to_string));
+        self.with(move |c| {
+            let mut stmt = c.prepare(&format!(
+                "SELECT {CONTAINER_COLUMNS} FROM containers WHERE project_id = ?1 AND (?2 IS NULL OR slug = ?2) ORDER BY slug LIMIT ?3"
+            ))?;
+            let rows = stmt.query_map(params![project_id, slug, limit], container_row)?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .await
+    }
+
+    async fn container_versions(&self, container_id: &str, limit: i64) -> StoreResult<Vec<Version>> {
+        let container_id = container_id.to_string();
+        self.with(move |c| {
+            let mut stmt =
+                c.prepare(&format!("SELECT {VERSION_COLUMNS} FROM versions WHERE container_id = ?1 ORDER BY seq DESC LIMIT ?2"))?;
+            let rows = stmt.query_map(params![container_id, limit], version_row)?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .await
+    }
+
+    async fn ready_version_count(&self, container_id: &str) -> StoreResult<i64> {
+        let container_id = container_id.to_string();
+        self.with(move |c| {
+            Ok(c.query_row("SELECT COUNT(*) FROM versions WHERE container_id = ?1 AND state = 'READY'", [&container_id], |r| r.get(0))?)
+        })
+        .await
+    }
+
+    async fn create_evaluation(&self, e: Evaluation) -> StoreResult<()> {
+        self.with(move |c| {
+            c.execute(
+                "INSERT INTO evaluations (id, project_id, container_id, version_id, model, run_id, status, num_examples, \
+                 rollouts_per_example, details, metrics, cost, sample_count, created_at, completed_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                params![
+                    e.id,
+                    e.project_id,
+                    e.container_id,
+                    e.version_id,
+                    e.model,
+                    e.run_id,
+                    e.status,
+                    e.num_examples,
+                    e.rollouts_per_example,
+                    e.details,
+                    e.metrics,
+                    e.cost,
+                    e.sample_count,
+                    e.created_at,
+                    e.completed_at
+                ],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn evaluation(&self, id: &str) -> StoreResult<Option<Evaluation>> {
+        let id = id.to_string();
+        self.with(move |c| get_evaluation(c, &id)).await
+    }
+
+    async fn add_samples(&self, evaluation_id: &str, samples: Vec<Sample>) -> StoreResult<i64> {
+        let evaluation_id = evaluation_id.to_string();
+        self.with(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let evaluation =
+                get_evaluation(&tx, &evaluation_id)?.ok_or_else(|| HubError::NotFound(format!("no evaluation '{evaluation_id}'")))?;
+            if evaluation.status != RUNNING {
+                return Err(finalized(&evaluation));
+            }
+            {
+                let mut insert = tx.prepare(&format!(
+                    "INSERT INTO evaluation_samples ({SAMPLE_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
+                ))?;
+                for s in &samples {
+                    insert.execute(params![
+                        s.id,
+                        evaluation.id,
+                        evaluation.container_id,
+                        evaluation.version_id,
+                        s.task,
+                        s.example_id,
+                        s.rollout_index,
+                        s.reward,
+                        s.score,
+                        s.correct.map(i64::from),
+                        s.passed.map(i64::from),
+                        s.body,
+                        s.created_at
+                    ])?;
+                }
+            }
+            let count = samples.len() as i64;
+            tx.execute("UPDATE evaluations SET sample_count = sample_count + ?1 WHERE id = ?2", params![count, evaluation.id])?;
+            tx.commit()?;
+            Ok(count)
+        })
+        .await
+    }
+
+    async fn finalize_evaluation(
+        &self,
+        id: &str,
+        status: &str,
+        metrics: Option<String>,
+        cost: Option<String>,
+        at: &str,
+    ) -> StoreResult<Evaluation> {
+        let (id, status, at) = (id.to_string(), status.to_string(), at.to_string());
+        self.with(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let evaluation = get_evaluation(&tx, &id)?.ok_or_else(|| HubError::NotFound(format!("no evaluation '{id}'")))?;
+            if evaluation.status == status {
+                return Ok(evaluation);
+            }
+            if evaluation.status != RUNNING {
+                return Err(finalized(&evaluation));
+            }
+            tx.execute(
+                "UPDATE evaluations SET status = ?1, metrics = ?2, cost = ?3, completed_at = ?4 WHERE id = ?5",
+                params![status, metrics, cost, at, id],
+            )?;
+            let done = get_evaluation(&tx, &id)?.ok_or_else(|| HubError::Storage("evaluation vanished".into()))?;
+            tx.commit()?;
+            Ok(done)
+        })
+        .await
+    }
+
+    async fn evaluations(&self, container_id: &str, limit: i64) -> StoreResult<Vec<Evaluation>> {
+        let container_id = container_id.to_string();
+        self.with(move |c| {
+            let mut stmt =
+                c.prepare(&format!("SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE container_id = ?1 ORDER BY seq DESC LIMIT ?2"))?;
+            let rows = stmt.query_map(params![container_id, limit], evaluation_row)?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .await
+    }
+
+    async fn evaluation_count(&self, container_id: &str) -> StoreResult<i64> {
+        let container_id = container_id.to_string();
+        self.with(move |c| Ok(c.query_row("SELECT COUNT(*) FROM evaluations WHERE container_id = ?1", [&container_id], |r| r.get(0))?))
+            .await
+    }
+
+    async fn samples(&self, evaluation_id: &str, limit: i64) -> StoreResult<Vec<Sample>> {
+        let evaluation_id = evaluation_id.to_string();
+        self.with(move |c| {
+            let mut stmt =
+                c.prepare(&format!("SELECT {SAMPLE_COLUMNS} FROM evaluation_samples WHERE evaluation_id = ?1 ORDER BY seq LIMIT ?2"))?;
+            let rows = stmt.query_map(params![evaluation_id, limit], sample_row)?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .await
+    }
+
+    async fn task_sums(&self, container_id: &str) -> StoreResult<Vec<TaskVersionSums>> {
+        let container_id = container_id.to_string();
+        self.with(move |c| {
+            let mut stmt = c.prepare(
+                "SELECT task, version_id, COUNT(*), COUNT(*) - COUNT(reward), COALESCE(SUM(reward), 0.0), \
+                 COALESCE(SUM(reward * reward), 0.0), COUNT(score), COALESCE(SUM(score), 0.0), COUNT(passed), \
+                 COALESCE(SUM(passed), 0) \
+                 FROM evaluation_samples WHERE container_id = ?1 GROUP BY task, version_id ORDER BY task, version_id",
+            )?;
+            let rows = stmt.query_map([&container_id], |r| {
+                Ok(TaskVersionSums {
+                    task: r.get(0)?,
+                    version_id: r.get(1)?,
+                    sums: SampleSums {
+                        samples: r.get(2)?,
+                        null_rewards: r.get(3)?,
+                        reward_sum: r.get(4)?,
+                        reward_squares: r.get(5)?,
+                        scores: r.get(6)?,
+                        score_sum: r.get(7)?,
+                        judged: r.get(8)?,
+                        passed: r.get(9)?,
+                    },
+                })
+            })?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .await
+    }
+}

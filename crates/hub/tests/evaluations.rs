@@ -1,0 +1,336 @@
+//! Evaluations and the environment views through the hub on loopback, on SQLite and
+//! (when `GATEWAY_TEST_POSTGRES_URL` reaches a server) on PostgreSQL: two versions
+//! pushed, evaluations created on each, samples added, finalized; then performance,
+//! rollouts and a rollout's samples computed from them; task sets, run, the agent and
+//! ingestion; bad bodies refused with the member named (and nothing stored); another
+//! project's key answered 404 everywhere.
+
+use gateway_hub::client::{Client, PushOptions};
+use gateway_hub::HubConfig;
+use gateway_world::json::{self, Value};
+use std::path::Path;
+
+struct Hub {
+    api: String,
+    one: (String, String),
+    two: (String, String),
+    _runtime: tokio::runtime::Runtime,
+    _data: tempfile::TempDir,
+}
+
+fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    format!("{prefix}-{}-{nanos}", std::process::id())
+}
+
+fn start(database: Option<String>) -> Hub {
+    let data = tempfile::tempdir().unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let (api, one, two) = runtime.block_on(async {
+        let config = HubConfig { data: data.path().to_path_buf(), database, objects: None };
+        let hub = config.open(None, Default::default()).await.expect("open hub");
+        let (_, p1, s1) = gateway_hub::create_key(hub.meta.as_ref(), &unique("one")).await.unwrap();
+        let (_, p2, s2) = gateway_hub::create_key(hub.meta.as_ref(), &unique("two")).await.unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(gateway_hub::server::serve_on(hub, listener));
+        (format!("http://{addr}"), (p1, s1), (p2, s2))
+    });
+    Hub { api, one, two, _runtime: runtime, _data: data }
+}
+
+/// The PostgreSQL URL to test against, when one answers (else a NOTICE and None).
+fn postgres_url() -> Option<String> {
+    let Some(url) = std::env::var("GATEWAY_TEST_POSTGRES_URL").ok().filter(|u| !u.is_empty()) else {
+        eprintln!("NOTICE: GATEWAY_TEST_POSTGRES_URL is not set; skipping the PostgreSQL evaluations test");
+        return None;
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let opened = runtime.block_on(async {
+        tokio::time::timeout(std::time::Duration::from_secs(15), gateway_hub::postgres::PostgresStore::open(&url)).await
+    });
+    match opened {
+        Ok(Ok(_)) => Some(url),
+        Ok(Err(e)) => {
+            eprintln!("NOTICE: PostgreSQL at GATEWAY_TEST_POSTGRES_URL is unreachable ({e}); skipping the PostgreSQL evaluations test");
+            None
+        }
+        Err(_) => {
+            eprintln!("NOTICE: PostgreSQL at GATEWAY_TEST_POSTGRES_URL did not answer; skipping the PostgreSQL evaluations test");
+            None
+        }
+    }
+}
+
+fn call(hub: &Hub, key: &(String, String), method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
+    let http = reqwest::blocking::Client::new();
+    let url = format!("{}{path}", hub.api);
+    let request = match method {
+        "GET" => http.get(url),
+        _ => http.post(url),
+    };
+    let request = request.basic_auth(&key.0, Some(&key.1)).header("content-type", "application/json");
+    let request = match body {
+        Some(body) => request.body(body.to_string()),
+        None => request,
+    };
+    let response = request.send().unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().unwrap();
+    (status, json::parse(&text).map(|p| p.value).unwrap_or(Value::Str(text)))
+}
+
+/// A member by dotted path (`tasks.0.task`), as text: strings bare, the rest as JSON.
+fn text(value: &Value, path: &str) -> String {
+    let found = path.split('.').fold(value, |v, k| match (v, k.parse::<usize>()) {
+        (Value::Array(items), Ok(i)) => items.get(i).unwrap_or(&Value::Null),
+        _ => v.get(k).unwrap_or(&Value::Null),
+    });
+    match found {
+        Value::Str(s) => s.clone(),
+        other => json::canonical(other),
+    }
+}
+
+fn ok(hub: &Hub, method: &str, path: &str, body: Option<&str>) -> Value {
+    let (status, answer) = call(hub, &hub.one, method, path, body);
+    assert_eq!(status, 200, "{method} {path}: {answer:?}");
+    answer
+}
+
+/// Push a small world twice (two versions): `(container id, v1, v2)`.
+fn push_two_versions(hub: &Hub, work: &Path) -> (String, String, String) {
+    let world = work.join("scored");
+    std::fs::create_dir_all(&world).unwrap();
+    std::fs::write(world.join("pyproject.toml"), "[project]\nname = \"scored\"\nversion = \"0.1.0\"\n").unwrap();
+    std::fs::write(world.join("main.py"), "print(1)\n").unwrap();
+    let client = Client::new(&hub.api, &hub.one.0, &hub.one.1).unwrap();
+    let options = PushOptions { message: Some("first".into()), author: Some("alice".into()), ..Default::default() };
+    let first = client.push(&world, &options).unwrap();
+    std::fs::write(world.join("main.py"), "print(2)\n").unwrap();
+    let options = PushOptions { message: Some("second".into()), auto_bump: true, ..Default::default() };
+    let second = client.push(&world, &options).unwrap();
+    (text(&first, "containerId"), text(&first, "versionId"), text(&second, "versionId"))
+}
+
+const EVALS: &str = "/api/public/benchmark-containers/evaluations";
+
+fn create(hub: &Hub, version: &str, extra: &str) -> String {
+    let body = format!(r#"{{"versionId": "{version}"{extra}}}"#);
+    let created = ok(hub, "POST", EVALS, Some(&body));
+    assert_eq!(text(&created, "status"), "RUNNING");
+    text(&created, "evaluationId")
+}
+
+fn scenario(hub: &Hub) {
+    let work = tempfile::tempdir().unwrap();
+    let (cid, v1, v2) = push_two_versions(hub, work.path());
+
+    // Two evaluations, one per version.
+    let e1 = create(
+        hub,
+        &v1,
+        r#", "model": "m-1", "runId": "run-1", "numExamples": 2, "rolloutsPerExample": 1, "metadata": {"source": "test"},
+            "dispatchShard": {"protocol": 1, "dispatchId": "d", "slotId": "123e4567-e89b-12d3-a456-426614174000", "index": 0, "total": 1, "jobId": "j"}"#,
+    );
+    let samples = r#"{"samples": [
+        {"exampleId": "a", "task": "alpha", "rolloutIndex": 0, "prompt": "p", "completion": "c", "reward": 1.0, "score": 1, "correct": true, "rewards": {"x": 1.0}, "info": {"k": "v"}},
+        {"exampleId": "a", "task": "alpha", "rolloutIndex": 1, "reward": 0},
+        {"exampleId": "b", "task": "beta", "correct": false}
+    ]}"#;
+    let added = ok(hub, "POST", &format!("{EVALS}/{e1}/samples"), Some(samples));
+    assert_eq!(text(&added, "inserted"), "3");
+    let e2 = create(hub, &v2, r#", "model": "m-2""#);
+    ok(hub, "POST", &format!("{EVALS}/{e2}/samples"), Some(r#"{"samples": [{"exampleId": "alpha", "reward": 0.5, "score": 0.25}]}"#));
+
+    // Finalize: once, again the same (answered unchanged), never to another status.
+    let done = ok(hub, "POST", &format!("{EVALS}/{e1}/finalize"), Some(r#"{"status": "COMPLETED", "metrics": {"avg_reward": 0.5}}"#));
+    assert_eq!((text(&done, "status"), text(&done, "sampleCount")), ("COMPLETED".into(), "3".into()));
+    let again = ok(hub, "POST", &format!("{EVALS}/{e1}/finalize"), Some(r#"{}"#));
+    assert_eq!(text(&again, "metrics"), r#"{"avg_reward":0.5}"#);
+    let (status, refused) = call(hub, &hub.one, "POST", &format!("{EVALS}/{e1}/finalize"), Some(r#"{"status": "FAILED"}"#));
+    assert_eq!(status, 409, "{refused:?}");
+    let (status, refused) = call(hub, &hub.one, "POST", &format!("{EVALS}/{e1}/samples"), Some(r#"{"samples": [{"reward": 1}]}"#));
+    assert!(status == 409 && text(&refused, "message").contains("COMPLETED"), "{refused:?}");
+
+    // Performance, per task then per version (newest first).
+    let envs = format!("/api/public/environments/{cid}");
+    let perf = ok(hub, "GET", &format!("{envs}/performance"), None);
+    assert_eq!((text(&perf, "totalSamples"), text(&perf, "totalNullScoreSamples")), ("4".into(), "1".into()));
+    assert_eq!(text(&perf, "tasks.0.task"), "alpha");
+    assert_eq!(text(&perf, "tasks.0.sampleCount"), "3");
+    assert_eq!(text(&perf, "tasks.0.nullScoreCount"), "0");
+    assert_eq!(text(&perf, "tasks.0.avgReward"), "0.5");
+    assert_eq!(text(&perf, "tasks.0.avgScore"), "0.625", "the mean of the non-null scores (1 and 0.25)");
+    assert_eq!(text(&perf, "tasks.0.passRate"), "0.3333333333333333", "correct=true, reward 0 <1, reward 0.5 <1");
+    assert_eq!(text(&perf, "tasks.0.rewardStddev"), "0.5");
+    assert_eq!(text(&perf, "tasks.0.perVersion.0.containerVersionId"), v2);
+    assert_eq!(
+        (text(&perf, "tasks.0.perVersion.0.avgReward"), text(&perf, "tasks.0.perVersion.0.sampleCount")),
+        ("0.5".into(), "1".into())
+    );
+    assert_eq!(text(&perf, "tasks.0.perVersion.1.containerVersionId"), v1);
+    assert_eq!(text(&perf, "tasks.0.perVersion.1.author"), "alice");
+    assert_eq!(text(&perf, "tasks.1.task"), "beta");
+    assert_eq!((text(&perf, "tasks.1.nullScoreCount"), text(&perf, "tasks.1.avgReward")), ("1".into(), "null".into()));
+    assert_eq!((text(&perf, "tasks.1.passRate"), text(&perf, "tasks.1.rewardStddev")), ("0.0".into(), "null".into()));
+    assert_eq!(text(&perf, "tasks.1.perVersion.0.nullScoreCount"), "1");
+
+    // Rollouts newest first; a rollout's samples in the order sent.
+    let rollouts = ok(hub, "GET", &format!("{envs}/rollouts"), None);
+    assert_eq!((text(&rollouts, "rollouts.0.id"), text(&rollouts, "rollouts.1.id")), (e2.clone(), e1.clone()));
+    assert_eq!(text(&rollouts, "rollouts.0.status"), "RUNNING");
+    assert_eq!(text(&rollouts, "rollouts.0.semanticVersion"), "0.1.1");
+    assert_eq!(text(&rollouts, "rollouts.1.metrics"), r#"{"avg_reward":0.5}"#);
+    assert_eq!((text(&rollouts, "rollouts.1.sampleCount"), text(&rollouts, "rollouts.1.numExamples")), ("3".into(), "2".into()));
+    assert_eq!(text(&rollouts, "rollouts.1.containerVersionId"), v1);
+    let listed = ok(hub, "GET", &format!("{envs}/rollouts/{e1}/samples?limit=2"), None);
+    assert_eq!(text(&listed, "evaluationId"), e1);
+    assert_eq!(listed.get("samples").and_then(Value::as_array).map(Vec::len), Some(2));
+    assert_eq!(text(&listed, "samples.0.rewards"), r#"{"x":1.0}"#);
+    assert_eq!((text(&listed, "samples.0.reward"), text(&listed, "samples.0.correct")), ("1.0".into(), "true".into()));
+    assert_eq!((text(&listed, "samples.1.rolloutIndex"), text(&listed, "samples.1.reward")), ("1".into(), "0.0".into()));
+    let (status, _) = call(hub, &hub.one, "GET", &format!("/api/public/environments/{cid}/rollouts/eval_nope/samples"), None);
+    assert_eq!(status, 404);
+
+    // The environment: listed, by id and by slug.
+    let listing = ok(hub, "GET", "/api/public/environments?limit=5&slug=scored", None);
+    assert_eq!(text(&listing, "environments.0.id"), cid);
+    assert_eq!(
+        (text(&listing, "environments.0.versionCount"), text(&listing, "environments.0.latestVersion")),
+        ("2".into(), "0.1.1".into())
+    );
+    let env = ok(hub, "GET", "/api/public/environments/scored", None);
+    assert_eq!((text(&env, "id"), text(&env, "evaluationCount")), (cid.clone(), "2".into()));
+    assert_eq!((text(&env, "versions.0.versionId"), text(&env, "versions.1.changeReason")), (v2.clone(), "first".into()));
+    assert_eq!(text(&env, "tags"), "[]");
+
+    // Task sets.
+    let (status, _) = call(hub, &hub.one, "GET", &format!("{envs}/task-set"), None);
+    assert_eq!(status, 404, "none linked yet");
+    let set = ok(hub, "POST", "/api/public/task-sets", Some(r#"{"name": "scored scenarios"}"#));
+    let did = text(&set, "datasetId");
+    let task = ok(
+        hub,
+        "POST",
+        &format!("/api/public/task-sets/{did}/tasks"),
+        Some(r#"{"name": "alpha", "prompt": "Do alpha.", "metadata": {"worlds": ["scored"]}}"#),
+    );
+    let tid = text(&task, "id");
+    let linked = ok(hub, "POST", &format!("{envs}/task-set"), Some(&format!(r#"{{"taskSetDatasetId": "{did}"}}"#)));
+    assert_eq!(text(&linked, "taskSetDatasetId"), did);
+    let updated = ok(
+        hub,
+        "POST",
+        &format!("/api/public/task-sets/{did}/tasks/{tid}"),
+        Some(r#"{"changeReason": "clearer", "prompt": "Do alpha now."}"#),
+    );
+    assert_eq!(text(&updated, "changeReason"), "clearer");
+    let shown = ok(hub, "GET", &format!("{envs}/task-set"), None);
+    assert_eq!(
+        (text(&shown, "name"), text(&shown, "tasks.0.prompt"), text(&shown, "tasks.0.kind")),
+        ("scored scenarios".into(), "Do alpha now.".into(), "task".into())
+    );
+    assert_eq!(text(&ok(hub, "GET", "/api/public/environments", None), "environments.0.taskSetDatasetId"), did);
+    ok(hub, "POST", &format!("{envs}/task-set"), Some(r#"{"taskSetDatasetId": null}"#));
+    assert_eq!(call(hub, &hub.one, "GET", &format!("{envs}/task-set"), None).0, 404);
+
+    // No runner, no agent: the shapes the client reads, with the reason.
+    let dispatched = ok(hub, "POST", &format!("{envs}/run"), Some(r#"{"models": ["a/b", "c/d"]}"#));
+    assert_eq!((text(&dispatched, "runs.1.model"), text(&dispatched, "runs.1.ok")), ("c/d".into(), "false".into()));
+    assert!(text(&dispatched, "runs.0.error").contains("no hosted runner"));
+    assert_eq!(text(&dispatched, "versionLabel"), "0.1.1");
+    assert_eq!(call(hub, &hub.one, "POST", &format!("{envs}/run"), Some("{}")).0, 400);
+    assert_eq!(call(hub, &hub.one, "GET", "/api/public/environments/runs/r1?waitSeconds=5", None).0, 404);
+    assert_eq!(text(&ok(hub, "GET", "/api/public/environment-agent", None), "config"), "null");
+    assert_eq!(call(hub, &hub.one, "POST", "/api/public/environment-agent/trigger", Some("{}")).0, 400);
+
+    // Ingestion: per-event answers.
+    let (status, ingested) = call(
+        hub,
+        &hub.one,
+        "POST",
+        "/api/public/ingestion",
+        Some(
+            r#"{"batch": [{"id": "e1", "type": "trace-create", "body": {"id": "t1", "sessionId": "s"}}, {"id": "e2", "type": "trace-create", "body": {}}]}"#,
+        ),
+    );
+    assert_eq!((status, text(&ingested, "successes.0.id"), text(&ingested, "errors.0.id")), (207, "e1".into(), "e2".into()));
+
+    // Bad bodies: refused, the member named, nothing stored.
+    for (path, body, named) in [
+        (EVALS.to_string(), "{}".to_string(), "'versionId'"),
+        (EVALS.to_string(), format!(r#"{{"versionId": "{v1}", "numExamples": "3"}}"#), "'numExamples' must be an integer"),
+        (EVALS.to_string(), format!(r#"{{"versionId": "{v1}", "rolloutsPerExample": 1.5}}"#), "'rolloutsPerExample'"),
+        (EVALS.to_string(), format!(r#"{{"versionId": "{v1}", "environmentIds": ["a", 2]}}"#), "'environmentIds[1]'"),
+        (EVALS.to_string(), format!(r#"{{"versionId": "{v1}", "metadata": []}}"#), "'metadata' must be an object"),
+        (EVALS.to_string(), format!(r#"{{"versionId": "{v1}", "model_name": "x"}}"#), "'model_name'"),
+        (
+            EVALS.to_string(),
+            format!(
+                r#"{{"versionId": "{v1}", "dispatchShard": {{"protocol": 1, "dispatchId": "d", "slotId": "123e4567-e89b-12d3-a456-426614174000", "index": 0, "total": 1, "jobId": "j"}}}}"#
+            ),
+            "runId",
+        ),
+        (
+            EVALS.to_string(),
+            format!(r#"{{"versionId": "{v1}", "runId": "r", "dispatchShard": {{"protocol": 1}}}}"#),
+            "must contain exactly",
+        ),
+        (format!("{EVALS}/{e2}/samples"), r#"{"samples": {}}"#.to_string(), "'samples' must be a list"),
+        (
+            format!("{EVALS}/{e2}/samples"),
+            r#"{"samples": [{"reward": 1}, {"reward": "high"}]}"#.to_string(),
+            "'samples[1].reward' must be a number",
+        ),
+        (format!("{EVALS}/{e2}/samples"), r#"{"samples": [{"correct": 1}]}"#.to_string(), "'samples[0].correct' must be a boolean"),
+        (format!("{EVALS}/{e2}/samples"), r#"{"samples": [{"rolloutIndex": -1}]}"#.to_string(), "'samples[0].rolloutIndex'"),
+        (format!("{EVALS}/{e2}/samples"), r#"{"samples": [{"example_id": "a"}]}"#.to_string(), "'samples[0].example_id'"),
+        (format!("{EVALS}/{e2}/samples"), r#"{"samples": [{"reward": NaN}]}"#.to_string(), "finite"),
+        (format!("{EVALS}/{e2}/finalize"), r#"{"status": "DONE"}"#.to_string(), "'status' must be COMPLETED or FAILED"),
+        (format!("{EVALS}/{e2}/finalize"), r#"{"metrics": 3}"#.to_string(), "'metrics' must be an object"),
+    ] {
+        let (status, refused) = call(hub, &hub.one, "POST", &path, Some(&body));
+        assert_eq!(status, 400, "{body}: {refused:?}");
+        assert_eq!(text(&refused, "error"), "bad_request");
+        assert!(text(&refused, "message").contains(named), "{body}: {refused:?}");
+    }
+    let (status, _) = call(hub, &hub.one, "POST", EVALS, Some(r#"{"versionId": "ver_nope"}"#));
+    assert_eq!(status, 404);
+    let rollouts = ok(hub, "GET", &format!("{envs}/rollouts"), None);
+    assert_eq!(text(&rollouts, "rollouts.0.sampleCount"), "1", "a refused batch stores none of its samples");
+    assert_eq!(rollouts.get("rollouts").and_then(Value::as_array).map(Vec::len), Some(2), "no refused create was stored");
+
+    // Another project: not found, everywhere.
+    for (method, path, body) in [
+        ("POST", EVALS.to_string(), format!(r#"{{"versionId": "{v1}"}}"#)),
+        ("POST", format!("{EVALS}/{e2}/samples"), r#"{"samples": []}"#.to_string()),
+        ("POST", format!("{EVALS}/{e2}/finalize"), "{}".to_string()),
+        ("GET", envs.clone(), String::new()),
+        ("GET", "/api/public/environments/scored".to_string(), String::new()),
+        ("GET", format!("{envs}/performance"), String::new()),
+        ("GET", format!("{envs}/rollouts"), String::new()),
+        ("GET", format!("{envs}/rollouts/{e1}/samples"), String::new()),
+        ("POST", format!("{envs}/task-set"), format!(r#"{{"taskSetDatasetId": "{did}"}}"#)),
+        ("POST", format!("/api/public/task-sets/{did}/tasks"), r#"{"name": "x", "prompt": ""}"#.to_string()),
+        ("POST", format!("{envs}/run"), r#"{"models": ["a/b"]}"#.to_string()),
+    ] {
+        let (status, answer) = call(hub, &hub.two, method, &path, Some(&body));
+        assert_eq!(status, 404, "{method} {path}: {answer:?}");
+    }
+    let (status, listing) = call(hub, &hub.two, "GET", "/api/public/environments", None);
+    assert_eq!((status, text(&listing, "environments")), (200, "[]".into()));
+    let (status, _) = call(hub, &("pk-lf-nope".into(), "sk".into()), "GET", "/api/public/environments", None);
+    assert_eq!(status, 401);
+}
+
+#[test]
+fn evaluations_and_views_on_sqlite() {
+    scenario(&start(None));
+}
+
+#[test]
+fn evaluations_and_views_on_postgres() {
+    let Some(url) = postgres_url() else { return };
+    scenario(&start(Some(url)));
+}
