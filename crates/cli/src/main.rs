@@ -7,6 +7,7 @@
 
 mod bench;
 mod connector;
+mod environment;
 mod host;
 mod hub;
 mod mcp;
@@ -40,6 +41,11 @@ enum Command {
     Bench {
         #[command(subcommand)]
         command: bench::BenchCommand,
+    },
+    /// Environment hub — inspect environments, task sets, rollouts, and the Environment Agent.
+    Environment {
+        #[command(subcommand)]
+        command: environment::EnvironmentCommand,
     },
     /// The self-hosted hub: serve it, manage its project keys.
     Hub {
@@ -86,6 +92,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Worlds { command } => worlds::run(command),
         Command::Bench { command } => bench::run(command),
+        Command::Environment { command } => environment::run(command),
         Command::Hub { command } => hub::run(command),
         Command::Auth { command } => hub::auth(command),
         Command::Host { command } => host::run(command),

@@ -13,14 +13,18 @@
 //!   deterministic tarball and file manifest ([`archive`]), `.gateway/.env-metadata.json`,
 //!   pull with integrity check and safe extraction;
 //! - the **sessions client** ([`sessions_client`]) behind `gateway worlds session …` and
-//!   `gateway worlds task …`: live world sessions and stored world tasks (spec §5, §6).
+//!   `gateway worlds task …`: live world sessions and stored world tasks (spec §5, §6);
+//! - evaluations (spec §2) in the stores ([`evaluations`]) and the server, and the
+//!   **environments client** ([`environments_client`]) behind `gateway environment …`:
+//!   the §7 views computed from them, task sets, run and agent status.
 //!
 //! It is not the world engine (`gateway-world`), does not compile or validate worlds
 //! itself beyond calling the engine, runs no hosted evaluations (run-config dispatch is
-//! refused), and holds no CLI parsing (that is `gateway-cli`).
+//! refused, an environment run answers every model `ok: false`), and holds no CLI parsing (that is `gateway-cli`).
 
 pub mod archive;
 pub mod client;
+pub mod environments_client;
 pub mod error;
 pub mod evaluations;
 pub mod gitignore;

@@ -35,8 +35,8 @@ const DEFAULT_SAMPLES: i64 = 200;
 const MAX_SAMPLES: i64 = 1000;
 
 /// Why `run` dispatches nothing here.
-const NO_RUNNER: &str = "this self-hosted hub has no hosted runner: run the world where you are \
-     (`gateway worlds run <slug> -m <model>`) and file the result as an evaluation";
+const NO_RUNNER: &str = "this self-hosted hub has no hosted runner: run the world yourself \
+     (`gateway worlds run <slug> --agent agent.py -m <model>` files its result here as an evaluation)";
 
 /// The routes of this module and `task_sets.rs` (None: not one of them).
 pub(super) async fn route(
