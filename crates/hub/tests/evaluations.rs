@@ -297,6 +297,19 @@ fn scenario(hub: &Hub) {
     }
     let (status, _) = call(hub, &hub.one, "POST", EVALS, Some(r#"{"versionId": "ver_nope"}"#));
     assert_eq!(status, 404);
+    // A version whose push was never finalized cannot be evaluated.
+    let api = "/api/public/benchmark-containers";
+    let pending = ok(
+        hub,
+        "POST",
+        &format!("{api}/versions"),
+        Some(&format!(
+            r#"{{"containerId": "{cid}", "contentHash": "{}", "bundleSha256": "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=", "bundleSizeBytes": 0, "branch": "main", "baseVersionId": null}}"#,
+            "0".repeat(64)
+        )),
+    );
+    let (status, refused) = call(hub, &hub.one, "POST", EVALS, Some(&format!(r#"{{"versionId": "{}"}}"#, text(&pending, "versionId"))));
+    assert!(status == 400 && text(&refused, "message").contains("PENDING"), "{refused:?}");
     let rollouts = ok(hub, "GET", &format!("{envs}/rollouts"), None);
     assert_eq!(text(&rollouts, "rollouts.0.sampleCount"), "1", "a refused batch stores none of its samples");
     assert_eq!(rollouts.get("rollouts").and_then(Value::as_array).map(Vec::len), Some(2), "no refused create was stored");
@@ -324,9 +337,56 @@ fn scenario(hub: &Hub) {
     assert_eq!(status, 401);
 }
 
+/// Sample batches racing a finalize: each batch is stored whole (200) or refused whole
+/// (409, once finalized), and the evaluation's count is exactly the stored samples.
+fn batches_race_a_finalize(hub: &Hub) {
+    let work = tempfile::tempdir().unwrap();
+    let (cid, v1, _) = push_two_versions(hub, work.path());
+    let eid = create(hub, &v1, "");
+    let batch = format!(r#"{{"samples": [{}]}}"#, [r#"{"task": "t", "reward": 0.5}"#; 10].join(", "));
+    let stored = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..6)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut stored = 0;
+                    for _ in 0..5 {
+                        let (status, answer) = call(hub, &hub.one, "POST", &format!("{EVALS}/{eid}/samples"), Some(&batch));
+                        match status {
+                            200 => stored += 10,
+                            409 => {}
+                            other => panic!("{other}: {answer:?}"),
+                        }
+                    }
+                    stored
+                })
+            })
+            .collect();
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        ok(hub, "POST", &format!("{EVALS}/{eid}/finalize"), Some(r#"{"status": "FAILED"}"#));
+        workers.into_iter().map(|w| w.join().unwrap()).sum::<i64>()
+    });
+    let rollouts = ok(hub, "GET", &format!("/api/public/environments/{cid}/rollouts"), None);
+    assert_eq!(text(&rollouts, "rollouts.0.sampleCount"), stored.to_string());
+    let listed = ok(hub, "GET", &format!("/api/public/environments/{cid}/rollouts/{eid}/samples?limit=1000"), None);
+    assert_eq!(listed.get("samples").and_then(Value::as_array).map(|s| s.len() as i64), Some(stored));
+    let perf = ok(hub, "GET", &format!("/api/public/environments/{cid}/performance"), None);
+    assert_eq!(text(&perf, "totalSamples"), stored.to_string());
+}
+
 #[test]
 fn evaluations_and_views_on_sqlite() {
     scenario(&start(None));
+}
+
+#[test]
+fn sample_batches_and_a_finalize_race_on_sqlite() {
+    batches_race_a_finalize(&start(None));
+}
+
+#[test]
+fn sample_batches_and_a_finalize_race_on_postgres() {
+    let Some(url) = postgres_url() else { return };
+    batches_race_a_finalize(&start(Some(url)));
 }
 
 #[test]

@@ -20,7 +20,7 @@
 //! shape with every model `ok: false` and the reason, run status is a 404, the agent has
 //! no config and no runs, and a trigger is refused.
 
-use super::evaluations::{ingestion, Fields};
+use super::evaluations::{ingestion, own_evaluation, Fields};
 use super::task_sets;
 use super::*;
 use crate::evaluations::{Evaluation, SampleSums};
@@ -326,11 +326,12 @@ async fn rollouts(hub: &Hub, container: &Container, query: &BTreeMap<String, Str
 /// `GET /environments/{cid}/rollouts/{evaluationId}/samples[?limit=]`, in the order stored.
 async fn rollout_samples(hub: &Hub, project: &str, container: &Container, evaluation_id: &str, query: &BTreeMap<String, String>) -> Answer {
     let limit = page_size(query, DEFAULT_SAMPLES, MAX_SAMPLES)?;
-    let evaluation = super::evaluations::own_evaluation(hub, project, evaluation_id)
-        .await
-        .ok()
-        .filter(|e| e.container_id == container.id)
-        .ok_or_else(|| HubError::NotFound(format!("no rollout '{evaluation_id}' of environment '{}'", container.slug)))?;
+    let missing = || HubError::NotFound(format!("no rollout '{evaluation_id}' of environment '{}'", container.slug));
+    let evaluation = match own_evaluation(hub, project, evaluation_id).await {
+        Ok(evaluation) if evaluation.container_id == container.id => evaluation,
+        Ok(_) | Err(HubError::NotFound(_)) => return Err(missing()),
+        Err(other) => return Err(other),
+    };
     let samples = hub
         .meta
         .samples(&evaluation.id, limit)
