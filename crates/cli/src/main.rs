@@ -10,6 +10,7 @@ mod connector;
 mod host;
 mod hub;
 mod mcp;
+mod run;
 mod session;
 mod worlds;
 

@@ -13,7 +13,9 @@
 //!   deterministic tarball and file manifest ([`archive`]), `.gateway/.env-metadata.json`,
 //!   pull with integrity check and safe extraction;
 //! - the **sessions client** ([`sessions_client`]) behind `gateway worlds session …` and
-//!   `gateway worlds task …`: live world sessions and stored world tasks (spec §5, §6).
+//!   `gateway worlds task …`: live world sessions and stored world tasks (spec §5, §6);
+//! - the **filing client** ([`evals_client`]) behind `gateway worlds run|ci`: evaluations,
+//!   their samples and finalize (spec §2; the server side of those routes is not here).
 //!
 //! It is not the world engine (`gateway-world`), does not compile or validate worlds
 //! itself beyond calling the engine, runs no hosted evaluations (run-config dispatch is
@@ -22,6 +24,7 @@
 pub mod archive;
 pub mod client;
 pub mod error;
+pub mod evals_client;
 pub mod gitignore;
 pub mod judge;
 pub mod postgres;
