@@ -3,9 +3,10 @@
 //! summary), the oracle over every task × rollouts with transcripts, an agent
 //! command reaching its session over REST and MCP, and the built-in model runner
 //! against a fake OpenAI-compatible server on loopback playing a script of tool
-//! calls (pass^k from a task that fails one rollout of two).
+//! calls (pass^k from a task that fails one rollout of two); a rubric task judged
+//! by a fake judge.
 
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -427,4 +428,42 @@ fn the_builtin_model_runner_plays_a_scripted_model_over_parallel_rollouts() {
     let answered: Value = serde_json::from_str(turn["messages"][3]["content"].as_str().unwrap()).unwrap();
     assert_eq!(answered["body"]["status"], "solved");
     assert_eq!((transcript["completion"].as_str(), transcript["reward"].as_f64()), (Some("done"), Some(1.0)));
+}
+
+/// A judge that checks it was shown the solving call and scores the one criterion.
+async fn judge(body: String) -> String {
+    let request: Value = serde_json::from_str(&body).unwrap();
+    let brief: Value = serde_json::from_str(request["messages"][1]["content"].as_str().unwrap()).unwrap();
+    let solved = brief["calls"].as_array().unwrap().iter().any(|c| c["tool"] == "solve_ticket")
+        && brief["finalState"]["tickets"]["101"]["status"] == "solved";
+    let verdict = json!({"rewards": {"solved": if solved { 1 } else { 0 }}, "reason": "looked at the calls"});
+    json!({"model": request["model"], "choices": [{"message": {"role": "assistant", "content": verdict.to_string()}}]}).to_string()
+}
+
+#[test]
+fn a_rubric_task_is_judged_by_the_configured_judge() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let addr = runtime.block_on(async {
+        let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(judge));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        addr
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let world = world(dir.path());
+    let spec = r#"{"name": "polite-101", "instruction": "Ticket 101 is fixed: solve it.",
+        "grader": {"kind": "rubric", "rubric": "The ticket is solved.", "criteria": [{"id": "solved", "description": "ticket 101 is solved"}]},
+        "metadata": {"solution": [{"tool": "solve_ticket", "args": {"id": 101}}]}}"#;
+    std::fs::write(world.join("tasks/polite-101.json"), spec).unwrap();
+    let base = format!("http://{addr}/v1");
+    let args = ["worlds", "run", "--path", world.to_str().unwrap(), "--variant", "polite-101", "--agent", "oracle", "--no-file"];
+    let out = gateway(dir.path(), &args, &[("GATEWAY_JUDGE_BASE_URL", &base), ("GATEWAY_JUDGE_MODEL", "judge-1")]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let result = out.json();
+    assert_eq!((result["reward"].as_f64(), &result["rewards"]), (Some(1.0), &json!({"solved": 1.0})), "{result}");
+    // With no judge configured a rubric cannot be graded: the original's grader failure, exit 1.
+    let out = gateway(dir.path(), &args, &[]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(out.stderr.contains("rubric grading needs a judge"), "{}", out.stderr);
 }
