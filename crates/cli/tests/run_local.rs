@@ -196,6 +196,13 @@ fn python_agents_run_and_grade_locally_without_filing() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stderr.contains("note: running unfiled — this directory has no hub link (.gateway/.env-metadata.json)"), "{}", out.stderr);
     assert_eq!(out.json()["world"]["filed"], false);
+
+    // A task the world cannot open (it names an entity the world lacks): one line, exit 1.
+    let wrong = r#"{"name": "wrong", "instruction": "x", "grader": {"kind": "assertions", "checks": [{"entity": "invoices"}]}}"#;
+    std::fs::write(world.join("tasks/wrong.json"), wrong).unwrap();
+    let out = gateway(dir.path(), &["worlds", "run", "--path", path, "--variant", "wrong", "--agent", "agents.py:idle", "--no-file"], &[]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(out.stderr.starts_with("the session could not be opened:") && out.stderr.contains("invoices"), "{}", out.stderr);
 }
 
 #[test]

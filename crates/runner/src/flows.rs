@@ -161,7 +161,7 @@ pub fn worlds_run(request: &RunRequest, note: &mut dyn FnMut(&str)) -> Result<Re
     }
     let file = !request.no_file && source.version_id.is_some();
     let model = model_label(&request.model, &agent, DEV_LOOP_MODEL);
-    let rollouts = run::run(&world, &chosen, &agent, &request.options);
+    let rollouts = run::run(&world, &chosen, &agent, &request.options)?;
     let single = rollouts.len() == 1;
     let mut result = if single {
         let rollout = &rollouts[0];
@@ -359,7 +359,7 @@ pub fn worlds_ci(request: &CiRequest, note: &mut dyn FnMut(&str)) -> Result<Repo
     let mut options = request.options.clone();
     let transcripts = request.output_dir.join("world-runs").join(format!("ci--{slug}--{}", branch.replace('/', "-")));
     options.transcripts = Some(transcripts.clone());
-    let rollouts = run::run(&world, &chosen, &agent, &options);
+    let rollouts = run::run(&world, &chosen, &agent, &options)?;
     let model = model_label(&request.model, &agent, &agent.label());
     let label = agent.label();
     let filing = RunFiling {

@@ -7,9 +7,11 @@
 //!
 //! A rollout that fails (the session would not open, the agent raised, the grader
 //! refused) is recorded as such and the run goes on. It neither prints results nor
-//! files them ([`crate::filing`]); the progress bar on stderr is its only output.
+//! files them ([`crate::filing`]); the progress bar on stderr (and a transcript it
+//! could not write) is its only output.
 
 use crate::agent::Agent;
+use crate::error::RunnerError;
 use crate::tasks::WorldTask;
 use crate::world::LocalWorld;
 use gateway_world::json::{self, object, Map, Value};
@@ -153,7 +155,8 @@ pub fn rollout(world: &LocalWorld, task: &WorldTask, index: usize, agent: &Agent
     let mut ours = Vec::new();
     let mut extra = Value::Null;
     match world.open_session(task, index) {
-        Err(error) => result.agent_error = Some(format!("the session could not be opened: {error}")),
+        // Not graded, and not the agent's doing.
+        Err(error) => result.grade_error = Some(format!("the session could not be opened: {error}")),
         Ok(session) => {
             let outcome = agent.act(&session, budget);
             match session.grade() {
@@ -203,12 +206,12 @@ fn file_stem(name: &str) -> String {
 }
 
 /// Run `tasks` × `options.rollouts` with `agent`: the rollouts in task order, then
-/// rollout order.
-pub fn run(world: &LocalWorld, tasks: &[&WorldTask], agent: &Agent, options: &RunOptions) -> Vec<Rollout> {
+/// rollout order. Refused only when the transcripts directory cannot be made.
+pub fn run(world: &LocalWorld, tasks: &[&WorldTask], agent: &Agent, options: &RunOptions) -> Result<Vec<Rollout>, RunnerError> {
     let rollouts = options.rollouts.max(1);
     let jobs: Vec<(usize, usize)> = (0..tasks.len()).flat_map(|t| (0..rollouts).map(move |r| (t, r))).collect();
     if let Some(dir) = &options.transcripts {
-        let _ = std::fs::create_dir_all(dir);
+        std::fs::create_dir_all(dir).map_err(|e| RunnerError::io(dir, e))?;
     }
     let bar = if options.progress && std::io::stderr().is_terminal() {
         let bar = indicatif::ProgressBar::with_draw_target(Some(jobs.len() as u64), indicatif::ProgressDrawTarget::stderr());
@@ -231,7 +234,9 @@ pub fn run(world: &LocalWorld, tasks: &[&WorldTask], agent: &Agent, options: &Ru
                 let result = rollout(world, tasks[t], r, agent, options.budget);
                 if let Some(dir) = &options.transcripts {
                     let path = dir.join(format!("{}.{r}.json", file_stem(&result.task)));
-                    let _ = std::fs::write(path, json::dumps(&result.transcript, json::DumpOptions::PRETTY));
+                    if let Err(error) = std::fs::write(&path, json::dumps(&result.transcript, json::DumpOptions::PRETTY)) {
+                        bar.suspend(|| eprintln!("could not write the transcript {}: {error}", path.display()));
+                    }
                 }
                 {
                     let mut tally = tally.lock().unwrap_or_else(|e| e.into_inner());
@@ -250,7 +255,7 @@ pub fn run(world: &LocalWorld, tasks: &[&WorldTask], agent: &Agent, options: &Ru
         }
     });
     bar.finish_and_clear();
-    done.into_inner().unwrap_or_else(|e| e.into_inner()).into_iter().flatten().collect()
+    Ok(done.into_inner().unwrap_or_else(|e| e.into_inner()).into_iter().flatten().collect())
 }
 
 fn mean(values: &[f64]) -> Option<f64> {

@@ -87,7 +87,8 @@ pub fn discover(version: &Version) -> Result<Vec<WorldTask>, RunnerError> {
     }
     let mut tasks: Vec<WorldTask> = Vec::new();
     let mut names = BTreeSet::new();
-    for root in &roots {
+    // An api bundle may carry tasks/ at its root and in its world tree: the root's win.
+    if let Some(root) = roots.iter().find(|r| r.join("tasks").is_dir()) {
         for file in sorted_dir(&root.join("tasks")) {
             if file.extension().and_then(|e| e.to_str()) != Some("json") || !file.is_file() {
                 continue;
