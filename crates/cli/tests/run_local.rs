@@ -203,6 +203,17 @@ fn python_agents_run_and_grade_locally_without_filing() {
     let out = gateway(dir.path(), &["worlds", "run", "--path", path, "--variant", "wrong", "--agent", "agents.py:idle", "--no-file"], &[]);
     assert_eq!(out.code, 1, "{}", out.stdout);
     assert!(out.stderr.starts_with("the session could not be opened:") && out.stderr.contains("invoices"), "{}", out.stderr);
+
+    // A gate over a result with no reward cannot measure, so it fails.
+    std::fs::write(world.join("tasks/ungraded.json"), r#"{"name": "ungraded", "instruction": "look around"}"#).unwrap();
+    let args = ["worlds", "run", "--path", path, "--variant", "ungraded", "--agent", "agents.py:idle", "--no-file", "--fail-under", "0"];
+    let out = gateway(dir.path(), &args, &[]);
+    assert_eq!((out.code, &out.json()["reward"]), (1, &Value::Null), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("gate: the result carries no aggregate reward — cannot verify the 0 bar (--fail-under), failing."),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
