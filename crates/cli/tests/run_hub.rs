@@ -11,40 +11,13 @@
 
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-const GATEWAY: &str = env!("CARGO_BIN_EXE_gateway");
-
-fn copy(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
-fn world(root: &Path) -> PathBuf {
-    let world = root.join("helpdesk");
-    copy(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), &world);
-    std::fs::create_dir_all(world.join("tasks")).unwrap();
-    for id in [101, 103] {
-        let spec = format!(
-            r#"{{"name": "solve-{id}", "instruction": "Ticket {id} is fixed: solve it.",
- "grader": {{"kind": "assertions", "checks": [{{"id": "solved", "entity": "tickets", "where": {{"id": {id}}}, "assert": "all", "field": "status", "op": "eq", "value": "solved"}}]}},
- "metadata": {{"solution": [{{"tool": "solve_ticket", "args": {{"id": {id}}}}}]}}}}"#
-        );
-        std::fs::write(world.join(format!("tasks/solve-{id}.json")), spec).unwrap();
-    }
-    world
-}
+mod support;
+use support::{gateway, serve, world, GATEWAY};
 
 struct Hub {
     child: Child,
@@ -155,37 +128,6 @@ async fn front(axum::extract::State(front): axum::extract::State<Arc<Front>>, re
     response
 }
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Out {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("not JSON ({e}):\n{}\n{}", self.stdout, self.stderr))
-    }
-}
-
-fn gateway(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
-    let mut command = Command::new(GATEWAY);
-    command.env_clear().current_dir(cwd).args(args);
-    for name in ["PATH", "HOME", "LANG"] {
-        if let Some(value) = std::env::var_os(name) {
-            command.env(name, value);
-        }
-    }
-    for (name, value) in env {
-        command.env(name, value);
-    }
-    let out = command.output().unwrap();
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
 const AGENT: &str = r#"
 def agent(world):
     assert world.slug == "helpdesk" and world.version_id and world.branch == "main", (world.slug, world.version_id, world.branch)
@@ -197,7 +139,6 @@ def agent(world):
 fn runs_are_filed_pinned_to_their_version_and_ci_gates_on_the_bar() {
     let dir = tempfile::tempdir().unwrap();
     let hub = start_hub(&dir.path().join("hub"));
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let state = Arc::new(Front {
         hub: hub.host.clone(),
         http: reqwest::Client::new(),
@@ -205,13 +146,8 @@ fn runs_are_filed_pinned_to_their_version_and_ci_gates_on_the_bar() {
         evaluations: AtomicUsize::new(0),
         pass_threshold: Mutex::new(None),
     });
-    let host = runtime.block_on(async {
-        let app = axum::Router::new().fallback(front).with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        format!("http://{addr}")
-    });
+    let (_runtime, addr) = serve(axum::Router::new().fallback(front).with_state(state.clone()));
+    let host = format!("http://{addr}");
     let env = [("GATEWAY_HOST", host.as_str()), ("GATEWAY_PUBLIC_KEY", hub.public.as_str()), ("GATEWAY_SECRET_KEY", hub.secret.as_str())];
     let work = dir.path().join("work");
     let helpdesk = world(&work);

@@ -7,76 +7,11 @@
 //! by a fake judge.
 
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-const GATEWAY: &str = env!("CARGO_BIN_EXE_gateway");
-
-fn copy(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
-fn task(id: u32) -> String {
-    format!(
-        r#"{{"name": "solve-{id}", "instruction": "Ticket {id} is fixed: solve it.",
- "grader": {{"kind": "assertions", "checks": [{{"id": "solved", "entity": "tickets", "where": {{"id": {id}}}, "assert": "all", "field": "status", "op": "eq", "value": "solved"}}]}},
- "metadata": {{"solution": [{{"tool": "solve_ticket", "args": {{"id": {id}}}}}]}}}}"#
-    )
-}
-
-/// The helpdesk example with two tasks: solve ticket 101, solve ticket 103.
-fn world(root: &Path) -> PathBuf {
-    let world = root.join("helpdesk");
-    copy(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), &world);
-    std::fs::create_dir_all(world.join("tasks")).unwrap();
-    for id in [101, 103] {
-        std::fs::write(world.join(format!("tasks/solve-{id}.json")), task(id)).unwrap();
-    }
-    world
-}
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Out {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("not JSON ({e}):\n{}\n{}", self.stdout, self.stderr))
-    }
-}
-
-/// The binary with a clean environment (no hub, model or CI variables leak in).
-fn gateway(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
-    let mut command = Command::new(GATEWAY);
-    command.env_clear().current_dir(cwd).args(args);
-    for name in ["PATH", "HOME", "LANG"] {
-        if let Some(value) = std::env::var_os(name) {
-            command.env(name, value);
-        }
-    }
-    for (name, value) in env {
-        command.env(name, value);
-    }
-    let out = command.output().unwrap();
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
+mod support;
+use support::{gateway, serve, world};
 
 const AGENTS: &str = r#"
 import time
@@ -387,14 +322,7 @@ async fn chat(
 #[test]
 fn the_builtin_model_runner_plays_a_scripted_model_over_parallel_rollouts() {
     let seen = Arc::new(Seen::default());
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let addr = runtime.block_on(async {
-        let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(chat)).with_state(seen.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        addr
-    });
+    let (_runtime, addr) = serve(axum::Router::new().route("/v1/chat/completions", axum::routing::post(chat)).with_state(seen.clone()));
     let dir = tempfile::tempdir().unwrap();
     let world = world(dir.path());
     let transcripts = dir.path().join("tx");
@@ -460,14 +388,7 @@ async fn judge(body: String) -> String {
 
 #[test]
 fn a_rubric_task_is_judged_by_the_configured_judge() {
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-    let addr = runtime.block_on(async {
-        let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(judge));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        addr
-    });
+    let (_runtime, addr) = serve(axum::Router::new().route("/v1/chat/completions", axum::routing::post(judge)));
     let dir = tempfile::tempdir().unwrap();
     let world = world(dir.path());
     let spec = r#"{"name": "polite-101", "instruction": "Ticket 101 is fixed: solve it.",

@@ -76,7 +76,8 @@ pub fn local_tree_state(env: &Path) -> Result<TreeState> {
     Ok(TreeState { meta, dirty, clean })
 }
 
-fn meta_str(meta: &Map, key: &str) -> Option<String> {
+/// A non-empty string member of the local metadata.
+pub fn meta_str(meta: &Map, key: &str) -> Option<String> {
     meta.get(key).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string)
 }
 

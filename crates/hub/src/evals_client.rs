@@ -8,7 +8,7 @@
 
 use crate::client::{basic_auth, EnvCredentials};
 use crate::error::HubError;
-use crate::util::{now_iso, random_bytes};
+use crate::util::{now_iso, random_hex};
 use gateway_world::json::{self, object, Map, Value};
 use std::time::Duration;
 
@@ -72,11 +72,6 @@ pub fn normalize_sample(sample: &Map) -> Value {
         }
     }
     Value::Object(out)
-}
-
-/// 32 random hex characters (`uuid.uuid4().hex`'s shape).
-fn uuid_hex() -> String {
-    hex::encode(random_bytes(16))
 }
 
 fn text_of(value: Option<&Value>) -> String {
@@ -164,10 +159,11 @@ impl EvalsClient {
         completion: &str,
         metadata: Value,
     ) -> Option<(String, String)> {
-        let trace_id = uuid_hex();
+        // uuid.uuid4().hex's shape: 32 hex characters.
+        let trace_id = random_hex(16);
         let now = now_iso();
         let event = object([
-            ("id", Value::Str(uuid_hex())),
+            ("id", Value::Str(random_hex(16))),
             ("type", Value::str("trace-create")),
             ("timestamp", Value::Str(now.clone())),
             (

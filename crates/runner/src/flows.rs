@@ -16,9 +16,9 @@ use crate::model::ModelConfig;
 use crate::run::{self, RunOptions};
 use crate::tasks::{self, WorldTask};
 use crate::world::{LocalWorld, WorldSource};
-use gateway_hub::client::{local_tree_state, Client, PushOptions};
+use gateway_hub::client::{local_tree_state, meta_str, Client, PushOptions};
 use gateway_hub::evals_client::EvalsClient;
-use gateway_world::json::{object, Map, Value};
+use gateway_world::json::{object, Value};
 use std::path::{Path, PathBuf};
 
 /// Who acts: `--agent NAME` or `--agent-cmd CMD`.
@@ -281,10 +281,6 @@ fn runnable(src: &Path) -> Result<(), RunnerError> {
     }
 }
 
-fn meta_text(meta: &Map, key: &str) -> Option<String> {
-    meta.get(key).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string)
-}
-
 /// Push, run, file, and say what the gate needs (see the module docs).
 pub fn worlds_ci(request: &CiRequest, note: &mut dyn FnMut(&str)) -> Result<Report, RunnerError> {
     let src = std::path::absolute(&request.path).unwrap_or_else(|_| request.path.clone());
@@ -301,8 +297,8 @@ pub fn worlds_ci(request: &CiRequest, note: &mut dyn FnMut(&str)) -> Result<Repo
         .filter(|b| !b.is_empty())
         .or_else(|| env("GITHUB_HEAD_REF"))
         .or_else(|| env("GITHUB_REF_NAME"))
-        .or_else(|| meta_text(&meta, "branch"))
-        .or_else(|| meta_text(&meta, "ref"))
+        .or_else(|| meta_str(&meta, "branch"))
+        .or_else(|| meta_str(&meta, "ref"))
         .ok_or_else(|| {
             RunnerError::Config(
                 "no branch to run: pass --branch, or run under GitHub Actions (GITHUB_HEAD_REF / GITHUB_REF_NAME), or push the dir once so .gateway records one."
@@ -314,14 +310,13 @@ pub fn worlds_ci(request: &CiRequest, note: &mut dyn FnMut(&str)) -> Result<Repo
         // Run exactly what the dir's base names: a pin to code that did not run would fabricate provenance.
         let state = local_tree_state(&src)?;
         let meta = state.meta.clone().unwrap_or_default();
-        let Some(version_id) = meta_text(&meta, "versionId").filter(|_| state.clean) else {
+        let Some(version_id) = meta_str(&meta, "versionId").filter(|_| state.clean) else {
             return Err(RunnerError::Config(
                 "--no-push needs a clean checkout with a recorded base (.gateway) — push first, or drop --no-push.".into(),
             ));
         };
-        let slug =
-            meta_text(&meta, "slug").unwrap_or_else(|| src.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
-        (version_id, slug, meta_text(&meta, "contentHash").unwrap_or_default())
+        let slug = meta_str(&meta, "slug").unwrap_or_else(|| src.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
+        (version_id, slug, meta_str(&meta, "contentHash").unwrap_or_default())
     } else {
         let sha: String = env("GITHUB_SHA").unwrap_or_default().chars().take(12).collect();
         let repo = env("GITHUB_REPOSITORY").unwrap_or_default();

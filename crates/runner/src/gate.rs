@@ -72,16 +72,9 @@ pub fn aggregate(result: &Value) -> Option<f64> {
     metrics.and_then(|m| m.get("avg_reward")).and_then(numeric).or_else(|| result.get("reward").and_then(numeric))
 }
 
+/// The value when Python would find it true.
 fn truthy(value: Option<&Value>) -> Option<&Value> {
-    value.filter(|v| match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Int(n) => *n != 0,
-        Value::Float(f) => *f != 0.0,
-        Value::Str(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
-    })
+    value.filter(|v| gateway_hub::client::truthy(v))
 }
 
 /// The step summary's markdown table.

@@ -13,19 +13,13 @@ use crate::tasks::{TaskSource, WorldTask};
 use gateway_host::server::ServerConfig;
 use gateway_host::version::Version;
 use gateway_host::{HostConfig, HostError, OpenRequest, WorldHost};
-use gateway_hub::client::{local_tree_state, Client};
-use gateway_world::json::{object, Map, Value};
+use gateway_hub::client::{local_tree_state, meta_str, Client};
+use gateway_hub::util::random_hex;
+use gateway_world::json::{object, Value};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-
-/// `n` random bytes as lowercase hex.
-pub fn random_hex(n: usize) -> String {
-    let mut buf = vec![0u8; n];
-    let _ = getrandom::getrandom(&mut buf);
-    hex::encode(buf)
-}
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
@@ -45,10 +39,6 @@ pub struct WorldSource {
     /// Why a run of this world cannot be filed (None whenever `version_id` is set).
     pub file_block: Option<String>,
     _pulled: Option<tempfile::TempDir>,
-}
-
-fn meta_str(meta: &Map, key: &str) -> Option<String> {
-    meta.get(key).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string)
 }
 
 impl WorldSource {
