@@ -16,6 +16,8 @@ use support::{gateway, serve, world};
 const AGENTS: &str = r#"
 import time
 
+print("the module loads")  # twice (resolved before the world loads, then run): never on stdout
+
 def agent(world):
     print("noise on stdout must not break the bridge")
     assert world.variant == "solve-101" and "Ticket 101" in world.instruction, (world.variant, world.instruction)
@@ -137,7 +139,7 @@ fn python_agents_run_and_grade_locally_without_filing() {
     std::fs::write(world.join("tasks/wrong.json"), wrong).unwrap();
     let out = gateway(dir.path(), &["worlds", "run", "--path", path, "--variant", "wrong", "--agent", "agents.py:idle", "--no-file"], &[]);
     assert_eq!(out.code, 1, "{}", out.stdout);
-    assert!(out.stderr.starts_with("the session could not be opened:") && out.stderr.contains("invoices"), "{}", out.stderr);
+    assert!(out.stderr.contains("\nthe session could not be opened:") && out.stderr.contains("invoices"), "{}", out.stderr);
 
     // A gate over a result with no reward cannot measure, so it fails.
     std::fs::write(world.join("tasks/ungraded.json"), r#"{"name": "ungraded", "instruction": "look around"}"#).unwrap();

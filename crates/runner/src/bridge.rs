@@ -32,7 +32,8 @@ pub fn check(spec: &str) -> Result<(), RunnerError> {
     let out = Command::new(PYTHON)
         .args(["-c", BRIDGE, "check", spec])
         .stdin(Stdio::null())
-        .stdout(Stdio::inherit())
+        // What the module prints as it loads is not the command's output.
+        .stdout(Stdio::from(std::io::stderr()))
         .stderr(Stdio::piped())
         .output()
         .map_err(|e| RunnerError::Agent(format!("{PYTHON} could not start: {e}")))?;
