@@ -4,7 +4,8 @@
 #   depends on none of tokio, axum, hyper, reqwest, clap;
 # - the World Host depends on no platform crate (gateway-hub, gateway-cli) and has
 #   no HTTP client of its own;
-# - lower crates know nothing of upper ones (serve and connector never on hub/cli);
+# - lower crates know nothing of upper ones (serve and connector never on hub/cli;
+#   the runner above host and hub, below the CLI);
 # - every source file starts with a `//!` saying what it is.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,10 +22,14 @@ forbid() { # crate, then the dependencies it must not have (anywhere below it)
     fi
   done
 }
-forbid gateway-world tokio axum hyper reqwest clap gateway-serve gateway-host gateway-hub gateway-cli
-forbid gateway-connector gateway-serve gateway-host gateway-hub gateway-cli clap axum
-forbid gateway-serve gateway-host gateway-hub gateway-cli clap
-forbid gateway-host gateway-hub gateway-cli clap
+forbid gateway-world tokio axum hyper reqwest clap gateway-serve gateway-host gateway-hub gateway-runner gateway-cli
+forbid gateway-connector gateway-serve gateway-host gateway-hub gateway-runner gateway-cli clap axum
+forbid gateway-serve gateway-host gateway-hub gateway-runner gateway-cli clap
+forbid gateway-host gateway-hub gateway-runner gateway-cli clap
+# The runner sits above the host and the hub's clients, below the CLI: it parses no
+# arguments, and the hub (server and clients) knows nothing of it.
+forbid gateway-hub gateway-runner gateway-cli clap
+forbid gateway-runner gateway-cli clap
 # The host fetches through functions its caller gives: no HTTP client of its own.
 DEPTH=1 forbid gateway-host reqwest hyper
 

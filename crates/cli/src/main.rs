@@ -11,6 +11,7 @@ mod environment;
 mod host;
 mod hub;
 mod mcp;
+mod run;
 mod session;
 mod worlds;
 

@@ -51,6 +51,12 @@ pub enum WorldsCommand {
         #[command(subcommand)]
         command: crate::session::TaskCommand,
     },
+    /// Run an agent against a world's tasks, grade each rollout with the task's grader and
+    /// (by default) file the result as a version-pinned run.
+    Run(Box<crate::run::RunArgs>),
+    /// The PR-to-simulation gate: push the checked-out world onto the PR's hub branch, run
+    /// its tasks, file the run pinned to the pushed version, exit 1 under the bar.
+    Ci(Box<crate::run::CiArgs>),
 }
 
 #[derive(Debug, Subcommand)]
@@ -191,6 +197,8 @@ pub fn run(command: WorldsCommand) -> ExitCode {
         WorldsCommand::Task { command } => crate::session::run_task(command),
         WorldsCommand::Serve { path, port, api_key, scenario } => serve(path, port, api_key, scenario),
         WorldsCommand::Mcp(args) => crate::mcp::run(args),
+        WorldsCommand::Run(args) => crate::run::run(*args),
+        WorldsCommand::Ci(args) => crate::run::ci(*args),
     }
 }
 

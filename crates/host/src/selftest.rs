@@ -36,29 +36,49 @@ fn reward(grade: &Value) -> Option<f64> {
     grade.get("reward").and_then(Value::as_f64)
 }
 
+/// A task's pass bar: `metadata.passBar`, else [`DEFAULT_PASS_BAR`].
+pub fn pass_bar(spec: &Value) -> f64 {
+    spec.get("metadata").and_then(|m| m.get("passBar")).and_then(Value::as_f64).unwrap_or(DEFAULT_PASS_BAR)
+}
+
+/// A task's reference solution (`metadata.solution`), if it has one.
+pub fn solution(spec: &Value) -> Option<&Vec<Value>> {
+    spec.get("metadata").and_then(|m| m.get("solution")).and_then(Value::as_array)
+}
+
+/// Replay solution `calls` (`{tool, args}` each) through `call`, in order: the
+/// problems met (a refused call, an answer of status 400 or more), none when
+/// every call went through. The self-test and the runner's oracle agent share it.
+pub fn replay(calls: &[Value], mut call: impl FnMut(&str, &Value) -> Result<Value, HostError>) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (i, step) in calls.iter().enumerate() {
+        let tool = step.get("tool").and_then(Value::as_str).unwrap_or_default();
+        let args = step.get("args").cloned().unwrap_or(Value::Object(Default::default()));
+        match call(tool, &args) {
+            Ok(answer) if answer.get("status").and_then(Value::as_f64).is_some_and(|s| s >= 400.0) => {
+                problems.push(format!("solution call {i} ({tool}) answered {}", gateway_world::json::canonical(&answer)));
+            }
+            Ok(_) => {}
+            Err(error) => problems.push(format!("solution call {i} ({tool}) was refused: {error}")),
+        }
+    }
+    problems
+}
+
 fn run(host: &WorldHost, session_id: &str, spec: &Value) -> Result<Value, HostError> {
-    let metadata = spec.get("metadata");
-    let bar = metadata.and_then(|m| m.get("passBar")).and_then(Value::as_f64).unwrap_or(DEFAULT_PASS_BAR);
+    let bar = pass_bar(spec);
     let mut problems = Vec::new();
     // A task without a grader, or graded by a rubric, has no number to test here.
     let noop = host.grade(session_id)?;
     if let Some(r) = reward(&noop).filter(|r| *r >= bar) {
         problems.push(format!("an agent that does nothing scores {}, at or above the pass bar {}", shown(r), shown(bar)));
     }
-    let solution = match metadata.and_then(|m| m.get("solution")).and_then(Value::as_array) {
+    let solution = match solution(spec) {
         None => Value::Null,
         Some(calls) => {
-            for (i, call) in calls.iter().enumerate() {
-                let tool = call.get("tool").and_then(Value::as_str).unwrap_or_default();
-                let args = call.get("args").cloned().unwrap_or(Value::Object(Default::default()));
-                match host.call(session_id, tool, &args) {
-                    Ok(answer) if answer.get("status").and_then(Value::as_f64).is_some_and(|s| s >= 400.0) => {
-                        problems.push(format!("solution call {i} ({tool}) answered {}", gateway_world::json::canonical(&answer)));
-                    }
-                    Ok(_) => {}
-                    Err(error) => problems.push(format!("solution call {i} ({tool}) was refused: {error}")),
-                }
-            }
+            let version = host.using(session_id, false)?.version.clone();
+            // Solution args are what an agent would send: flat, or routed already.
+            problems.extend(replay(calls, |tool, args| host.call(session_id, tool, &crate::tools::route_args(&version, tool, args))));
             let graded = host.grade(session_id)?;
             match reward(&graded) {
                 Some(r) if r < bar => {

@@ -48,7 +48,36 @@ pub fn write_local_meta(env: &Path, meta: &Value) -> Result<()> {
     std::fs::write(&path, json::dumps(meta, json::DumpOptions::PRETTY)).map_err(|e| HubError::io(&path, e))
 }
 
-fn meta_str(meta: &Map, key: &str) -> Option<String> {
+/// `local_tree_state`: the dir's hub link and whether its archive-visible tree still
+/// matches the recorded base (`baseFiles`).
+#[derive(Debug, Clone, Default)]
+pub struct TreeState {
+    /// `.gateway/.env-metadata.json`, None for an ad-hoc dir.
+    pub meta: Option<Map>,
+    /// Relative paths changed, added or removed since the base, sorted.
+    pub dirty: Vec<String>,
+    /// True only when a base is recorded and nothing drifted.
+    pub clean: bool,
+}
+
+/// The tree state of `env` (see [`TreeState`]).
+pub fn local_tree_state(env: &Path) -> Result<TreeState> {
+    let meta = read_local_meta(env);
+    let Some(Value::Object(base)) = meta.as_ref().and_then(|m| m.get("baseFiles")).cloned() else {
+        return Ok(TreeState { meta, dirty: Vec::new(), clean: false });
+    };
+    let now = archive::snapshot_tree_hashes(env)?;
+    let mut dirty: Vec<String> =
+        now.iter().filter(|(p, h)| base.get(*p).and_then(Value::as_str) != Some(h.as_str())).map(|(p, _)| p.clone()).collect();
+    dirty.extend(base.keys().filter(|p| !now.contains_key(*p)).cloned());
+    dirty.sort();
+    dirty.dedup();
+    let clean = dirty.is_empty();
+    Ok(TreeState { meta, dirty, clean })
+}
+
+/// A non-empty string member of the local metadata.
+pub fn meta_str(meta: &Map, key: &str) -> Option<String> {
     meta.get(key).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string)
 }
 

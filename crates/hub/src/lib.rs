@@ -17,6 +17,8 @@
 //! - evaluations (spec §2) in the stores ([`evaluations`]) and the server, and the
 //!   **environments client** ([`environments_client`]) behind `gateway environment …`:
 //!   the §7 views computed from them, task sets, run and agent status.
+//! - the **filing client** ([`evals_client`]) behind `gateway worlds run|ci`: evaluations,
+//!   their samples and finalize (spec §2; the server side is `server::evaluations`).
 //!
 //! It is not the world engine (`gateway-world`), does not compile or validate worlds
 //! itself beyond calling the engine, runs no hosted evaluations (run-config dispatch is
@@ -27,6 +29,7 @@ pub mod client;
 pub mod environments_client;
 pub mod error;
 pub mod evaluations;
+pub mod evals_client;
 pub mod gitignore;
 pub mod judge;
 pub mod postgres;

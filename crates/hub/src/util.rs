@@ -9,6 +9,11 @@ pub fn random_bytes(n: usize) -> Vec<u8> {
     buf
 }
 
+/// `n` random bytes as lowercase hex.
+pub fn random_hex(n: usize) -> String {
+    hex::encode(random_bytes(n))
+}
+
 /// A URL-safe id: `prefix` + 24 lowercase hex characters (96 random bits).
 pub fn new_id(prefix: &str) -> String {
     format!("{prefix}{}", hex::encode(random_bytes(12)))

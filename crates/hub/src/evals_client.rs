@@ -1,0 +1,263 @@
+//! The filing client: the original's `GatewayEvalsClient` (spec §2). An evaluation
+//! pinned to a version is created, its samples pushed in batches of 100 (each first
+//! emitted as one rollout trace to `/api/public/ingestion`, best effort, unless
+//! `GATEWAY_EMIT_ROLLOUT_SESSIONS` is `0|false|no`), then finalized with its metrics.
+//!
+//! It is only the client: the hub's evaluation endpoints are the server's, and what
+//! goes into a sample (rewards, call logs) is the runner's (`gateway-runner`).
+
+use crate::client::{basic_auth, EnvCredentials};
+use crate::error::HubError;
+use crate::util::{now_iso, random_hex};
+use gateway_world::json::{self, object, Map, Value};
+use std::time::Duration;
+
+const BASE: &str = "/api/public/benchmark-containers/evaluations";
+/// Samples per `…/samples` POST.
+pub const SAMPLE_BATCH: usize = 100;
+/// The environment every rollout trace is stamped with.
+pub const ROLLOUTS_ENVIRONMENT: &str = "rollouts";
+/// The sample members the API takes, in the order the original sends them.
+const SAMPLE_KEYS: [(&str, &[&str]); 11] = [
+    ("exampleId", &["exampleId", "example_id"]),
+    ("task", &["task"]),
+    ("rolloutIndex", &["rolloutIndex", "rollout_index"]),
+    ("prompt", &["prompt"]),
+    ("completion", &["completion"]),
+    ("answer", &["answer"]),
+    ("reward", &["reward"]),
+    ("score", &["score"]),
+    ("correct", &["correct"]),
+    ("rewards", &["rewards"]),
+    ("info", &["info"]),
+];
+
+type Result<T> = std::result::Result<T, HubError>;
+
+/// The optional members of an evaluation's create body.
+#[derive(Debug, Clone, Default)]
+pub struct NewEvaluation {
+    /// The model label.
+    pub model: Option<String>,
+    /// `runId`.
+    pub run_id: Option<String>,
+    /// Distinct examples (tasks) in the run.
+    pub num_examples: Option<i64>,
+    /// Rollouts per example.
+    pub rollouts_per_example: Option<i64>,
+    /// Free-form metadata (`{source, variant, …}`).
+    pub metadata: Option<Value>,
+}
+
+/// A client of the evaluation routes, authenticated with a project key pair.
+#[derive(Debug, Clone)]
+pub struct EvalsClient {
+    host: String,
+    auth: String,
+    http: reqwest::blocking::Client,
+}
+
+/// Whether each sample is first emitted as a rollout trace (`GATEWAY_EMIT_ROLLOUT_SESSIONS`).
+pub fn emit_rollout_sessions() -> bool {
+    !matches!(std::env::var("GATEWAY_EMIT_ROLLOUT_SESSIONS").as_deref(), Ok("0" | "false" | "no"))
+}
+
+/// A sample in the API's shape: the known members (camelCase or snake_case in),
+/// null ones left out.
+pub fn normalize_sample(sample: &Map) -> Value {
+    let mut out = Map::default();
+    for (ours, keys) in SAMPLE_KEYS {
+        if let Some(value) = keys.iter().filter_map(|k| sample.get(*k)).find(|v| !matches!(v, Value::Null)) {
+            out.insert(ours.to_string(), value.clone());
+        }
+    }
+    Value::Object(out)
+}
+
+fn text_of(value: Option<&Value>) -> String {
+    match value {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::Str(text)) => text.clone(),
+        Some(other) => json::dumps(other, json::DumpOptions { sort_keys: false, ensure_ascii: false, indent: None, compact: false }),
+    }
+}
+
+impl EvalsClient {
+    /// A client for `host` with a key pair (all three required, as in the original).
+    pub fn new(host: &str, public_key: &str, secret_key: &str) -> Result<EvalsClient> {
+        if host.is_empty() {
+            return Err(HubError::Client("host is required (e.g. https://withgateway.ai): set GATEWAY_HOST or pass --host".into()));
+        }
+        if public_key.is_empty() || secret_key.is_empty() {
+            return Err(HubError::Client(
+                "both public_key and secret_key are required: set GATEWAY_PUBLIC_KEY and GATEWAY_SECRET_KEY".into(),
+            ));
+        }
+        let http = reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs(180))
+            .build()
+            .map_err(|e| HubError::Client(format!("HTTP client: {e}")))?;
+        Ok(EvalsClient { host: host.trim_end_matches('/').to_string(), auth: basic_auth(public_key, secret_key), http })
+    }
+
+    /// `--host` else `GATEWAY_HOST`, and `GATEWAY_PUBLIC_KEY` / `GATEWAY_SECRET_KEY`.
+    pub fn from_env(host: Option<&str>) -> Result<EvalsClient> {
+        let credentials = EnvCredentials::read(host);
+        EvalsClient::new(&credentials.host, &credentials.public_key, &credentials.secret_key)
+    }
+
+    fn post(&self, path: &str, body: &Value) -> Result<Value> {
+        let text = json::dumps(body, json::DumpOptions { sort_keys: false, ensure_ascii: true, indent: None, compact: false });
+        let response = self
+            .http
+            .post(format!("{}{path}", self.host))
+            .header("Authorization", &self.auth)
+            .header("Content-Type", "application/json")
+            .body(text)
+            .send()
+            .map_err(|e| HubError::Client(format!("POST {path} -> {e}")))?;
+        let status = response.status();
+        let text = response.text().map_err(|e| HubError::Client(format!("POST {path} -> {e}")))?;
+        if !status.is_success() {
+            let detail: String = text.chars().take(500).collect();
+            return Err(HubError::Client(format!("POST {path} -> {}: {detail}", status.as_u16())));
+        }
+        json::parse_loads(&text)
+            .map(|p| p.value)
+            .map_err(|e| HubError::Client(format!("POST {path} -> {}: not JSON ({e:?})", status.as_u16())))
+    }
+
+    /// `POST …/evaluations`: the new evaluation's id.
+    pub fn create_evaluation(&self, version_id: &str, options: &NewEvaluation) -> Result<String> {
+        let mut body = Map::default();
+        body.insert("versionId".into(), Value::str(version_id));
+        let mut put = |key: &str, value: Option<Value>| {
+            if let Some(value) = value {
+                body.insert(key.into(), value);
+            }
+        };
+        put("model", options.model.clone().map(Value::Str));
+        put("runId", options.run_id.clone().map(Value::Str));
+        put("numExamples", options.num_examples.map(Value::Int));
+        put("rolloutsPerExample", options.rollouts_per_example.map(Value::Int));
+        put("metadata", options.metadata.clone());
+        let created = self.post(BASE, &Value::Object(body))?;
+        created
+            .get("evaluationId")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| HubError::Client(format!("POST {BASE} answered without an evaluationId: {}", json::canonical(&created))))
+    }
+
+    /// One rollout as a session-tagged trace; `{sessionId, traceId}` on success,
+    /// nothing on any failure (tracing never breaks a filing).
+    fn emit_rollout_session(
+        &self,
+        session_id: &str,
+        name: &str,
+        prompt: &str,
+        completion: &str,
+        metadata: Value,
+    ) -> Option<(String, String)> {
+        // uuid.uuid4().hex's shape: 32 hex characters.
+        let trace_id = random_hex(16);
+        let now = now_iso();
+        let event = object([
+            ("id", Value::Str(random_hex(16))),
+            ("type", Value::str("trace-create")),
+            ("timestamp", Value::Str(now.clone())),
+            (
+                "body",
+                object([
+                    ("id", Value::Str(trace_id.clone())),
+                    ("sessionId", Value::str(session_id)),
+                    ("name", Value::str(if name.is_empty() { "rollout" } else { name })),
+                    ("environment", Value::str(ROLLOUTS_ENVIRONMENT)),
+                    ("input", Value::str(prompt)),
+                    ("output", Value::str(completion)),
+                    ("metadata", metadata),
+                    ("timestamp", Value::Str(now)),
+                ]),
+            ),
+        ]);
+        match self.post("/api/public/ingestion", &object([("batch", Value::Array(vec![event]))])) {
+            Ok(_) => Some((session_id.to_string(), trace_id)),
+            Err(error) => {
+                eprintln!("rollout session emit failed for {session_id}: {error}");
+                None
+            }
+        }
+    }
+
+    /// Emit `sample`'s rollout trace and stamp `{sessionId, traceId}` into its info,
+    /// unless the info names a session already.
+    fn tag_sample_session(&self, evaluation_id: &str, sample: &mut Map) {
+        if !matches!(sample.get("info"), Some(Value::Object(_))) {
+            sample.insert("info".into(), Value::Object(Map::default()));
+        }
+        let named = |key: &str| sample.get("info").and_then(|i| i.get(key)).is_some_and(crate::client::truthy);
+        if named("sessionId") || named("session_id") {
+            return;
+        }
+        let pick = |keys: &[&str]| keys.iter().filter_map(|k| sample.get(*k)).find(|v| crate::client::truthy(v)).cloned();
+        let example = pick(&["exampleId", "example_id"]).map(|v| text_of(Some(&v))).unwrap_or_else(|| "ex".into());
+        let rollout = pick(&["rolloutIndex", "rollout_index"]).map(|v| text_of(Some(&v))).unwrap_or_else(|| "0".into());
+        let session_id = format!("{evaluation_id}:{example}:{rollout}");
+        let name = sample.get("task").filter(|v| crate::client::truthy(v)).map(|v| text_of(Some(v))).unwrap_or_else(|| example.clone());
+        let completion = pick(&["completion", "answer"]);
+        let metadata = object([
+            ("evaluationId", Value::str(evaluation_id)),
+            ("task", sample.get("task").cloned().unwrap_or_default()),
+            ("reward", sample.get("reward").cloned().unwrap_or_default()),
+        ]);
+        let emitted =
+            self.emit_rollout_session(&session_id, &name, &text_of(sample.get("prompt")), &text_of(completion.as_ref()), metadata);
+        if let (Some((session, trace)), Some(Value::Object(info))) = (emitted, sample.get_mut("info")) {
+            info.insert("sessionId".into(), Value::Str(session));
+            info.insert("traceId".into(), Value::Str(trace));
+        }
+    }
+
+    /// `POST …/{id}/samples` in batches of [`SAMPLE_BATCH`]: how many the hub inserted.
+    pub fn push_samples(&self, evaluation_id: &str, samples: Vec<Map>) -> Result<i64> {
+        let emit = emit_rollout_sessions();
+        let mut total = 0;
+        let mut samples = samples;
+        for batch in samples.chunks_mut(SAMPLE_BATCH) {
+            if emit {
+                for sample in batch.iter_mut() {
+                    self.tag_sample_session(evaluation_id, sample);
+                }
+            }
+            let body = object([("samples", Value::Array(batch.iter().map(normalize_sample).collect()))]);
+            let answered = self.post(&format!("{BASE}/{evaluation_id}/samples"), &body)?;
+            total += answered.get("inserted").and_then(Value::as_f64).map_or(batch.len() as i64, |n| n as i64);
+        }
+        Ok(total)
+    }
+
+    /// `POST …/{id}/finalize`: the status the hub recorded.
+    pub fn finalize_evaluation(&self, evaluation_id: &str, status: &str, metrics: Option<Value>) -> Result<String> {
+        let mut body = Map::default();
+        body.insert("status".into(), Value::str(status));
+        if let Some(metrics) = metrics {
+            body.insert("metrics".into(), metrics);
+        }
+        let finalized = self.post(&format!("{BASE}/{evaluation_id}/finalize"), &Value::Object(body))?;
+        Ok(finalized.get("status").map(|s| text_of(Some(s))).unwrap_or_default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_keep_known_non_null_members() {
+        let sample = json::parse(r#"{"example_id": "t", "task": "t", "rollout_index": 0, "reward": null, "correct": false, "extra": 1}"#)
+            .unwrap()
+            .value;
+        let normalized = normalize_sample(sample.as_object().unwrap());
+        assert_eq!(json::canonical(&normalized), r#"{"correct":false,"exampleId":"t","rolloutIndex":0,"task":"t"}"#);
+    }
+}

@@ -1,0 +1,147 @@
+//! Filing a run as an evaluation pinned to a version (spec §2), in the shapes the
+//! original sends: one rollout as `World.run` files it (`source: sdk-world-run`,
+//! metrics `{avg_reward, reward, rewards.<k>}`), many as a harvest files them
+//! (metrics `{n, avg_reward, metrics}`, here with `passHatK` beside them). An
+//! evaluation that was created but could not be completed is finalized `FAILED`
+//! with the reason, as the original's process-level handler does.
+//!
+//! The HTTP is `gateway_hub::evals_client`'s; this only builds bodies.
+
+use crate::error::RunnerError;
+use crate::run::Rollout;
+use gateway_hub::evals_client::{EvalsClient, NewEvaluation};
+use gateway_world::json::{object, Map, Value};
+
+/// The `source` the original's SDK world runs file under.
+pub const SOURCE: &str = "sdk-world-run";
+
+/// The sample of one rollout: `info` carries `variant`, `source`, `agentError`,
+/// `callLog` (the last 50 calls) and whatever `info` adds.
+pub fn sample(rollout: &Rollout, info: &[(&str, Value)]) -> Map {
+    let prompt: String = rollout.instruction.chars().take(20_000).collect();
+    let mut details = Map::default();
+    details.insert("variant".into(), Value::str(&rollout.task));
+    details.insert("source".into(), Value::str(SOURCE));
+    details.insert("agentError".into(), rollout.agent_error.clone().map(Value::Str).unwrap_or_default());
+    details.insert("callLog".into(), Value::Array(rollout.call_log.clone()));
+    if let Some(error) = &rollout.grade_error {
+        details.insert("gradeError".into(), Value::str(error));
+    }
+    for (key, value) in info {
+        details.insert((*key).to_string(), value.clone());
+    }
+    let reward = rollout.reward.map(Value::Float).unwrap_or_default();
+    let mut sample = Map::default();
+    sample.insert("exampleId".into(), Value::str(&rollout.task));
+    sample.insert("task".into(), Value::str(&rollout.task));
+    sample.insert("rolloutIndex".into(), Value::Int(rollout.index as i64));
+    sample.insert("prompt".into(), if prompt.is_empty() { Value::Null } else { Value::Str(prompt) });
+    sample
+        .insert("completion".into(), rollout.completion.clone().map(|c| Value::Str(c.chars().take(20_000).collect())).unwrap_or_default());
+    sample.insert("reward".into(), reward.clone());
+    sample.insert("score".into(), reward);
+    sample.insert("correct".into(), rollout.reward.map(|r| Value::Bool(r >= 1.0)).unwrap_or_default());
+    sample.insert("rewards".into(), Value::Object(rollout.rewards.clone()));
+    sample.insert("info".into(), Value::Object(details));
+    sample
+}
+
+/// Push the samples and finalize; on a failure, finalize `FAILED` with the reason.
+fn complete(client: &EvalsClient, evaluation_id: &str, samples: Vec<Map>, status: &str, metrics: Value) -> Result<i64, RunnerError> {
+    let pushed = client.push_samples(evaluation_id, samples).and_then(|inserted| {
+        client.finalize_evaluation(evaluation_id, status, Some(metrics))?;
+        Ok(inserted)
+    });
+    match pushed {
+        Ok(inserted) => Ok(inserted),
+        Err(error) => {
+            let reason: String = error.to_string().chars().take(2000).collect();
+            if let Err(also) = client.finalize_evaluation(evaluation_id, "FAILED", Some(object([("error", Value::Str(reason))]))) {
+                eprintln!("[evals] could not mark evaluation {evaluation_id} FAILED: {also}");
+            }
+            Err(error.into())
+        }
+    }
+}
+
+/// File one rollout as `World.run` does: its evaluation id.
+pub fn file_one(client: &EvalsClient, version_id: &str, model: &str, rollout: &Rollout) -> Result<String, RunnerError> {
+    let evaluation_id = client.create_evaluation(
+        version_id,
+        &NewEvaluation {
+            model: Some(model.to_string()),
+            rollouts_per_example: Some(1),
+            metadata: Some(object([("source", Value::str(SOURCE)), ("variant", Value::str(&rollout.task))])),
+            ..NewEvaluation::default()
+        },
+    )?;
+    let mut metrics = Map::default();
+    if let Some(reward) = rollout.reward {
+        metrics.insert("avg_reward".into(), Value::Float(reward));
+    }
+    metrics.insert("reward".into(), rollout.reward.map(Value::Float).unwrap_or_default());
+    for (name, value) in &rollout.rewards {
+        metrics.insert(format!("rewards.{name}"), value.clone());
+    }
+    let status = if rollout.agent_error.is_some() { "FAILED" } else { "COMPLETED" };
+    complete(client, &evaluation_id, vec![sample(rollout, &[])], status, Value::Object(metrics))?;
+    Ok(evaluation_id)
+}
+
+/// What a run is filed with besides its rollouts.
+#[derive(Debug, Clone)]
+pub struct RunFiling<'a> {
+    /// The version it is pinned to.
+    pub version_id: &'a str,
+    /// The model label.
+    pub model: &'a str,
+    /// The agent's label (in each sample's info).
+    pub agent: &'a str,
+    /// Rollouts per task.
+    pub rollouts_per_example: usize,
+    /// The evaluation's metadata.
+    pub metadata: Value,
+}
+
+/// File many rollouts as a harvest does: `{evaluationId, samples, metrics, richTraces}`.
+pub fn file_run(client: &EvalsClient, filing: &RunFiling<'_>, rollouts: &[Rollout]) -> Result<Value, RunnerError> {
+    let mut examples: Vec<&str> = rollouts.iter().map(|r| r.task.as_str()).collect();
+    examples.sort_unstable();
+    examples.dedup();
+    let evaluation_id = client.create_evaluation(
+        filing.version_id,
+        &NewEvaluation {
+            model: Some(filing.model.to_string()),
+            num_examples: Some(examples.len() as i64),
+            rollouts_per_example: Some(filing.rollouts_per_example as i64),
+            metadata: Some(filing.metadata.clone()),
+            ..NewEvaluation::default()
+        },
+    )?;
+    let metrics = crate::run::metrics(rollouts);
+    let mut finalized = metrics.clone();
+    if let Value::Object(fields) = &mut finalized {
+        fields.insert("passHatK".into(), crate::run::pass_hat_k(rollouts));
+    }
+    let samples = rollouts
+        .iter()
+        .map(|r| {
+            sample(
+                r,
+                &[
+                    ("agent", Value::str(filing.agent)),
+                    ("model", Value::str(filing.model)),
+                    ("durationSeconds", Value::Float(r.duration)),
+                    ("passed", Value::Bool(r.passed())),
+                ],
+            )
+        })
+        .collect();
+    let inserted = complete(client, &evaluation_id, samples, "COMPLETED", finalized)?;
+    Ok(object([
+        ("evaluationId", Value::Str(evaluation_id)),
+        ("samples", Value::Int(inserted)),
+        ("metrics", metrics),
+        ("richTraces", Value::Int(0)),
+    ]))
+}
