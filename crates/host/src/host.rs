@@ -435,13 +435,17 @@ impl WorldHost {
     /// Grade the session's state with its task's grader.
     pub fn grade(&self, session_id: &str) -> Result<Value, HostError> {
         let session = self.using(session_id, true)?;
-        let state = state_dump(&session)?;
         let none = || object([("reward", Value::Null), ("rewards", Value::Object(Map::default()))]);
         match &session.task {
             SessionTask::Spec(spec, _) => {
+                let collateral = session.behaviour().collateral;
+                let state = match (&spec.grader, &collateral) {
+                    (Some(gateway_world::task::Grader::Assertions { checks }), None) => assertion_state(&session, checks)?,
+                    _ => state_dump(&session)?,
+                };
                 let options = gateway_world::task::GraderOptions { home: Some(session.dir.join("verify")), ..Default::default() };
                 let grade = gateway_world::task::grade(spec, &state, &options).map_err(|e| HostError::Refused(e.to_contract_error()))?;
-                match session.behaviour().collateral {
+                match collateral {
                     Some(allow) => with_collateral(&session, spec, grade, &state, &allow),
                     None => Ok(grade),
                 }
@@ -451,6 +455,7 @@ impl WorldHost {
                 match verify.filter(|v| v.is_file()) {
                     None => Ok(none()),
                     Some(verify) => {
+                        let state = state_dump(&session)?;
                         gateway_world::task::run_python_grader(gateway_world::task::PythonSource::File(verify), &state, VERIFY_TIMEOUT)
                             .map_err(|e| HostError::Refused(e.to_contract_error()))
                     }
@@ -616,6 +621,28 @@ fn with_collateral(session: &Session, spec: &TaskSpec, grade: Value, now: &Value
 }
 
 /// `{<entity>: {key: row}…, snapshot}`: what graders and `state` see.
+/// What an assertions grader reads, and only that: for each entity its checks
+/// name, the rows that may pass some check's `where` (`{entity: [row, …]}`, a
+/// shape the grader takes). A check without a `where` reads the whole entity.
+/// The grader re-applies every `where` exactly, so rows read for one check do
+/// not change another's result; nothing else of the state is decoded.
+fn assertion_state(session: &Session, checks: &[gateway_world::task::Check]) -> Result<Value, HostError> {
+    let state = &session.app.state;
+    let mut by_entity: std::collections::BTreeMap<&str, std::collections::BTreeMap<String, Value>> = Default::default();
+    let everything = Map::default();
+    for check in checks {
+        if state.contract().entity(&check.entity).is_none() {
+            continue;
+        }
+        let rows = by_entity.entry(check.entity.as_str()).or_default();
+        for (key, row) in state.rows_maybe_equal(&check.entity, check.where_.as_ref().unwrap_or(&everything))? {
+            rows.entry(key).or_insert(row);
+        }
+    }
+    let dump: Map = by_entity.into_iter().map(|(entity, rows)| (entity.to_string(), Value::Array(rows.into_values().collect()))).collect();
+    Ok(Value::Object(dump))
+}
+
 fn state_dump(session: &Session) -> Result<Value, HostError> {
     let mut dump = session.app.state.dump()?;
     dump.insert("snapshot".into(), session.app.state.describe_snapshot());

@@ -387,3 +387,39 @@ fn an_exported_session_is_restored_elsewhere() {
     assert_eq!(status, 400, "{refused:?}");
     assert!(!get(&refused, "detail").contains("e3 is already"), "{refused:?}");
 }
+
+/// The host grades assertions over only the rows their `where` can select (a SQL
+/// prefilter); every edge case of the grader's equality must come out as it does
+/// over the whole state.
+#[test]
+fn assertions_over_prefiltered_rows_grade_as_over_the_whole_state() {
+    let running = start(4);
+    let checks = r#"[
+        {"id": "int_key", "entity": "tickets", "where": {"id": 101}},
+        {"id": "float_key", "entity": "tickets", "where": {"id": 101.0}},
+        {"id": "string_for_int", "entity": "tickets", "where": {"id": "101"}},
+        {"id": "bool_for_int", "entity": "tickets", "where": {"priority": true}},
+        {"id": "one_for_int", "entity": "tickets", "where": {"priority": 1}, "assert": "count", "count": {"gte": 1}},
+        {"id": "by_status", "entity": "tickets", "where": {"status": "open"}, "assert": "count", "count": {"gte": 2}},
+        {"id": "two_fields", "entity": "tickets", "where": {"status": "open", "customer_id": "C1"}, "assert": "all", "field": "priority", "op": "lte", "value": 3},
+        {"id": "null_field", "entity": "customers", "where": {"tier": null}, "assert": "absent"},
+        {"id": "missing_field", "entity": "customers", "where": {"nickname": "x"}, "assert": "absent"},
+        {"id": "dotted", "entity": "tickets", "where": {"subject.text": "x"}, "assert": "absent"},
+        {"id": "list_field", "entity": "tickets", "where": {"tags": "sso"}, "assert": "absent"},
+        {"id": "no_where", "entity": "customers", "assert": "any", "field": "tier", "op": "eq", "value": "enterprise"},
+        {"id": "contains", "entity": "tickets", "where": {"id": 101}, "assert": "any", "field": "tags", "op": "contains", "value": "sso"},
+        {"id": "case", "entity": "customers", "where": {"id": "c1"}, "assert": "absent"}
+    ]"#;
+    let spec = format!(r#""taskSpec": {{"instruction": "x", "grader": {{"kind": "assertions", "checks": {checks}}}}}"#);
+    let (status, opened) = control(&running, "POST", "/__host/sessions", &open_body(&running, "g", &spec));
+    assert_eq!(status, 200, "{opened:?}");
+    let (status, graded) = control(&running, "POST", "/__host/sessions/g/grade", "");
+    assert_eq!(status, 200, "{graded:?}");
+    let (_, state) = control(&running, "GET", "/__host/sessions/g/state", "");
+    let parsed = gateway_world::task::TaskSpec::parse(json::parse(&format!("{{{spec}}}")).unwrap().value.get("taskSpec").unwrap()).unwrap();
+    let whole = gateway_world::task::grade(&parsed, &state, &Default::default()).unwrap();
+    assert_eq!(json::canonical(&graded), json::canonical(&whole));
+    // Not vacuous: some checks pass and some fail.
+    let rewards = json::canonical(&graded);
+    assert!(rewards.contains(r#""int_key":1.0"#) && rewards.contains(r#""string_for_int":0.0"#), "{rewards}");
+}
