@@ -36,7 +36,7 @@ pub fn is_seed_member(rel: &str) -> bool {
 pub fn primary_keys(runtime_json: Option<&str>, world_json: Option<&str>) -> PrimaryKeys {
     let read = |text: Option<&str>, path: &[&str]| -> PrimaryKeys {
         let Some(value) = text.and_then(json::parse_clean) else { return PrimaryKeys::new() };
-        let entities = path.iter().fold(Some(&value), |v, k| v.and_then(|v| v.get(k)));
+        let entities = path.iter().try_fold(&value, |v, k| v.get(k));
         let mut out = PrimaryKeys::new();
         for (name, entity) in entities.and_then(Value::as_object).into_iter().flatten() {
             let fields: Vec<String> = entity
