@@ -2,7 +2,8 @@
 //! the evaluations newest first (paged by `seq`), one evaluation with its rollouts
 //! (samples, paged), and one rollout's transcript (prompt, completion, the call log of
 //! `info.callLog`, the rest of `info`). Figures are computed as the §7 performance view
-//! computes them (means over non-null rewards; nulls counted apart). Reads only.
+//! computes them (means over non-null rewards; nulls counted apart). It writes nothing
+//! and is not the §7 API: the figures are drawn for people, not served as JSON.
 
 use super::chart::{reward_chart, Bar};
 use super::*;

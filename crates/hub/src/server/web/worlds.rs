@@ -1,6 +1,7 @@
 //! The world pages: the project's worlds, one world's branches, tags and versions, a
 //! version's files and one file's text, and the diff between two versions (files by
-//! their manifest hashes, seed rows through [`crate::seed_diff`]). Reads only.
+//! their manifest hashes, seed rows through [`crate::seed_diff`]). It writes nothing and
+//! holds no diff logic of its own: the folding and comparing of rows are `seed_diff`'s.
 
 use super::bundle::members;
 use super::*;
