@@ -116,7 +116,9 @@ pub fn run(command: HubCommand) -> ExitCode {
                 let listener = tokio::net::TcpListener::bind(addr)
                     .await
                     .map_err(|e| gateway_hub::HubError::Storage(format!("cannot listen on {addr}: {e}")))?;
-                eprintln!("gateway hub listening on http://{}", listener.local_addr().map(|a| a.to_string()).unwrap_or_default());
+                let bound = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
+                eprintln!("gateway hub listening on http://{bound}");
+                eprintln!("web pages: http://{bound}/ (sign in with a project's public and secret key)");
                 gateway_hub::server::serve_until(hub, listener, crate::shutdown_signal()).await
             });
             match result {

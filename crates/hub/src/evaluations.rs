@@ -176,4 +176,15 @@ pub trait EvaluationStore: Send + Sync {
     async fn samples(&self, evaluation_id: &str, limit: i64) -> StoreResult<Vec<Sample>>;
     /// A container's samples summed per (task, version).
     async fn task_sums(&self, container_id: &str) -> StoreResult<Vec<TaskVersionSums>>;
+
+    // The web pages' paged reads (one indexed query a page, never a query per row).
+
+    /// A container's evaluations with `seq < before` (all when None), newest first, at
+    /// most `limit`.
+    async fn evaluations_before(&self, container_id: &str, before: Option<i64>, limit: i64) -> StoreResult<Vec<Evaluation>>;
+    /// An evaluation's samples with `seq > after` in the order stored, at most `limit`,
+    /// each with its `seq` (the next page's cursor).
+    async fn samples_after(&self, evaluation_id: &str, after: i64, limit: i64) -> StoreResult<Vec<(i64, Sample)>>;
+    /// One sample by id.
+    async fn sample(&self, id: &str) -> StoreResult<Option<Sample>>;
 }

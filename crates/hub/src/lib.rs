@@ -34,6 +34,7 @@ pub mod gitignore;
 pub mod judge;
 pub mod postgres;
 pub mod s3;
+pub mod seed_diff;
 pub mod server;
 pub mod sessions_client;
 pub mod sqlite;

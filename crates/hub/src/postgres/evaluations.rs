@@ -260,4 +260,37 @@ impl EvaluationStore for PostgresStore {
             .collect::<Result<Vec<_>, sqlx::Error>>()
             .map_err(HubError::from)
     }
+
+    async fn evaluations_before(&self, container_id: &str, before: Option<i64>, limit: i64) -> StoreResult<Vec<Evaluation>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE container_id = $1 AND ($2::BIGINT IS NULL OR seq < $2) \
+             ORDER BY seq DESC LIMIT $3"
+        ))
+        .bind(container_id)
+        .bind(before)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(evaluation_row).collect::<Result<Vec<_>, _>>()?)
+    }
+
+    async fn samples_after(&self, evaluation_id: &str, after: i64, limit: i64) -> StoreResult<Vec<(i64, Sample)>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {SAMPLE_COLUMNS}, seq FROM evaluation_samples WHERE evaluation_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"
+        ))
+        .bind(evaluation_id)
+        .bind(after)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(|r| Ok((r.try_get(13)?, sample_row(r)?))).collect::<Result<Vec<_>, sqlx::Error>>()?)
+    }
+
+    async fn sample(&self, id: &str) -> StoreResult<Option<Sample>> {
+        let row = sqlx::query(&format!("SELECT {SAMPLE_COLUMNS} FROM evaluation_samples WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.as_ref().map(sample_row).transpose()?)
+    }
 }

@@ -1,6 +1,7 @@
 //! The hub's HTTP API (`/api/public/benchmark-containers/*` with evaluations, world
 //! sessions and tasks, environments and task sets) and its object routes, on axum. Every answer is a non-empty JSON object; every refusal is
 //! `{"error": <code>, "message": <what happened and what to do>}` with its status.
+//! `/` and `/ui/…` are the web pages (`web.rs`), HTML rather than JSON.
 
 use crate::error::HubError;
 use crate::store::*;
@@ -29,6 +30,7 @@ mod settings;
 mod task_sets;
 mod tasks;
 mod versions;
+mod web;
 
 use objects::*;
 use refs::*;
@@ -245,6 +247,10 @@ async fn answer(State(hub): State<Arc<Hub>>, request: Request) -> Response {
                 None => error_response(&HubError::Storage("the session's host did not answer".into())),
             };
         }
+    }
+    if path == "/" || path == "/ui" || path.starts_with("/ui/") {
+        // The web pages (server/web.rs): HTML for people, behind the same keys.
+        return web::answer(&hub, parts, body).await;
     }
     if is_object {
         // Object bodies stream through (to the store, or from it): never held whole.

@@ -12,11 +12,11 @@ use gateway_host::tools::{bundled_instruction, route_args, tools};
 use gateway_host::version::Version as HostVersion;
 
 /// The document kind of sessions.
-const SESSION: &str = "session";
+pub(super) const SESSION: &str = "session";
 /// The project under which hub-wide records live (hosts, session owners).
 const HOSTS_PROJECT: &str = "_hosts";
 
-fn calls_kind(session_id: &str) -> String {
+pub(super) fn calls_kind(session_id: &str) -> String {
     format!("calls:{session_id}")
 }
 

@@ -258,4 +258,36 @@ impl EvaluationStore for SqliteStore {
         })
         .await
     }
+
+    async fn evaluations_before(&self, container_id: &str, before: Option<i64>, limit: i64) -> StoreResult<Vec<Evaluation>> {
+        let container_id = container_id.to_string();
+        self.with(move |c| {
+            let mut stmt = c.prepare(&format!(
+                "SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE container_id = ?1 AND (?2 IS NULL OR seq < ?2) ORDER BY seq DESC LIMIT ?3"
+            ))?;
+            let rows = stmt.query_map(params![container_id, before, limit], evaluation_row)?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .await
+    }
+
+    async fn samples_after(&self, evaluation_id: &str, after: i64, limit: i64) -> StoreResult<Vec<(i64, Sample)>> {
+        let evaluation_id = evaluation_id.to_string();
+        self.with(move |c| {
+            let mut stmt = c.prepare(&format!(
+                "SELECT {SAMPLE_COLUMNS}, seq FROM evaluation_samples WHERE evaluation_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3"
+            ))?;
+            let rows = stmt.query_map(params![evaluation_id, after, limit], |r| Ok((r.get(13)?, sample_row(r)?)))?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .await
+    }
+
+    async fn sample(&self, id: &str) -> StoreResult<Option<Sample>> {
+        let id = id.to_string();
+        self.with(move |c| {
+            Ok(c.query_row(&format!("SELECT {SAMPLE_COLUMNS} FROM evaluation_samples WHERE id = ?1"), [&id], sample_row).optional()?)
+        })
+        .await
+    }
 }

@@ -1,0 +1,484 @@
+//! The hub's web pages: `/` and `/ui/…`, server-rendered HTML for people, beside the
+//! JSON API for clients. A project's worlds with their versions, branches and tags; a
+//! version's files; the row-level seed diff between two versions; live sessions with
+//! their call logs; evaluations with a reward-per-version chart, their rollouts and
+//! each rollout's transcript.
+//!
+//! Access is the API's: a project key pair. A browser signs in once with a form
+//! (`/ui/login`) and gets a session cookie (`HttpOnly`, `SameSite=Strict`, 12 hours),
+//! signed with the hub's signing key over the public key, its project, the stored hash
+//! of its secret and the expiry — so the cookie needs no server-side state and stops
+//! working when it expires or the key's secret changes. `curl` sends HTTP Basic, as to
+//! the API. Another project's world, version, session or evaluation is a 404 page.
+//!
+//! It is not an API: nothing here is JSON, and nothing here writes except the sign-in
+//! and sign-out. Pages are HTML from `maud` templates, where every interpolated value is
+//! escaped (only the stylesheet, a constant, is inserted raw); the `Content-Security-Policy`
+//! forbids scripts outright, and there are none. Every list is a page of one indexed
+//! query (the store's paged reads), never a query per row.
+
+use super::*;
+use axum::http::request::Parts;
+use maud::{html, Markup, PreEscaped, DOCTYPE};
+
+mod bundle;
+mod chart;
+mod evals;
+mod sessions;
+mod worlds;
+
+/// The session cookie's name.
+const COOKIE: &str = "gateway_hub_session";
+/// How long a sign-in lasts.
+const SESSION_SECONDS: u64 = 12 * 3600;
+/// Largest sign-in form body.
+const MAX_FORM_BYTES: usize = 16 * 1024;
+
+/// The stylesheet of every page (a constant: the only raw text a page holds).
+const STYLE: &str = "
+:root{--fg:#1d232b;--muted:#5b6573;--line:#d9dee5;--bg:#f6f7f9;--accent:#2457c5;--add:#e6f4ea;--del:#fce8e6;--chg:#fff4d6}
+*{box-sizing:border-box}body{margin:0;font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;color:var(--fg);background:var(--bg)}
+header{background:#1d232b;color:#fff;padding:10px 24px;display:flex;gap:20px;align-items:center}
+header a{color:#fff;text-decoration:none;font-weight:600}header .brand{font-size:16px;margin-right:12px}
+header form{margin-left:auto}header button{background:none;border:1px solid #6b7684;color:#fff;border-radius:4px;padding:3px 10px;cursor:pointer}
+main{max-width:1180px;margin:0 auto;padding:18px 24px 40px}
+h1{font-size:22px;margin:6px 0 14px}h2{font-size:17px;margin:26px 0 10px}h3{font-size:15px;margin:18px 0 8px}
+a{color:var(--accent)}.muted{color:var(--muted)}.crumbs{color:var(--muted);margin-bottom:4px}.crumbs a{color:var(--muted)}
+table{border-collapse:collapse;width:100%;background:#fff;border:1px solid var(--line)}
+th,td{text-align:left;padding:6px 10px;border-bottom:1px solid var(--line);vertical-align:top}
+th{background:#eef1f5;font-weight:600;font-size:13px}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+code,pre{font:12.5px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+pre{background:#fff;border:1px solid var(--line);padding:10px 12px;overflow:auto;white-space:pre-wrap;word-break:break-word;max-height:640px}
+.pill{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;background:#e8ecf2}
+.READY,.COMPLETED,.DONE{background:#dcefe1}.FAILED,.STOPPED{background:#f6dcd9}.RUNNING,.PENDING{background:#fbefcc}
+.added td{background:var(--add)}.removed td{background:var(--del)}.changed td{background:var(--chg)}
+.cards{display:flex;gap:12px;flex-wrap:wrap;margin:8px 0 4px}.card{background:#fff;border:1px solid var(--line);border-radius:6px;padding:8px 14px;min-width:120px}
+.card b{display:block;font-size:18px}.pager{margin:12px 0}.pager a{margin-right:14px}
+.msg{background:#fff;border:1px solid var(--line);border-left:4px solid var(--accent);padding:8px 12px;margin:8px 0}
+.msg .role{font-weight:600;font-size:12px;text-transform:uppercase;color:var(--muted)}
+.error{border-left-color:#c5221f}.login{max-width:420px;margin:60px auto;background:#fff;border:1px solid var(--line);border-radius:8px;padding:24px}
+.login label{display:block;margin:12px 0 4px;font-weight:600}.login input{width:100%;padding:7px 9px;border:1px solid var(--line);border-radius:4px;font:inherit}
+.login button{margin-top:16px;background:var(--accent);color:#fff;border:0;border-radius:4px;padding:8px 16px;font:inherit;cursor:pointer}
+form.inline{display:flex;gap:8px;align-items:end;flex-wrap:wrap}form.inline select{padding:4px}
+svg{background:#fff;border:1px solid var(--line);max-width:100%;height:auto}
+";
+
+/// A page's answer before it becomes a response.
+enum Page {
+    /// 200 with this page.
+    Html(Markup),
+    /// 303 to this local path (with an optional `Set-Cookie`).
+    Redirect(String, Option<String>),
+}
+
+/// Answer a request for `/` or `/ui/…`.
+pub(super) async fn answer(hub: &Hub, parts: Parts, body: Body) -> Response {
+    let path = parts.uri.path().to_string();
+    let query = parse_query(parts.uri.query().unwrap_or(""));
+    let method = parts.method.as_str();
+    if path == "/" || path == "/ui" {
+        return redirect("/ui/", None);
+    }
+    let rest = path.strip_prefix("/ui/").unwrap_or_default();
+    let result = match (method, rest) {
+        ("GET", "login") => Ok(Page::Html(login_page(None, &local_next(query.get("next").map(String::as_str))))),
+        ("POST", "login") => match to_bytes(body, MAX_FORM_BYTES).await {
+            Ok(bytes) => sign_in(hub, &parts.headers, &bytes).await,
+            Err(_) => Err(HubError::TooLarge("the sign-in form is too large".into())),
+        },
+        ("POST", "logout") => Ok(Page::Redirect("/ui/login".into(), Some(cookie_header(hub, &parts.headers, "", 0)))),
+        ("GET", _) => match viewer(hub, &parts.headers).await {
+            Ok(Some(project)) => route(hub, &project, rest, &query).await,
+            Ok(None) => {
+                let here = match parts.uri.query() {
+                    Some(q) => format!("{path}?{q}"),
+                    None => path.clone(),
+                };
+                Ok(Page::Redirect(format!("/ui/login?next={}", percent_encode(&here)), None))
+            }
+            Err(error) => Err(error),
+        },
+        _ => Err(HubError::NotFound(format!("no page for {method} {path}"))),
+    };
+    match result {
+        Ok(Page::Html(markup)) => html_response(200, markup),
+        Ok(Page::Redirect(to, cookie)) => redirect(&to, cookie),
+        Err(HubError::Unauthorized(why)) => {
+            let mut response = html_response(401, login_page(Some(&why), &local_next(Some(&path))));
+            if parts.headers.contains_key("authorization") {
+                response.headers_mut().insert("www-authenticate", HeaderValue::from_static("Basic realm=\"gateway-hub\""));
+            }
+            response
+        }
+        Err(error) => error_page(&error),
+    }
+}
+
+/// The pages behind the sign-in, by path under `/ui/`.
+async fn route(hub: &Hub, project: &str, rest: &str, query: &BTreeMap<String, String>) -> Result<Page, HubError> {
+    let segments: Vec<String> = rest.split('/').map(percent_decode).collect();
+    let s: Vec<&str> = segments.iter().map(String::as_str).collect();
+    let markup = match s.as_slice() {
+        [""] => worlds::list(hub, project).await?,
+        ["w", slug] | ["w", slug, ""] => worlds::world(hub, project, slug).await?,
+        ["w", slug, "v", version] => worlds::files(hub, project, slug, version).await?,
+        ["w", slug, "v", version, "f", ..] => {
+            // The file's path is the rest of the URL, each segment decoded.
+            let file = segments[5..].join("/");
+            worlds::file(hub, project, slug, version, &file).await?
+        }
+        ["w", slug, "diff"] => worlds::diff(hub, project, slug, query).await?,
+        ["w", slug, "evaluations"] => evals::list(hub, project, slug, query).await?,
+        ["w", slug, "evaluations", evaluation] => evals::evaluation(hub, project, slug, evaluation, query).await?,
+        ["w", slug, "evaluations", evaluation, "samples", sample] => evals::transcript(hub, project, slug, evaluation, sample).await?,
+        ["sessions"] => sessions::list(hub, project, query).await?,
+        ["sessions", session] => sessions::session(hub, project, session, query).await?,
+        _ => return Err(HubError::NotFound(format!("no page /ui/{rest}"))),
+    };
+    Ok(Page::Html(markup))
+}
+
+// ------------------------------------------------------------------ sign-in
+
+/// The project of whoever asks: HTTP Basic (checked as the API checks it), else a valid
+/// session cookie; `None` when they sent neither.
+async fn viewer(hub: &Hub, headers: &HeaderMap) -> Result<Option<String>, HubError> {
+    if headers.contains_key("authorization") {
+        return authenticate(hub, headers).await.map(Some);
+    }
+    let Some(cookie) = read_cookie(headers) else { return Ok(None) };
+    check_session(hub, &cookie, now_secs()).await
+}
+
+fn read_cookie(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all("cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == COOKIE)
+        .map(|(_, value)| value.to_string())
+        .filter(|v| !v.is_empty())
+}
+
+/// What a session cookie signs: the key, its project, its secret's stored hash, the expiry.
+fn session_mac(hub: &Hub, public: &str, project: &str, secret_hash: &str, expires: u64) -> String {
+    hub.keys.sign(&format!("gateway-hub-web-session\n{public}\n{project}\n{secret_hash}\n{expires}"))
+}
+
+/// The cookie value `<public key>.<expiry>.<mac>` for a signed-in key.
+fn session_value(hub: &Hub, public: &str, project: &str, secret_hash: &str, expires: u64) -> String {
+    format!("{public}.{expires}.{}", session_mac(hub, public, project, secret_hash, expires))
+}
+
+/// The project of a session cookie that is well formed, unexpired and signed by this hub
+/// for a key that still exists with the same secret; None otherwise.
+async fn check_session(hub: &Hub, value: &str, now: u64) -> Result<Option<String>, HubError> {
+    let mut parts = value.rsplitn(3, '.');
+    let (Some(mac), Some(expires), Some(public)) = (parts.next(), parts.next(), parts.next()) else { return Ok(None) };
+    let Ok(expires) = expires.parse::<u64>() else { return Ok(None) };
+    if expires <= now || !public.starts_with("pk-") {
+        return Ok(None);
+    }
+    let Some((project, secret_hash)) = hub.meta.key_lookup(public).await? else { return Ok(None) };
+    let expected = session_mac(hub, public, &project, &secret_hash, expires);
+    Ok(bool::from(expected.as_bytes().ct_eq(mac.as_bytes())).then_some(project))
+}
+
+/// `Set-Cookie` for `value` lasting `max_age` seconds (0 clears it). `Secure` when the hub
+/// is reached over https (its public URL, or a proxy's `X-Forwarded-Proto`).
+fn cookie_header(hub: &Hub, headers: &HeaderMap, value: &str, max_age: u64) -> String {
+    let https = hub.public_url.as_deref().is_some_and(|u| u.starts_with("https://"))
+        || headers.get("x-forwarded-proto").and_then(|v| v.to_str().ok()) == Some("https");
+    format!("{COOKIE}={value}; Path=/; Max-Age={max_age}; HttpOnly; SameSite=Strict{}", if https { "; Secure" } else { "" })
+}
+
+/// A `next` that stays on this hub's pages (anything else: the worlds page).
+fn local_next(next: Option<&str>) -> String {
+    match next {
+        Some(n) if n.starts_with("/ui/") && !n.starts_with("/ui/login") && !n.contains("//") && !n.contains('\\') => n.to_string(),
+        _ => "/ui/".to_string(),
+    }
+}
+
+/// `POST /ui/login`: the form's key pair checked as the API checks Basic credentials.
+async fn sign_in(hub: &Hub, headers: &HeaderMap, body: &[u8]) -> Result<Page, HubError> {
+    let form = parse_query(std::str::from_utf8(body).unwrap_or_default());
+    let field = |name: &str| form.get(name).map(|v| v.trim().to_string()).unwrap_or_default();
+    let (public, secret) = (field("public_key"), field("secret_key"));
+    let basic = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{public}:{secret}")));
+    let mut check = HeaderMap::new();
+    check.insert("authorization", HeaderValue::from_str(&basic).map_err(|_| HubError::Unauthorized("invalid key pair".into()))?);
+    let denied = || HubError::Unauthorized("that key pair is not one of this hub's: check the public and the secret key".into());
+    let project = authenticate(hub, &check).await.map_err(|_| denied())?;
+    let (_, secret_hash) = hub.meta.key_lookup(&public).await?.ok_or_else(denied)?;
+    let expires = now_secs() + SESSION_SECONDS;
+    let value = session_value(hub, &public, &project, &secret_hash, expires);
+    Ok(Page::Redirect(local_next(form.get("next").map(String::as_str)), Some(cookie_header(hub, headers, &value, SESSION_SECONDS))))
+}
+
+fn login_page(error: Option<&str>, next: &str) -> Markup {
+    shell(
+        "Sign in",
+        false,
+        html! {
+            form.login method="post" action="/ui/login" {
+                h1 { "Sign in to this hub" }
+                p.muted { "Use a project key pair (" code { "gateway hub keys create" } ")." }
+                @if let Some(error) = error { div.msg.error { (error) } }
+                label for="public_key" { "Public key" }
+                input #public_key name="public_key" autocomplete="username" placeholder="pk-lf-…" required;
+                label for="secret_key" { "Secret key" }
+                input #secret_key name="secret_key" type="password" autocomplete="current-password" placeholder="sk-lf-…" required;
+                input type="hidden" name="next" value=(next);
+                button type="submit" { "Sign in" }
+            }
+        },
+    )
+}
+
+// ------------------------------------------------------------------ responses
+
+/// A whole page: the header (with navigation and sign-out when signed in) and `body`.
+fn shell(title: &str, signed_in: bool, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · gateway hub" }
+                style { (PreEscaped(STYLE)) }
+            }
+            body {
+                header {
+                    a.brand href="/ui/" { "gateway hub" }
+                    @if signed_in {
+                        a href="/ui/" { "Worlds" }
+                        a href="/ui/sessions" { "Sessions" }
+                        form method="post" action="/ui/logout" { button type="submit" { "Sign out" } }
+                    }
+                }
+                main { (body) }
+            }
+        }
+    }
+}
+
+/// A signed-in page: breadcrumbs (label, link) and a heading.
+fn page(title: &str, crumbs: &[(&str, String)], body: Markup) -> Markup {
+    shell(
+        title,
+        true,
+        html! {
+            @if !crumbs.is_empty() {
+                div.crumbs {
+                    @for (i, (label, href)) in crumbs.iter().enumerate() {
+                        @if i > 0 { " / " }
+                        a href=(href) { (label) }
+                    }
+                }
+            }
+            h1 { (title) }
+            (body)
+        },
+    )
+}
+
+fn html_response(status: u16, markup: Markup) -> Response {
+    let mut response = Response::new(Body::from(markup.into_string()));
+    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let headers = response.headers_mut();
+    headers.insert("content-type", HeaderValue::from_static("text/html; charset=utf-8"));
+    headers.insert("cache-control", HeaderValue::from_static("no-store"));
+    headers.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    headers.insert("referrer-policy", HeaderValue::from_static("same-origin"));
+    headers.insert(
+        "content-security-policy",
+        HeaderValue::from_static(
+            "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+        ),
+    );
+    response
+}
+
+fn redirect(to: &str, cookie: Option<String>) -> Response {
+    let mut response = Response::new(Body::empty());
+    *response.status_mut() = StatusCode::SEE_OTHER;
+    if let Ok(location) = HeaderValue::from_str(to) {
+        response.headers_mut().insert("location", location);
+    }
+    if let Some(cookie) = cookie.and_then(|c| HeaderValue::from_str(&c).ok()) {
+        response.headers_mut().insert("set-cookie", cookie);
+    }
+    response.headers_mut().insert("cache-control", HeaderValue::from_static("no-store"));
+    response
+}
+
+fn error_page(error: &HubError) -> Response {
+    let status = error.status();
+    let (title, detail) = match status {
+        404 => ("Not found", error.to_string()),
+        400 | 409 | 413 => ("Cannot show this", error.to_string()),
+        _ => {
+            eprintln!("gateway hub web: {error}");
+            ("Something went wrong", "the hub could not build this page; its log has the reason".to_string())
+        }
+    };
+    html_response(
+        status,
+        page(
+            title,
+            &[],
+            html! {
+                div.msg.error { (detail) }
+                p { a href="/ui/" { "Back to the worlds" } }
+            },
+        ),
+    )
+}
+
+// ------------------------------------------------------------------ small helpers for the pages
+
+/// A version's short label: its semantic version, else the first 12 hex of its hash.
+fn version_label(version: &Version) -> String {
+    version.semantic_version.clone().filter(|s| !s.is_empty()).unwrap_or_else(|| version.content_hash.chars().take(12).collect())
+}
+
+/// A JSON value as compact text, cut at `max` characters.
+fn json_text(value: &Value, max: usize) -> String {
+    clip(&json::dumps(value, DumpOptions { sort_keys: false, ensure_ascii: false, indent: None, compact: false }), max)
+}
+
+/// A JSON value pretty-printed (two-space indent), cut at `max` characters.
+fn json_pretty(value: &Value, max: usize) -> String {
+    clip(&json::dumps(value, DumpOptions { sort_keys: false, ensure_ascii: false, indent: Some(2), compact: false }), max)
+}
+
+/// `text` cut at `max` characters, with a note of how much was left out.
+fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text.to_string(),
+        Some((at, _)) => format!("{}… ({} more characters)", &text[..at], text[at..].chars().count()),
+    }
+}
+
+/// A number for a table: up to 4 decimals, trailing zeros dropped.
+fn number(value: f64) -> String {
+    let text = format!("{value:.4}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    if text == "-0" {
+        "0".into()
+    } else {
+        text.to_string()
+    }
+}
+
+/// A page size from `limit` (default, clamped to 1..=max).
+fn limit(query: &BTreeMap<String, String>, default: i64, max: i64) -> i64 {
+    query.get("limit").and_then(|l| l.trim().parse::<i64>().ok()).unwrap_or(default).clamp(1, max)
+}
+
+/// A cursor from the query (`before` / `after`): a non-negative sequence number.
+fn cursor(query: &BTreeMap<String, String>, name: &str) -> Result<Option<i64>, HubError> {
+    match query.get(name).filter(|v| !v.is_empty()) {
+        None => Ok(None),
+        Some(text) => text
+            .parse::<i64>()
+            .ok()
+            .filter(|n| *n >= 0)
+            .map(Some)
+            .ok_or_else(|| HubError::BadRequest(format!("'{name}' must be a page cursor this hub gave, not '{text}'"))),
+    }
+}
+
+/// A project's world by slug; a malformed slug is as absent as a missing one.
+async fn world(hub: &Hub, project: &str, slug: &str) -> Result<Container, HubError> {
+    let missing = || HubError::NotFound(format!("no world '{slug}' in this project"));
+    if check_slug(slug).is_err() {
+        return Err(missing());
+    }
+    hub.meta.container(project, slug).await?.ok_or_else(missing)
+}
+
+/// A version of the world `container` (another world's or project's version is absent).
+async fn world_version(hub: &Hub, project: &str, container: &Container, id: &str) -> Result<Version, HubError> {
+    match own_version(hub, project, id).await {
+        Ok((owner, version)) if owner.id == container.id => Ok(version),
+        Ok(_) | Err(HubError::NotFound(_)) => Err(HubError::NotFound(format!("no version '{id}' of '{}'", container.slug))),
+        Err(other) => Err(other),
+    }
+}
+
+/// The URL of a world's page (slugs are URL-safe by construction).
+fn world_url(slug: &str) -> String {
+    format!("/ui/w/{slug}")
+}
+
+fn state_pill(state: &str) -> Markup {
+    html! { span class={ "pill " (state) } { (state) } }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn next_stays_on_the_pages() {
+        assert_eq!(local_next(Some("/ui/w/demo?x=1")), "/ui/w/demo?x=1");
+        for bad in ["https://evil.example/", "//evil.example/ui/", "/ui//evil", "/api/public/x", "/ui/login?next=/ui/", "/ui\\x"] {
+            assert_eq!(local_next(Some(bad)), "/ui/", "{bad}");
+        }
+        assert_eq!(local_next(None), "/ui/");
+    }
+
+    #[test]
+    fn helpers() {
+        assert_eq!(clip("abcdef", 3), "abc… (3 more characters)");
+        assert_eq!(clip("abc", 3), "abc");
+        assert_eq!(number(0.5), "0.5");
+        assert_eq!(number(1.0), "1");
+        assert_eq!(number(-0.00001), "0");
+        let escaped = login_page(Some("<script>alert(1)</script>"), "/ui/\"><x").into_string();
+        assert!(!escaped.contains("<script>alert") && escaped.contains("&lt;script&gt;"));
+        assert!(!escaped.contains("\"><x"));
+    }
+
+    #[test]
+    fn session_cookies() {
+        let dir = tempfile::tempdir().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let config = crate::HubConfig { data: dir.path().to_path_buf(), database: None, objects: None };
+            let hub = Hub {
+                meta: config.open_meta().await.unwrap(),
+                objects: config.open_objects().await.unwrap(),
+                keys: Keys::load_or_create(&config.keys_dir()).unwrap(),
+                public_url: None,
+                limits: Limits::default(),
+                worlds: None,
+            };
+            let (project, public, secret) = crate::create_key(hub.meta.as_ref(), "p").await.unwrap();
+            let hash = hash_secret(&secret);
+            let now = 1_000_000;
+            let good = session_value(&hub, &public, &project, &hash, now + 60);
+            assert_eq!(check_session(&hub, &good, now).await.unwrap().as_deref(), Some(project.as_str()));
+            // Expired, tampered, another expiry, signed over another secret, unknown key, junk.
+            assert_eq!(check_session(&hub, &good, now + 60).await.unwrap(), None);
+            let other_expiry = good.replace(&format!(".{}.", now + 60), &format!(".{}.", now + 999_999));
+            assert_eq!(check_session(&hub, &other_expiry, now).await.unwrap(), None);
+            let mut tampered = good.clone();
+            tampered.pop();
+            tampered.push(if good.ends_with('0') { '1' } else { '0' });
+            assert_eq!(check_session(&hub, &tampered, now).await.unwrap(), None);
+            let stale = session_value(&hub, &public, &project, &hash_secret("old secret"), now + 60);
+            assert_eq!(check_session(&hub, &stale, now).await.unwrap(), None);
+            let unknown = session_value(&hub, "pk-lf-0000", &project, &hash, now + 60);
+            assert_eq!(check_session(&hub, &unknown, now).await.unwrap(), None);
+            for junk in ["", "x", "a.b.c", "pk-lf-1.notanumber.00"] {
+                assert_eq!(check_session(&hub, junk, now).await.unwrap(), None);
+            }
+        });
+    }
+}

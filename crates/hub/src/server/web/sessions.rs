@@ -1,0 +1,128 @@
+//! The session pages: the project's world sessions (paged by the documents' `seq`) and
+//! one session with its call log (paged the same way, oldest first, as `session export`
+//! reads it). The session's api token is never shown: it is the agent's credential.
+//! Reads only; closing or calling a session stays the API's.
+
+use super::super::sessions::{calls_kind, SESSION};
+use super::*;
+
+/// Sessions per page.
+const SESSIONS_PAGE: i64 = 50;
+/// Calls per page, by default and at most.
+const DEFAULT_CALLS: i64 = 100;
+const MAX_CALLS: i64 = 500;
+
+fn text_of(value: &Value, key: &str) -> String {
+    match value.get(key) {
+        Some(Value::Str(s)) => s.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => json::canonical(other),
+    }
+}
+
+fn session_url(id: &str) -> String {
+    format!("/ui/sessions/{}", percent_encode(id))
+}
+
+/// `/ui/sessions[?after=]`: sessions in the order they were opened.
+pub(super) async fn list(hub: &Hub, project: &str, query: &BTreeMap<String, String>) -> Result<Markup, HubError> {
+    let after = cursor(query, "after")?.unwrap_or(0);
+    let found = hub.meta.documents(project, SESSION, after, SESSIONS_PAGE).await?;
+    let next = (found.len() as i64 == SESSIONS_PAGE).then(|| found.last().map(|(seq, _)| *seq)).flatten();
+    let sessions: Vec<Value> = found.into_iter().filter_map(|(_, text)| json::parse_clean(&text)).collect();
+    Ok(page(
+        "Sessions",
+        &[],
+        html! {
+            @if sessions.is_empty() {
+                p.muted { "No session" @if after > 0 { " after these" } ": open one with " code { "gateway worlds session open WORLD -t TASK" } "." }
+            } @else {
+                table {
+                    tr { th { "Session" } th { "World" } th { "Task" } th { "State" } th { "Opened" } th { "Closed" } }
+                    @for s in &sessions {
+                        @let id = text_of(s, "sessionId");
+                        tr {
+                            td { a href=(session_url(&id)) { code { (id) } } }
+                            td { a href=(world_url(&text_of(s, "slug"))) { (text_of(s, "slug")) } }
+                            td { (text_of(s, "taskName")) }
+                            td { (state_pill(&text_of(s, "state"))) }
+                            td.muted { (text_of(s, "createdAt")) }
+                            td.muted { (text_of(s, "closedAt")) }
+                        }
+                    }
+                }
+            }
+            p.pager {
+                @if after > 0 { a href="/ui/sessions" { "« First" } }
+                @if let Some(seq) = next { a href={ "/ui/sessions?after=" (seq) } { "Next »" } }
+            }
+        },
+    ))
+}
+
+/// `/ui/sessions/{id}[?after=&limit=]`: a session and its call log.
+pub(super) async fn session(hub: &Hub, project: &str, id: &str, query: &BTreeMap<String, String>) -> Result<Markup, HubError> {
+    let text = hub
+        .meta
+        .document(project, SESSION, id)
+        .await?
+        .ok_or_else(|| HubError::NotFound(format!("no world session '{id}' in this project")))?;
+    let session = json::parse_clean(&text).unwrap_or_default();
+    let after = cursor(query, "after")?.unwrap_or(0);
+    let size = limit(query, DEFAULT_CALLS, MAX_CALLS);
+    let found = hub.meta.documents(project, &calls_kind(id), after, size).await?;
+    let next = (found.len() as i64 == size).then(|| found.last().map(|(seq, _)| *seq)).flatten();
+    let calls: Vec<Value> = found.into_iter().filter_map(|(_, text)| json::parse_clean(&text)).collect();
+    let tools: Vec<String> = session
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t.get("signature").or_else(|| t.get("name")).and_then(Value::as_str).map(str::to_string))
+        .collect();
+    let surfaces: Vec<String> = session.get("surfaces").and_then(Value::as_object).map(|m| m.keys().cloned().collect()).unwrap_or_default();
+    let slug = text_of(&session, "slug");
+    let here = session_url(id);
+    Ok(page(
+        &format!("Session {id}"),
+        &[("Sessions", "/ui/sessions".into())],
+        html! {
+            table {
+                tr { th { "World" } td { a href=(world_url(&slug)) { (slug) } " " span.muted { code { (text_of(&session, "versionId")) } } } }
+                tr { th { "State" } td { (state_pill(&text_of(&session, "state"))) } }
+                tr { th { "Task" } td { (text_of(&session, "taskName")) " " span.muted { "(" (session.get("task").map(|t| text_of(t, "source")).unwrap_or_default()) ")" } } }
+                tr { th { "Instruction" } td { (text_of(&session, "instruction")) } }
+                tr { th { "Tools" } td { @for (i, t) in tools.iter().enumerate() { @if i > 0 { ", " } code { (t) } } } }
+                tr { th { "Surfaces" } td { (surfaces.join(", ")) } }
+                tr { th { "Opened" } td { (text_of(&session, "createdAt")) } }
+                @if session.get("closedAt").is_some() { tr { th { "Closed" } td { (text_of(&session, "closedAt")) } } }
+            }
+            h2 { "Call log" }
+            @if calls.is_empty() {
+                p.muted { "No call" @if after > 0 { " after these" } "." }
+            } @else {
+                table {
+                    tr { th.num { "#" } th { "Kind" } th { "Tool" } th { "Arguments" } th { "Result" } th { "At" } }
+                    @for c in &calls {
+                        @let error = c.get("error").filter(|e| !matches!(e, Value::Null));
+                        tr {
+                            td.num { (text_of(c, "seq")) }
+                            td { (text_of(c, "kind")) }
+                            td { code { (text_of(c, "tool")) } }
+                            td { code { (c.get("args").map(|a| json_text(a, 1500)).unwrap_or_default()) } }
+                            td {
+                                @if let Some(error) = error { span.pill.FAILED { "error" } " " code { (json_text(error, 1500)) } }
+                                @else { code { (c.get("result").map(|r| json_text(r, 1500)).unwrap_or_default()) } }
+                            }
+                            td.muted { (text_of(c, "createdAt")) }
+                        }
+                    }
+                }
+            }
+            p.pager {
+                @if after > 0 { a href=(here) { "« First" } }
+                @if let Some(seq) = next { a href={ (here) "?after=" (seq) } { "Next »" } }
+            }
+        },
+    ))
+}
