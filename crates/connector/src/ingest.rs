@@ -11,7 +11,6 @@ use gateway_world::data::tempfile_dir::Scratch;
 use gateway_world::error::{ContractError, Error, Result};
 use gateway_world::files::{read_json, sha256_hex};
 use gateway_world::json::{dumps, object, parse, python_equal, python_repr, DumpOptions, Map, Value};
-use gateway_world::lifecycle::{check_bundle, compile_bundle};
 use gateway_world::snapshot::data_files;
 use gateway_world::store::Store;
 use std::collections::{HashMap, HashSet};
@@ -238,7 +237,9 @@ fn next_version(prior_id: &str) -> u64 {
 /// Seed the world from its captures, gated by the contract.
 pub fn ingest(world: &Path, batch_id: Option<&str>) -> Result<IngestOutcome> {
     let spec = load_spec(world)?;
-    let contract = compile_bundle(world, true)?;
+    // The contract is built once: the staged proof and the final check reuse it.
+    let opened = gateway_world::World::open(world)?;
+    let contract = opened.compile(true)?;
     let initial_path = world.join("data/initial.json");
     let previous = if initial_path.is_file() { Some(read_json(&initial_path)?) } else { None };
     let prior: Vec<Value> = previous.as_ref().and_then(|p| p.get("mutations")).and_then(Value::as_array).cloned().unwrap_or_default();
@@ -272,15 +273,15 @@ pub fn ingest(world: &Path, batch_id: Option<&str>) -> Result<IngestOutcome> {
         let staged_initial = staged.join("data/initial.json");
         std::fs::create_dir_all(staged.join("data")).map_err(|e| Error::io(e, &staged))?;
         std::fs::write(&staged_initial, &text).map_err(|e| Error::io(e, &staged_initial))?;
-        let staged_contract = compile_bundle(&staged, false)?;
-        materialized_counts(&staged, &staged_contract)?
+        // The copy's schema and artifacts are the world's: so is its contract.
+        materialized_counts(&staged, &contract)?
     };
     if let Some(parent) = initial_path.parent() {
         std::fs::create_dir_all(parent).map_err(|e| Error::io(e, parent))?;
     }
     gateway_world::files::write_atomic(&initial_path, text.as_bytes()).map_err(|e| Error::io(e, &initial_path))?;
-    compile_bundle(world, true)?;
-    check_bundle(world)?;
+    opened.compile(true)?;
+    opened.check()?;
     Ok(IngestOutcome { batch: id, mutations: total, entity_counts: counts, changed: true })
 }
 

@@ -75,12 +75,14 @@ impl Version {
     /// them), load its connector and start its handler worker.
     pub fn open(id: &str, bundle: &Path, handlers: bool) -> Result<Version, HostError> {
         let tree = world_tree(bundle)?;
-        let current = gateway_world::lifecycle::check_bundle(&tree)
-            .ok()
-            .and_then(|contract| gateway_world::snapshot::current_default(&tree, &contract).ok().flatten())
-            .is_some();
+        // One contract build for the whole open: the check, a compile when the
+        // bundle's artifacts or snapshot are stale, and the template's check.
+        let world = gateway_world::World::open(&tree)?;
+        let current =
+            world.check().ok().and_then(|contract| gateway_world::snapshot::current_default(&tree, &contract).ok().flatten()).is_some();
         if !current {
-            gateway_world::lifecycle::compile_world(&tree)?;
+            let contract = world.compile(false)?;
+            gateway_world::snapshot::build_all(&tree, &contract, false)?;
         }
         let spec = gateway_connector::spec::load_spec(&tree)?;
         if !SUPPORTED_AUTH_SCHEMES.contains(&spec.scheme.as_str()) {
@@ -94,7 +96,7 @@ impl Version {
             ));
         }
         let settings = gateway_serve::settings::load_api_settings(&tree, &spec)?;
-        let template = Arc::new(Template::open(&tree, gateway_serve::server::index_plan(&spec, &settings))?);
+        let template = Arc::new(Template::open_world(&world, gateway_serve::server::index_plan(&spec, &settings))?);
         let worker = if handlers {
             start_worker(&settings).map_err(|e| refuse("host", format!("the world's handlers could not start: {e}")))?
         } else {

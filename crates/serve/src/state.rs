@@ -343,7 +343,13 @@ impl Template {
     /// Check the world and prepare its indexed template. `indexed` names, per
     /// entity, the dotted paths equality filters use.
     pub fn open(world: &Path, indexed: BTreeMap<String, Vec<String>>) -> Result<Template> {
-        let contract = gateway_world::lifecycle::check_bundle(world)?;
+        Template::open_world(&gateway_world::World::open(world)?, indexed)
+    }
+
+    /// [`Template::open`] of an opened world: its contract is not built again.
+    pub fn open_world(opened: &gateway_world::World, indexed: BTreeMap<String, Vec<String>>) -> Result<Template> {
+        let world = opened.root();
+        let contract = opened.check()?;
         let sidecar = snapshot::current_default(world, &contract)?;
         let scratch = Scratch::new("gateway-world-api")?;
         let template = scratch.path().join("template.db");

@@ -13,14 +13,14 @@
 //!   database first.
 
 use crate::data::tempfile_dir::Scratch;
-use crate::data::{entity_counts, refuse_kind, world_kind};
+use crate::data::{entity_counts, refuse_kind};
 use crate::error::{ContractError, Error, Result};
 use crate::files::{read_json, sha256_hex, write_atomic};
 use crate::json::{dumps, encoded, object, python_float_repr, DumpOptions, Value};
-use crate::lifecycle::{check_bundle, compile_bundle};
 use crate::plan::{held_from, plan, Rows, MODES};
 use crate::rows::{count_rows, plain, read_rows, Flow, Seen};
 use crate::snapshot::{build_default, default_snapshot, sidecar_path};
+use crate::world::World;
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
 
@@ -107,14 +107,18 @@ pub fn refuse_large(root: &Path, sources: &[String], entity: Option<&str>) -> Re
 
 /// Write `rows` into the world at `root` the way its kind seeds.
 pub fn import_rows(root: &Path, parsed: &ParsedRows, mode: &str, batch_id: Option<&str>) -> Result<Value> {
-    let rows = &parsed.rows;
+    import_into(&World::open(root)?, parsed, mode, batch_id)
+}
+
+/// [`import_rows`] into an opened world: its contract is built at most once.
+pub fn import_into(world: &World, parsed: &ParsedRows, mode: &str, batch_id: Option<&str>) -> Result<Value> {
     if !MODES.contains(&mode) {
         return Err(ContractError::new("mode", format!("mode must be one of {}", MODES.join(", ")), "/mode").into());
     }
-    match world_kind(root)? {
-        "schema" => import_schema(root, parsed, mode, batch_id),
-        "mock-tools" => import_mock_tools(root, rows, mode),
-        kind => Err(refuse_kind(kind, root).into()),
+    match world.kind() {
+        "schema" => import_schema(world, parsed, mode, batch_id),
+        "mock-tools" => import_mock_tools(world.root(), &parsed.rows, mode),
+        kind => Err(refuse_kind(kind, world.root()).into()),
     }
 }
 
@@ -126,7 +130,8 @@ fn mutations_of(batch: &Value) -> Vec<Value> {
     batch.get("mutations").and_then(Value::as_array).cloned().unwrap_or_default()
 }
 
-fn import_schema(root: &Path, parsed: &ParsedRows, mode: &str, batch_id: Option<&str>) -> Result<Value> {
+fn import_schema(world: &World, parsed: &ParsedRows, mode: &str, batch_id: Option<&str>) -> Result<Value> {
+    let root = world.root();
     let rows = &parsed.rows;
     if root.join("db/snapshot.json").is_file() {
         return Err(ContractError::new(
@@ -136,7 +141,7 @@ fn import_schema(root: &Path, parsed: &ParsedRows, mode: &str, batch_id: Option<
         )
         .into());
     }
-    let contract = compile_bundle(root, true)?;
+    let contract = world.compile(true)?;
     let journals = journal_paths(root);
     let initial_path = root.join("data/initial.json");
     let previous = if initial_path.is_file() { Some(read_json(&initial_path)?) } else { None };
@@ -223,8 +228,9 @@ fn import_schema(root: &Path, parsed: &ParsedRows, mode: &str, batch_id: Option<
     let staged_file = staged.join(&written);
     write_atomic(&staged_file, &payload).map_err(|e| Error::io(e, &staged_file))?;
     // Building the staged snapshot is the proof: every row goes through the store.
-    let staged_contract = compile_bundle(&staged, false)?;
-    let sidecar = build_default(&staged, &staged_contract, true)?;
+    // The copy's schema is the world's, and its artifacts were just written: the
+    // world's contract is the copy's.
+    let sidecar = build_default(&staged, &contract, true)?;
     let counts = sidecar.get("entityCounts").cloned().unwrap_or(Value::Null);
     let target_file = root.join(&written);
     write_atomic(&target_file, &payload).map_err(|e| Error::io(e, &target_file))?;
@@ -233,8 +239,8 @@ fn import_schema(root: &Path, parsed: &ParsedRows, mode: &str, batch_id: Option<
     let target = default_snapshot(root);
     move_file(&default_snapshot(&staged), &target)?;
     move_file(&sidecar_path(&default_snapshot(&staged)), &sidecar_path(&target))?;
-    compile_bundle(root, true)?;
-    check_bundle(root)?;
+    world.compile(true)?;
+    world.check()?;
     Ok(object([
         ("kind", Value::str("schema")),
         ("batch", batch.get("id").cloned().unwrap_or_default()),

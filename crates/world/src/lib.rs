@@ -32,10 +32,12 @@ pub mod snapshot;
 pub mod store;
 pub mod task;
 pub mod validator;
+pub mod world;
 
 pub use compiler::{build, Contract};
 pub use error::{ContractError, Error, Result};
 pub use json::Value;
+pub use world::World;
 
 /// The version this engine reports as the snapshot `runtime`.
 pub const RUNTIME: &str = concat!("gateway-rs ", env!("CARGO_PKG_VERSION"));

@@ -5,6 +5,7 @@ use crate::error::{ContractError, Error, Result};
 use crate::files::write_atomic;
 use crate::json::Value;
 use crate::snapshot;
+use crate::world::build_counted;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -21,16 +22,22 @@ pub fn write_artifacts(world: &Path, contract: &Contract) -> Result<()> {
 /// snapshots once `data/initial.json` exists; data the contract refuses removes
 /// every snapshot instead of failing (the original's `compile_bundle`).
 pub fn compile_bundle(world: &Path, snapshots: bool) -> Result<Arc<Contract>> {
-    let contract = Arc::new(build(world)?);
-    write_artifacts(world, &contract)?;
+    let contract = Arc::new(build_counted(world)?);
+    compile_with(world, &contract, snapshots)?;
+    Ok(contract)
+}
+
+/// [`compile_bundle`] with a contract already built for this world.
+pub fn compile_with(world: &Path, contract: &Arc<Contract>, snapshots: bool) -> Result<()> {
+    write_artifacts(world, contract)?;
     if snapshots && world.join("data/initial.json").is_file() {
-        match snapshot::build_all(world, &contract, false) {
+        match snapshot::build_all(world, contract, false) {
             Ok(_) => {}
             Err(Error::Contract(_)) => snapshot::discard_all(world),
             Err(other) => return Err(other),
         }
     }
-    Ok(contract)
+    Ok(())
 }
 
 /// `compile`: artifacts, then every snapshot; a data refusal is reported.
@@ -43,7 +50,13 @@ pub fn compile_world(world: &Path) -> Result<(Arc<Contract>, Value)> {
 /// `check`: the contract, provided every generated artifact and every snapshot
 /// present matches it.
 pub fn check_bundle(world: &Path) -> Result<Arc<Contract>> {
-    let contract = Arc::new(build(world)?);
+    let contract = Arc::new(build_counted(world)?);
+    check_with(world, &contract)?;
+    Ok(contract)
+}
+
+/// [`check_bundle`] with a contract already built for this world.
+pub fn check_with(world: &Path, contract: &Contract) -> Result<()> {
     for (relative, expected) in contract.files() {
         let matches = std::fs::read(world.join(relative)).is_ok_and(|bytes| bytes == expected);
         if !matches {
@@ -55,8 +68,7 @@ pub fn check_bundle(world: &Path) -> Result<Arc<Contract>> {
             .into());
         }
     }
-    snapshot::check_all(world, &contract)?;
-    Ok(contract)
+    snapshot::check_all(world, contract).map(|_| ())
 }
 
 /// `describe`: the generated README text.
