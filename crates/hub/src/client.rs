@@ -360,6 +360,15 @@ impl Client {
             }
             Err(error) => return Err(fail(format!("Schema world check failed before push: {}", error.message))),
         }
+        // A pass bar the hub would ignore is refused here, before it is pushed (beyond the original).
+        for (file, read) in [
+            ("gateway-env.toml", crate::world_facts::manifest_bar as fn(&str) -> std::result::Result<Option<f64>, String>),
+            ("pyproject.toml", crate::world_facts::pyproject_bar),
+        ] {
+            if let Ok(text) = std::fs::read_to_string(env.join(file)) {
+                read(&text).map_err(|problem| fail(format!("{problem} (the world's pass bar, read by `worlds ci`)")))?;
+            }
+        }
 
         let content_hash = archive::compute_content_hash(env)?;
         let pyproject = read_pyproject(env);

@@ -40,6 +40,7 @@ pub mod sqlite;
 pub mod store;
 pub mod util;
 pub mod versioning;
+pub mod world_facts;
 pub mod worlds;
 
 pub use error::HubError;
