@@ -214,6 +214,9 @@ pub fn harvest_job_dir(job_dir: &str, version_id: &str, client: &EvalsClient, ha
     let evaluation_id = client.create_evaluation(version_id, &options)?;
     let inserted = client.push_samples(&evaluation_id, samples)?;
     client.finalize_evaluation(&evaluation_id, "COMPLETED", Some(metrics.clone()))?;
+    if std::env::var_os("GATEWAY_OTLP_ENDPOINT").is_some_and(|e| !e.is_empty()) {
+        eprintln!("note: GATEWAY_OTLP_ENDPOINT is set, but this client exports no OTLP trial traces (richTraces: 0)");
+    }
     Ok(object([
         ("evaluationId", Value::Str(evaluation_id)),
         ("samples", Value::Int(inserted)),
