@@ -1,6 +1,8 @@
 //! `gateway bench …`: the hub client commands (push, pull, checkout, status, log,
-//! branch, tag, fork, diff, propose, secrets, run-configs), with the original's flags
-//! and output. Failures print `Error: …` on stderr and exit 1; usage errors exit 2.
+//! branch, tag, fork, diff, propose, install, secrets, run-configs, dispatch) and the
+//! evaluation commands (eval, harvest-harbor), with the original's flags and output.
+//! Failures print `Error: …` on stderr and exit 1; usage errors exit 2. What the
+//! evaluation commands do is gateway-runner's (`bench`, `harbor`, `verifiers`).
 
 use clap::Subcommand;
 use gateway_hub::client::{read_local_meta, Client, PushOptions};
@@ -197,6 +199,103 @@ pub enum BenchCommand {
         #[arg(long)]
         host: Option<String>,
     },
+    /// pip-install a container version's built wheel by name (wheel-url-direct).
+    Install {
+        /// Container slug, optionally slug@latest | @<semver> | @<hash>.
+        slug: String,
+        /// Installer: uv or pip.
+        #[arg(long, default_value = "uv")]
+        tool: String,
+        /// Don't reinstall/upgrade if already present.
+        #[arg(long = "no-upgrade")]
+        no_upgrade: bool,
+        /// Hub URL (default: GATEWAY_HOST).
+        #[arg(long)]
+        host: Option<String>,
+    },
+    /// Run a local eval against a container version and harvest a version-pinned evaluation.
+    ///
+    /// verifiers kind: the environment's own rollout loop (verifiers and openai installed in
+    /// python3, the container installed with `bench install`). harbor kind: the task dirs run
+    /// under harbor (docker sandbox by default), then the jobs dir is harvested. --path runs a
+    /// working copy (harbor kind); a clean checkout files pinned to its base version. Requires
+    /// OPENROUTER_API_KEY either way.
+    Eval {
+        /// Container slug@ref to eval (install it first: `bench install`). Omit when using --path.
+        slug: Option<String>,
+        /// Run a LOCAL world directory (harbor kind) instead of pulling a ref.
+        #[arg(long, short = 'p')]
+        path: Option<PathBuf>,
+        /// Model id for OpenRouter.
+        #[arg(long, short = 'm', required = true)]
+        model: String,
+        /// verifiers env id to load (defaults to the slug).
+        #[arg(long = "env-id")]
+        env_id: Option<String>,
+        /// Environment kind: auto (pull + detect) | verifiers | verifiers-v1 | harbor.
+        #[arg(long, default_value = "auto")]
+        kind: String,
+        /// harbor kind only: agent that runs the tasks (harbor agent name or acp: shorthand).
+        #[arg(long, short = 'a', default_value = gateway_runner::harbor::DEFAULT_HARBOR_AGENT)]
+        agent: String,
+        /// Examples to run (-1: all).
+        #[arg(long = "num-examples", short = 'n', default_value_t = -1, allow_negative_numbers = true)]
+        num_examples: i64,
+        /// Rollouts per example.
+        #[arg(long = "rollouts-per-example", short = 'r', default_value_t = 1, allow_negative_numbers = true)]
+        rollouts: i64,
+        /// Write a resumable results dir.
+        #[arg(long = "save-results", short = 's')]
+        save_results: bool,
+        /// Where jobs and results go.
+        #[arg(long = "output-dir", short = 'o', default_value = "./outputs")]
+        output_dir: PathBuf,
+        /// Resume from a results dir path.
+        #[arg(long, short = 'R')]
+        resume: Option<PathBuf>,
+        /// CI gate: exit 1 when the average reward lands below this bar (also when no aggregate
+        /// is available). Writes a $GITHUB_STEP_SUMMARY table under GitHub Actions.
+        #[arg(long = "fail-under", value_parser = crate::run::unit_interval)]
+        fail_under: Option<f64>,
+        /// Hub URL (default: GATEWAY_HOST).
+        #[arg(long)]
+        host: Option<String>,
+    },
+    /// Harvest an EXISTING harbor jobs directory into a version-pinned evaluation.
+    #[command(name = "harvest-harbor")]
+    HarvestHarbor {
+        /// A completed harbor (or pier) jobs directory.
+        jobs_dir: String,
+        /// Container slug@ref the evaluation pins to.
+        slug: String,
+        /// Model id the job ran with.
+        #[arg(long, short = 'm', required = true)]
+        model: String,
+        /// Rollouts per example the job ran.
+        #[arg(long = "rollouts-per-example", short = 'r', default_value_t = 1, allow_negative_numbers = true)]
+        rollouts: i64,
+        /// Environment RunResult id to back-link.
+        #[arg(long = "run-id")]
+        run_id: Option<String>,
+        /// Hub URL (default: GATEWAY_HOST).
+        #[arg(long)]
+        host: Option<String>,
+    },
+    /// Start a hosted run of a run config (this hub has no hosted runner: every model is
+    /// answered `ok: false` with the reason, and the command exits 1).
+    Dispatch {
+        /// Run config id (`bench run-configs`).
+        run_config_id: String,
+        /// Which environment, when the project hosts several.
+        #[arg(long = "container-id")]
+        container_id: Option<String>,
+        /// Pin to a specific READY version (default: head).
+        #[arg(long = "version-id")]
+        version_id: Option<String>,
+        /// Hub URL (default: GATEWAY_HOST).
+        #[arg(long)]
+        host: Option<String>,
+    },
     /// Run configs — list them, create one for CI, delete one.
     #[command(name = "run-configs")]
     RunConfigs {
@@ -256,6 +355,55 @@ fn client(host: &Option<String>) -> Result<Client, Failure> {
 
 /// Run one `bench` command.
 pub fn run(command: BenchCommand) -> ExitCode {
+    let command = match command {
+        BenchCommand::Eval {
+            slug,
+            path,
+            model,
+            env_id,
+            kind,
+            agent,
+            num_examples,
+            rollouts,
+            save_results,
+            output_dir,
+            resume,
+            fail_under,
+            host,
+        } => {
+            let request = gateway_runner::bench::EvalRequest {
+                slug,
+                path,
+                model,
+                env_id,
+                kind,
+                agent,
+                num_examples,
+                rollouts,
+                save_results,
+                output_dir,
+                resume,
+                fail_under,
+                host: host.filter(|h| !h.is_empty()),
+            };
+            return match gateway_runner::bench::bench_eval(&request, &mut |line| eprintln!("{line}")) {
+                Ok(report) => crate::run::finish(&report),
+                Err(error) => runner_failure(error),
+            };
+        }
+        BenchCommand::HarvestHarbor { jobs_dir, slug, model, rollouts, run_id, host } => {
+            let request =
+                gateway_runner::bench::HarvestRequest { jobs_dir, slug, model, rollouts, run_id, host: host.filter(|h| !h.is_empty()) };
+            return match gateway_runner::bench::harvest_harbor(&request) {
+                Ok(result) => {
+                    print_json(&result);
+                    ExitCode::SUCCESS
+                }
+                Err(error) => runner_failure(error),
+            };
+        }
+        other => other,
+    };
     match execute(command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Hub(error)) => {
@@ -263,7 +411,9 @@ pub fn run(command: BenchCommand) -> ExitCode {
             ExitCode::from(1)
         }
         Err(Failure::Plain(message)) => {
-            eprintln!("{message}");
+            if !message.is_empty() {
+                eprintln!("{message}");
+            }
             ExitCode::from(1)
         }
         Err(Failure::Usage(message)) => {
@@ -271,6 +421,17 @@ pub fn run(command: BenchCommand) -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// A runner's refusal: the original's own words (said plainly) or, for what the
+/// original raises, `Error: …`; exit 1 either way.
+fn runner_failure(error: gateway_runner::RunnerError) -> ExitCode {
+    use gateway_runner::RunnerError as E;
+    match error {
+        E::Config(message) | E::World(message) | E::Missing(message) => eprintln!("{message}"),
+        other => eprintln!("Error: {other}"),
+    }
+    ExitCode::from(1)
 }
 
 fn tracked_slug(slug: Option<String>, path: &Path) -> Result<String, Failure> {
@@ -378,6 +539,24 @@ fn execute(command: BenchCommand) -> Result<(), Failure> {
             print_json(&client(&host)?.propose(&path, &title, &message, branch.as_deref())?)
         }
         BenchCommand::Secrets { action, env, key, value, host } => secrets(action, env, key, value, host)?,
+        BenchCommand::Install { slug, tool, no_upgrade, host } => print_json(&client(&host)?.install(&slug, &tool, no_upgrade)?),
+        BenchCommand::Dispatch { run_config_id, container_id, version_id, host } => {
+            let result = client(&host)?.dispatch_run_config(&run_config_id, container_id.as_deref(), version_id.as_deref())?;
+            print_json(&result);
+            // Beyond the original (which prints and exits 0): a dispatch that started nothing fails.
+            let runs = result.get("runs").and_then(Value::as_array).cloned().unwrap_or_default();
+            let mut started = !runs.is_empty();
+            for run in &runs {
+                if !run.get("ok").is_some_and(gateway_hub::client::truthy) {
+                    started = false;
+                    eprintln!("dispatch: {} did not start: {}", field(run, "model"), field(run, "error"));
+                }
+            }
+            if !started {
+                return Err(Failure::Plain(String::new()));
+            }
+        }
+        BenchCommand::Eval { .. } | BenchCommand::HarvestHarbor { .. } => unreachable!("run() handles the evaluation commands"),
         BenchCommand::RunConfigs { action, name, models, parallelism, tasks, world_tasks, agent, auto_run_on_push, config_id, host } => {
             let client = client(&host)?;
             match action.as_str() {

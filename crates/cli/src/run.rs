@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-fn unit_interval(text: &str) -> Result<f64, String> {
+/// A `--fail-under` value: a float from 0 to 1 (typer's words on refusal).
+pub(crate) fn unit_interval(text: &str) -> Result<f64, String> {
     let value: f64 = text.parse().map_err(|_| format!("{text} is not a valid float."))?;
     if (0.0..=1.0).contains(&value) {
         Ok(value)
@@ -147,7 +148,7 @@ fn note(line: &str) {
 }
 
 /// Print the result, then the gate's verdict: exit 1 under the bar.
-fn finish(report: &Report) -> ExitCode {
+pub(crate) fn finish(report: &Report) -> ExitCode {
     println!("{}", dumps(&report.result, DumpOptions::PRETTY));
     let verdict = gateway_runner::gate::finish(&report.result, &report.gate);
     if let Some(message) = &verdict.message {

@@ -360,6 +360,15 @@ impl Client {
             }
             Err(error) => return Err(fail(format!("Schema world check failed before push: {}", error.message))),
         }
+        // A pass bar the hub would ignore is refused here, before it is pushed (beyond the original).
+        for (file, read) in [
+            ("gateway-env.toml", crate::world_facts::manifest_bar as fn(&str) -> std::result::Result<Option<f64>, String>),
+            ("pyproject.toml", crate::world_facts::pyproject_bar),
+        ] {
+            if let Ok(text) = std::fs::read_to_string(env.join(file)) {
+                read(&text).map_err(|problem| fail(format!("{problem} (the world's pass bar, read by `worlds ci`)")))?;
+            }
+        }
 
         let content_hash = archive::compute_content_hash(env)?;
         let pyproject = read_pyproject(env);
@@ -725,6 +734,98 @@ impl Client {
     /// `DELETE /run-configs`.
     pub fn delete_run_config(&self, id: &str) -> Result<Value> {
         self.request(reqwest::Method::DELETE, &format!("{API}/run-configs"), Some(&object([("id", Value::str(id))])))
+    }
+
+    /// `POST /run-configs/dispatch`: `{versionLabel, runs: [{model, runId, ok, error?}]}`.
+    pub fn dispatch_run_config(&self, run_config_id: &str, container_id: Option<&str>, version_id: Option<&str>) -> Result<Value> {
+        let mut body = Map::default();
+        body.insert("runConfigId".into(), Value::str(run_config_id));
+        for (key, value) in [("containerId", container_id), ("versionId", version_id)] {
+            if let Some(value) = value.filter(|v| !v.is_empty()) {
+                body.insert(key.into(), Value::str(value));
+            }
+        }
+        self.post(&format!("{API}/run-configs/dispatch"), &Value::Object(body))
+    }
+
+    /// `bench install`: the version's built wheel, downloaded under its canonical
+    /// file name and installed into the current Python environment with `uv pip
+    /// install [--reinstall]` (`tool` = `uv`) or `pip install [--upgrade]` (anything
+    /// else), as the original. `{slug, ref, versionId, tool, wheelFile}`.
+    pub fn install(&self, slug_ref: &str, tool: &str, no_upgrade: bool) -> Result<Value> {
+        let (slug, reference) = match slug_ref.rsplit_once('@') {
+            Some((slug, reference)) => (slug.to_string(), reference.to_string()),
+            None => (slug_ref.to_string(), "latest".to_string()),
+        };
+        let details = self.resolve_version(&slug, &reference)?;
+        let version_id = details.get("versionId").cloned().unwrap_or_default();
+        let shown = match &version_id {
+            Value::Str(id) => id.clone(),
+            other => json::dumps(other, json::DumpOptions::CLI),
+        };
+        let download = self.get(&format!("{API}/versions/{}/download?artifact=wheel", percent_encode(&shown)))?;
+        let url = download.get("downloadUrl").and_then(Value::as_str).filter(|u| !u.is_empty()).ok_or_else(|| {
+            fail(format!("{slug}@{reference} has no built wheel — push it with wheel=True (`gateway bench push --build-wheel`)"))
+        })?;
+        // The object key's basename is the canonical wheel name pip and uv parse.
+        let path = reqwest::Url::parse(url).map(|u| u.path().to_string()).unwrap_or_default();
+        let name = crate::server::percent_decode(path.rsplit('/').next().unwrap_or_default());
+        let name = if name.is_empty() { "pkg.whl".to_string() } else { name };
+        let scratch = tempfile_dir("gateway-wheel-")?;
+        let wheel = scratch.join(&name);
+        let outcome = self.download_wheel(url, &wheel).and_then(|()| run_installer(tool, no_upgrade, &wheel));
+        let _ = std::fs::remove_dir_all(&scratch);
+        outcome?;
+        Ok(object([
+            ("slug", Value::str(slug)),
+            ("ref", Value::str(reference)),
+            ("versionId", version_id),
+            ("tool", Value::str(tool)),
+            ("wheelFile", Value::str(name)),
+        ]))
+    }
+
+    fn download_wheel(&self, url: &str, to: &Path) -> Result<()> {
+        let mut response =
+            self.http.get(url).timeout(Duration::from_secs(300)).send().map_err(|e| fail(format!("wheel download -> {e}")))?;
+        if !response.status().is_success() {
+            return Err(fail(format!("wheel download -> {}", response.status().as_u16())));
+        }
+        let mut file = std::fs::File::create(to).map_err(|e| HubError::io(to, e))?;
+        std::io::copy(&mut response, &mut file).map_err(|e| fail(format!("wheel download -> {e}")))?;
+        Ok(())
+    }
+}
+
+/// A fresh private scratch directory under the system temp dir.
+fn tempfile_dir(prefix: &str) -> Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("{prefix}{}", crate::util::random_hex(6)));
+    std::fs::create_dir(&dir).map_err(|e| HubError::io(&dir, e))?;
+    Ok(dir)
+}
+
+/// `uv pip install [--reinstall] WHEEL` or `pip install [--upgrade] WHEEL`, its output
+/// passed through; missing or failing, the original's words.
+fn run_installer(tool: &str, no_upgrade: bool, wheel: &Path) -> Result<()> {
+    let mut command: Vec<&str> = if tool == "uv" { vec!["uv", "pip", "install"] } else { vec!["pip", "install"] };
+    if !no_upgrade {
+        command.push(if tool == "uv" { "--reinstall" } else { "--upgrade" });
+    }
+    let status = std::process::Command::new(command[0])
+        .args(&command[1..])
+        .arg(wheel)
+        .stdin(std::process::Stdio::null())
+        // The installer's chatter is not the command's JSON.
+        .stdout(std::process::Stdio::from(std::io::stderr()))
+        .status();
+    match status {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(fail(format!(
+            "'{}' is not installed or not on PATH — install it (https://docs.astral.sh/uv/) or rerun with tool='pip' (`gateway bench install --tool pip`).",
+            command[0]
+        ))),
+        Err(e) => Err(fail(format!("install failed ({e})"))),
+        Ok(status) if !status.success() => Err(fail(format!("install failed (exit {})", status.code().unwrap_or(-1)))),
+        Ok(_) => Ok(()),
     }
 }
 

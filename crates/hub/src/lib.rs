@@ -21,8 +21,8 @@
 //!   their samples and finalize (spec §2; the server side is `server::evaluations`).
 //!
 //! It is not the world engine (`gateway-world`), does not compile or validate worlds
-//! itself beyond calling the engine, runs no hosted evaluations (run-config dispatch is
-//! refused, an environment run answers every model `ok: false`), and holds no CLI parsing (that is `gateway-cli`).
+//! itself beyond calling the engine, runs no hosted evaluations (a run-config dispatch and
+//! an environment run answer every model `ok: false`, with the reason), and holds no CLI parsing (that is `gateway-cli`).
 
 pub mod archive;
 pub mod client;
@@ -41,6 +41,7 @@ pub mod sqlite;
 pub mod store;
 pub mod util;
 pub mod versioning;
+pub mod world_facts;
 pub mod worlds;
 
 pub use error::HubError;

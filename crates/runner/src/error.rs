@@ -17,6 +17,12 @@ pub enum RunnerError {
     /// The run's own configuration is incomplete (a model runner with no model, …).
     #[error("{0}")]
     Config(String),
+    /// A harvest or scoring found nothing to file or failed (the original's `EvalHarvestError`).
+    #[error("{0}")]
+    Harvest(String),
+    /// A tool the run needs (harbor, Docker, a Python package) is not installed.
+    #[error("{0}")]
+    Missing(String),
     /// The World Host refused.
     #[error(transparent)]
     Host(#[from] HostError),

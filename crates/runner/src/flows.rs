@@ -9,6 +9,7 @@
 //! Argument parsing, printing and exit codes are the CLI's.
 
 use crate::agent::{self, Agent};
+use crate::bench::MOCK_TOOLS;
 use crate::error::RunnerError;
 use crate::filing::{self, RunFiling};
 use crate::gate::Gate;
@@ -260,11 +261,6 @@ pub struct CiRequest {
     /// Rollouts, concurrency, budget (transcripts go under the output dir).
     pub options: RunOptions,
 }
-
-const MOCK_TOOLS: &str =
-    "this container is a mock-tools world (gateway-env.toml) — `gateway bench eval` runs the verifiers and harbor world types only. \
-Run it locally with the environment runtime (`import gatewaysdk.environment as gwenv; env = gwenv.init(<slug>)`), \
-or from the platform, whose hosted runner serves mock-tools worlds.";
 
 fn runnable(src: &Path) -> Result<(), RunnerError> {
     let kind = gateway_world::data::world_kind(src).map_err(|e| RunnerError::World(e.message))?;

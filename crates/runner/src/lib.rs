@@ -10,21 +10,28 @@
 //! an evaluation ([`filing`]) and gated ([`gate`]). [`flows`] strings these together
 //! as the two commands do.
 //!
+//! The `bench` evaluation commands live here too ([`bench`]): a harbor jobs
+//! directory harvested into one evaluation ([`harbor`]), harbor started over a
+//! world's task dirs, a verifiers environment scored by its own loop ([`verifiers`]).
+//!
 //! It is not the CLI (no argument parsing or printing of results: `gateway-cli`),
 //! not the World Host (`gateway-host`) and not the hub's server: it is a client of
 //! the hub (pull, push, filing) through `gateway-hub`'s clients.
 
 pub mod agent;
+pub mod bench;
 pub mod bridge;
 pub mod command;
 pub mod error;
 pub mod filing;
 pub mod flows;
 pub mod gate;
+pub mod harbor;
 pub mod model;
 pub mod process;
 pub mod run;
 pub mod tasks;
+pub mod verifiers;
 pub mod world;
 
 pub use error::RunnerError;

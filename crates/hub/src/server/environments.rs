@@ -383,7 +383,20 @@ async fn run(hub: &Hub, project: &str, container: &Container, body: &Map) -> Ans
     if models.is_empty() || models.iter().any(|m| m.trim().is_empty()) {
         return Err(HubError::BadRequest("'models' (a non-empty list of model names) or 'runConfigId' is required".into()));
     }
-    let version = match fields.nonblank("versionId")? {
+    pinned(hub, project, container, run_config_id, models, fields.nonblank("versionId")?).await
+}
+
+/// A dispatch answered without a runner: the version pinned (given, else the newest
+/// READY one of `container`) and every model `ok: false` with the reason.
+async fn pinned(
+    hub: &Hub,
+    project: &str,
+    container: &Container,
+    run_config_id: Option<String>,
+    models: Vec<String>,
+    version_id: Option<String>,
+) -> Answer {
+    let version = match version_id {
         Some(id) => {
             let (owner, version) = own_version(hub, project, &id).await?;
             if owner.id != container.id {
@@ -414,6 +427,47 @@ async fn run(hub: &Hub, project: &str, container: &Container, body: &Map) -> Ans
         ("versionId", Value::str(version.id.clone())),
         ("runs", Value::Array(runs)),
     ]))
+}
+
+/// `POST /benchmark-containers/run-configs/dispatch` (§1.17): `{runConfigId,
+/// containerId?, versionId?}` checked as a hosted dispatch would check it — the run
+/// config of this project, the environment (given, else the project's only one), a
+/// READY version (given, else the newest) — then answered like `run`: the config's
+/// every model `ok: false`, with the reason.
+pub(super) async fn dispatch_run_config(hub: &Hub, project: &str, body: &Map) -> Answer {
+    let fields = Fields::new(body, "");
+    fields.only(&["runConfigId", "containerId", "versionId"])?;
+    let id = fields.nonblank("runConfigId")?.ok_or_else(|| HubError::BadRequest("'runConfigId' is required".into()))?;
+    let config = hub.meta.run_config(project, &id).await?.ok_or_else(|| HubError::NotFound(format!("no run config '{id}'")))?;
+    let models: Vec<String> = opt_value(&config)
+        .get("models")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect();
+    let container = match fields.nonblank("containerId")? {
+        Some(cid) => hub
+            .meta
+            .container_by_id(&cid)
+            .await?
+            .filter(|c| c.project_id == project)
+            .ok_or_else(|| HubError::NotFound(format!("no environment '{cid}' in this project")))?,
+        None => {
+            let mut all = hub.meta.project_containers(project, None, 2).await?;
+            match all.len() {
+                1 => all.remove(0),
+                0 => return Err(HubError::BadRequest("this project has no environment to run: push one first".into())),
+                _ => {
+                    return Err(HubError::BadRequest(
+                        "this project hosts several environments: name one with 'containerId' (`--container-id`)".into(),
+                    ))
+                }
+            }
+        }
+    };
+    pinned(hub, project, &container, Some(id), models, fields.nonblank("versionId")?).await
 }
 
 #[cfg(test)]

@@ -321,9 +321,7 @@ async fn route(hub: &Hub, method: &Method, path: &str, query: &BTreeMap<String, 
         ("POST", ["evaluations", id, "finalize"]) => {
             evaluations::finalize_evaluation(hub, &project, &percent_decode(id), &parse_body(body)?).await
         }
-        ("POST", ["run-configs", "dispatch"]) => Err(HubError::BadRequest(
-            "this self-hosted hub does not run hosted evaluations: run the world locally (`gateway worlds run`)".into(),
-        )),
+        ("POST", ["run-configs", "dispatch"]) => environments::dispatch_run_config(hub, &project, &parse_body(body)?).await,
         _ => Err(HubError::NotFound(format!("no route for {method} {path}"))),
     }
 }

@@ -1,7 +1,8 @@
-//! Containers and versions: resolve, create, finalize, resolve a ref, download,
-//! files and diffs.
+//! Containers and versions: resolve, create, finalize, resolve a ref (with the
+//! world's pass bar read once from its bundle), download, files and diffs.
 
 use super::*;
+use crate::world_facts;
 
 pub(super) async fn resolve(hub: &Hub, project: &str, body: &Map) -> Answer {
     let slug = req_str(body, "slug")?;
@@ -274,7 +275,81 @@ pub(super) async fn resolve_version(hub: &Hub, project: &str, body: &Map, base_u
     if version.uploaded {
         out.insert("downloadUrl".into(), Value::str(presign(hub, base_url, "GET", &version.object_key, &[])));
     }
+    if let Some(bar) = pass_threshold(hub, project, &version).await? {
+        out.insert("passThreshold".into(), Value::Float(bar));
+    }
     ok(Value::Object(out))
+}
+
+/// The document kind caching what was read out of a version's bundle (`{passThreshold?}`).
+const FACTS: &str = "version-facts";
+
+/// The world's pass bar (`crate::world_facts`): read from the bundle the first time a
+/// version is resolved, then from its cached facts (a READY version never changes).
+/// A bundle that cannot be read now names no bar, and is tried again next time.
+async fn pass_threshold(hub: &Hub, project: &str, version: &Version) -> Result<Option<f64>, HubError> {
+    if let Some(text) = hub.meta.document(project, FACTS, &version.id).await? {
+        return Ok(opt_value(&text).get("passThreshold").and_then(Value::as_f64));
+    }
+    let listed = manifest_map(version);
+    let wanted: Vec<&'static str> = world_facts::BAR_SOURCES.iter().copied().filter(|p| listed.contains_key(*p)).collect();
+    let bar = if wanted.is_empty() || !version.uploaded {
+        None
+    } else {
+        match bundle_members(hub, &version.object_key, wanted).await {
+            Ok(members) => world_facts::pass_threshold(&members),
+            Err(error) => {
+                eprintln!("hub: could not read the pass bar of version {}: {error}", version.id);
+                return Ok(None);
+            }
+        }
+    };
+    let facts = match bar {
+        Some(bar) => object([("passThreshold", Value::Float(bar))]),
+        None => Value::Object(Map::default()),
+    };
+    hub.meta.put_document(project, FACTS, &version.id, &json::canonical(&facts)).await?;
+    Ok(bar)
+}
+
+/// Members of a stored bundle, streamed through gunzip and tar on a blocking thread
+/// (never held whole; reading stops once every wanted member is found).
+async fn bundle_members(hub: &Hub, key: &str, wanted: Vec<&'static str>) -> Result<BTreeMap<String, String>, HubError> {
+    use futures_util::StreamExt as _;
+    let Some(mut stream) = hub.objects.open(key).await? else { return Ok(BTreeMap::new()) };
+    let (tx, rx) = tokio::sync::mpsc::channel::<axum::body::Bytes>(4);
+    let reading =
+        tokio::task::spawn_blocking(move || world_facts::read_members(ChannelReader { rx, chunk: axum::body::Bytes::new() }, &wanted));
+    while let Some(chunk) = stream.next().await {
+        if tx.send(chunk?).await.is_err() {
+            break; // the reader has what it wanted
+        }
+    }
+    drop(tx);
+    reading
+        .await
+        .map_err(|e| HubError::Storage(format!("bundle reader: {e}")))?
+        .map_err(|e| HubError::Storage(format!("bundle {key}: {e}")))
+}
+
+/// A blocking `Read` over chunks sent from the async side.
+struct ChannelReader {
+    rx: tokio::sync::mpsc::Receiver<axum::body::Bytes>,
+    chunk: axum::body::Bytes,
+}
+
+impl std::io::Read for ChannelReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.chunk.is_empty() {
+            match self.rx.blocking_recv() {
+                Some(chunk) => self.chunk = chunk,
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.chunk.len());
+        buf[..n].copy_from_slice(&self.chunk.split_to(n));
+        Ok(n)
+    }
 }
 
 pub(super) async fn download(hub: &Hub, project: &str, id: &str, artifact: Option<String>, base_url: &str) -> Answer {
