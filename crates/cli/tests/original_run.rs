@@ -21,7 +21,13 @@
 //! original's, which must print the same bytes. Then the gate: a lazy agent scores 0.5
 //! and `--fail-under 1` exits 1 after filing; `--fail-under 1.1` is outside the
 //! original's own `min=0.0, max=1.0` option range, a usage error (exit 2) before
-//! anything runs; `--no-file` grades without filing.
+//! anything runs; `--no-file` grades without filing. A clean checkout the original
+//! pulls from our hub runs with `--path` and files pinned too, and after a second push
+//! `notes@<hash prefix>` stays pinned to the first version while `notes` follows main.
+//!
+//! Not covered: OUR `gateway worlds run` opens schema worlds only and refuses this
+//! legacy Harbor world ("holds no schema world the host can open"), so it is run here
+//! by the original alone; our CLI only reads the filed evaluations back.
 
 use serde_json::{json, Value};
 use std::path::Path;
@@ -233,6 +239,15 @@ fn the_originals_worlds_run_pulls_from_our_hub_and_files_pinned_evaluations() {
     assert_eq!((out.json()["reward"].as_f64(), &out.json()["world"]["filed"]), (Some(1.0), &json!(false)));
     assert_eq!(read(&["rollouts", &container])["rollouts"].as_array().unwrap().len(), 2, "nothing more filed");
 
+    // A clean checkout pulled by the original from our hub runs with --path and files
+    // pinned to the version it was pulled at (its .gateway metadata is our resolve-version).
+    let pulled = run(&original, &work, &["bench", "pull", "notes", "-t", "checkout"], &hub);
+    assert_eq!(pulled.code, 0, "{}\n{}", pulled.stdout, pulled.stderr);
+    let out = run(&original, &work, &["worlds", "run", "--path", "checkout", "--agent", "agent.py"], &hub);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.json()["world"], json!({"slug": "notes", "branch": "main", "versionId": version, "variant": "alice", "filed": true}));
+    assert_eq!(read(&["rollouts", &container])["rollouts"][0]["id"], json!(string(&out.json(), "evaluationId")));
+
     // A new version on main: a run of notes@<first version's hash> stays pinned to it.
     std::fs::write(world.join("README.md"), "notes world\n").unwrap();
     let v2 = run(&original, &work, &["bench", "push", "notes"], &hub);
@@ -248,5 +263,5 @@ fn the_originals_worlds_run_pulls_from_our_hub_and_files_pinned_evaluations() {
     assert_eq!(out.json()["world"]["versionId"].as_str(), Some(v2.as_str()), "latest is the new tip");
     let rollouts = read(&["rollouts", &container]);
     let pins: Vec<&str> = rollouts["rollouts"].as_array().unwrap().iter().map(|r| r["containerVersionId"].as_str().unwrap()).collect();
-    assert_eq!(pins, [v2.as_str(), &version, &version, &version], "{rollouts}");
+    assert_eq!(pins, [v2.as_str(), &version, &version, &version, &version], "{rollouts}");
 }
