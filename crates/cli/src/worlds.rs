@@ -17,9 +17,12 @@ pub enum WorldsCommand {
     Serve {
         /// World directory holding connector.toml.
         path: PathBuf,
-        /// Port to listen on.
+        /// Port to listen on (0: any free port, printed on start).
         #[arg(long, default_value_t = 8080)]
         port: u16,
+        /// Address to listen on; loopback unless asked (0.0.0.0 in a container).
+        #[arg(long, default_value = "127.0.0.1")]
+        bind: std::net::IpAddr,
         /// Require this credential; default accepts any non-empty one (also WORLD_API_KEY).
         #[arg(long = "api-key")]
         api_key: Option<String>,
@@ -195,14 +198,14 @@ pub fn run(command: WorldsCommand) -> ExitCode {
         WorldsCommand::Skill(args) => crate::connector::skill(args),
         WorldsCommand::Session { command } => crate::session::run_session(command),
         WorldsCommand::Task { command } => crate::session::run_task(command),
-        WorldsCommand::Serve { path, port, api_key, scenario } => serve(path, port, api_key, scenario),
+        WorldsCommand::Serve { path, port, bind, api_key, scenario } => serve(path, bind, port, api_key, scenario),
         WorldsCommand::Mcp(args) => crate::mcp::run(args),
         WorldsCommand::Run(args) => crate::run::run(*args),
         WorldsCommand::Ci(args) => crate::run::ci(*args),
     }
 }
 
-fn serve(path: PathBuf, port: u16, api_key: Option<String>, scenario: Option<String>) -> ExitCode {
+fn serve(path: PathBuf, bind: std::net::IpAddr, port: u16, api_key: Option<String>, scenario: Option<String>) -> ExitCode {
     let api_key = api_key.or_else(|| std::env::var("WORLD_API_KEY").ok().filter(|k| !k.is_empty()));
     let options = gateway_serve::server::ServeOptions { port, host: None, api_key, scenario };
     let app = match gateway_serve::server::load(&path, &options) {
@@ -219,7 +222,8 @@ fn serve(path: PathBuf, port: u16, api_key: Option<String>, scenario: Option<Str
             return ExitCode::from(1);
         }
     };
-    let addr = std::net::SocketAddr::from(([0, 0, 0, 0], port));
+    let addr = std::net::SocketAddr::new(bind, port);
+    let base_path = app.prefix().to_string();
     let served = runtime.block_on(async move {
         // Bind first, so "listening" names the real port (also for --port 0) and a
         // busy port is one clear line.
@@ -230,8 +234,11 @@ fn serve(path: PathBuf, port: u16, api_key: Option<String>, scenario: Option<Str
                 return ExitCode::from(1);
             }
         };
-        let bound = listener.local_addr().map(|a| a.port()).unwrap_or(port);
-        eprintln!("world api listening on http://0.0.0.0:{bound}");
+        let bound = listener.local_addr().unwrap_or(addr);
+        eprintln!("world api listening on http://{bound}");
+        eprintln!(
+            "  the vendor's API under http://{bound}{base_path}/ (admin: /__world/state, /__world/reset, /__world/seed; health: /healthz)"
+        );
         match gateway_serve::server::run(app, listener, crate::shutdown_signal()).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {

@@ -329,3 +329,38 @@ fn concurrent_creates_never_collide_on_generated_ids() {
     let next = request(&server, "POST", "/api/v2/tickets", &[AUTH], br#"{"customer_id": "C3", "subject": "after"}"#);
     assert!(next.body.contains(r#""id": 504"#), "max + 1 after the highest was deleted: {}", next.body);
 }
+
+/// `--port 0` binds first and prints the real address (on loopback by default),
+/// then the routes; a busy port is one clear line and exit 1.
+#[test]
+fn serve_prints_the_bound_address_and_refuses_a_busy_port() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let world = dir.path().join("helpdesk");
+    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), &world);
+    assert!(Command::new(BIN).args(["worlds", "schema", "compile"]).arg(&world).output().unwrap().status.success());
+    let mut child = Command::new(BIN)
+        .args(["worlds", "serve"])
+        .arg(&world)
+        .args(["--port", "0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let second = lines.next().unwrap().unwrap();
+    let address = first.strip_prefix("world api listening on http://").unwrap_or_else(|| panic!("{first}"));
+    assert!(address.starts_with("127.0.0.1:") && !address.ends_with(":0"), "{first}");
+    assert!(second.contains("/__world/state") && second.contains("/healthz"), "{second}");
+    let port: u16 = address.rsplit(':').next().unwrap().parse().unwrap();
+    assert!(TcpStream::connect(("127.0.0.1", port)).is_ok(), "it serves where it says");
+
+    // The same port again: refused in one line, exit 1.
+    let busy = Command::new(BIN).args(["worlds", "serve"]).arg(&world).args(["--port", &port.to_string()]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&busy.stderr);
+    assert_eq!(busy.status.code(), Some(1), "{stderr}");
+    assert!(stderr.trim().lines().count() == 1 && stderr.contains(&format!("127.0.0.1:{port}")), "{stderr}");
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -443,7 +443,7 @@ pub fn dockerfile() -> String {
         "COPY server /srv".into(),
         format!("EXPOSE {PORT}"),
         "# PORT and WORLD_API_KEY are read from the environment, as the original's main.py read them.".into(),
-        format!("CMD [\"/bin/sh\", \"-c\", \"exec /srv/gateway worlds serve /srv/world --port \\\"${{PORT:-{PORT}}}\\\"\"]"),
+        format!("CMD [\"/bin/sh\", \"-c\", \"exec /srv/gateway worlds serve /srv/world --bind 0.0.0.0 --port \\\"${{PORT:-{PORT}}}\\\"\"]"),
         String::new(),
     ]
     .join("\n")

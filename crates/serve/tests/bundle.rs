@@ -113,7 +113,7 @@ fn check_case(case: &str) {
     assert!(dockerfile.starts_with("FROM debian:bookworm-slim\n"), "{dockerfile}");
     assert!(dockerfile.contains("python3"), "{dockerfile}");
     assert!(dockerfile.contains("\nCOPY server /srv\n"), "{dockerfile}");
-    assert!(dockerfile.contains("exec /srv/gateway worlds serve /srv/world --port"), "{dockerfile}");
+    assert!(dockerfile.contains("exec /srv/gateway worlds serve /srv/world --bind 0.0.0.0 --port"), "{dockerfile}");
     assert!(dockerfile.contains("\nEXPOSE 8080\n"), "{dockerfile}");
     assert!(std::fs::read_to_string(server.join("README.md")).unwrap().contains("gateway worlds serve"));
     let top: BTreeSet<String> = files(&server).into_iter().filter(|f| !f.starts_with("world/")).collect();
