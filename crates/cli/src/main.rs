@@ -15,7 +15,7 @@ mod run;
 mod session;
 mod worlds;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
 // Rows checks and serving allocate many small values per row and request; mimalloc
@@ -63,6 +63,11 @@ enum Command {
         #[command(subcommand)]
         command: hub::AuthCommand,
     },
+    /// Print a shell completion script: `gateway completion bash > ~/.local/share/bash-completion/completions/gateway`.
+    Completion {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
 }
 
 /// Completes on Ctrl-C or SIGTERM: servers stop taking connections and finish the
@@ -97,5 +102,13 @@ fn main() -> ExitCode {
         Command::Hub { command } => hub::run(command),
         Command::Auth { command } => hub::auth(command),
         Command::Host { command } => host::run(command),
+        Command::Completion { shell } => {
+            // Into a buffer first: clap_complete panics on a closed stdout (`| head`).
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "gateway", &mut script);
+            use std::io::Write;
+            let _ = std::io::stdout().write_all(&script);
+            ExitCode::SUCCESS
+        }
     }
 }
