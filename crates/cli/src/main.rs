@@ -95,6 +95,15 @@ pub(crate) async fn shutdown_signal() {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    gateway_world::data::tempfile_dir::sweep_stale();
+    let code = run(cli);
+    // Every temporary directory of this process lives under one, removed here (a
+    // killed process's is swept by the next one to start).
+    gateway_world::data::tempfile_dir::remove_process_root();
+    code
+}
+
+fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Worlds { command } => worlds::run(command),
         Command::Bench { command } => bench::run(command),

@@ -586,7 +586,7 @@ fn local_validate(spec_path: &Path, world: &Path) -> Result<(), Exit> {
     let spec_value = read_document(spec_path)?;
     let spec = gateway_world::task::TaskSpec::parse(&spec_value).map_err(|e| rejected(&e))?;
     let absolute = std::fs::canonicalize(world).map_err(|e| Exit::refused(format!("{}: {e}", world.display())))?;
-    let scratch = tempfile::tempdir().map_err(|e| Exit::refused(e.to_string()))?;
+    let scratch = tempfile::tempdir_in(gateway_world::data::tempfile_dir::process_root()).map_err(|e| Exit::refused(e.to_string()))?;
     let host = gateway_host::WorldHost::new(gateway_host::HostConfig::local(scratch.path().to_path_buf()));
     let url = format!("file://{}", absolute.display());
     let version = host.versions.ensure("local", &url).map_err(|e| Exit::refused(e.to_string()))?;

@@ -263,7 +263,10 @@ pub fn open_local(world: &Path, task: Option<&str>, task_file: Option<&Path>) ->
             Some(parsed.value)
         }
     };
-    let root = tempfile::Builder::new().prefix("gateway-mcp-").tempdir().map_err(|e| refuse("host", e.to_string()))?;
+    let root = tempfile::Builder::new()
+        .prefix("gateway-mcp-")
+        .tempdir_in(gateway_world::data::tempfile_dir::process_root())
+        .map_err(|e| refuse("host", e.to_string()))?;
     let host = Arc::new(WorldHost::new(crate::host::HostConfig::local(root.path().join("host"))));
     let session_id = "local".to_string();
     host.open(crate::host::OpenRequest {

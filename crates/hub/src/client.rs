@@ -799,7 +799,7 @@ impl Client {
 
 /// A fresh private scratch directory under the system temp dir.
 fn tempfile_dir(prefix: &str) -> Result<PathBuf> {
-    let dir = std::env::temp_dir().join(format!("{prefix}{}", crate::util::random_hex(6)));
+    let dir = gateway_world::data::tempfile_dir::process_root().join(format!("{prefix}{}", crate::util::random_hex(6)));
     std::fs::create_dir(&dir).map_err(|e| HubError::io(&dir, e))?;
     Ok(dir)
 }

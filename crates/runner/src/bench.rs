@@ -143,7 +143,10 @@ pub fn bench_eval(request: &EvalRequest, note: &mut dyn FnMut(&str)) -> Result<R
     let bench = Client::from_env(request.host.as_deref())?;
     let (slug, reference) = split_ref(request.slug.as_deref().unwrap_or_default());
     let version_id = version_of(&bench.resolve_version(&slug, &reference)?)?;
-    let scratch = tempfile::Builder::new().prefix("gateway-bench-eval-").tempdir().map_err(|e| RunnerError::io(Path::new("tmp"), e))?;
+    let scratch = tempfile::Builder::new()
+        .prefix("gateway-bench-eval-")
+        .tempdir_in(gateway_world::data::tempfile_dir::process_root())
+        .map_err(|e| RunnerError::io(Path::new("tmp"), e))?;
     let src = scratch.path().join("src");
     let resolved_kind = if kind == "auto" || kind == "harbor" {
         bench.pull(&format!("{slug}@{reference}"), Some(&src))?;

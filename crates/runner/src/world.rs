@@ -84,7 +84,10 @@ impl WorldSource {
     /// the pulled version and branch travel with it.
     pub fn pull(slug_ref: &str, host: Option<&str>) -> Result<WorldSource, RunnerError> {
         let client = Client::from_env(host)?;
-        let target = tempfile::Builder::new().prefix("gateway-world-pull-").tempdir().map_err(|e| RunnerError::io(Path::new("/tmp"), e))?;
+        let target = tempfile::Builder::new()
+            .prefix("gateway-world-pull-")
+            .tempdir_in(gateway_world::data::tempfile_dir::process_root())
+            .map_err(|e| RunnerError::io(Path::new("/tmp"), e))?;
         let pulled = client.pull(slug_ref, Some(target.path()))?;
         let text = |key: &str| pulled.get(key).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string);
         Ok(WorldSource {
@@ -163,7 +166,10 @@ impl LocalWorld {
     /// Open `source` on a new host: its bundle copied (and compiled when it needs
     /// to be), its handlers started, its tasks read.
     pub fn open(source: WorldSource) -> Result<LocalWorld, RunnerError> {
-        let root = tempfile::Builder::new().prefix("gateway-run-").tempdir().map_err(|e| RunnerError::io(Path::new("/tmp"), e))?;
+        let root = tempfile::Builder::new()
+            .prefix("gateway-run-")
+            .tempdir_in(gateway_world::data::tempfile_dir::process_root())
+            .map_err(|e| RunnerError::io(Path::new("/tmp"), e))?;
         let dir = std::fs::canonicalize(&source.dir).map_err(|e| RunnerError::io(&source.dir, e))?;
         let mut config = HostConfig::local(root.path().join("host"));
         config.fetch = Arc::new(archive_fetch);
