@@ -8,7 +8,7 @@ use clap::Subcommand;
 use gateway_hub::client::{read_local_meta, Client, PushOptions};
 use gateway_hub::HubError;
 use gateway_world::json::{dumps, DumpOptions, Map, Value};
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -698,11 +698,8 @@ fn secrets(action: String, env: String, key: Option<String>, value: Option<Strin
     let secret = match value {
         Some(value) => value,
         None => {
-            eprint!("Value for {key} (input hidden): ");
-            let _ = std::io::stderr().flush();
-            let mut line = String::new();
-            // On a terminal the value is read as typed (no echo control here).
-            std::io::stdin().lock().read_line(&mut line).map_err(|e| Failure::Plain(format!("Error: {e}")))?;
+            let line = crate::hub::prompt_secret(&format!("Value for {key} (input hidden)"), true)
+                .map_err(|e| Failure::Plain(format!("Error: {e}")))?;
             line.trim().to_string()
         }
     };

@@ -169,13 +169,32 @@ fn prompt(label: &str) -> String {
     line.trim_end_matches(['\n', '\r']).to_string()
 }
 
+/// A secret read without echo when stdin is a terminal (rpassword), else one line
+/// of stdin (piped input, as the original's hidden prompt reads it).
+pub(crate) fn prompt_secret(label: &str, to_stderr: bool) -> std::io::Result<String> {
+    use std::io::IsTerminal;
+    if to_stderr {
+        eprint!("{label}: ");
+        let _ = std::io::stderr().flush();
+    } else {
+        print!("{label}: ");
+        let _ = std::io::stdout().flush();
+    }
+    if std::io::stdin().is_terminal() {
+        return rpassword::read_password();
+    }
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    Ok(line.trim_end_matches(['\n', '\r']).to_string())
+}
+
 /// Run one `auth` command.
 pub fn auth(command: AuthCommand) -> ExitCode {
     match command {
         AuthCommand::Login { host, public_key, api_key } => {
             let host = host.unwrap_or_else(|| prompt("Host"));
             let public_key = public_key.unwrap_or_else(|| prompt("Public key"));
-            let api_key = api_key.unwrap_or_else(|| prompt("Api key"));
+            let api_key = api_key.unwrap_or_else(|| prompt_secret("Api key", false).unwrap_or_default());
             let config = object([
                 ("host", Value::str(host.trim_end_matches('/'))),
                 ("public_key", Value::str(public_key)),
