@@ -304,8 +304,11 @@ fn our_worlds_run_runs_the_legacy_harbor_world_as_the_original_does() {
     for variant in ["alice", "bob"] {
         notes_task(&work.join("notes"), variant);
     }
-    std::fs::write(work.join("agent.py"), AGENT.replace("    world.tools[\"add_note\"]", "    print(\"agent says hi\")\n    world.tools[\"add_note\"]"))
-        .unwrap();
+    std::fs::write(
+        work.join("agent.py"),
+        AGENT.replace("    world.tools[\"add_note\"]", "    print(\"agent says hi\")\n    world.tools[\"add_note\"]"),
+    )
+    .unwrap();
     // An unlinked copy (no .gateway): runs unfiled, as --path does for an ad-hoc dir.
     for variant in ["alice", "bob"] {
         notes_task(&work.join("scratch"), variant);
@@ -358,7 +361,9 @@ fn our_worlds_run_runs_the_legacy_harbor_world_as_the_original_does() {
     let listed = run(ours, &work, &["environment", "rollouts", &container], &hub);
     assert_eq!(listed.code, 0, "{}", listed.stderr);
     let rollouts = listed.json()["rollouts"].clone();
-    let by_id = |id: &str| rollouts.as_array().unwrap().iter().find(|r| r["id"] == json!(id)).cloned().unwrap_or_else(|| panic!("{id} not in {rollouts}"));
+    let by_id = |id: &str| {
+        rollouts.as_array().unwrap().iter().find(|r| r["id"] == json!(id)).cloned().unwrap_or_else(|| panic!("{id} not in {rollouts}"))
+    };
     let (my_rollout, their_rollout) = (by_id(&my_eval), by_id(&their_eval));
     for key in ["model", "status", "containerVersionId", "sampleCount", "metrics"] {
         assert_eq!(my_rollout[key], their_rollout[key], "{key}: ours {my_rollout} theirs {their_rollout}");
