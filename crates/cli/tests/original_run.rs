@@ -25,9 +25,12 @@
 //! pulls from our hub runs with `--path` and files pinned too, and after a second push
 //! `notes@<hash prefix>` stays pinned to the first version while `notes` follows main.
 //!
-//! Not covered: OUR `gateway worlds run` opens schema worlds only and refuses this
-//! legacy Harbor world ("holds no schema world the host can open"), so it is run here
-//! by the original alone; our CLI only reads the filed evaluations back.
+//! The second test runs OUR `gateway worlds run` on the same world (harbor_world.py
+//! in gateway-runner, Python as the original's) beside the original's: `--path` on an
+//! unlinked copy with `--no-file` and `--fail-under`, its refusals, then `SLUG`
+//! against our hub, filed by each; results, filed rollouts and samples compare equal
+//! but for ids and durations. One difference is kept on purpose: what the agent
+//! prints goes to our stderr, where the original's shares stdout with the result.
 
 use serde_json::{json, Value};
 use std::path::Path;
@@ -264,4 +267,134 @@ fn the_originals_worlds_run_pulls_from_our_hub_and_files_pinned_evaluations() {
     let rollouts = read(&["rollouts", &container]);
     let pins: Vec<&str> = rollouts["rollouts"].as_array().unwrap().iter().map(|r| r["containerVersionId"].as_str().unwrap()).collect();
     assert_eq!(pins, [v2.as_str(), &version, &version, &version, &version], "{rollouts}");
+}
+
+/// A result with what differs run to run taken out: its duration and evaluation id.
+fn comparable(result: &Value) -> Value {
+    let mut result = result.clone();
+    let fields = result.as_object_mut().unwrap();
+    assert!(fields.remove("durationSeconds").is_some_and(|d| d.is_f64()), "no durationSeconds: {fields:?}");
+    fields.remove("evaluationId");
+    result
+}
+
+/// A filed sample with what differs filing to filing (ids, times; the session and
+/// trace ids the hub derives from the evaluation's) taken out.
+fn comparable_sample(sample: &Value) -> Value {
+    let mut sample = sample.clone();
+    for key in ["id", "evaluationId", "createdAt", "updatedAt", "startedAt", "completedAt", "durationMs"] {
+        sample.as_object_mut().unwrap().remove(key);
+    }
+    for key in ["sessionId", "traceId"] {
+        assert!(sample["info"].as_object_mut().unwrap().remove(key).is_some(), "{key}: {sample}");
+    }
+    sample
+}
+
+#[test]
+fn our_worlds_run_runs_the_legacy_harbor_world_as_the_original_does() {
+    let Some((original, _)) = common::reference() else {
+        eprintln!("NOTICE: original_run skipped: the reference install (~/.cache/gateway-reference) is absent");
+        return;
+    };
+    let ours = Path::new(common::GATEWAY);
+    let dir = tempfile::tempdir().unwrap();
+    let hub = common::start(&dir.path().join("hub"));
+    let work = dir.path().join("work");
+    for variant in ["alice", "bob"] {
+        notes_task(&work.join("notes"), variant);
+    }
+    std::fs::write(
+        work.join("agent.py"),
+        AGENT.replace("    world.tools[\"add_note\"]", "    print(\"agent says hi\")\n    world.tools[\"add_note\"]"),
+    )
+    .unwrap();
+    // An unlinked copy (no .gateway): runs unfiled, as --path does for an ad-hoc dir.
+    for variant in ["alice", "bob"] {
+        notes_task(&work.join("scratch"), variant);
+    }
+    let both = |args: &[&str]| -> (Out, Out) { (run(ours, &work, args, &hub), run(&original, &work, args, &hub)) };
+
+    // --path --no-file: the same result, exit code and gate line as the original's.
+    let (mine, theirs) = both(&["worlds", "run", "--path", "scratch", "--agent", "agent.py:lazy", "--no-file"]);
+    assert_eq!((mine.code, theirs.code), (0, 0), "{}\n{}", mine.stderr, theirs.stderr);
+    assert_eq!(comparable(&mine.json()), comparable(&theirs.json()));
+    assert_eq!(mine.json()["world"], json!({"slug": null, "branch": null, "versionId": null, "variant": "alice", "filed": false}));
+    let (mine, theirs) =
+        both(&["worlds", "run", "--path", "scratch", "-v", "bob", "--agent", "agent.py:lazy", "--no-file", "--fail-under", "1"]);
+    assert_eq!((mine.code, theirs.code), (1, 1), "{}\n{}", mine.stderr, theirs.stderr);
+    assert_eq!(comparable(&mine.json()), comparable(&theirs.json()));
+    assert_eq!((mine.json()["reward"].as_f64(), &mine.json()["world"]["variant"]), (Some(0.5), &json!("bob")));
+    let gate = "gate: avg reward 0.500 is below the 1 bar (--fail-under).";
+    assert!(mine.stderr.contains(gate) && theirs.stderr.contains(gate), "{}\n{}", mine.stderr, theirs.stderr);
+    // Unfiled without --no-file: the note before the agent runs; the agent's prints
+    // go to stderr here (the original's share its stdout with the result).
+    let mine = run(ours, &work, &["worlds", "run", "--path", "scratch", "--agent", "agent.py:lazy"], &hub);
+    assert_eq!(mine.code, 0, "{}", mine.stderr);
+    assert!(mine.stderr.starts_with("note: running unfiled — this directory has no hub link"), "{}", mine.stderr);
+    // The original's refusals, in its words: an unknown variant, an agent that is not there.
+    let (mine, theirs) = both(&["worlds", "run", "--path", "scratch", "-v", "carol", "--agent", "agent.py", "--no-file"]);
+    assert_eq!((mine.code, theirs.code), (1, 1));
+    assert_eq!(mine.stderr.trim(), theirs.stderr.trim());
+    assert!(mine.stderr.contains("no task matches variant 'carol'; have: add-note-alice (variant=alice), add-note-bob (variant=bob)"));
+
+    // SLUG against our hub: pushed by the original, pulled, run and filed by each CLI.
+    let pushed = run(&original, &work, &["bench", "push", "notes"], &hub);
+    assert_eq!(pushed.code, 0, "{}\n{}", pushed.stdout, pushed.stderr);
+    let (version, container) = (string(&pushed.json(), "versionId"), string(&pushed.json(), "containerId"));
+    let (mine, theirs) = both(&["worlds", "run", "notes", "--agent", "agent.py"]);
+    assert_eq!((mine.code, theirs.code), (0, 0), "{}\n{}", mine.stderr, theirs.stderr);
+    assert!(mine.stderr.contains("agent says hi") && !mine.stdout.contains("agent says hi"), "{}", mine.stderr);
+    // The original's agent printed onto its stdout, before the result.
+    let printed = theirs.stdout.find("\n{").map(|at| theirs.stdout[..at].to_string());
+    assert_eq!(printed.as_deref(), Some("agent says hi"), "{}", theirs.stdout);
+    let theirs: Value = serde_json::from_str(&theirs.stdout["agent says hi\n".len()..]).unwrap();
+    let mine = mine.json();
+    assert_eq!(comparable(&mine), comparable(&theirs));
+    assert_eq!(mine["world"], json!({"slug": "notes", "branch": "main", "versionId": version, "variant": "alice", "filed": true}));
+    let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(&mine), keys(&theirs), "the same members in the same order");
+    let (my_eval, their_eval) = (string(&mine, "evaluationId"), string(&theirs, "evaluationId"));
+    assert_ne!(my_eval, their_eval);
+
+    // Filed alike: the rollouts (newest first: the original's, then ours) and the samples.
+    let listed = run(ours, &work, &["environment", "rollouts", &container], &hub);
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    let rollouts = listed.json()["rollouts"].clone();
+    let by_id = |id: &str| {
+        rollouts.as_array().unwrap().iter().find(|r| r["id"] == json!(id)).cloned().unwrap_or_else(|| panic!("{id} not in {rollouts}"))
+    };
+    let (my_rollout, their_rollout) = (by_id(&my_eval), by_id(&their_eval));
+    for key in ["model", "status", "containerVersionId", "sampleCount", "metrics"] {
+        assert_eq!(my_rollout[key], their_rollout[key], "{key}: ours {my_rollout} theirs {their_rollout}");
+    }
+    assert_eq!(my_rollout["metrics"], json!({"avg_reward": 1.0, "reward": 1.0, "rewards.added": 1.0, "rewards.kept": 1.0}));
+    let sample = |evaluation: &str| {
+        let out = run(ours, &work, &["environment", "samples", &container, evaluation], &hub);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        out.json()["samples"][0].clone()
+    };
+    let (my_sample, their_sample) = (sample(&my_eval), sample(&their_eval));
+    assert_eq!(comparable_sample(&my_sample), comparable_sample(&their_sample));
+    assert_eq!((&my_sample["exampleId"], &my_sample["info"]["variant"]), (&json!("add-note-alice"), &json!("alice")));
+
+    // The gate on a filed run: filed first, then exit 1, as the original.
+    let args = ["worlds", "run", "notes@main", "--variant", "bob", "--agent", "agent.py:lazy", "-m", "lazy-1", "--fail-under", "1"];
+    let (mine, theirs) = both(&args);
+    assert_eq!((mine.code, theirs.code), (1, 1), "{}\n{}", mine.stderr, theirs.stderr);
+    assert!(mine.stderr.contains(gate), "{}", mine.stderr);
+    assert_eq!(comparable(&mine.json()), comparable(&theirs.json()));
+    let newest = run(ours, &work, &["environment", "rollouts", &container], &hub).json();
+    let filed: Vec<&Value> = newest["rollouts"].as_array().unwrap().iter().filter(|r| r["model"] == json!("lazy-1")).collect();
+    assert_eq!(filed.len(), 2, "{newest}");
+    assert_eq!((&filed[0]["metrics"], &filed[0]["status"]), (&filed[1]["metrics"], &filed[1]["status"]));
+    assert_eq!(sample(&string(&mine.json(), "evaluationId"))["info"]["variant"], json!("bob"));
+
+    // --no-file on a slug: graded, nothing filed.
+    let (mine, theirs) = both(&["worlds", "run", "notes", "--agent", "agent.py:lazy", "--no-file"]);
+    assert_eq!((mine.code, theirs.code), (0, 0));
+    assert_eq!(comparable(&mine.json()), comparable(&theirs.json()));
+    assert_eq!(mine.json()["world"]["filed"], json!(false));
+    let count = run(ours, &work, &["environment", "rollouts", &container], &hub).json()["rollouts"].as_array().unwrap().len();
+    assert_eq!(count, 4, "nothing more filed");
 }

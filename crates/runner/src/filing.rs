@@ -20,7 +20,7 @@ pub const SOURCE: &str = "sdk-world-run";
 pub fn sample(rollout: &Rollout, info: &[(&str, Value)]) -> Map {
     let prompt: String = rollout.instruction.chars().take(20_000).collect();
     let mut details = Map::default();
-    details.insert("variant".into(), Value::str(&rollout.task));
+    details.insert("variant".into(), Value::str(&rollout.variant));
     details.insert("source".into(), Value::str(SOURCE));
     details.insert("agentError".into(), rollout.agent_error.clone().map(Value::Str).unwrap_or_default());
     details.insert("callLog".into(), Value::Array(rollout.call_log.clone()));
@@ -71,7 +71,7 @@ pub fn file_one(client: &EvalsClient, version_id: &str, model: &str, rollout: &R
         &NewEvaluation {
             model: Some(model.to_string()),
             rollouts_per_example: Some(1),
-            metadata: Some(object([("source", Value::str(SOURCE)), ("variant", Value::str(&rollout.task))])),
+            metadata: Some(object([("source", Value::str(SOURCE)), ("variant", Value::str(&rollout.variant))])),
             ..NewEvaluation::default()
         },
     )?;

@@ -14,7 +14,7 @@ use crate::error::RunnerError;
 use crate::filing::{self, RunFiling};
 use crate::gate::Gate;
 use crate::model::ModelConfig;
-use crate::run::{self, RunOptions};
+use crate::run::{self, Rollout, RunOptions};
 use crate::tasks::{self, WorldTask};
 use crate::world::{LocalWorld, WorldSource};
 use gateway_hub::client::{local_tree_state, meta_str, Client, PushOptions};
@@ -153,6 +153,9 @@ pub fn worlds_run(request: &RunRequest, note: &mut dyn FnMut(&str)) -> Result<Re
         (None, Some(path)) => WorldSource::local(path)?,
         (None, None) => unreachable!("checked above"),
     };
+    if crate::harbor_world::is_harbor_tree(&source.dir) {
+        return harbor_run(request, &agent, &source, note);
+    }
     let world = LocalWorld::open(source)?;
     let chosen = chosen(&world, &request.variants, request.all_tasks)?;
     let source = &world.source;
@@ -165,23 +168,7 @@ pub fn worlds_run(request: &RunRequest, note: &mut dyn FnMut(&str)) -> Result<Re
     let rollouts = run::run(&world, &chosen, &agent, &request.options)?;
     let single = rollouts.len() == 1;
     let mut result = if single {
-        let rollout = &rollouts[0];
-        if let Some(error) = &rollout.grade_error {
-            return Err(RunnerError::World(error.clone()));
-        }
-        let mut result = object([
-            ("reward", rollout.reward.map(Value::Float).unwrap_or_default()),
-            ("rewards", Value::Object(rollout.rewards.clone())),
-            ("agentError", text(&rollout.agent_error)),
-            ("calls", Value::Int(rollout.calls as i64)),
-            ("durationSeconds", Value::Float(rollout.duration)),
-        ]);
-        if file {
-            let client = EvalsClient::from_env(request.host.as_deref())?;
-            let version_id = source.version_id.as_deref().unwrap_or_default();
-            insert(&mut result, "evaluationId", Value::Str(filing::file_one(&client, version_id, &model, rollout)?));
-        }
-        result
+        single_result(&rollouts[0], file.then_some(source), &model, request.host.as_deref())?
     } else {
         let mut result = object([
             ("samples", Value::Int(rollouts.len() as i64)),
@@ -214,22 +201,81 @@ pub fn worlds_run(request: &RunRequest, note: &mut dyn FnMut(&str)) -> Result<Re
     let variant =
         if chosen.len() == 1 { Value::str(&chosen[0].name) } else { Value::Array(chosen.iter().map(|t| Value::str(&t.name)).collect()) };
     let filed = result.get("evaluationId").is_some();
-    insert(
-        &mut result,
-        "world",
-        object([
-            ("slug", text(&source.slug)),
-            ("branch", text(&source.branch)),
-            ("versionId", text(&source.version_id)),
-            ("variant", variant),
-            ("filed", Value::Bool(filed)),
-        ]),
-    );
+    insert(&mut result, "world", world_member(source, variant, filed));
     let shown_variant = chosen.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ");
     let title = format!(
         "World run · {}{} · {shown_variant}",
         source.slug.as_deref().unwrap_or("local"),
         source.branch.as_deref().map(|b| format!("@{b}")).unwrap_or_default()
+    );
+    let gate = Gate { fail_under: request.fail_under, bar_source: "--fail-under".into(), title, facts: vec![("model".into(), model)] };
+    Ok(Report { result, gate })
+}
+
+/// One rollout's result as `World.run` gives it, filed when `filed_to` is given.
+fn single_result(rollout: &Rollout, filed_to: Option<&WorldSource>, model: &str, host: Option<&str>) -> Result<Value, RunnerError> {
+    if let Some(error) = &rollout.grade_error {
+        return Err(RunnerError::World(error.clone()));
+    }
+    let mut result = object([
+        ("reward", rollout.reward.map(Value::Float).unwrap_or_default()),
+        ("rewards", Value::Object(rollout.rewards.clone())),
+        ("agentError", text(&rollout.agent_error)),
+        ("calls", Value::Int(rollout.calls as i64)),
+        ("durationSeconds", Value::Float(rollout.duration)),
+    ]);
+    if let Some(source) = filed_to {
+        let client = EvalsClient::from_env(host)?;
+        let version_id = source.version_id.as_deref().unwrap_or_default();
+        insert(&mut result, "evaluationId", Value::Str(filing::file_one(&client, version_id, model, rollout)?));
+    }
+    Ok(result)
+}
+
+/// The `world` member of a run's result.
+fn world_member(source: &WorldSource, variant: Value, filed: bool) -> Value {
+    object([
+        ("slug", text(&source.slug)),
+        ("branch", text(&source.branch)),
+        ("versionId", text(&source.version_id)),
+        ("variant", variant),
+        ("filed", Value::Bool(filed)),
+    ])
+}
+
+/// `gateway worlds run` on a Harbor task tree: one variant, a Python callable, run
+/// in Python as the original runs it ([`crate::harbor_world`]).
+fn harbor_run(request: &RunRequest, agent: &Agent, source: &WorldSource, note: &mut dyn FnMut(&str)) -> Result<Report, RunnerError> {
+    let Agent::Python(spec) = agent else {
+        return Err(RunnerError::Config(format!(
+            "{} is a Harbor task tree (tasks/*/task.toml): `worlds run` runs it in Python with a Python callable agent (--agent file.py[:fn] or module:fn), not {}",
+            source.dir.display(),
+            agent.label()
+        )));
+    };
+    if request.all_tasks || request.variants.len() > 1 || request.options.rollouts > 1 || request.options.transcripts.is_some() {
+        return Err(RunnerError::Config(
+            "a Harbor task tree runs one variant once (as the original's `worlds run`): drop --all-tasks, extra --variant, --rollouts-per-example and --output-dir".into(),
+        ));
+    }
+    let file = !request.no_file && source.version_id.is_some();
+    let rollout = crate::harbor_world::run(
+        source,
+        request.variants.first().map(String::as_str),
+        spec,
+        request.options.budget,
+        !request.no_file,
+        note,
+    )?;
+    let model = request.model.model.clone().unwrap_or_else(|| DEV_LOOP_MODEL.to_string());
+    let mut result = single_result(&rollout, file.then_some(source), &model, request.host.as_deref())?;
+    let filed = result.get("evaluationId").is_some();
+    insert(&mut result, "world", world_member(source, Value::str(&rollout.variant), filed));
+    let title = format!(
+        "World run · {}{} · {}",
+        source.slug.as_deref().unwrap_or("local"),
+        source.branch.as_deref().map(|b| format!("@{b}")).unwrap_or_default(),
+        rollout.variant
     );
     let gate = Gate { fail_under: request.fail_under, bar_source: "--fail-under".into(), title, facts: vec![("model".into(), model)] };
     Ok(Report { result, gate })

@@ -27,6 +27,7 @@ pub mod filing;
 pub mod flows;
 pub mod gate;
 pub mod harbor;
+pub mod harbor_world;
 pub mod model;
 pub mod process;
 pub mod run;

@@ -47,6 +47,9 @@ impl Default for RunOptions {
 pub struct Rollout {
     /// The task's name.
     pub task: String,
+    /// The variant it is filed under (the task's name, but for a Harbor task tree's
+    /// `[metadata] variant`).
+    pub variant: String,
     /// Its index among the task's rollouts.
     pub index: usize,
     /// The task's instruction (the prompt).
@@ -138,6 +141,7 @@ pub fn rollout(world: &LocalWorld, task: &WorldTask, index: usize, agent: &Agent
     let started = Instant::now();
     let mut result = Rollout {
         task: task.name.clone(),
+        variant: task.name.clone(),
         index,
         instruction: task.instruction.clone(),
         reward: None,
@@ -352,6 +356,7 @@ mod tests {
     fn graded(task: &str, reward: Option<f64>) -> Rollout {
         Rollout {
             task: task.into(),
+            variant: task.into(),
             index: 0,
             instruction: String::new(),
             reward,
