@@ -237,7 +237,7 @@ fn serve(path: PathBuf, bind: std::net::IpAddr, port: u16, api_key: Option<Strin
         let bound = listener.local_addr().unwrap_or(addr);
         eprintln!("world api listening on http://{bound}");
         eprintln!(
-            "  the vendor's API under http://{bound}{base_path}/ (admin: /__world/state, /__world/reset, /__world/seed; health: /healthz)"
+            "  the vendor's API under http://{bound}{base_path}/ (OpenAPI: /openapi.json, docs: /docs; admin: /__world/state, /__world/reset, /__world/seed; health: /healthz)"
         );
         match gateway_serve::server::run(app, listener, crate::shutdown_signal()).await {
             Ok(()) => ExitCode::SUCCESS,

@@ -364,3 +364,24 @@ fn serve_prints_the_bound_address_and_refuses_a_busy_port() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// The served world documents itself: /openapi.json is the api bundle's document,
+/// /docs a page of its operations (names escaped: crates/serve's unit test).
+#[test]
+fn the_world_serves_its_openapi_document_and_a_docs_page() {
+    let server = serve(|_| {}, &[]);
+    let document = request(&server, "GET", "/openapi.json", &[], b"");
+    assert_eq!(document.status, 200, "{}", document.body);
+    let served = gateway_world::json::parse(&document.body).unwrap().value;
+    let bundle = tempfile::tempdir().unwrap();
+    let out = bundle.path().join("b");
+    let built = Command::new(BIN).args(["worlds", "schema", "api-bundle"]).arg(&server.world).arg("--out").arg(&out).output().unwrap();
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let written = gateway_world::json::parse(&std::fs::read_to_string(out.join("openapi.json")).unwrap()).unwrap().value;
+    assert_eq!(gateway_world::json::canonical(&served), gateway_world::json::canonical(&written), "the bundle's document");
+    let docs = request(&server, "GET", "/docs", &[], b"");
+    assert_eq!(docs.status, 200);
+    assert!(docs.header("content-type").is_some_and(|t| t.starts_with("text/html")), "{:?}", docs.headers);
+    assert!(docs.body.contains("get_ticket") && docs.body.contains("/openapi.json"), "{}", docs.body);
+    assert!(!docs.body.contains("<script"), "{}", docs.body);
+}

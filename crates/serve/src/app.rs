@@ -14,6 +14,11 @@ use std::sync::Mutex;
 
 /// Admin routes every served world answers.
 pub const HEALTH: &str = "/healthz";
+/// The world's OpenAPI document (the api bundle's), unless an operation of the
+/// world answers this path itself.
+pub const OPENAPI: &str = "/openapi.json";
+/// A page listing the world's operations, unless an operation answers this path.
+pub const DOCS: &str = "/docs";
 /// The whole state, keyed by primary key.
 pub const STATE: &str = "/__world/state";
 /// Back to the snapshot.
@@ -349,10 +354,45 @@ impl WorldApp {
         None
     }
 
+    /// The world documents itself: its OpenAPI 3.1 document (what `schema
+    /// api-bundle` writes) or a static page of its operations linking to it.
+    fn documentation(&self, page: bool) -> Response {
+        let contract_id = self.state.contract().target().get("id").map(python_str).unwrap_or_default();
+        let document = crate::bundle::openapi_document(&self.router.spec, &contract_id, Some(&self.settings));
+        if !page {
+            return Response::json(200, document);
+        }
+        let spec = &self.router.spec;
+        let mut html = format!(
+            "<!doctype html><html><head><meta charset=\"utf-8\"><title>{0} API</title>\
+             <style>body{{font:15px system-ui,sans-serif;margin:2rem auto;max-width:60rem;padding:0 1rem}}\
+             table{{border-collapse:collapse;width:100%}}td,th{{border-bottom:1px solid #ddd;padding:.4rem;text-align:left}}\
+             code{{font-size:14px}}</style></head><body><h1>{0}</h1><p>Base URL <code>{1}</code> · \
+             <a href=\"/openapi.json\">openapi.json</a></p><table><tr><th>method</th><th>path</th><th>operation</th><th>entity</th></tr>",
+            escape_html(&spec.slug),
+            escape_html(&spec.base_url)
+        );
+        for operation in &spec.operations {
+            html.push_str(&format!(
+                "<tr><td><code>{}</code></td><td><code>{}{}</code></td><td>{}</td><td>{}</td></tr>",
+                escape_html(&operation.method),
+                escape_html(&self.prefix),
+                escape_html(&operation.path),
+                escape_html(&operation.name),
+                escape_html(operation.entity.as_deref().unwrap_or("")),
+            ));
+        }
+        html.push_str("</table></body></html>\n");
+        Response { status: 200, body: None, headers: Vec::new(), file: Some((html.into_bytes(), "text/html; charset=utf-8".into())) }
+    }
+
     fn handle_api(&self, method: &str, target: &str, headers: &[(String, String)], raw: &[u8], default_host: &str) -> Response {
         let (path, query_text) = split_target(target);
         if method == "GET" && path == HEALTH {
             return Response::json(200, object([("ok", Value::Bool(true)), ("world", Value::str(&self.router.spec.slug))]));
+        }
+        if method == "GET" && (path == OPENAPI || path == DOCS) && self.router.route("GET", self.strip(path), &[]).is_none() {
+            return self.documentation(path == DOCS);
         }
         if method == "GET" && path == STATE {
             return match self.state.dump() {
@@ -901,5 +941,31 @@ impl CtxHost for Host<'_> {
             }
             other => Err(CtxError::Other(format!("unknown ctx method {other}"))),
         }
+    }
+}
+
+/// Text for HTML (the five characters that matter). The page is one table of
+/// names from connector.toml; a templating crate would be more than it needs.
+fn escape_html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod documentation_tests {
+    #[test]
+    fn html_escaping_leaves_no_markup() {
+        assert_eq!(super::escape_html("<script>a&\"b'</script>"), "&lt;script&gt;a&amp;&quot;b&#39;&lt;/script&gt;");
+        assert_eq!(super::escape_html("get_ticket"), "get_ticket");
     }
 }
