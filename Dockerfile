@@ -1,6 +1,7 @@
 # The gateway binary in a small image: `docker build -t gateway .`
 #   hub:    docker run -p 8090:8090 -v hub-data:/data gateway hub serve --data /data --addr 0.0.0.0:8090
-#   world:  docker run -p 8080:8080 -v "$PWD/my-world:/world" gateway worlds serve /world --bind 0.0.0.0 --port 8080
+#   world:  docker run -p 8080:8080 -v "$PWD/my-world:/world" -e WORLD_ADMIN_KEY=… gateway worlds serve /world --bind 0.0.0.0 --port 8080
+#           (beyond loopback the /__world/* admin routes need that key in X-Admin-Key)
 # Python 3 is in the runtime image: world handlers, tools and python graders run in
 # python3 workers.
 FROM rust:1-bookworm AS build

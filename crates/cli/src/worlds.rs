@@ -23,6 +23,10 @@ pub enum WorldsCommand {
         /// Address to listen on; loopback unless asked (0.0.0.0 in a container).
         #[arg(long, default_value = "127.0.0.1")]
         bind: std::net::IpAddr,
+        /// Key the admin routes (/__world/*) require in X-Admin-Key (also WORLD_ADMIN_KEY);
+        /// without it they are open on loopback and closed on any other bind.
+        #[arg(long = "admin-key")]
+        admin_key: Option<String>,
         /// Require this credential; default accepts any non-empty one (also WORLD_API_KEY).
         #[arg(long = "api-key")]
         api_key: Option<String>,
@@ -198,17 +202,24 @@ pub fn run(command: WorldsCommand) -> ExitCode {
         WorldsCommand::Skill(args) => crate::connector::skill(args),
         WorldsCommand::Session { command } => crate::session::run_session(command),
         WorldsCommand::Task { command } => crate::session::run_task(command),
-        WorldsCommand::Serve { path, port, bind, api_key, scenario } => serve(path, bind, port, api_key, scenario),
+        WorldsCommand::Serve { path, port, bind, admin_key, api_key, scenario } => serve(path, bind, port, admin_key, api_key, scenario),
         WorldsCommand::Mcp(args) => crate::mcp::run(args),
         WorldsCommand::Run(args) => crate::run::run(*args),
         WorldsCommand::Ci(args) => crate::run::ci(*args),
     }
 }
 
-fn serve(path: PathBuf, bind: std::net::IpAddr, port: u16, api_key: Option<String>, scenario: Option<String>) -> ExitCode {
+fn serve(
+    path: PathBuf,
+    bind: std::net::IpAddr,
+    port: u16,
+    admin_key: Option<String>,
+    api_key: Option<String>,
+    scenario: Option<String>,
+) -> ExitCode {
     let api_key = api_key.or_else(|| std::env::var("WORLD_API_KEY").ok().filter(|k| !k.is_empty()));
     let options = gateway_serve::server::ServeOptions { port, host: None, api_key, scenario };
-    let app = match gateway_serve::server::load(&path, &options) {
+    let mut app = match gateway_serve::server::load(&path, &options) {
         Ok(app) => app,
         Err(error) => {
             eprintln!("world api refused: {error}");
@@ -221,6 +232,17 @@ fn serve(path: PathBuf, bind: std::net::IpAddr, port: u16, api_key: Option<Strin
             eprintln!("world api could not start: {error}");
             return ExitCode::from(1);
         }
+    };
+    let admin_key = admin_key.or_else(|| std::env::var("WORLD_ADMIN_KEY").ok().filter(|k| !k.is_empty()));
+    app.admin = match admin_key {
+        Some(key) => gateway_serve::app::AdminAccess::Key(key),
+        None if bind.is_loopback() => gateway_serve::app::AdminAccess::Open,
+        None => gateway_serve::app::AdminAccess::Closed,
+    };
+    let admin_note = match &app.admin {
+        gateway_serve::app::AdminAccess::Closed => " (closed: bound beyond loopback without --admin-key)",
+        gateway_serve::app::AdminAccess::Key(_) => " (X-Admin-Key required)",
+        gateway_serve::app::AdminAccess::Open => "",
     };
     let addr = std::net::SocketAddr::new(bind, port);
     let base_path = app.prefix().to_string();
@@ -237,7 +259,7 @@ fn serve(path: PathBuf, bind: std::net::IpAddr, port: u16, api_key: Option<Strin
         let bound = listener.local_addr().unwrap_or(addr);
         eprintln!("world api listening on http://{bound}");
         eprintln!(
-            "  the vendor's API under http://{bound}{base_path}/ (OpenAPI: /openapi.json, docs: /docs; admin: /__world/state, /__world/reset, /__world/seed; health: /healthz)"
+            "  the vendor's API under http://{bound}{base_path}/ (OpenAPI: /openapi.json, docs: /docs; admin{admin_note}: /__world/state, /__world/reset, /__world/seed; health: /healthz)"
         );
         match gateway_serve::server::run(app, listener, crate::shutdown_signal()).await {
             Ok(()) => ExitCode::SUCCESS,

@@ -385,3 +385,23 @@ fn the_world_serves_its_openapi_document_and_a_docs_page() {
     assert!(docs.body.contains("get_ticket") && docs.body.contains("/openapi.json"), "{}", docs.body);
     assert!(!docs.body.contains("<script"), "{}", docs.body);
 }
+
+/// The admin routes are open on loopback (as the original's), closed on a wider
+/// bind without a key, and behind X-Admin-Key with `--admin-key`.
+#[test]
+fn admin_routes_beyond_loopback_need_the_admin_key() {
+    let open = serve(|_| {}, &[]);
+    assert_eq!(request(&open, "GET", "/__world/state", &[], b"").status, 200);
+
+    let closed = serve(|_| {}, &["--bind", "0.0.0.0"]);
+    let refused = request(&closed, "POST", "/__world/reset", &[], b"");
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert!(refused.body.contains("--admin-key"), "{}", refused.body);
+    assert_eq!(get(&closed, "/api/v2/tickets/101").status, 200, "the vendor API is served as before");
+
+    let keyed = serve(|_| {}, &["--bind", "0.0.0.0", "--admin-key", "adm-1"]);
+    assert_eq!(request(&keyed, "GET", "/__world/state", &[], b"").status, 401);
+    assert_eq!(request(&keyed, "GET", "/__world/state", &[("X-Admin-Key", "adm-2")], b"").status, 401);
+    assert_eq!(request(&keyed, "GET", "/__world/state", &[("X-Admin-Key", "adm-1")], b"").status, 200);
+    assert_eq!(request(&keyed, "GET", "/healthz", &[], b"").status, 200, "health stays open");
+}

@@ -81,6 +81,8 @@ pub struct WorldApp {
     pub allowed: Option<Vec<String>>,
     /// A session's frozen clock and seeded ids (None: the process clock, random ids).
     pub determinism: Option<Determinism>,
+    /// Who may use the admin routes (`/__world/*`).
+    pub admin: AdminAccess,
     world_dir: std::path::PathBuf,
     /// `ctx.spec` and `ctx.settings` as handlers see them.
     handler_spec: Value,
@@ -202,6 +204,36 @@ pub fn start_worker(settings: &ApiSettings) -> Result<Option<SharedWorker>, Stri
     }
 }
 
+/// Who may reset, seed and read the whole state of a served world.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AdminAccess {
+    /// Anyone who reaches the server (a loopback bind, as the original serves).
+    Open,
+    /// Requests carrying this key in `X-Admin-Key`.
+    Key(String),
+    /// Nobody: served beyond loopback without a key.
+    Closed,
+}
+
+impl AdminAccess {
+    /// The refusal for a request the admin routes do not admit, if any.
+    fn refuses(&self, headers: &[(String, String)]) -> Option<Response> {
+        let presented = headers.iter().find(|(k, _)| k == "x-admin-key").map(|(_, v)| v.as_str());
+        match self {
+            AdminAccess::Open => None,
+            AdminAccess::Key(key) => {
+                let same = presented
+                    .is_some_and(|p| p.len() == key.len() && p.bytes().zip(key.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0);
+                (!same).then(|| Response::json(401, error_body("admin routes need the X-Admin-Key header")))
+            }
+            AdminAccess::Closed => Some(Response::json(
+                403,
+                error_body("admin routes are closed on a server bound beyond loopback; restart it with --admin-key"),
+            )),
+        }
+    }
+}
+
 impl WorldApp {
     /// Assemble a served world. Starts the handler worker when the world has handlers.
     pub fn new(
@@ -237,6 +269,7 @@ impl WorldApp {
             worker,
             allowed: None,
             determinism: None,
+            admin: AdminAccess::Open,
             world_dir: world.to_path_buf(),
             handler_spec,
             handler_settings,
@@ -393,6 +426,11 @@ impl WorldApp {
         }
         if method == "GET" && (path == OPENAPI || path == DOCS) && self.router.route("GET", self.strip(path), &[]).is_none() {
             return self.documentation(path == DOCS);
+        }
+        if path.starts_with("/__world/") {
+            if let Some(refused) = self.admin.refuses(headers) {
+                return refused;
+            }
         }
         if method == "GET" && path == STATE {
             return match self.state.dump() {
