@@ -5,6 +5,10 @@
 //! refusal (a JSON envelope on stdout for `worlds schema …`, a line on stderr for
 //! `worlds data …`), 2 on a usage error. It is not where behaviour lives.
 
+// Doc comments here are clap's help texts, written for a terminal (`[:fn]`,
+// `{entity: [rows]}`, `./<slug>`), not rustdoc markup.
+#![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags, rustdoc::bare_urls)]
+
 mod bench;
 mod connector;
 mod environment;

@@ -10,7 +10,7 @@
 //! an evaluation ([`filing`]) and gated ([`gate`]). [`flows`] strings these together
 //! as the two commands do.
 //!
-//! The `bench` evaluation commands live here too ([`bench`]): a harbor jobs
+//! The `bench` evaluation commands live here too ([`bench`](mod@bench)): a harbor jobs
 //! directory harvested into one evaluation ([`harbor`]), harbor started over a
 //! world's task dirs, a verifiers environment scored by its own loop ([`verifiers`]).
 //!
