@@ -94,7 +94,70 @@ def _params(signature):
     return [p.split("=")[0].strip() for p in inside.split(",") if p.strip()]
 
 
-class World:
+class ToolSurface:
+    """What the original's ``World`` does with ``tools`` (name -> callable, each
+    call recorded into ``call_log``): ``over``, ``wrap`` and ``override``. Shared
+    by this bridge's World and the Harbor-style world's (harbor_world.py)."""
+
+    def _enter_tool(self):
+        """Called before each tool call (a local world points its tools at its database)."""
+
+    def _serves(self):
+        return ", ".join(sorted(self.tools))
+
+    def _record(self, name, fn):
+        @functools.wraps(fn)
+        def recorded(*args, **kwargs):
+            entry = {
+                "tool": name,
+                "arguments": json.dumps({"args": args, "kwargs": kwargs}, default=str)[:2000],
+            }
+            self._enter_tool()
+            try:
+                result = fn(*args, **kwargs)
+                entry["result_preview"] = json.dumps(result, default=str)[:2000]
+                return result
+            except Exception as exc:
+                entry["error"] = str(exc)[:500]
+                raise
+            finally:
+                self.call_log.append(entry)
+
+        return recorded
+
+    def over(self, prod_fn, *, name=None):
+        def decorate(fn):
+            tool_name = name or fn.__name__
+            if tool_name not in self.tools:
+                raise WorldError(
+                    f"world {self.slug or (self.bundle_dir.name if self.bundle_dir else '')!r} does not serve "
+                    f"tool {tool_name!r}; it serves: {self._serves()}"
+                )
+            world_fn = self.tools[tool_name]
+
+            @functools.wraps(prod_fn)
+            def routed(*args, **kwargs):
+                return world_fn(*args, **kwargs)
+
+            return routed
+
+        return decorate
+
+    def wrap(self, prod_tools):
+        missing = sorted(set(prod_tools) - set(self.tools))
+        if missing:
+            raise WorldError(f"world does not serve: {', '.join(missing)}; it serves: {self._serves()}")
+        return {name: self.tools[name] for name in prod_tools}
+
+    def override(self, name, fn):
+        if name not in self.tools:
+            raise WorldError(f"world does not serve a tool named {name!r}; it serves: {self._serves()}")
+        recorded = self._record(name, fn)
+        self.tools[name] = recorded
+        return recorded
+
+
+class World(ToolSurface):
     """One task of a world, materialized as a live session of the runner's World
     Host: ``tools`` (name -> callable, recorded into ``call_log``), ``over`` /
     ``wrap`` / ``override`` as in ``gatewaysdk.worlds``, ``call``, ``grade``,
@@ -140,25 +203,6 @@ class World:
         impl.__doc__ = spec.get("doc")
         return impl
 
-    def _record(self, name, fn):
-        @functools.wraps(fn)
-        def recorded(*args, **kwargs):
-            entry = {
-                "tool": name,
-                "arguments": json.dumps({"args": args, "kwargs": kwargs}, default=str)[:2000],
-            }
-            try:
-                result = fn(*args, **kwargs)
-                entry["result_preview"] = json.dumps(result, default=str)[:2000]
-                return result
-            except Exception as exc:
-                entry["error"] = str(exc)[:500]
-                raise
-            finally:
-                self.call_log.append(entry)
-
-        return recorded
-
     def call(self, tool, args=None, **kwargs):
         """Run one of the world's tools in the session: ``{status, body}``."""
         payload = dict(args or {})
@@ -168,37 +212,6 @@ class World:
     def grade(self):
         """The task's own grader over the session's state now."""
         return self._wire.exchange({"op": "grade"})
-
-    def over(self, prod_fn, *, name=None):
-        def decorate(fn):
-            tool_name = name or fn.__name__
-            if tool_name not in self.tools:
-                raise WorldError(
-                    f"world {self.slug or (self.bundle_dir.name if self.bundle_dir else '')!r} does not serve "
-                    f"tool {tool_name!r}; it serves: {', '.join(sorted(self.tools))}"
-                )
-            world_fn = self.tools[tool_name]
-
-            @functools.wraps(prod_fn)
-            def routed(*args, **kwargs):
-                return world_fn(*args, **kwargs)
-
-            return routed
-
-        return decorate
-
-    def wrap(self, prod_tools):
-        missing = sorted(set(prod_tools) - set(self.tools))
-        if missing:
-            raise WorldError(f"world does not serve: {', '.join(missing)}; it serves: {', '.join(sorted(self.tools))}")
-        return {name: self.tools[name] for name in prod_tools}
-
-    def override(self, name, fn):
-        if name not in self.tools:
-            raise WorldError(f"world does not serve a tool named {name!r}; it serves: {', '.join(sorted(self.tools))}")
-        recorded = self._record(name, fn)
-        self.tools[name] = recorded
-        return recorded
 
     def toolkit(self):
         """The tools ready to hand to a model: ``schemas`` (OpenAI function

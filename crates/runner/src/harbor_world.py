@@ -24,7 +24,6 @@ Anything refused on the way (no such task, no schema, no tools) is
 the protocol has its own copies, so the agent's prints never reach the wire.
 """
 
-import functools
 import importlib.util
 import json
 import os
@@ -100,115 +99,71 @@ def tools_module(task_dir):
     raise Refusal(f"{task_dir.name} serves no tools module (environment/tools/*.py exposing TOOLS)")
 
 
-class WorldError(RuntimeError):
-    pass
+def world_class(bridge):
+    """The Harbor-style world's ``World``, on the bridge's tool surface (so
+    ``over``/``wrap``/``override`` and the call log behave as for every world)."""
 
+    class World(bridge.ToolSurface):
+        """One variant of a Harbor world, materialized: the original `World`'s
+        attributes (``slug``, ``branch``, ``version_id``, ``variant``,
+        ``file_block``, ``bundle_dir``, ``task_dir``, ``db_path``, ``tools``,
+        ``call_log``) and methods (``over``, ``wrap``, ``override``, ``grade``),
+        plus the task's ``instruction``."""
 
-class World:
-    """One variant of a Harbor world, materialized: the original `World`'s
-    attributes (``slug``, ``branch``, ``version_id``, ``variant``,
-    ``file_block``, ``bundle_dir``, ``task_dir``, ``db_path``, ``tools``,
-    ``call_log``) and methods (``over``, ``wrap``, ``override``, ``grade``),
-    plus the task's ``instruction``."""
+        def __init__(self, info, task_dir, variant, scratch):
+            self.bundle_dir = Path(info["bundleDir"])
+            self.task_dir = task_dir
+            self.variant = variant
+            self.slug = info.get("slug")
+            self.branch = info.get("branch")
+            self.version_id = info.get("versionId")
+            self.file_block = info.get("fileBlock")
+            self.call_log = []
+            instruction = task_dir / "instruction.md"
+            self.instruction = instruction.read_text(encoding="utf-8") if instruction.is_file() else ""
 
-    def __init__(self, info, task_dir, variant, scratch):
-        self.bundle_dir = Path(info["bundleDir"])
-        self.task_dir = task_dir
-        self.variant = variant
-        self.slug = info.get("slug")
-        self.branch = info.get("branch")
-        self.version_id = info.get("versionId")
-        self.file_block = info.get("fileBlock")
-        self.call_log = []
-        instruction = task_dir / "instruction.md"
-        self.instruction = instruction.read_text(encoding="utf-8") if instruction.is_file() else ""
-
-        env_dir = task_dir / "environment"
-        schema = env_dir / "schema.sql"
-        if not schema.is_file():
-            raise Refusal(f"{task_dir.name} has no environment/schema.sql to materialize")
-        self.db_path = str(Path(scratch) / "world.db")
-        conn = sqlite3.connect(self.db_path)
-        try:
-            conn.executescript(schema.read_text(encoding="utf-8"))
-            seed = env_dir / "seed.sql"
-            if seed.is_file():
-                conn.executescript(seed.read_text(encoding="utf-8"))
-            conn.commit()
-        finally:
-            conn.close()
-        self._scratch = scratch
-        self._module = tools_module(task_dir)
-        self._db_env_var = getattr(self._module, "DB_ENV_VAR", "GATEWAY_WORLD_DB")
-        os.environ[self._db_env_var] = self.db_path
-        self.tools = {name: self._record(name, fn) for name, fn in self._module.TOOLS.items()}
-
-    def __repr__(self):
-        return f"World({(self.slug or self.bundle_dir.name)!r}, variant={self.variant!r})"
-
-    def _record(self, name, fn):
-        @functools.wraps(fn)
-        def recorded(*args, **kwargs):
-            entry = {"tool": name, "arguments": json.dumps({"args": args, "kwargs": kwargs}, default=str)[:2000]}
-            os.environ[self._db_env_var] = self.db_path
+            env_dir = task_dir / "environment"
+            schema = env_dir / "schema.sql"
+            if not schema.is_file():
+                raise Refusal(f"{task_dir.name} has no environment/schema.sql to materialize")
+            self.db_path = str(Path(scratch) / "world.db")
+            conn = sqlite3.connect(self.db_path)
             try:
-                value = fn(*args, **kwargs)
-                entry["result_preview"] = json.dumps(value, default=str)[:2000]
-                return value
-            except Exception as exc:
-                entry["error"] = str(exc)[:500]
-                raise
+                conn.executescript(schema.read_text(encoding="utf-8"))
+                seed = env_dir / "seed.sql"
+                if seed.is_file():
+                    conn.executescript(seed.read_text(encoding="utf-8"))
+                conn.commit()
             finally:
-                self.call_log.append(entry)
+                conn.close()
+            self._scratch = scratch
+            self._module = tools_module(task_dir)
+            self._db_env_var = getattr(self._module, "DB_ENV_VAR", "GATEWAY_WORLD_DB")
+            os.environ[self._db_env_var] = self.db_path
+            self.tools = {name: self._record(name, fn) for name, fn in self._module.TOOLS.items()}
 
-        return recorded
+        def __repr__(self):
+            return f"World({(self.slug or self.bundle_dir.name)!r}, variant={self.variant!r})"
 
-    def _serves(self):
-        return ", ".join(sorted(self.tools))
+        def _enter_tool(self):
+            os.environ[self._db_env_var] = self.db_path
 
-    def over(self, prod_fn, *, name=None):
-        def decorate(fn):
-            tool_name = name or fn.__name__
-            if tool_name not in self.tools:
-                raise WorldError(
-                    f"world {self.slug or self.bundle_dir.name!r} does not serve tool {tool_name!r}; it serves: {self._serves()}"
-                )
-            target = self.tools[tool_name]
+        def grade(self):
+            grader = self.task_dir / "environment" / "grade.py"
+            if not grader.is_file():
+                raise bridge.WorldError(f"{self.task_dir.name} ships no environment/grade.py")
+            out_dir = tempfile.mkdtemp(prefix="grade-", dir=self._scratch)
+            env = dict(os.environ)
+            env[self._db_env_var] = self.db_path
+            env.setdefault("DRIVE_DB", self.db_path)
+            env["GRADE_OUT"] = out_dir
+            proc = subprocess.run([sys.executable, str(grader)], env=env, capture_output=True, text=True, timeout=120)
+            reward = Path(out_dir) / "reward.json"
+            if proc.returncode != 0 or not reward.is_file():
+                raise bridge.WorldError(f"grader failed (exit {proc.returncode}): {proc.stderr.strip()[:400]}")
+            return json.loads(reward.read_text(encoding="utf-8"))
 
-            @functools.wraps(prod_fn)
-            def routed(*args, **kwargs):
-                return target(*args, **kwargs)
-
-            return routed
-
-        return decorate
-
-    def wrap(self, prod_tools):
-        missing = sorted(set(prod_tools) - set(self.tools))
-        if missing:
-            raise WorldError(f"world does not serve: {', '.join(missing)}; it serves: {self._serves()}")
-        return {name: self.tools[name] for name in prod_tools}
-
-    def override(self, name, fn):
-        if name not in self.tools:
-            raise WorldError(f"world does not serve a tool named {name!r}; it serves: {self._serves()}")
-        self.tools[name] = self._record(name, fn)
-        return self.tools[name]
-
-    def grade(self):
-        grader = self.task_dir / "environment" / "grade.py"
-        if not grader.is_file():
-            raise WorldError(f"{self.task_dir.name} ships no environment/grade.py")
-        out_dir = tempfile.mkdtemp(prefix="grade-", dir=self._scratch)
-        env = dict(os.environ)
-        env[self._db_env_var] = self.db_path
-        env.setdefault("DRIVE_DB", self.db_path)
-        env["GRADE_OUT"] = out_dir
-        proc = subprocess.run([sys.executable, str(grader)], env=env, capture_output=True, text=True, timeout=120)
-        reward = Path(out_dir) / "reward.json"
-        if proc.returncode != 0 or not reward.is_file():
-            raise WorldError(f"grader failed (exit {proc.returncode}): {proc.stderr.strip()[:400]}")
-        return json.loads(reward.read_text(encoding="utf-8"))
+    return World
 
 
 def run(bridge_source):
@@ -230,7 +185,7 @@ def run(bridge_source):
             fn = bridge._resolve_agent_callable(start["agent"])
             task_dir = choose_task(Path(start["world"]["bundleDir"]), start.get("variant"))
             variant = start.get("variant") or declared_variant(task_dir) or task_dir.name
-            world = World(start["world"], task_dir, variant, scratch)
+            world = world_class(bridge)(start["world"], task_dir, variant, scratch)
         except (Refusal, bridge._Refused) as refused:
             send({"op": "refused", "message": str(refused)})
             return 0
@@ -254,7 +209,7 @@ def run(bridge_source):
         }
         try:
             done["grade"] = world.grade()
-        except (WorldError, subprocess.TimeoutExpired, ValueError) as exc:
+        except (bridge.WorldError, subprocess.TimeoutExpired, ValueError) as exc:
             done["gradeError"] = str(exc)
         send(done)
         return 0
