@@ -24,6 +24,8 @@
 //! itself beyond calling the engine, runs no hosted evaluations (a run-config dispatch and
 //! an environment run answer every model `ok: false`, with the reason), and holds no CLI parsing (that is `gateway-cli`).
 
+pub mod agent_project;
+pub mod agents;
 pub mod archive;
 pub mod client;
 pub mod environments_client;
@@ -32,6 +34,7 @@ pub mod evals_client;
 pub mod evaluations;
 pub mod gitignore;
 pub mod judge;
+pub mod platform_client;
 pub mod postgres;
 pub mod s3;
 pub mod seed_diff;
