@@ -509,7 +509,7 @@ pub fn secret(command: SecretCommand) -> ExitCode {
 fn secret_set(name: &str, value: Option<String>, description: Option<String>, scope: &str, connection: &Connection) -> Outcome {
     let value = match value {
         Some(value) => value,
-        None => crate::hub::prompt_secret("Secret value", false).map_err(|e| fail(format!("Error: {e}")))?,
+        None => crate::hub::prompt_secret_like_click("Secret value").map_err(|e| fail(format!("Error: {e}")))?,
     };
     if value.is_empty() {
         return Err(fail("Error: an empty secret value is refused."));
