@@ -13,6 +13,8 @@ use std::process::{Command, Stdio};
 
 mod common;
 use common::*;
+#[allow(dead_code)]
+mod support;
 
 use gateway_world::json::{self, Value};
 
@@ -620,6 +622,29 @@ fn the_release_gate_verdicts_exit_codes_and_wait() {
     assert_eq!(timed_out.code, 2);
     assert!(timed_out.stderr.starts_with("waiting: no run has recorded this build yet\n"), "{}", timed_out.stderr);
     assert!(timed_out.stderr.ends_with("timed out after 1s; reporting the latest verdict\n"), "{}", timed_out.stderr);
+}
+
+/// `GATEWAY_AGENT_BUILD_ID`: a run filed by `gateway worlds run` counts for that build.
+#[test]
+fn a_world_run_is_filed_for_a_build_and_opens_its_gate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = start(&tmp.path().join("data"));
+    let work = tmp.path().join("work");
+    let helpdesk = support::world(&work);
+    let path = helpdesk.to_str().unwrap();
+    ok_ours(&server, &["bench", "push", path, "--slug", "helpdesk"], &work);
+    let build = register_build(&server);
+    api_ok(&server, "PUT", "/api/public/agent-builds/gate-rule", Some(r#"{"minGradedRollouts": 2}"#));
+    let env = [("GATEWAY_AGENT_BUILD_ID", build.as_str()), ("GATEWAY_EMIT_ROLLOUT_SESSIONS", "0")];
+    let ran = gw(&server, Path::new(GATEWAY), &["worlds", "run", "--path", path, "--agent", "oracle", "--all-tasks"], &work, &env, None);
+    assert_eq!(ran.code, 0, "{}\n{}", ran.stdout, ran.stderr);
+    let gate = ours(&server, &["release", "gate", "--build", &build, "--json"], &work);
+    assert_eq!(gate.code, 0, "{}\n{}", gate.stdout, gate.stderr);
+    let verdict = json::parse(&gate.stdout).unwrap().value;
+    assert_eq!(
+        (text(&verdict, "gate.verdict"), text(&verdict, "gate.gradedRollouts"), text(&verdict, "evaluatedRuns.0.world")),
+        ("pass".into(), "2".into(), "helpdesk".into())
+    );
 }
 
 #[test]
