@@ -172,7 +172,6 @@ fn prompt(label: &str) -> String {
 /// A secret read without echo when stdin is a terminal (rpassword), else one line
 /// of stdin (piped input, as the original's hidden prompt reads it).
 pub(crate) fn prompt_secret(label: &str, to_stderr: bool) -> std::io::Result<String> {
-    use std::io::IsTerminal;
     if to_stderr {
         eprint!("{label}: ");
         let _ = std::io::stderr().flush();
@@ -180,12 +179,34 @@ pub(crate) fn prompt_secret(label: &str, to_stderr: bool) -> std::io::Result<Str
         print!("{label}: ");
         let _ = std::io::stdout().flush();
     }
+    read_secret()
+}
+
+/// A secret without echo from a terminal (rpassword), else one line of stdin.
+fn read_secret() -> std::io::Result<String> {
+    use std::io::IsTerminal;
     if std::io::stdin().is_terminal() {
         return rpassword::read_password();
     }
     let mut line = String::new();
     std::io::stdin().lock().read_line(&mut line)?;
     Ok(line.trim_end_matches(['\n', '\r']).to_string())
+}
+
+/// [`prompt_secret`] printed as click's hidden prompt prints it: `label:` on stdout,
+/// then the space getpass writes — to the terminal, or to stderr when stdin is piped
+/// (so a piped run's stdout is byte for byte the original's).
+pub(crate) fn prompt_secret_like_click(label: &str) -> std::io::Result<String> {
+    use std::io::IsTerminal;
+    print!("{label}:");
+    let _ = std::io::stdout().flush();
+    if std::io::stdin().is_terminal() {
+        print!(" ");
+        let _ = std::io::stdout().flush();
+    } else {
+        eprint!(" ");
+    }
+    read_secret()
 }
 
 /// Run one `auth` command.

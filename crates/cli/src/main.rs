@@ -15,6 +15,7 @@ mod environment;
 mod host;
 mod hub;
 mod mcp;
+mod platform;
 mod run;
 mod session;
 mod worlds;
@@ -67,6 +68,40 @@ enum Command {
         #[command(subcommand)]
         command: hub::AuthCommand,
     },
+    /// Build, push, and register an agent with the Gateway platform.
+    Deploy(platform::DeployArgs),
+    /// Scaffold a Gateway agent project with Dockerfile and manifest.
+    Init(platform::InitArgs),
+    /// List and manage algorithms.
+    Algorithm {
+        #[command(subcommand)]
+        command: platform::AlgorithmCommand,
+    },
+    /// Manage project secrets (encrypted env vars for agent containers).
+    Secret {
+        #[command(subcommand)]
+        command: platform::SecretCommand,
+    },
+    /// Manage registered agents.
+    Agent {
+        #[command(subcommand)]
+        command: platform::AgentCommand,
+    },
+    /// Manage platform optimization runs.
+    Run {
+        #[command(subcommand)]
+        command: platform::RunCommand,
+    },
+    /// Manage datasets.
+    Dataset {
+        #[command(subcommand)]
+        command: platform::DatasetCommand,
+    },
+    /// Release gate for agent builds — ask the platform whether a build may ship.
+    Release {
+        #[command(subcommand)]
+        command: platform::ReleaseCommand,
+    },
     /// Print a shell completion script: `gateway completion bash > ~/.local/share/bash-completion/completions/gateway`.
     Completion {
         /// bash, zsh, fish, elvish or powershell.
@@ -115,6 +150,14 @@ fn run(cli: Cli) -> ExitCode {
         Command::Hub { command } => hub::run(command),
         Command::Auth { command } => hub::auth(command),
         Command::Host { command } => host::run(command),
+        Command::Deploy(args) => platform::deploy(args),
+        Command::Init(args) => platform::init(args),
+        Command::Algorithm { command } => platform::algorithm(command),
+        Command::Secret { command } => platform::secret(command),
+        Command::Agent { command } => platform::agent(command),
+        Command::Run { command } => platform::run(command),
+        Command::Dataset { command } => platform::dataset(command),
+        Command::Release { command } => platform::release(command),
         Command::Completion { shell } => {
             // Into a buffer first: clap_complete panics on a closed stdout (`| head`).
             let mut script = Vec::new();

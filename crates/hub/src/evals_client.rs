@@ -1,5 +1,6 @@
 //! The filing client: the original's `GatewayEvalsClient` (spec §2). An evaluation
-//! pinned to a version is created, its samples pushed in batches of 100 (each first
+//! pinned to a version is created (for the agent build `GATEWAY_AGENT_BUILD_ID` names, if
+//! set), its samples pushed in batches of 100 (each first
 //! emitted as one rollout trace to `/api/public/ingestion`, best effort, unless
 //! `GATEWAY_EMIT_ROLLOUT_SESSIONS` is `0|false|no`), then finalized with its metrics.
 //!
@@ -60,6 +61,13 @@ pub struct EvalsClient {
 /// Whether each sample is first emitted as a rollout trace (`GATEWAY_EMIT_ROLLOUT_SESSIONS`).
 pub fn emit_rollout_sessions() -> bool {
     !matches!(std::env::var("GATEWAY_EMIT_ROLLOUT_SESSIONS").as_deref(), Ok("0" | "false" | "no"))
+}
+
+/// The agent build a filed run tested (`GATEWAY_AGENT_BUILD_ID`: a build's id or hash),
+/// sent as the evaluation's `agentBuildId` so the release gate counts the run for that
+/// build (the original SDK takes it as `create_evaluation(agent_build_id=…)`).
+pub fn agent_build_id() -> Option<String> {
+    std::env::var("GATEWAY_AGENT_BUILD_ID").ok().map(|id| id.trim().to_string()).filter(|id| !id.is_empty())
 }
 
 /// A sample in the API's shape: the known members (camelCase or snake_case in),
@@ -138,6 +146,7 @@ impl EvalsClient {
         };
         put("model", options.model.clone().map(Value::Str));
         put("runId", options.run_id.clone().map(Value::Str));
+        put("agentBuildId", agent_build_id().map(Value::Str));
         put("numExamples", options.num_examples.map(Value::Int));
         put("rolloutsPerExample", options.rollouts_per_example.map(Value::Int));
         put("metadata", options.metadata.clone());

@@ -19,11 +19,17 @@
 //!   the §7 views computed from them, task sets, run and agent status.
 //! - the **filing client** ([`evals_client`]) behind `gateway worlds run|ci`: evaluations,
 //!   their samples and finalize (spec §2; the server side is `server::evaluations`).
+//! - the **agents platform** (spec §8, §11) in the stores ([`agents`]) and the server:
+//!   project secrets, agents, datasets, runs that workers claim and report on, agent
+//!   builds and the release gate; its client ([`platform_client`], [`agent_project`])
+//!   behind `gateway secret|agent|deploy|init|algorithm|dataset|run|release`.
 //!
 //! It is not the world engine (`gateway-world`), does not compile or validate worlds
 //! itself beyond calling the engine, runs no hosted evaluations (a run-config dispatch and
 //! an environment run answer every model `ok: false`, with the reason), and holds no CLI parsing (that is `gateway-cli`).
 
+pub mod agent_project;
+pub mod agents;
 pub mod archive;
 pub mod client;
 pub mod environments_client;
@@ -32,6 +38,7 @@ pub mod evals_client;
 pub mod evaluations;
 pub mod gitignore;
 pub mod judge;
+pub mod platform_client;
 pub mod postgres;
 pub mod s3;
 pub mod seed_diff;

@@ -12,10 +12,10 @@ use async_trait::async_trait;
 use sqlx::postgres::PgRow;
 use sqlx::Row;
 
-const EVALUATION_COLUMNS: &str = "id, project_id, container_id, version_id, model, run_id, status, num_examples, \
+pub(super) const EVALUATION_COLUMNS: &str = "id, project_id, container_id, version_id, model, run_id, status, num_examples, \
      rollouts_per_example, details, metrics, cost, sample_count, created_at, completed_at, seq";
 
-fn evaluation_row(r: &PgRow) -> Result<Evaluation, sqlx::Error> {
+pub(super) fn evaluation_row(r: &PgRow) -> Result<Evaluation, sqlx::Error> {
     Ok(Evaluation {
         id: r.try_get(0)?,
         project_id: r.try_get(1)?,

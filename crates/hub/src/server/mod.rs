@@ -1,5 +1,6 @@
 //! The hub's HTTP API (`/api/public/benchmark-containers/*` with evaluations, world
-//! sessions and tasks, environments and task sets) and its object routes, on axum. Every answer is a non-empty JSON object; every refusal is
+//! sessions and tasks, environments and task sets, the agents platform: secrets, agents,
+//! datasets, runs, agent builds and the release gate) and its object routes, on axum. Every answer is a non-empty JSON object; every refusal is
 //! `{"error": <code>, "message": <what happened and what to do>}` with its status.
 //! `/` and `/ui/…` are the web pages (`web.rs`), HTML rather than JSON.
 
@@ -21,10 +22,13 @@ use std::path::Path;
 use std::sync::Arc;
 use subtle::ConstantTimeEq;
 
+mod agents;
 mod environments;
 mod evaluations;
 mod objects;
 mod refs;
+mod release;
+mod runs;
 mod sessions;
 mod settings;
 mod task_sets;
@@ -287,6 +291,9 @@ async fn route(hub: &Hub, method: &Method, path: &str, query: &BTreeMap<String, 
             return answer;
         }
         if let Some(answer) = environments::route(hub, method, &segments, query, headers, body).await {
+            return answer;
+        }
+        if let Some(answer) = agents::route(hub, method, &segments, query, headers, body).await {
             return answer;
         }
     }

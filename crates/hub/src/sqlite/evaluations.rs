@@ -10,10 +10,10 @@ use crate::store::{Container, StoreResult, Version};
 use async_trait::async_trait;
 use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
 
-const EVALUATION_COLUMNS: &str = "id, project_id, container_id, version_id, model, run_id, status, num_examples, \
+pub(super) const EVALUATION_COLUMNS: &str = "id, project_id, container_id, version_id, model, run_id, status, num_examples, \
      rollouts_per_example, details, metrics, cost, sample_count, created_at, completed_at, seq";
 
-fn evaluation_row(r: &Row) -> rusqlite::Result<Evaluation> {
+pub(super) fn evaluation_row(r: &Row) -> rusqlite::Result<Evaluation> {
     Ok(Evaluation {
         id: r.get(0)?,
         project_id: r.get(1)?,

@@ -1,0 +1,554 @@
+//! [`AgentStore`] on PostgreSQL: the tables of migration 0004 (the SQLite ones, column
+//! for column). A claim takes its run with `FOR UPDATE SKIP LOCKED`, so workers of many
+//! hub processes never share a run; a run change locks the run's row (`FOR UPDATE`); a
+//! run number is taken under an advisory lock per project; upserts are single
+//! `INSERT … ON CONFLICT` statements.
+
+use super::evaluations::{evaluation_row, EVALUATION_COLUMNS};
+use super::{PostgresStore, Tx};
+use crate::agents::*;
+use crate::error::HubError;
+use crate::evaluations::SampleSums;
+use crate::store::StoreResult;
+use async_trait::async_trait;
+use sqlx::postgres::PgRow;
+use sqlx::Row;
+
+const SECRET_COLUMNS: &str = "name, scope, description, created_at, updated_at";
+
+fn secret_row(r: &PgRow) -> Result<ProjectSecret, sqlx::Error> {
+    Ok(ProjectSecret {
+        name: r.try_get(0)?,
+        scope: r.try_get(1)?,
+        description: r.try_get(2)?,
+        created_at: r.try_get(3)?,
+        updated_at: r.try_get(4)?,
+    })
+}
+
+const AGENT_COLUMNS: &str = "id, project_id, name, image, body, created_at, updated_at, seq";
+
+fn agent_row(r: &PgRow) -> Result<Agent, sqlx::Error> {
+    Ok(Agent {
+        id: r.try_get(0)?,
+        project_id: r.try_get(1)?,
+        name: r.try_get(2)?,
+        image: r.try_get(3)?,
+        body: r.try_get(4)?,
+        created_at: r.try_get(5)?,
+        updated_at: r.try_get(6)?,
+        seq: r.try_get(7)?,
+    })
+}
+
+const DATASET_COLUMNS: &str = "id, project_id, name, description, item_count, created_at, updated_at, seq";
+
+fn dataset_row(r: &PgRow) -> Result<Dataset, sqlx::Error> {
+    Ok(Dataset {
+        id: r.try_get(0)?,
+        project_id: r.try_get(1)?,
+        name: r.try_get(2)?,
+        description: r.try_get(3)?,
+        item_count: r.try_get(4)?,
+        created_at: r.try_get(5)?,
+        updated_at: r.try_get(6)?,
+        seq: r.try_get(7)?,
+    })
+}
+
+const RUN_COLUMNS: &str = "id, project_id, run_number, kind, source, name, state, algorithm_name, agent_id, dataset_id, config, \
+     job_id, worker_id, lease_expires, attempts, algo_state, result, metrics, metric_points, rollouts, details, created_at, \
+     started_at, heartbeat_at, finished_at, seq";
+
+fn run_row(r: &PgRow) -> Result<Run, sqlx::Error> {
+    Ok(Run {
+        id: r.try_get(0)?,
+        project_id: r.try_get(1)?,
+        run_number: r.try_get(2)?,
+        kind: r.try_get(3)?,
+        source: r.try_get(4)?,
+        name: r.try_get(5)?,
+        state: r.try_get(6)?,
+        algorithm_name: r.try_get(7)?,
+        agent_id: r.try_get(8)?,
+        dataset_id: r.try_get(9)?,
+        config: r.try_get(10)?,
+        job_id: r.try_get(11)?,
+        worker_id: r.try_get(12)?,
+        lease_expires: r.try_get(13)?,
+        attempts: r.try_get(14)?,
+        algo_state: r.try_get(15)?,
+        result: r.try_get(16)?,
+        metrics: r.try_get(17)?,
+        metric_points: r.try_get(18)?,
+        rollouts: r.try_get(19)?,
+        details: r.try_get(20)?,
+        created_at: r.try_get(21)?,
+        started_at: r.try_get(22)?,
+        heartbeat_at: r.try_get(23)?,
+        finished_at: r.try_get(24)?,
+        seq: r.try_get(25)?,
+    })
+}
+
+const BUILD_COLUMNS: &str = "id, project_id, agent_id, build_hash, version, commit_sha, body, created_at, seq";
+
+fn build_row(r: &PgRow) -> Result<AgentBuild, sqlx::Error> {
+    Ok(AgentBuild {
+        id: r.try_get(0)?,
+        project_id: r.try_get(1)?,
+        agent_id: r.try_get(2)?,
+        build_hash: r.try_get(3)?,
+        version: r.try_get(4)?,
+        commit_sha: r.try_get(5)?,
+        body: r.try_get(6)?,
+        created_at: r.try_get(7)?,
+        seq: r.try_get(8)?,
+    })
+}
+
+/// A run by id, else by job id; its row locked until the transaction ends when `lock`.
+async fn get_run(tx: &mut Tx, project_id: &str, id: &str, lock: bool) -> StoreResult<Option<Run>> {
+    let row = sqlx::query(&format!(
+        "SELECT {RUN_COLUMNS} FROM runs WHERE project_id = $1 AND (id = $2 OR job_id = $2) ORDER BY (id = $2) DESC LIMIT 1{}",
+        if lock { " FOR UPDATE" } else { "" }
+    ))
+    .bind(project_id)
+    .bind(id)
+    .fetch_optional(&mut **tx)
+    .await?;
+    Ok(row.as_ref().map(run_row).transpose()?)
+}
+
+/// Write back every column a change or a claim may move.
+async fn write_run(tx: &mut Tx, run: &Run) -> StoreResult<()> {
+    sqlx::query(
+        "UPDATE runs SET state = $1, worker_id = $2, lease_expires = $3, attempts = $4, algo_state = $5, result = $6, \
+         metrics = $7, metric_points = $8, rollouts = $9, started_at = $10, heartbeat_at = $11, finished_at = $12 WHERE id = $13",
+    )
+    .bind(&run.state)
+    .bind(&run.worker_id)
+    .bind(run.lease_expires)
+    .bind(run.attempts)
+    .bind(&run.algo_state)
+    .bind(&run.result)
+    .bind(&run.metrics)
+    .bind(run.metric_points)
+    .bind(run.rollouts)
+    .bind(&run.started_at)
+    .bind(&run.heartbeat_at)
+    .bind(&run.finished_at)
+    .bind(&run.id)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+#[async_trait]
+impl AgentStore for PostgresStore {
+    async fn create_project_secret(&self, project_id: &str, s: ProjectSecret, sealed: Vec<u8>) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "INSERT INTO project_secrets (project_id, name, scope, description, sealed, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (project_id, name) DO NOTHING",
+        )
+        .bind(project_id)
+        .bind(&s.name)
+        .bind(&s.scope)
+        .bind(&s.description)
+        .bind(sealed)
+        .bind(&s.created_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn put_project_secret(&self, project_id: &str, s: ProjectSecret, keep_description: bool, sealed: Vec<u8>) -> StoreResult<bool> {
+        let row = sqlx::query(
+            "INSERT INTO project_secrets (project_id, name, scope, description, sealed, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (project_id, name) DO UPDATE SET scope = EXCLUDED.scope, \
+             description = CASE WHEN $7 THEN project_secrets.description ELSE EXCLUDED.description END, \
+             sealed = EXCLUDED.sealed, updated_at = EXCLUDED.updated_at RETURNING (xmax = 0)",
+        )
+        .bind(project_id)
+        .bind(&s.name)
+        .bind(&s.scope)
+        .bind(&s.description)
+        .bind(sealed)
+        .bind(&s.updated_at)
+        .bind(keep_description)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(row.try_get(0)?)
+    }
+
+    async fn project_secrets(&self, project_id: &str) -> StoreResult<Vec<ProjectSecret>> {
+        let rows = sqlx::query(&format!("SELECT {SECRET_COLUMNS} FROM project_secrets WHERE project_id = $1 ORDER BY name COLLATE \"C\""))
+            .bind(project_id)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(secret_row).collect::<Result<Vec<_>, _>>()?)
+    }
+
+    async fn project_secret_values(&self, project_id: &str) -> StoreResult<Vec<(ProjectSecret, Vec<u8>)>> {
+        let rows =
+            sqlx::query(&format!("SELECT {SECRET_COLUMNS}, sealed FROM project_secrets WHERE project_id = $1 ORDER BY name COLLATE \"C\""))
+                .bind(project_id)
+                .fetch_all(&self.pool)
+                .await?;
+        Ok(rows.iter().map(|r| Ok((secret_row(r)?, r.try_get(5)?))).collect::<Result<Vec<_>, sqlx::Error>>()?)
+    }
+
+    async fn delete_project_secret(&self, project_id: &str, name: &str) -> StoreResult<bool> {
+        let done = sqlx::query("DELETE FROM project_secrets WHERE project_id = $1 AND name = $2")
+            .bind(project_id)
+            .bind(name)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn upsert_agent(&self, a: Agent) -> StoreResult<(Agent, bool)> {
+        let row = sqlx::query(&format!(
+            "INSERT INTO agents (id, project_id, name, image, body, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+             ON CONFLICT (project_id, name) DO UPDATE SET image = EXCLUDED.image, body = EXCLUDED.body, updated_at = EXCLUDED.updated_at \
+             RETURNING {AGENT_COLUMNS}, (xmax = 0)"
+        ))
+        .bind(&a.id)
+        .bind(&a.project_id)
+        .bind(&a.name)
+        .bind(&a.image)
+        .bind(&a.body)
+        .bind(&a.created_at)
+        .bind(&a.updated_at)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok((agent_row(&row)?, row.try_get(8)?))
+    }
+
+    async fn agents(&self, project_id: &str) -> StoreResult<Vec<Agent>> {
+        let rows = sqlx::query(&format!("SELECT {AGENT_COLUMNS} FROM agents WHERE project_id = $1 ORDER BY name COLLATE \"C\""))
+            .bind(project_id)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(agent_row).collect::<Result<Vec<_>, _>>()?)
+    }
+
+    async fn agent(&self, project_id: &str, id_or_name: &str) -> StoreResult<Option<Agent>> {
+        let row = sqlx::query(&format!(
+            "SELECT {AGENT_COLUMNS} FROM agents WHERE project_id = $1 AND (id = $2 OR name = $2) ORDER BY (id = $2) DESC LIMIT 1"
+        ))
+        .bind(project_id)
+        .bind(id_or_name)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.as_ref().map(agent_row).transpose()?)
+    }
+
+    async fn put_dataset(&self, d: Dataset, items: Vec<String>) -> StoreResult<(Dataset, bool)> {
+        let mut tx = self.pool.begin().await?;
+        let row = sqlx::query(&format!(
+            "INSERT INTO datasets (id, project_id, name, description, item_count, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (project_id, name) DO UPDATE SET description = EXCLUDED.description, \
+             item_count = EXCLUDED.item_count, updated_at = EXCLUDED.updated_at RETURNING {DATASET_COLUMNS}, (xmax = 0)"
+        ))
+        .bind(&d.id)
+        .bind(&d.project_id)
+        .bind(&d.name)
+        .bind(&d.description)
+        .bind(d.item_count)
+        .bind(&d.created_at)
+        .bind(&d.updated_at)
+        .fetch_one(&mut *tx)
+        .await?;
+        let (stored, created): (Dataset, bool) = (dataset_row(&row)?, row.try_get(8)?);
+        sqlx::query("DELETE FROM dataset_items WHERE dataset_id = $1").bind(&stored.id).execute(&mut *tx).await?;
+        let indexes: Vec<i64> = (0..items.len() as i64).collect();
+        sqlx::query("INSERT INTO dataset_items (dataset_id, idx, input) SELECT $1, t.idx, t.input FROM UNNEST($2::BIGINT[], $3::TEXT[]) AS t(idx, input)")
+            .bind(&stored.id)
+            .bind(indexes)
+            .bind(items)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok((stored, created))
+    }
+
+    async fn datasets(&self, project_id: &str) -> StoreResult<Vec<Dataset>> {
+        let rows = sqlx::query(&format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE project_id = $1 ORDER BY seq"))
+            .bind(project_id)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(dataset_row).collect::<Result<Vec<_>, _>>()?)
+    }
+
+    async fn dataset(&self, project_id: &str, id_or_name: &str) -> StoreResult<Option<Dataset>> {
+        let row = sqlx::query(&format!(
+            "SELECT {DATASET_COLUMNS} FROM datasets WHERE project_id = $1 AND (id = $2 OR name = $2) ORDER BY (id = $2) DESC LIMIT 1"
+        ))
+        .bind(project_id)
+        .bind(id_or_name)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.as_ref().map(dataset_row).transpose()?)
+    }
+
+    async fn dataset_items(&self, dataset_id: &str, offset: i64, limit: i64) -> StoreResult<Vec<(i64, String)>> {
+        let rows = sqlx::query("SELECT idx, input FROM dataset_items WHERE dataset_id = $1 AND idx >= $2 ORDER BY idx LIMIT $3")
+            .bind(dataset_id)
+            .bind(offset)
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(|r| Ok((r.try_get(0)?, r.try_get(1)?))).collect::<Result<Vec<_>, sqlx::Error>>()?)
+    }
+
+    async fn create_run(&self, mut run: Run) -> StoreResult<Run> {
+        let mut tx = self.pool.begin().await?;
+        if run.kind == KIND_RUN {
+            // A project's runs take their numbers one at a time.
+            sqlx::query("SELECT pg_advisory_xact_lock(hashtext('runs/' || $1))").bind(&run.project_id).execute(&mut *tx).await?;
+            let next: i64 = sqlx::query("SELECT COALESCE(MAX(run_number), 0) + 1 FROM runs WHERE project_id = $1")
+                .bind(&run.project_id)
+                .fetch_one(&mut *tx)
+                .await?
+                .try_get(0)?;
+            run.run_number = Some(next);
+        }
+        sqlx::query(
+            "INSERT INTO runs (id, project_id, run_number, kind, source, name, state, algorithm_name, agent_id, dataset_id, \
+             config, job_id, worker_id, lease_expires, attempts, algo_state, result, metrics, metric_points, rollouts, details, \
+             created_at, started_at, heartbeat_at, finished_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)",
+        )
+        .bind(&run.id)
+        .bind(&run.project_id)
+        .bind(run.run_number)
+        .bind(&run.kind)
+        .bind(&run.source)
+        .bind(&run.name)
+        .bind(&run.state)
+        .bind(&run.algorithm_name)
+        .bind(&run.agent_id)
+        .bind(&run.dataset_id)
+        .bind(&run.config)
+        .bind(&run.job_id)
+        .bind(&run.worker_id)
+        .bind(run.lease_expires)
+        .bind(run.attempts)
+        .bind(&run.algo_state)
+        .bind(&run.result)
+        .bind(&run.metrics)
+        .bind(run.metric_points)
+        .bind(run.rollouts)
+        .bind(&run.details)
+        .bind(&run.created_at)
+        .bind(&run.started_at)
+        .bind(&run.heartbeat_at)
+        .bind(&run.finished_at)
+        .execute(&mut *tx)
+        .await?;
+        let stored = get_run(&mut tx, &run.project_id, &run.id, false).await?.ok_or_else(|| HubError::Storage("run vanished".into()))?;
+        tx.commit().await?;
+        Ok(stored)
+    }
+
+    async fn run(&self, project_id: &str, id: &str) -> StoreResult<Option<Run>> {
+        let mut tx = self.pool.begin().await?;
+        let run = get_run(&mut tx, project_id, id, false).await?;
+        tx.commit().await?;
+        Ok(run)
+    }
+
+    async fn runs(&self, project_id: &str, source: Option<&str>, limit: i64) -> StoreResult<Vec<Run>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {RUN_COLUMNS} FROM runs WHERE project_id = $1 AND kind = 'run' AND ($2::TEXT IS NULL OR source = $2) \
+             ORDER BY seq DESC LIMIT $3"
+        ))
+        .bind(project_id)
+        .bind(source)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(run_row).collect::<Result<Vec<_>, _>>()?)
+    }
+
+    async fn claim_run(
+        &self,
+        project_id: &str,
+        worker_id: &str,
+        kinds: Vec<String>,
+        lease_secs: i64,
+        now: Now,
+    ) -> StoreResult<Option<Run>> {
+        let mut tx = self.pool.begin().await?;
+        // Rows another worker's claim holds are skipped, not waited for.
+        let rows = sqlx::query(&format!(
+            "SELECT {RUN_COLUMNS} FROM runs WHERE project_id = $1 AND source = 'platform' AND kind = ANY($2) \
+             AND (state = 'pending' OR (state = 'running' AND lease_expires <= $3)) ORDER BY seq LIMIT 64 FOR UPDATE SKIP LOCKED"
+        ))
+        .bind(project_id)
+        .bind(&kinds)
+        .bind(now.secs)
+        .fetch_all(&mut *tx)
+        .await?;
+        let mut taken = None;
+        for row in &rows {
+            let mut run = run_row(row)?;
+            match run.claimable(now.secs) {
+                Claimable::Take => {
+                    run.take(worker_id, lease_secs, &now);
+                    write_run(&mut tx, &run).await?;
+                    taken = Some(run);
+                    break;
+                }
+                Claimable::Exhausted => {
+                    run.exhaust(&now);
+                    write_run(&mut tx, &run).await?;
+                }
+                Claimable::No => {}
+            }
+        }
+        tx.commit().await?;
+        Ok(taken)
+    }
+
+    async fn change_run(&self, project_id: &str, id: &str, change: RunChange, now: Now) -> StoreResult<Run> {
+        let mut tx = self.pool.begin().await?;
+        let mut run =
+            get_run(&mut tx, project_id, id, true).await?.ok_or_else(|| HubError::NotFound(format!("no run '{id}' in this project")))?;
+        run.apply(&change, &now)?;
+        write_run(&mut tx, &run).await?;
+        match &change {
+            RunChange::Metrics { points } => {
+                let bodies: Vec<String> = points.iter().map(gateway_world::json::canonical).collect();
+                sqlx::query("INSERT INTO run_metrics (run_id, body, created_at) SELECT $1, b, $3 FROM UNNEST($2::TEXT[]) AS b")
+                    .bind(&run.id)
+                    .bind(bodies)
+                    .bind(&now.iso)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            RunChange::Rollout { name, session_id } => {
+                sqlx::query("INSERT INTO run_rollouts (run_id, name, session_id, created_at) VALUES ($1, $2, $3, $4)")
+                    .bind(&run.id)
+                    .bind(name)
+                    .bind(session_id)
+                    .bind(&now.iso)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            _ => {}
+        }
+        tx.commit().await?;
+        Ok(run)
+    }
+
+    async fn put_build(&self, b: AgentBuild) -> StoreResult<(AgentBuild, bool)> {
+        let mut tx = self.pool.begin().await?;
+        let done = sqlx::query(
+            "INSERT INTO agent_builds (id, project_id, agent_id, build_hash, version, commit_sha, body, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (project_id, agent_id, build_hash) DO NOTHING",
+        )
+        .bind(&b.id)
+        .bind(&b.project_id)
+        .bind(&b.agent_id)
+        .bind(&b.build_hash)
+        .bind(&b.version)
+        .bind(&b.commit_sha)
+        .bind(&b.body)
+        .bind(&b.created_at)
+        .execute(&mut *tx)
+        .await?;
+        let row =
+            sqlx::query(&format!("SELECT {BUILD_COLUMNS} FROM agent_builds WHERE project_id = $1 AND agent_id = $2 AND build_hash = $3"))
+                .bind(&b.project_id)
+                .bind(&b.agent_id)
+                .bind(&b.build_hash)
+                .fetch_one(&mut *tx)
+                .await?;
+        tx.commit().await?;
+        Ok((build_row(&row)?, done.rows_affected() == 1))
+    }
+
+    async fn build(&self, project_id: &str, id_or_hash: &str) -> StoreResult<Option<AgentBuild>> {
+        let row = sqlx::query(&format!(
+            "SELECT {BUILD_COLUMNS} FROM agent_builds WHERE project_id = $1 AND (id = $2 OR build_hash = $2) \
+             ORDER BY (id = $2) DESC, seq DESC LIMIT 1"
+        ))
+        .bind(project_id)
+        .bind(id_or_hash)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.as_ref().map(build_row).transpose()?)
+    }
+
+    async fn builds_by_commit(&self, project_id: &str, prefix: &str, limit: i64) -> StoreResult<Vec<AgentBuild>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {BUILD_COLUMNS} FROM agent_builds WHERE project_id = $1 AND commit_sha >= $2 \
+             AND left(commit_sha, length($2)) = $2 ORDER BY seq DESC LIMIT $3"
+        ))
+        .bind(project_id)
+        .bind(prefix)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(build_row).collect::<Result<Vec<_>, _>>()?)
+    }
+
+    async fn builds_by_version(&self, project_id: &str, agent_id: &str, version: &str, limit: i64) -> StoreResult<Vec<AgentBuild>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {BUILD_COLUMNS} FROM agent_builds WHERE project_id = $1 AND agent_id = $2 AND version = $3 ORDER BY seq DESC LIMIT $4"
+        ))
+        .bind(project_id)
+        .bind(agent_id)
+        .bind(version)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(build_row).collect::<Result<Vec<_>, _>>()?)
+    }
+
+    async fn build_evaluations(&self, project_id: &str, keys: Vec<String>, limit: i64) -> StoreResult<Vec<BuildEvaluation>> {
+        // The evaluations through migration 0004's expression index (the same
+        // expression here), each with its samples summed and its world's slug.
+        let rows = sqlx::query(&format!(
+            "SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE project_id = $1 \
+             AND ((details::jsonb) ->> 'agentBuildId') = ANY($2) ORDER BY seq DESC LIMIT $3"
+        ))
+        .bind(project_id)
+        .bind(&keys)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut out = Vec::new();
+        for row in &rows {
+            let evaluation = evaluation_row(row)?;
+            let sums = sqlx::query(
+                "SELECT COUNT(*), COUNT(*) - COUNT(reward), COALESCE(SUM(reward), 0.0), COALESCE(SUM(reward * reward), 0.0), \
+                 COUNT(score), COALESCE(SUM(score), 0.0), COUNT(passed), COUNT(*) FILTER (WHERE passed = 1) \
+                 FROM evaluation_samples WHERE evaluation_id = $1",
+            )
+            .bind(&evaluation.id)
+            .fetch_one(&self.pool)
+            .await?;
+            let sums = SampleSums {
+                samples: sums.try_get(0)?,
+                null_rewards: sums.try_get(1)?,
+                reward_sum: sums.try_get(2)?,
+                reward_squares: sums.try_get(3)?,
+                scores: sums.try_get(4)?,
+                score_sum: sums.try_get(5)?,
+                judged: sums.try_get(6)?,
+                passed: sums.try_get(7)?,
+            };
+            let world: Option<String> = sqlx::query("SELECT slug FROM containers WHERE id = $1")
+                .bind(&evaluation.container_id)
+                .fetch_optional(&self.pool)
+                .await?
+                .map(|r| r.try_get(0))
+                .transpose()?;
+            out.push(BuildEvaluation { evaluation, world: world.unwrap_or_default(), sums });
+        }
+        Ok(out)
+    }
+}

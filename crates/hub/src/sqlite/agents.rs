@@ -1,0 +1,566 @@
+//! [`AgentStore`] on SQLite: the tables of migration 0004. Every write is a
+//! `BEGIN IMMEDIATE` transaction, so a claim, a run change or a run number is decided
+//! on rows no other process changes meanwhile (the SQLite file is the lock).
+
+use super::evaluations::{evaluation_row, EVALUATION_COLUMNS};
+use super::SqliteStore;
+use crate::agents::*;
+use crate::error::HubError;
+use crate::evaluations::SampleSums;
+use crate::store::StoreResult;
+use async_trait::async_trait;
+use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
+
+const SECRET_COLUMNS: &str = "name, scope, description, created_at, updated_at";
+
+fn secret_row(r: &Row) -> rusqlite::Result<ProjectSecret> {
+    Ok(ProjectSecret { name: r.get(0)?, scope: r.get(1)?, description: r.get(2)?, created_at: r.get(3)?, updated_at: r.get(4)? })
+}
+
+const AGENT_COLUMNS: &str = "id, project_id, name, image, body, created_at, updated_at, seq";
+
+fn agent_row(r: &Row) -> rusqlite::Result<Agent> {
+    Ok(Agent {
+        id: r.get(0)?,
+        project_id: r.get(1)?,
+        name: r.get(2)?,
+        image: r.get(3)?,
+        body: r.get(4)?,
+        created_at: r.get(5)?,
+        updated_at: r.get(6)?,
+        seq: r.get(7)?,
+    })
+}
+
+const DATASET_COLUMNS: &str = "id, project_id, name, description, item_count, created_at, updated_at, seq";
+
+fn dataset_row(r: &Row) -> rusqlite::Result<Dataset> {
+    Ok(Dataset {
+        id: r.get(0)?,
+        project_id: r.get(1)?,
+        name: r.get(2)?,
+        description: r.get(3)?,
+        item_count: r.get(4)?,
+        created_at: r.get(5)?,
+        updated_at: r.get(6)?,
+        seq: r.get(7)?,
+    })
+}
+
+const RUN_COLUMNS: &str = "id, project_id, run_number, kind, source, name, state, algorithm_name, agent_id, dataset_id, config, \
+     job_id, worker_id, lease_expires, attempts, algo_state, result, metrics, metric_points, rollouts, details, created_at, \
+     started_at, heartbeat_at, finished_at, seq";
+
+fn run_row(r: &Row) -> rusqlite::Result<Run> {
+    Ok(Run {
+        id: r.get(0)?,
+        project_id: r.get(1)?,
+        run_number: r.get(2)?,
+        kind: r.get(3)?,
+        source: r.get(4)?,
+        name: r.get(5)?,
+        state: r.get(6)?,
+        algorithm_name: r.get(7)?,
+        agent_id: r.get(8)?,
+        dataset_id: r.get(9)?,
+        config: r.get(10)?,
+        job_id: r.get(11)?,
+        worker_id: r.get(12)?,
+        lease_expires: r.get(13)?,
+        attempts: r.get(14)?,
+        algo_state: r.get(15)?,
+        result: r.get(16)?,
+        metrics: r.get(17)?,
+        metric_points: r.get(18)?,
+        rollouts: r.get(19)?,
+        details: r.get(20)?,
+        created_at: r.get(21)?,
+        started_at: r.get(22)?,
+        heartbeat_at: r.get(23)?,
+        finished_at: r.get(24)?,
+        seq: r.get(25)?,
+    })
+}
+
+const BUILD_COLUMNS: &str = "id, project_id, agent_id, build_hash, version, commit_sha, body, created_at, seq";
+
+fn build_row(r: &Row) -> rusqlite::Result<AgentBuild> {
+    Ok(AgentBuild {
+        id: r.get(0)?,
+        project_id: r.get(1)?,
+        agent_id: r.get(2)?,
+        build_hash: r.get(3)?,
+        version: r.get(4)?,
+        commit_sha: r.get(5)?,
+        body: r.get(6)?,
+        created_at: r.get(7)?,
+        seq: r.get(8)?,
+    })
+}
+
+fn get_run(conn: &Connection, project_id: &str, id: &str) -> StoreResult<Option<Run>> {
+    Ok(conn
+        .query_row(
+            &format!("SELECT {RUN_COLUMNS} FROM runs WHERE project_id = ?1 AND (id = ?2 OR job_id = ?2) ORDER BY id = ?2 DESC LIMIT 1"),
+            params![project_id, id],
+            run_row,
+        )
+        .optional()?)
+}
+
+/// Write back every column a change or a claim may move.
+fn write_run(conn: &Connection, run: &Run) -> StoreResult<()> {
+    conn.execute(
+        "UPDATE runs SET state = ?1, worker_id = ?2, lease_expires = ?3, attempts = ?4, algo_state = ?5, result = ?6, \
+         metrics = ?7, metric_points = ?8, rollouts = ?9, started_at = ?10, heartbeat_at = ?11, finished_at = ?12 WHERE id = ?13",
+        params![
+            run.state,
+            run.worker_id,
+            run.lease_expires,
+            run.attempts,
+            run.algo_state,
+            run.result,
+            run.metrics,
+            run.metric_points,
+            run.rollouts,
+            run.started_at,
+            run.heartbeat_at,
+            run.finished_at,
+            run.id
+        ],
+    )?;
+    Ok(())
+}
+
+#[async_trait]
+impl AgentStore for SqliteStore {
+    async fn create_project_secret(&self, project_id: &str, s: ProjectSecret, sealed: Vec<u8>) -> StoreResult<bool> {
+        let project_id = project_id.to_string();
+        self.with(move |c| {
+            let inserted = c.execute(
+                "INSERT INTO project_secrets (project_id, name, scope, description, sealed, created_at, updated_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6) ON CONFLICT (project_id, name) DO NOTHING",
+                params![project_id, s.name, s.scope, s.description, sealed, s.created_at],
+            )?;
+            Ok(inserted == 1)
+        })
+        .await
+    }
+
+    async fn put_project_secret(&self, project_id: &str, s: ProjectSecret, keep_description: bool, sealed: Vec<u8>) -> StoreResult<bool> {
+        let project_id = project_id.to_string();
+        self.with(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let updated = tx.execute(
+                "UPDATE project_secrets SET scope = ?1, description = CASE WHEN ?2 THEN description ELSE ?3 END, sealed = ?4, \
+                 updated_at = ?5 WHERE project_id = ?6 AND name = ?7",
+                params![s.scope, keep_description, s.description, sealed, s.updated_at, project_id, s.name],
+            )?;
+            if updated == 0 {
+                tx.execute(
+                    "INSERT INTO project_secrets (project_id, name, scope, description, sealed, created_at, updated_at) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
+                    params![project_id, s.name, s.scope, s.description, sealed, s.updated_at],
+                )?;
+            }
+            tx.commit()?;
+            Ok(updated == 0)
+        })
+        .await
+    }
+
+    async fn project_secrets(&self, project_id: &str) -> StoreResult<Vec<ProjectSecret>> {
+        let project_id = project_id.to_string();
+        self.with(move |c| {
+            let mut stmt = c.prepare(&format!("SELECT {SECRET_COLUMNS} FROM project_secrets WHERE project_id = ?1 ORDER BY name"))?;
+            let rows = stmt.query_map([&project_id], secret_row)?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .await
+    }
+
+    async fn project_secret_values(&self, project_id: &str) -> StoreResult<Vec<(ProjectSecret, Vec<u8>)>> {
+        let project_id = project_id.to_string();
+        self.with(move |c| {
+            let mut stmt =
+                c.prepare(&format!("SELECT {SECRET_COLUMNS}, sealed FROM project_secrets WHERE project_id = ?1 ORDER BY name"))?;
+            let rows = stmt.query_map([&project_id], |r| Ok((secret_row(r)?, r.get(5)?)))?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .await
+    }
+
+    async fn delete_project_secret(&self, project_id: &str, name: &str) -> StoreResult<bool> {
+        let (project_id, name) = (project_id.to_string(), name.to_string());
+        self.with(move |c| Ok(c.execute("DELETE FROM project_secrets WHERE project_id = ?1 AND name = ?2", [&project_id, &name])? > 0))
+            .await
+    }
+
+    async fn upsert_agent(&self, a: Agent) -> StoreResult<(Agent, bool)> {
+        self.with(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let updated = tx.execute(
+                "UPDATE agents SET image = ?1, body = ?2, updated_at = ?3 WHERE project_id = ?4 AND name = ?5",
+                params![a.image, a.body, a.updated_at, a.project_id, a.name],
+            )?;
+            if updated == 0 {
+                tx.execute(
+                    "INSERT INTO agents (id, project_id, name, image, body, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    params![a.id, a.project_id, a.name, a.image, a.body, a.created_at, a.updated_at],
+                )?;
+            }
+            let stored = tx.query_row(
+                &format!("SELECT {AGENT_COLUMNS} FROM agents WHERE project_id = ?1 AND name = ?2"),
+                [&a.project_id, &a.name],
+                agent_row,
+            )?;
+            tx.commit()?;
+            Ok((stored, updated == 0))
+        })
+        .await
+    }
+
+    async fn agents(&self, project_id: &str) -> StoreResult<Vec<Agent>> {
+        let project_id = project_id.to_string();
+        self.with(move |c| {
+            let mut stmt = c.prepare(&format!("SELECT {AGENT_COLUMNS} FROM agents WHERE project_id = ?1 ORDER BY name"))?;
+            let rows = stmt.query_map([&project_id], agent_row)?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .await
+    }
+
+    async fn agent(&self, project_id: &str, id_or_name: &str) -> StoreResult<Option<Agent>> {
+        let (project_id, key) = (project_id.to_string(), id_or_name.to_string());
+        self.with(move |c| {
+            Ok(c.query_row(
+                &format!(
+                    "SELECT {AGENT_COLUMNS} FROM agents WHERE project_id = ?1 AND (id = ?2 OR name = ?2) ORDER BY id = ?2 DESC LIMIT 1"
+                ),
+                [&project_id, &key],
+                agent_row,
+            )
+            .optional()?)
+        })
+        .await
+    }
+
+    async fn put_dataset(&self, d: Dataset, items: Vec<String>) -> StoreResult<(Dataset, bool)> {
+        self.with(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let existing: Option<String> = tx
+                .query_row("SELECT id FROM datasets WHERE project_id = ?1 AND name = ?2", [&d.project_id, &d.name], |r| r.get(0))
+                .optional()?;
+            let created = existing.is_none();
+            let id = match existing {
+                Some(id) => {
+                    tx.execute(
+                        "UPDATE datasets SET description = ?1, item_count = ?2, updated_at = ?3 WHERE id = ?4",
+                        params![d.description, d.item_count, d.updated_at, id],
+                    )?;
+                    tx.execute("DELETE FROM dataset_items WHERE dataset_id = ?1", [&id])?;
+                    id
+                }
+                None => {
+                    tx.execute(
+                        "INSERT INTO datasets (id, project_id, name, description, item_count, created_at, updated_at) \
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                        params![d.id, d.project_id, d.name, d.description, d.item_count, d.created_at, d.updated_at],
+                    )?;
+                    d.id.clone()
+                }
+            };
+            {
+                let mut insert = tx.prepare("INSERT INTO dataset_items (dataset_id, idx, input) VALUES (?1, ?2, ?3)")?;
+                for (idx, input) in items.iter().enumerate() {
+                    insert.execute(params![id, idx as i64, input])?;
+                }
+            }
+            let stored = tx.query_row(&format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE id = ?1"), [&id], dataset_row)?;
+            tx.commit()?;
+            Ok((stored, created))
+        })
+        .await
+    }
+
+    async fn datasets(&self, project_id: &str) -> StoreResult<Vec<Dataset>> {
+        let project_id = project_id.to_string();
+        self.with(move |c| {
+            let mut stmt = c.prepare(&format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE project_id = ?1 ORDER BY seq"))?;
+            let rows = stmt.query_map([&project_id], dataset_row)?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .await
+    }
+
+    async fn dataset(&self, project_id: &str, id_or_name: &str) -> StoreResult<Option<Dataset>> {
+        let (project_id, key) = (project_id.to_string(), id_or_name.to_string());
+        self.with(move |c| {
+            Ok(c.query_row(
+                &format!(
+                    "SELECT {DATASET_COLUMNS} FROM datasets WHERE project_id = ?1 AND (id = ?2 OR name = ?2) ORDER BY id = ?2 DESC LIMIT 1"
+                ),
+                [&project_id, &key],
+                dataset_row,
+            )
+            .optional()?)
+        })
+        .await
+    }
+
+    async fn dataset_items(&self, dataset_id: &str, offset: i64, limit: i64) -> StoreResult<Vec<(i64, String)>> {
+        let dataset_id = dataset_id.to_string();
+        self.with(move |c| {
+            let mut stmt = c.prepare("SELECT idx, input FROM dataset_items WHERE dataset_id = ?1 AND idx >= ?2 ORDER BY idx LIMIT ?3")?;
+            let rows = stmt.query_map(params![dataset_id, offset, limit], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .await
+    }
+
+    async fn create_run(&self, mut run: Run) -> StoreResult<Run> {
+        self.with(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            if run.kind == KIND_RUN {
+                let next: i64 = tx.query_row(
+                    "SELECT COALESCE(MAX(run_number), 0) + 1 FROM runs WHERE project_id = ?1",
+                    [&run.project_id],
+                    |r| r.get(0),
+                )?;
+                run.run_number = Some(next);
+            }
+            tx.execute(
+                "INSERT INTO runs (id, project_id, run_number, kind, source, name, state, algorithm_name, agent_id, dataset_id, \
+                 config, job_id, worker_id, lease_expires, attempts, algo_state, result, metrics, metric_points, rollouts, details, \
+                 created_at, started_at, heartbeat_at, finished_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
+                params![
+                    run.id,
+                    run.project_id,
+                    run.run_number,
+                    run.kind,
+                    run.source,
+                    run.name,
+                    run.state,
+                    run.algorithm_name,
+                    run.agent_id,
+                    run.dataset_id,
+                    run.config,
+                    run.job_id,
+                    run.worker_id,
+                    run.lease_expires,
+                    run.attempts,
+                    run.algo_state,
+                    run.result,
+                    run.metrics,
+                    run.metric_points,
+                    run.rollouts,
+                    run.details,
+                    run.created_at,
+                    run.started_at,
+                    run.heartbeat_at,
+                    run.finished_at
+                ],
+            )?;
+            let stored = get_run(&tx, &run.project_id, &run.id)?.ok_or_else(|| HubError::Storage("run vanished".into()))?;
+            tx.commit()?;
+            Ok(stored)
+        })
+        .await
+    }
+
+    async fn run(&self, project_id: &str, id: &str) -> StoreResult<Option<Run>> {
+        let (project_id, id) = (project_id.to_string(), id.to_string());
+        self.with(move |c| get_run(c, &project_id, &id)).await
+    }
+
+    async fn runs(&self, project_id: &str, source: Option<&str>, limit: i64) -> StoreResult<Vec<Run>> {
+        let (project_id, source) = (project_id.to_string(), source.map(str::to_string));
+        self.with(move |c| {
+            let mut stmt = c.prepare(&format!(
+                "SELECT {RUN_COLUMNS} FROM runs WHERE project_id = ?1 AND kind = 'run' AND (?2 IS NULL OR source = ?2) \
+                 ORDER BY seq DESC LIMIT ?3"
+            ))?;
+            let rows = stmt.query_map(params![project_id, source, limit], run_row)?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .await
+    }
+
+    async fn claim_run(
+        &self,
+        project_id: &str,
+        worker_id: &str,
+        kinds: Vec<String>,
+        lease_secs: i64,
+        now: Now,
+    ) -> StoreResult<Option<Run>> {
+        let (project_id, worker_id) = (project_id.to_string(), worker_id.to_string());
+        self.with(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let candidates: Vec<Run> = {
+                let mut stmt = tx.prepare(&format!(
+                    "SELECT {RUN_COLUMNS} FROM runs WHERE project_id = ?1 AND source = 'platform' \
+                     AND (state = 'pending' OR (state = 'running' AND lease_expires <= ?2)) ORDER BY seq LIMIT 64"
+                ))?;
+                let rows = stmt.query_map(params![project_id, now.secs], run_row)?;
+                rows.collect::<rusqlite::Result<Vec<_>>>()?
+            };
+            let mut taken = None;
+            for mut run in candidates.into_iter().filter(|r| kinds.contains(&r.kind)) {
+                match run.claimable(now.secs) {
+                    Claimable::Take => {
+                        run.take(&worker_id, lease_secs, &now);
+                        write_run(&tx, &run)?;
+                        taken = Some(run);
+                        break;
+                    }
+                    Claimable::Exhausted => {
+                        run.exhaust(&now);
+                        write_run(&tx, &run)?;
+                    }
+                    Claimable::No => {}
+                }
+            }
+            tx.commit()?;
+            Ok(taken)
+        })
+        .await
+    }
+
+    async fn change_run(&self, project_id: &str, id: &str, change: RunChange, now: Now) -> StoreResult<Run> {
+        let (project_id, id) = (project_id.to_string(), id.to_string());
+        self.with(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let mut run = get_run(&tx, &project_id, &id)?.ok_or_else(|| HubError::NotFound(format!("no run '{id}' in this project")))?;
+            run.apply(&change, &now)?;
+            write_run(&tx, &run)?;
+            match &change {
+                RunChange::Metrics { points } => {
+                    let mut insert = tx.prepare("INSERT INTO run_metrics (run_id, body, created_at) VALUES (?1, ?2, ?3)")?;
+                    for point in points {
+                        insert.execute(params![run.id, gateway_world::json::canonical(point), now.iso])?;
+                    }
+                }
+                RunChange::Rollout { name, session_id } => {
+                    tx.execute(
+                        "INSERT INTO run_rollouts (run_id, name, session_id, created_at) VALUES (?1, ?2, ?3, ?4)",
+                        params![run.id, name, session_id, now.iso],
+                    )?;
+                }
+                _ => {}
+            }
+            tx.commit()?;
+            Ok(run)
+        })
+        .await
+    }
+
+    async fn put_build(&self, b: AgentBuild) -> StoreResult<(AgentBuild, bool)> {
+        self.with(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let inserted = tx.execute(
+                "INSERT INTO agent_builds (id, project_id, agent_id, build_hash, version, commit_sha, body, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (project_id, agent_id, build_hash) DO NOTHING",
+                params![b.id, b.project_id, b.agent_id, b.build_hash, b.version, b.commit_sha, b.body, b.created_at],
+            )?;
+            let stored = tx.query_row(
+                &format!("SELECT {BUILD_COLUMNS} FROM agent_builds WHERE project_id = ?1 AND agent_id = ?2 AND build_hash = ?3"),
+                [&b.project_id, &b.agent_id, &b.build_hash],
+                build_row,
+            )?;
+            tx.commit()?;
+            Ok((stored, inserted == 1))
+        })
+        .await
+    }
+
+    async fn build(&self, project_id: &str, id_or_hash: &str) -> StoreResult<Option<AgentBuild>> {
+        let (project_id, key) = (project_id.to_string(), id_or_hash.to_string());
+        self.with(move |c| {
+            Ok(c.query_row(
+                &format!(
+                    "SELECT {BUILD_COLUMNS} FROM agent_builds WHERE project_id = ?1 AND (id = ?2 OR build_hash = ?2) \
+                     ORDER BY id = ?2 DESC, seq DESC LIMIT 1"
+                ),
+                [&project_id, &key],
+                build_row,
+            )
+            .optional()?)
+        })
+        .await
+    }
+
+    async fn builds_by_commit(&self, project_id: &str, prefix: &str, limit: i64) -> StoreResult<Vec<AgentBuild>> {
+        let (project_id, prefix) = (project_id.to_string(), prefix.to_string());
+        self.with(move |c| {
+            let mut stmt = c.prepare(&format!(
+                "SELECT {BUILD_COLUMNS} FROM agent_builds WHERE project_id = ?1 AND commit_sha >= ?2 \
+                 AND substr(commit_sha, 1, length(?2)) = ?2 ORDER BY seq DESC LIMIT ?3"
+            ))?;
+            let rows = stmt.query_map(params![project_id, prefix, limit], build_row)?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .await
+    }
+
+    async fn builds_by_version(&self, project_id: &str, agent_id: &str, version: &str, limit: i64) -> StoreResult<Vec<AgentBuild>> {
+        let (project_id, agent_id, version) = (project_id.to_string(), agent_id.to_string(), version.to_string());
+        self.with(move |c| {
+            let mut stmt = c.prepare(&format!(
+                "SELECT {BUILD_COLUMNS} FROM agent_builds WHERE project_id = ?1 AND agent_id = ?2 AND version = ?3 ORDER BY seq DESC LIMIT ?4"
+            ))?;
+            let rows = stmt.query_map(params![project_id, agent_id, version, limit], build_row)?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .await
+    }
+
+    async fn build_evaluations(&self, project_id: &str, keys: Vec<String>, limit: i64) -> StoreResult<Vec<BuildEvaluation>> {
+        let project_id = project_id.to_string();
+        self.with(move |c| {
+            let mut out = Vec::new();
+            // The evaluations through migration 0004's expression index (the same
+            // expression here), then each one's samples summed through their index.
+            let evaluations = {
+                let marks: Vec<String> = (0..keys.len()).map(|i| format!("?{}", i + 3)).collect();
+                let sql = format!(
+                    "SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE project_id = ?1 \
+                     AND json_extract(details, '$.agentBuildId') IN ({}) ORDER BY seq DESC LIMIT ?2",
+                    marks.join(", ")
+                );
+                let mut stmt = c.prepare(&sql)?;
+                let mut values: Vec<&dyn rusqlite::ToSql> = vec![&project_id, &limit];
+                for key in &keys {
+                    values.push(key);
+                }
+                let rows = stmt.query_map(values.as_slice(), evaluation_row)?;
+                rows.collect::<rusqlite::Result<Vec<_>>>()?
+            };
+            let mut sums_of = c.prepare(
+                "SELECT COUNT(*), COUNT(*) - COUNT(reward), COALESCE(SUM(reward), 0.0), COALESCE(SUM(reward * reward), 0.0), \
+                 COUNT(score), COALESCE(SUM(score), 0.0), COUNT(passed), COALESCE(SUM(passed), 0) \
+                 FROM evaluation_samples WHERE evaluation_id = ?1",
+            )?;
+            let mut slug_of = c.prepare("SELECT slug FROM containers WHERE id = ?1")?;
+            for evaluation in evaluations {
+                let sums = sums_of.query_row([&evaluation.id], |r| {
+                    Ok(SampleSums {
+                        samples: r.get(0)?,
+                        null_rewards: r.get(1)?,
+                        reward_sum: r.get(2)?,
+                        reward_squares: r.get(3)?,
+                        scores: r.get(4)?,
+                        score_sum: r.get(5)?,
+                        judged: r.get(6)?,
+                        passed: r.get(7)?,
+                    })
+                })?;
+                let world: String = slug_of.query_row([&evaluation.container_id], |r| r.get(0)).optional()?.unwrap_or_default();
+                out.push(BuildEvaluation { evaluation, world, sums });
+            }
+            Ok(out)
+        })
+        .await
+    }
+}
