@@ -17,6 +17,7 @@ mod hub;
 mod mcp;
 mod run;
 mod session;
+mod workspace;
 mod worlds;
 
 use clap::{CommandFactory, Parser, Subcommand};

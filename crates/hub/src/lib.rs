@@ -26,6 +26,8 @@
 
 pub mod archive;
 pub mod client;
+pub mod connectors;
+pub mod connectors_client;
 pub mod environments_client;
 pub mod error;
 pub mod evals_client;

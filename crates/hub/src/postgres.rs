@@ -25,6 +25,7 @@ use sqlx::{Postgres, Row, Transaction};
 use std::str::FromStr;
 use std::time::Duration;
 
+mod connectors;
 mod evaluations;
 
 /// The migrations, in order: `(version, SQL)`.
@@ -32,6 +33,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (1, include_str!("../migrations/postgres/0001_init.sql")),
     (2, include_str!("../migrations/postgres/0002_documents.sql")),
     (3, include_str!("../migrations/postgres/0003_evaluations.sql")),
+    (6, include_str!("../migrations/postgres/0006_connectors.sql")),
 ];
 
 /// An arbitrary constant: the advisory lock key held while migrating.

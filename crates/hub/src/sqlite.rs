@@ -11,6 +11,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+mod connectors;
 mod evaluations;
 
 /// The migrations, in order: `(version, SQL)`.
@@ -18,6 +19,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (1, include_str!("../migrations/sqlite/0001_init.sql")),
     (2, include_str!("../migrations/sqlite/0002_documents.sql")),
     (3, include_str!("../migrations/sqlite/0003_evaluations.sql")),
+    (6, include_str!("../migrations/sqlite/0006_connectors.sql")),
 ];
 
 /// The SQLite metadata store.

@@ -162,9 +162,9 @@ pub struct Finalized {
 }
 
 /// The metadata store (evaluations and the environment views' reads included: see
-/// [`crate::evaluations::EvaluationStore`]).
+/// [`crate::evaluations::EvaluationStore`]; workspace connectors: [`crate::connectors::ConnectorStore`]).
 #[async_trait]
-pub trait MetaStore: crate::evaluations::EvaluationStore + Send + Sync {
+pub trait MetaStore: crate::evaluations::EvaluationStore + crate::connectors::ConnectorStore + Send + Sync {
     /// How many API keys exist.
     async fn key_count(&self) -> StoreResult<i64>;
     /// Store a key pair (secret hashed by the caller) for a project, creating the

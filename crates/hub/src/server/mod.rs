@@ -21,6 +21,7 @@ use std::path::Path;
 use std::sync::Arc;
 use subtle::ConstantTimeEq;
 
+mod connectors;
 mod environments;
 mod evaluations;
 mod objects;
@@ -287,6 +288,9 @@ async fn route(hub: &Hub, method: &Method, path: &str, query: &BTreeMap<String, 
             return answer;
         }
         if let Some(answer) = environments::route(hub, method, &segments, query, headers, body).await {
+            return answer;
+        }
+        if let Some(answer) = connectors::route(hub, method, &segments, query, headers, body).await {
             return answer;
         }
     }
