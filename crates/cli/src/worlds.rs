@@ -235,6 +235,12 @@ fn serve(
         Ok(app) => app,
         Err(error) => {
             eprintln!("world api refused: {error}");
+            if !path.join("connector.toml").exists() {
+                eprintln!(
+                    "hint: `gateway worlds schema init NEW_DIR --connector TEMPLATE --api` writes a starter connector.toml; \
+                     `gateway worlds connector skill` explains how to describe the vendor's API"
+                );
+            }
             return ExitCode::from(1);
         }
     };
@@ -338,6 +344,8 @@ fn schema(command: SchemaCommand) -> ExitCode {
                 eprintln!("error: argument --connector: invalid choice: '{connector}' (choose from {choices}, or a template directory holding world.json)");
                 return ExitCode::from(2);
             };
+            // As the original's CLI: an empty --name is not passed on (the default name).
+            let name = name.filter(|n| !n.is_empty());
             scaffold::init(&path, &template, name.as_deref(), starter_api).map(|domain| object([("status", Value::str("ok")), ("domain", domain)]))
         }
         SchemaCommand::Compile { path } => lifecycle::compile_world(&path).map(|(contract, snapshots)| {
