@@ -26,7 +26,8 @@ fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let root = manifest.join("templates");
     println!("cargo:rerun-if-changed=templates");
-    let mut slugs: Vec<PathBuf> = std::fs::read_dir(&root).expect("templates/").map(|e| e.expect("entry").path()).filter(|p| p.is_dir()).collect();
+    let mut slugs: Vec<PathBuf> =
+        std::fs::read_dir(&root).expect("templates/").map(|e| e.expect("entry").path()).filter(|p| p.is_dir()).collect();
     slugs.sort();
     let mut code = String::from("/// Every built-in template: (slug, [(path in the template, bytes)]), by slug.\npub static TEMPLATES: &[(&str, &[(&str, &[u8])])] = &[\n");
     for dir in &slugs {
@@ -40,7 +41,12 @@ fn main() {
         code.push_str("    ]),\n");
     }
     code.push_str("];\n");
-    writeln!(code, "/// The shared `schema/base.json` every template's world gets.\npub static BASE: &[u8] = include_bytes!({:?});", root.join("base.json").to_str().expect("UTF-8 path")).unwrap();
+    writeln!(
+        code,
+        "/// The shared `schema/base.json` every template's world gets.\npub static BASE: &[u8] = include_bytes!({:?});",
+        root.join("base.json").to_str().expect("UTF-8 path")
+    )
+    .unwrap();
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("templates.rs");
     std::fs::write(out, code).expect("write templates.rs");
 }

@@ -281,7 +281,8 @@ pub fn clone(args: CloneArgs) -> ExitCode {
     let chosen = match rows.iter().find(|row| row.get("id").and_then(Value::as_str) == Some(args.source.as_str())) {
         Some(row) => row.clone(),
         None => {
-            let matches: Vec<&Value> = rows.iter().filter(|row| row.get("slug").and_then(Value::as_str) == Some(args.source.as_str())).collect();
+            let matches: Vec<&Value> =
+                rows.iter().filter(|row| row.get("slug").and_then(Value::as_str) == Some(args.source.as_str())).collect();
             let others: Vec<&Value> = matches.iter().copied().filter(|row| !is_own(row)).collect();
             let candidates = if others.is_empty() { matches } else { others };
             match candidates.as_slice() {

@@ -346,7 +346,8 @@ fn schema(command: SchemaCommand) -> ExitCode {
             };
             // As the original's CLI: an empty --name is not passed on (the default name).
             let name = name.filter(|n| !n.is_empty());
-            scaffold::init(&path, &template, name.as_deref(), starter_api).map(|domain| object([("status", Value::str("ok")), ("domain", domain)]))
+            scaffold::init(&path, &template, name.as_deref(), starter_api)
+                .map(|domain| object([("status", Value::str("ok")), ("domain", domain)]))
         }
         SchemaCommand::Compile { path } => lifecycle::compile_world(&path).map(|(contract, snapshots)| {
             object([("status", Value::str("ok")), ("domain", contract.target().clone()), ("snapshots", snapshots)])

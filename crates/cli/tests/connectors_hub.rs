@@ -207,7 +207,8 @@ fn scenario(hub: &Hub, program: &Path, tag: &str) {
         std::fs::write(cwd.join("broken").join(name), bytes).unwrap();
     }
     let world = std::fs::read_to_string(cwd.join("broken/world.json")).unwrap();
-    std::fs::write(cwd.join("broken/world.json"), world.replacen("\"primary_key\": [", "\"primary_key\": [\"no_such_field\", ", 1)).unwrap();
+    std::fs::write(cwd.join("broken/world.json"), world.replacen("\"primary_key\": [", "\"primary_key\": [\"no_such_field\", ", 1))
+        .unwrap();
     let broken_slug = format!("broken-{tag}");
     let refused = run(hub, 0, program, &["worlds", "connector", "publish", "broken", "--slug", &broken_slug], cwd);
     assert_eq!(refused.status.code(), Some(1));
@@ -300,16 +301,19 @@ fn workspace_connectors_on_postgres() {
     let hub = start(data.path(), Some(&url), &[&alpha, &beta]);
     let tag = unique("pg").replace(['-'], "_").to_lowercase();
     let dir = tempfile::tempdir().unwrap();
-    let init = Command::new(GATEWAY).args(["worlds", "schema", "init", "w", "--connector", "linear"]).current_dir(dir.path()).output().unwrap();
+    let init =
+        Command::new(GATEWAY).args(["worlds", "schema", "init", "w", "--connector", "linear"]).current_dir(dir.path()).output().unwrap();
     assert!(init.status.success());
     let slug = format!("linear-{tag}");
-    let published = ok(&hub, 0, Path::new(GATEWAY), &["worlds", "connector", "publish", "w", "--slug", &slug, "--workspace-visible"], dir.path());
+    let published =
+        ok(&hub, 0, Path::new(GATEWAY), &["worlds", "connector", "publish", "w", "--slug", &slug, "--workspace-visible"], dir.path());
     assert!(published.starts_with(&format!("committed {slug} ")), "{published}");
     let rows = ok(&hub, 1, Path::new(GATEWAY), &["worlds", "connector", "list", "--hub", "--query", &slug], dir.path());
     assert!(rows.lines().any(|l| l.starts_with(&slug) && l.contains(&alpha)), "{rows}");
     let cloned = ok(&hub, 1, Path::new(GATEWAY), &["worlds", "connector", "clone", &slug], dir.path());
     assert!(cloned.contains(&format!("-> {slug} (conn_")), "{cloned}");
-    let init = ok(&hub, 1, Path::new(GATEWAY), &["worlds", "schema", "init", "again", "--connector", &format!("workspace:{slug}")], dir.path());
+    let init =
+        ok(&hub, 1, Path::new(GATEWAY), &["worlds", "schema", "init", "again", "--connector", &format!("workspace:{slug}")], dir.path());
     assert!(init.contains("\"status\": \"ok\""), "{init}");
     // The parent check on PostgreSQL too.
     let path = format!("/api/public/context/connectors/{slug}");

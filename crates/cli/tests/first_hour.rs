@@ -109,8 +109,13 @@ fn the_readme_first_hour_walk_serves_what_it_says() {
                 args.pop();
                 let at = args.iter().position(|a| a == "--port").expect("serve names a port");
                 args[at + 1] = "0".into();
-                let mut child =
-                    Command::new(GATEWAY).args(&args[1..]).current_dir(dir.path()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+                let mut child = Command::new(GATEWAY)
+                    .args(&args[1..])
+                    .current_dir(dir.path())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap();
                 let mut first = String::new();
                 let mut reader = BufReader::new(child.stderr.take().unwrap());
                 reader.read_line(&mut first).unwrap();
@@ -153,7 +158,8 @@ fn custom_without_api_has_no_connector_and_serve_says_what_to_do() {
     let out = Command::new(GATEWAY).args(["worlds", "schema", "init", "w", "--no-api"]).current_dir(dir.path()).output().unwrap();
     assert!(out.status.success());
     assert!(!dir.path().join("w/connector.toml").exists());
-    let refused = Command::new(GATEWAY).args(["worlds", "schema", "init", "x", "--api", "--no-api"]).current_dir(dir.path()).output().unwrap();
+    let refused =
+        Command::new(GATEWAY).args(["worlds", "schema", "init", "x", "--api", "--no-api"]).current_dir(dir.path()).output().unwrap();
     assert_eq!(refused.status.code(), Some(2), "--api and --no-api exclude each other");
     assert!(!dir.path().join("x").exists());
     let serve = Command::new(GATEWAY).args(["worlds", "serve", "w", "--port", "0"]).current_dir(dir.path()).output().unwrap();

@@ -169,10 +169,7 @@ fn init_writes_the_originals_files_byte_for_byte() {
     std::fs::rename(Path::new(&mine).join("connector.toml"), dir.path().join("starter.toml")).unwrap();
     same_files(Path::new(&theirs), Path::new(&mine), "custom (default)");
     // Refusals and edge cases: the same answer and exit code.
-    for args in [
-        vec!["--connector", "custom", "--name", "Bad Name"],
-        vec!["--connector", "jira", "--name", ""],
-    ] {
+    for args in [vec!["--connector", "custom", "--name", "Bad Name"], vec!["--connector", "jira", "--name", ""]] {
         let (theirs, mine) = (at("refused-ref"), at("refused-ours"));
         let want = run(&reference, &[&["worlds", "schema", "init", theirs.as_str()], args.as_slice()].concat());
         let got = ours(&[&["worlds", "schema", "init", mine.as_str()], args.as_slice()].concat());

@@ -126,10 +126,12 @@ pub fn read_template_dir(dir: &Path) -> Result<TemplateFiles> {
                 continue;
             }
             if crate::files::is_symlink(&path) {
-                return Err(
-                    ContractError::new("template", "Template resources must be regular files, not symlinks", path.display().to_string())
-                        .into(),
-                );
+                return Err(ContractError::new(
+                    "template",
+                    "Template resources must be regular files, not symlinks",
+                    path.display().to_string(),
+                )
+                .into());
             }
             if path.is_dir() {
                 walk(root, &path, files)?;
@@ -295,7 +297,8 @@ pub fn init_from_files(destination: &Path, files: &TemplateFiles, connector: &st
     };
     package.insert("id".into(), Value::str(&name));
     let names = |key: &str| -> Vec<String> {
-        let mut names: Vec<String> = annotation.get(key).and_then(Value::as_object).map(|m| m.keys().cloned().collect()).unwrap_or_default();
+        let mut names: Vec<String> =
+            annotation.get(key).and_then(Value::as_object).map(|m| m.keys().cloned().collect()).unwrap_or_default();
         names.sort();
         names
     };

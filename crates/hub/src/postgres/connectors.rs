@@ -154,11 +154,13 @@ impl ConnectorStore for PostgresStore {
 
     async fn connector_commit(&self, repo_id: &str, version: Option<&str>) -> StoreResult<Option<ConnectorCommit>> {
         let Some(version) = version.filter(|v| !v.is_empty()) else {
-            let found = self.commit_where("JOIN connector_repos r ON r.head_commit_id = c.id WHERE r.id = $1 AND $2 = $2", repo_id, "").await?;
+            let found =
+                self.commit_where("JOIN connector_repos r ON r.head_commit_id = c.id WHERE r.id = $1 AND $2 = $2", repo_id, "").await?;
             return Ok(found.into_iter().next());
         };
-        let labelled =
-            self.commit_where("JOIN connector_labels l ON l.commit_id = c.id WHERE l.repo_id = $1 AND l.label = $2", repo_id, version).await?;
+        let labelled = self
+            .commit_where("JOIN connector_labels l ON l.commit_id = c.id WHERE l.repo_id = $1 AND l.label = $2", repo_id, version)
+            .await?;
         if let Some(found) = labelled.into_iter().next() {
             return Ok(Some(found));
         }

@@ -86,7 +86,7 @@ fn parsed(text: &str) -> Value {
 }
 
 fn opt(value: &Option<String>) -> Value {
-    value.as_ref().map(|s| Value::str(s)).unwrap_or(Value::Null)
+    value.as_ref().map(Value::str).unwrap_or(Value::Null)
 }
 
 fn visibility(repo: &ConnectorRepo) -> &'static str {
@@ -170,9 +170,9 @@ async fn list(hub: &Hub, project: &str, query: &BTreeMap<String, String>) -> Ans
     let (repos, total) = hub.meta.connector_repos(project, query.get("query").map(String::as_str), is_public, limit, offset).await?;
     super::ok(object([
         ("repos", Value::Array(repos.iter().map(repo_json).collect())),
-        ("total", Value::Int(total.into())),
-        ("limit", Value::Int(limit.into())),
-        ("offset", Value::Int(offset.into())),
+        ("total", Value::Int(total)),
+        ("limit", Value::Int(limit)),
+        ("offset", Value::Int(offset)),
     ]))
 }
 
@@ -222,8 +222,8 @@ fn metadata(files: &TemplateFiles, contract: &gateway_world::compiler::Contract,
     object([
         ("vendor", vendor.map(Value::Str).unwrap_or(Value::Null)),
         ("auth", spec.map(|s| Value::str(&s.scheme)).unwrap_or(Value::Null)),
-        ("entityCount", Value::Int((contract.entities.len() as i64).into())),
-        ("operationCount", Value::Int((operations as i64).into())),
+        ("entityCount", Value::Int(contract.entities.len() as i64)),
+        ("operationCount", Value::Int(operations as i64)),
         ("digest", Value::Str(scaffold::template_digest(files))),
     ])
 }
@@ -472,9 +472,9 @@ async fn hub_listing(hub: &Hub, project: &str, query: Option<&str>) -> Answer {
 }
 
 async fn clone(hub: &Hub, project: &str, body: &Map) -> Answer {
-    let source_id = opt_str(body, "sourceRepoId")?
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| HubError::BadRequest("'sourceRepoId' is required: a hub connector's id (`gateway worlds connector list --hub`)".into()))?;
+    let source_id = opt_str(body, "sourceRepoId")?.filter(|s| !s.is_empty()).ok_or_else(|| {
+        HubError::BadRequest("'sourceRepoId' is required: a hub connector's id (`gateway worlds connector list --hub`)".into())
+    })?;
     let scope = scope_of(body)?;
     let missing = || HubError::NotFound(format!("no connector '{source_id}' in the hub: it is neither this project's nor published"));
     let (source, org_name) = hub.meta.connector_repo_by_id(&source_id).await?.ok_or_else(missing)?;
@@ -485,11 +485,13 @@ async fn clone(hub: &Hub, project: &str, body: &Map) -> Answer {
     check_connector_slug(&slug)?;
     let name = opt_str(body, "name")?.filter(|s| !s.is_empty()).unwrap_or_else(|| source.name.clone());
     if hub.meta.connector_repo(project, &slug).await?.is_some() {
-        return Err(HubError::Conflict(format!(
-            "this project already has a connector '{slug}': clone under another slug (`--slug`)"
-        )));
+        return Err(HubError::Conflict(format!("this project already has a connector '{slug}': clone under another slug (`--slug`)")));
     }
-    let head = hub.meta.connector_commit(&source.id, None).await?.ok_or_else(|| HubError::NotFound(format!("connector '{source_id}' has no commit yet")))?;
+    let head = hub
+        .meta
+        .connector_commit(&source.id, None)
+        .await?
+        .ok_or_else(|| HubError::NotFound(format!("connector '{source_id}' has no commit yet")))?;
     let now = now_iso();
     let provenance = object([
         ("repoId", Value::str(&source.id)),

@@ -56,11 +56,9 @@ fn find_commit(c: &Connection, repo_id: &str, version: Option<&str>) -> StoreRes
     };
     let Some(version) = version.filter(|v| !v.is_empty()) else {
         return Ok(c
-            .query_row(
-                &format!("{select} JOIN connector_repos r ON r.head_commit_id = c.id WHERE r.id = ?1"),
-                params![repo_id],
-                |r| commit_row(r, 0, true),
-            )
+            .query_row(&format!("{select} JOIN connector_repos r ON r.head_commit_id = c.id WHERE r.id = ?1"), params![repo_id], |r| {
+                commit_row(r, 0, true)
+            })
             .optional()?);
     };
     if let Some(found) = one("JOIN connector_labels l ON l.commit_id = c.id WHERE l.repo_id = ?1 AND l.label = ?2", version)? {
@@ -123,10 +121,11 @@ impl ConnectorStore for SqliteStore {
         self.with(move |c| {
             let filter = "r.project_id = ?1 AND (?2 IS NULL OR lower(r.slug) LIKE ?2 ESCAPE '\\' OR lower(r.name) LIKE ?2 ESCAPE '\\' \
                  OR lower(coalesce(r.description, '')) LIKE ?2 ESCAPE '\\') AND (?3 IS NULL OR r.is_public = ?3)";
-            let total: i64 =
-                c.query_row(&format!("SELECT COUNT(*) FROM connector_repos r WHERE {filter}"), params![project_id, pattern, public], |r| {
-                    r.get(0)
-                })?;
+            let total: i64 = c.query_row(
+                &format!("SELECT COUNT(*) FROM connector_repos r WHERE {filter}"),
+                params![project_id, pattern, public],
+                |r| r.get(0),
+            )?;
             let mut stmt =
                 c.prepare(&format!("SELECT {REPO_COLUMNS} FROM connector_repos r WHERE {filter} ORDER BY r.slug LIMIT ?4 OFFSET ?5"))?;
             let rows = stmt.query_map(params![project_id, pattern, public, limit, offset], repo_row)?;
