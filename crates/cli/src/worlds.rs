@@ -72,12 +72,24 @@ pub enum SchemaCommand {
     Init {
         /// New or empty directory for the world.
         path: PathBuf,
-        /// Template: `custom`, or a template directory (world.json, handlers.py, …).
+        /// Template: a built-in slug (`gateway worlds schema templates`; `custom` is the
+        /// blank contract), `workspace:<slug>` (a workspace connector pulled from the hub),
+        /// or a template directory (world.json, handlers.py, …).
         #[arg(long, default_value = "custom")]
         connector: String,
         /// Environment name and package id.
         #[arg(long)]
         name: Option<String>,
+        /// Hub for `workspace:` connectors (default: GATEWAY_HOST).
+        #[arg(long)]
+        host: Option<String>,
+        /// Also write a starter connector.toml (list/get/create routes per entity) when the
+        /// template carries none, so `worlds serve` serves the world. The default for `custom`.
+        #[arg(long, conflicts_with = "no_api")]
+        api: bool,
+        /// Write no starter connector.toml: exactly the original's files.
+        #[arg(long)]
+        no_api: bool,
     },
     /// List the built-in templates; `custom` is always offered last.
     Templates,
@@ -223,6 +235,12 @@ fn serve(
         Ok(app) => app,
         Err(error) => {
             eprintln!("world api refused: {error}");
+            if !path.join("connector.toml").exists() {
+                eprintln!(
+                    "hint: `gateway worlds schema init NEW_DIR --connector TEMPLATE --api` writes a starter connector.toml; \
+                     `gateway worlds connector skill` explains how to describe the vendor's API"
+                );
+            }
             return ExitCode::from(1);
         }
     };
@@ -315,14 +333,21 @@ fn schema(command: SchemaCommand) -> ExitCode {
             }
             Err(error) => Err(error),
         },
-        SchemaCommand::Init { path, connector, name } => {
+        SchemaCommand::Init { path, connector, name, host, api, no_api } => {
+            if let Some(slug) = connector.strip_prefix("workspace:") {
+                return crate::workspace::init_from_workspace(&path, slug, name.as_deref(), host.as_deref());
+            }
+            let starter_api = api || (!no_api && connector == scaffold::CUSTOM);
             let Some(template) = scaffold::Template::find(&connector) else {
                 let choices = scaffold::list_templates().into_iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ");
                 eprintln!("usage: gateway worlds schema init PATH [--connector TEMPLATE] [--name NAME]");
                 eprintln!("error: argument --connector: invalid choice: '{connector}' (choose from {choices}, or a template directory holding world.json)");
                 return ExitCode::from(2);
             };
-            scaffold::init(&path, &template, name.as_deref()).map(|domain| object([("status", Value::str("ok")), ("domain", domain)]))
+            // As the original's CLI: an empty --name is not passed on (the default name).
+            let name = name.filter(|n| !n.is_empty());
+            scaffold::init(&path, &template, name.as_deref(), starter_api)
+                .map(|domain| object([("status", Value::str("ok")), ("domain", domain)]))
         }
         SchemaCommand::Compile { path } => lifecycle::compile_world(&path).map(|(contract, snapshots)| {
             object([("status", Value::str("ok")), ("domain", contract.target().clone()), ("snapshots", snapshots)])

@@ -26,6 +26,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 mod agents;
+mod connectors;
 mod evaluations;
 
 /// The migrations, in order: `(version, SQL)`.
@@ -34,6 +35,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (2, include_str!("../migrations/postgres/0002_documents.sql")),
     (3, include_str!("../migrations/postgres/0003_evaluations.sql")),
     (4, include_str!("../migrations/postgres/0004_agents.sql")),
+    (6, include_str!("../migrations/postgres/0006_connectors.sql")),
 ];
 
 /// An arbitrary constant: the advisory lock key held while migrating.

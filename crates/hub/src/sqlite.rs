@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 mod agents;
+mod connectors;
 mod evaluations;
 
 /// The migrations, in order: `(version, SQL)`.
@@ -20,6 +21,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (2, include_str!("../migrations/sqlite/0002_documents.sql")),
     (3, include_str!("../migrations/sqlite/0003_evaluations.sql")),
     (4, include_str!("../migrations/sqlite/0004_agents.sql")),
+    (6, include_str!("../migrations/sqlite/0006_connectors.sql")),
 ];
 
 /// The SQLite metadata store.

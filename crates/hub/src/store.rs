@@ -162,9 +162,12 @@ pub struct Finalized {
 }
 
 /// The metadata store (evaluations and the environment views' reads included: see
-/// [`crate::evaluations::EvaluationStore`]; the agents platform: [`crate::agents::AgentStore`]).
+/// [`crate::evaluations::EvaluationStore`]; the agents platform: [`crate::agents::AgentStore`];
+/// workspace connectors: [`crate::connectors::ConnectorStore`]).
 #[async_trait]
-pub trait MetaStore: crate::evaluations::EvaluationStore + crate::agents::AgentStore + Send + Sync {
+pub trait MetaStore:
+    crate::evaluations::EvaluationStore + crate::agents::AgentStore + crate::connectors::ConnectorStore + Send + Sync
+{
     /// How many API keys exist.
     async fn key_count(&self) -> StoreResult<i64>;
     /// Store a key pair (secret hashed by the caller) for a project, creating the
