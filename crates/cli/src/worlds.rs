@@ -33,6 +33,12 @@ pub enum WorldsCommand {
         /// Start in one of the world's scenarios/<name>.
         #[arg(long)]
         scenario: Option<String>,
+        /// Keep the served state in DIR so it outlives the process: continued when DIR
+        /// holds one, else started from the world's snapshot. Each write is answered
+        /// only once its commit is synced to disk, so a crash or kill -9 loses no
+        /// acknowledged write. Without it, every start begins afresh (as the original).
+        #[arg(long, value_name = "DIR")]
+        state: Option<PathBuf>,
     },
     /// Serve the world's tools over MCP (stdio) as one local session.
     Mcp(crate::mcp::McpArgs),
@@ -214,7 +220,9 @@ pub fn run(command: WorldsCommand) -> ExitCode {
         WorldsCommand::Skill(args) => crate::connector::skill(args),
         WorldsCommand::Session { command } => crate::session::run_session(command),
         WorldsCommand::Task { command } => crate::session::run_task(command),
-        WorldsCommand::Serve { path, port, bind, admin_key, api_key, scenario } => serve(path, bind, port, admin_key, api_key, scenario),
+        WorldsCommand::Serve { path, port, bind, admin_key, api_key, scenario, state } => {
+            serve(path, bind, port, admin_key, api_key, scenario, state)
+        }
         WorldsCommand::Mcp(args) => crate::mcp::run(args),
         WorldsCommand::Run(args) => crate::run::run(*args),
         WorldsCommand::Ci(args) => crate::run::ci(*args),
@@ -228,9 +236,10 @@ fn serve(
     admin_key: Option<String>,
     api_key: Option<String>,
     scenario: Option<String>,
+    state_dir: Option<PathBuf>,
 ) -> ExitCode {
     let api_key = api_key.or_else(|| std::env::var("WORLD_API_KEY").ok().filter(|k| !k.is_empty()));
-    let options = gateway_serve::server::ServeOptions { port, host: None, api_key, scenario };
+    let options = gateway_serve::server::ServeOptions { port, host: None, api_key, scenario, state_dir };
     let mut app = match gateway_serve::server::load(&path, &options) {
         Ok(app) => app,
         Err(error) => {
