@@ -133,6 +133,14 @@ fn our_bench_commands_on_a_connector_world() {
     assert_eq!(recorded.get("versionId").and_then(|v| v.as_str()), Some(v1.as_str()));
     let base = recorded.get("baseFiles").and_then(|b| b.as_object()).unwrap();
     assert!(base.contains_key("gateway-api-world.toml") && base.contains_key("server/world/connector.toml"), "{base:?}");
+    // The world reads as clean against that push (its files are the bundle's server/world/),
+    // so `worlds run --path` files against it; an edit shows under its own path.
+    assert!(gateway_hub::client::local_tree_state(&world).unwrap().clean);
+    let tickets = world.join("data/initial.json");
+    let original = std::fs::read(&tickets).unwrap();
+    std::fs::write(&tickets, [original.as_slice(), b" "].concat()).unwrap();
+    assert_eq!(gateway_hub::client::local_tree_state(&world).unwrap().dirty, vec!["data/initial.json".to_string()]);
+    std::fs::write(&tickets, &original).unwrap();
     // The same world again: the same bundle, deduplicated.
     assert!(ok(&server, gw, &["bench", "push", "helpdesk"], work).contains("\"alreadyUploaded\": true"));
 

@@ -66,7 +66,16 @@ pub fn local_tree_state(env: &Path) -> Result<TreeState> {
     let Some(Value::Object(base)) = meta.as_ref().and_then(|m| m.get("baseFiles")).cloned() else {
         return Ok(TreeState { meta, dirty: Vec::new(), clean: false });
     };
-    let now = archive::snapshot_tree_hashes(env)?;
+    // A connector world pushed as its api bundle records the bundle's files: the world
+    // is compared with the bundle's `server/world/` (beyond the original, whose world then
+    // never reads as clean, so `worlds run --path` could never file against the push).
+    let (now, base) = if base.contains_key("gateway-api-world.toml") && serves_api(env).unwrap_or(false) {
+        let inside: Map =
+            base.iter().filter_map(|(path, hash)| path.strip_prefix(BUNDLED_WORLD).map(|rest| (rest.to_string(), hash.clone()))).collect();
+        (bundled_world_snapshot(env)?, inside)
+    } else {
+        (archive::snapshot_tree_hashes(env)?, base)
+    };
     let mut dirty: Vec<String> =
         now.iter().filter(|(p, h)| base.get(*p).and_then(Value::as_str) != Some(h.as_str())).map(|(p, _)| p.clone()).collect();
     dirty.extend(base.keys().filter(|p| !now.contains_key(*p)).cloned());
@@ -123,6 +132,41 @@ pub fn serves_api(dir: &Path) -> Result<bool> {
         Ok(mode) => Ok(mode.is_some()),
         Err(error) => Err(fail(format!("ContractError: {error}"))),
     }
+}
+
+/// Where an api bundle holds the world, as a path prefix.
+const BUNDLED_WORLD: &str = "server/world/";
+
+/// `{path in the world: sha256 hex}` of what the api bundle built from `world` shows of
+/// it under `server/world/` in a snapshot: the bundle's copy leaves out captures/,
+/// `__pycache__`, `.git` and SQLite side files at any depth and follows symlinks; the
+/// archive's rules then prune `.`-named, `dist`, `build`, `outputs`, `*.egg-info`
+/// directories and `.`-named files.
+pub fn bundled_world_snapshot(world: &Path) -> Result<std::collections::BTreeMap<String, String>> {
+    fn walk(dir: &Path, prefix: &str, out: &mut std::collections::BTreeMap<String, String>) -> Result<()> {
+        let mut entries: Vec<_> = std::fs::read_dir(dir).map_err(|e| HubError::io(dir, e))?.filter_map(|e| e.ok()).collect();
+        entries.sort_by_key(|e| e.file_name());
+        for entry in entries {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let path = entry.path();
+            if gateway_serve::bundle::world_ignored(&name) || name.starts_with('.') {
+                continue;
+            }
+            let relative = format!("{prefix}{name}");
+            if path.is_dir() {
+                if !(["dist", "build", "outputs"].contains(&name.as_str()) || name.ends_with(".egg-info")) {
+                    walk(&path, &format!("{relative}/"), out)?;
+                }
+            } else if path.is_file() {
+                let bytes = std::fs::read(&path).map_err(|e| HubError::io(&path, e))?;
+                out.insert(relative, hex::encode(Sha256::digest(&bytes)));
+            }
+        }
+        Ok(())
+    }
+    let mut out = std::collections::BTreeMap::new();
+    walk(world, "", &mut out)?;
+    Ok(out)
 }
 
 /// Copy a directory tree (`shutil.copytree`: files and directories, symlinks followed).
