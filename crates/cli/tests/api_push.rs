@@ -316,12 +316,67 @@ fn run_with_path(server: &Server, program: &Path, args: &[&str], cwd: &Path, pat
 fn push_build_wheel_then_install_by_name() {
     let tmp = tempfile::tempdir().unwrap();
     let server = start(&tmp.path().join("data"));
-    let (gw, work) = (Path::new(GATEWAY), tmp.path());
+    wheel_scenario(&server, tmp.path());
+}
+
+/// The wheel scenario on a hub whose metadata is in PostgreSQL (`GATEWAY_TEST_POSTGRES_URL`,
+/// as tests/hub_backends.rs): a version taking a wheel later is an UPDATE in each backend.
+#[test]
+fn push_build_wheel_on_a_postgres_hub() {
+    let Some(url) = std::env::var("GATEWAY_TEST_POSTGRES_URL").ok().filter(|u| !u.is_empty()) else {
+        eprintln!("NOTICE: GATEWAY_TEST_POSTGRES_URL is not set; skipping the wheel scenario on PostgreSQL");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let project = format!("wheel-{}", std::process::id());
+    let keys = Command::new(GATEWAY)
+        .args(["hub", "keys", "create", "--project", &project, "--database", &url, "--data"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    if !keys.status.success() {
+        eprintln!("NOTICE: PostgreSQL unreachable ({}); skipping", String::from_utf8_lossy(&keys.stderr).trim());
+        return;
+    }
+    let keys = String::from_utf8(keys.stdout).unwrap();
+    let mut child = Command::new(GATEWAY)
+        .args(["hub", "serve", "--addr", "127.0.0.1:0", "--no-host", "--database", &url, "--data"])
+        .arg(&data)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut reader = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut host = String::new();
+    for _ in 0..20 {
+        let mut line = String::new();
+        if std::io::BufRead::read_line(&mut reader, &mut line).unwrap() == 0 {
+            break;
+        }
+        if let Some(addr) = line.trim().strip_prefix("gateway hub listening on ") {
+            host = addr.to_string();
+            break;
+        }
+    }
+    assert!(!host.is_empty(), "the PostgreSQL hub did not start");
+    std::thread::spawn(move || for _ in std::io::BufRead::lines(reader) {});
+    let server = Server { child, host, public: field(&keys, "publicKey"), secret: field(&keys, "secretKey") };
+    wheel_scenario(&server, tmp.path());
+}
+
+fn wheel_scenario(server: &Server, work: &Path) {
+    let gw = Path::new(GATEWAY);
     write_project(&work.join("proj"));
     let Some((python, path)) = venv(&work.join("venv")) else { return };
-    let (success, stdout, stderr) = run_with_path(&server, gw, &["bench", "push", "proj", "--build-wheel"], work, &path);
+    // Pushed first without a wheel: nothing to install yet.
+    assert!(ok(server, gw, &["bench", "push", "proj"], work).contains("\"wheelBuilt\": false"));
+    let (success, _, stderr) = run_with_path(server, gw, &["bench", "install", "demo-env", "--tool", "pip"], work, &path);
+    assert!(!success && stderr.contains("has no built wheel"), "{stderr}");
+    // The same tree with --build-wheel: the version is the same, and takes the wheel.
+    let (success, stdout, stderr) = run_with_path(server, gw, &["bench", "push", "proj", "--build-wheel"], work, &path);
     assert!(success, "{stdout}\n{stderr}");
-    assert!(stdout.contains("\"wheelBuilt\": true"), "{stdout}");
+    assert!(stdout.contains("\"wheelBuilt\": true") && stdout.contains("\"alreadyUploaded\": true"), "{stdout}");
     let wheel = work.join("proj/dist/demo_env-0.1.0-py3-none-any.whl");
     assert!(wheel.is_file(), "the wheel is left in dist/ as the original leaves it");
     let bytes = std::fs::read(&wheel).unwrap();
@@ -330,11 +385,11 @@ fn push_build_wheel_then_install_by_name() {
     assert!(member("demo_env/__pycache__/x.pyc").is_none() && member("main.py").is_none());
     let metadata = member("demo_env-0.1.0.dist-info/METADATA").unwrap();
     assert!(metadata.contains("Requires-Dist: pip\nProvides-Extra: dev\nRequires-Dist: pytest; extra == 'dev'\n"), "{metadata}");
-    // The same tree pushed again without a wheel: deduplicated, nothing rebuilt.
-    assert!(ok(&server, gw, &["bench", "push", "proj"], work).contains("\"alreadyUploaded\": true"));
+    // The same tree pushed again without a wheel: deduplicated, the wheel kept.
+    assert!(ok(server, gw, &["bench", "push", "proj"], work).contains("\"alreadyUploaded\": true"));
 
     // Our install, by name, into the venv: importable, with its metadata and script.
-    let (success, stdout, stderr) = run_with_path(&server, gw, &["bench", "install", "demo-env", "--tool", "pip"], work, &path);
+    let (success, stdout, stderr) = run_with_path(server, gw, &["bench", "install", "demo-env", "--tool", "pip"], work, &path);
     assert!(success, "{stdout}\n{stderr}");
     assert!(stdout.contains("\"wheelFile\": \"demo_env-0.1.0-py3-none-any.whl\""), "{stdout}");
     let check = "import demo_env, importlib.metadata as m; print(demo_env.VALUE, m.requires('demo-env'), m.version('demo-env'))";
@@ -350,22 +405,22 @@ fn push_build_wheel_then_install_by_name() {
     // A connector world's api bundle is no Python project: refused as the original refuses,
     // before anything is sent.
     helpdesk(&work.join("hd"));
-    let (success, _, stderr) = run_with_path(&server, gw, &["bench", "push", "hd", "--build-wheel"], work, &path);
+    let (success, _, stderr) = run_with_path(server, gw, &["bench", "push", "hd", "--build-wheel"], work, &path);
     assert!(!success && stderr.contains("wheel build failed:") && stderr.contains("pyproject.toml"), "{stderr}");
-    let (_, _, stderr) = run(&server, gw, &["bench", "log", "hd"], work);
+    let (_, _, stderr) = run(server, gw, &["bench", "log", "hd"], work);
     assert!(stderr.contains("-> 404"), "{stderr}");
     // Another backend needs uv or build, named plainly.
     let other = work.join("setuptools-proj");
     write_project(&other);
     let text = std::fs::read_to_string(other.join("pyproject.toml")).unwrap().replace("hatchling.build", "setuptools.build_meta");
     std::fs::write(other.join("pyproject.toml"), text).unwrap();
-    let (success, _, stderr) = run_with_path(&server, gw, &["bench", "push", "setuptools-proj", "--build-wheel"], work, &path);
+    let (success, _, stderr) = run_with_path(server, gw, &["bench", "push", "setuptools-proj", "--build-wheel"], work, &path);
     assert!(!success && stderr.contains("'setuptools.build_meta'") && stderr.contains("pip install build"), "{stderr}");
 
     // The original installs what ours pushed, into a venv of its own.
     if let Some((reference, _)) = reference() {
         let Some((python, path)) = venv(&work.join("venv2")) else { return };
-        let (success, stdout, stderr) = run_with_path(&server, &reference, &["bench", "install", "demo-env", "--tool", "pip"], work, &path);
+        let (success, stdout, stderr) = run_with_path(server, &reference, &["bench", "install", "demo-env", "--tool", "pip"], work, &path);
         assert!(success, "{stdout}\n{stderr}");
         let out = Command::new(&python).args(["-c", "import demo_env; print(demo_env.VALUE)"]).output().unwrap();
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "42");
