@@ -160,6 +160,8 @@ fn remote_capture_through_our_hub() {
     assert!(!success && stderr.contains("-> 404") && stderr.contains("no environment 'nope'"), "{stderr}");
     let (success, _, stderr) = run(&server, gw, &["worlds", "connector", "capture", "helpdesk", "--op", "nope", "--remote"], work);
     assert!(!success && stderr.contains("-> 400") && stderr.contains("unknown operation 'nope'"), "{stderr}");
+    let (success, _, stderr) = capture(gw, &["--max-pages", "0"]);
+    assert!(!success && stderr.contains("-> 400") && stderr.contains("'maxPages' must be an integer from 1 to 1000"), "{stderr}");
     // A connector.toml that does not parse is refused here, before any round trip.
     let bad = helpdesk(&work.join("bad"));
     std::fs::write(bad.join("connector.toml"), "[connector]\n").unwrap();

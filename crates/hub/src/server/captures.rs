@@ -21,6 +21,8 @@ use gateway_connector::spec::{parse_spec, Spec};
 
 /// The document kind of remote captures.
 const CAPTURE: &str = "connector-capture";
+/// The most pages one remote capture may ask for.
+const MAX_PAGES: i64 = 1000;
 /// The largest connector.toml accepted.
 const MAX_SPEC_BYTES: usize = 256 * 1024;
 
@@ -70,8 +72,8 @@ pub(super) async fn start(hub: &Hub, project: &str, container: &Container, body:
     }
     let max_pages = match body.get("maxPages") {
         None | Some(Value::Null) => None,
-        Some(Value::Int(n)) => Some(*n),
-        Some(_) => return Err(HubError::BadRequest("'maxPages' must be an integer".into())),
+        Some(Value::Int(n)) if (1..=MAX_PAGES).contains(n) => Some(*n),
+        Some(_) => return Err(HubError::BadRequest(format!("'maxPages' must be an integer from 1 to {MAX_PAGES}"))),
     };
     let request = CaptureRequest { op: op.clone(), args: pairs(body, "args")?, params: pairs(body, "params")?, max_pages };
     let mut secrets = BTreeMap::new();
