@@ -76,7 +76,15 @@ pub(super) async fn object_route(
             verify_signature(hub, "GET", &key, query)?;
             let stream = hub.objects.open(&key).await?.ok_or_else(|| HubError::NotFound(format!("object {key} not found")))?;
             let mut response = Response::new(Body::from_stream(stream));
-            let kind = if key.ends_with(".whl") { "application/octet-stream" } else { "application/gzip" };
+            let kind = if key.ends_with(".whl") {
+                "application/octet-stream"
+            } else if key.starts_with("drive/") && key.ends_with(".json") {
+                "application/json"
+            } else if key.starts_with("drive/") {
+                "application/octet-stream"
+            } else {
+                "application/gzip"
+            };
             response.headers_mut().insert("content-type", HeaderValue::from_static(kind));
             Ok(response)
         }
