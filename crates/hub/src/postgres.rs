@@ -27,6 +27,7 @@ use std::time::Duration;
 
 mod agents;
 mod evaluations;
+mod world_data;
 
 /// The migrations, in order: `(version, SQL)`.
 const MIGRATIONS: &[(i64, &str)] = &[
@@ -34,6 +35,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (2, include_str!("../migrations/postgres/0002_documents.sql")),
     (3, include_str!("../migrations/postgres/0003_evaluations.sql")),
     (4, include_str!("../migrations/postgres/0004_agents.sql")),
+    (5, include_str!("../migrations/postgres/0005_world_data.sql")),
 ];
 
 /// An arbitrary constant: the advisory lock key held while migrating.

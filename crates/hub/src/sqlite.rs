@@ -13,6 +13,7 @@ use std::time::Duration;
 
 mod agents;
 mod evaluations;
+mod world_data;
 
 /// The migrations, in order: `(version, SQL)`.
 const MIGRATIONS: &[(i64, &str)] = &[
@@ -20,6 +21,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (2, include_str!("../migrations/sqlite/0002_documents.sql")),
     (3, include_str!("../migrations/sqlite/0003_evaluations.sql")),
     (4, include_str!("../migrations/sqlite/0004_agents.sql")),
+    (5, include_str!("../migrations/sqlite/0005_world_data.sql")),
 ];
 
 /// The SQLite metadata store.

@@ -57,7 +57,7 @@ fn chunks(dir: &Path, name: &str, lines: &[String], chunk_rows: usize) -> (Strin
     let mut specs = Vec::new();
     cut_chunks(&[source.clone()], &dir.join(format!("{name}-chunks")), &options, None, &mut |raw| {
         let chunk = compress_chunk(&raw)?;
-        specs.push(ChunkSpec { ordinal: chunk.ordinal, path: chunk.path, entity: chunk.entity });
+        specs.push(ChunkSpec { ordinal: chunk.ordinal, path: chunk.path, entity: chunk.entity, digest: None });
         Ok(Flow::More)
     })
     .unwrap();
