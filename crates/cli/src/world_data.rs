@@ -163,13 +163,8 @@ pub fn import(request: Import) -> ExitCode {
         Ok(base) => base,
         Err(error) => return refused(error),
     };
-    let options = ImportOptions {
-        flags,
-        parallel: request.parallel.max(1) as usize,
-        resume: request.resume,
-        message: request.message,
-        base,
-    };
+    let options =
+        ImportOptions { flags, parallel: request.parallel.max(1) as usize, resume: request.resume, message: request.message, base };
     let bar = Bar::for_inputs(&request.rows);
     let uploaded = client::import_rows(&client, &request.slug, &request.rows, &options, &bar);
     bar.finish();

@@ -641,7 +641,15 @@ fn extract_policy(root: &std::path::Path, no_redact: bool) -> Result<gateway_wor
     Ok(Policy { envelope, redaction })
 }
 
-fn data_extract(root: &std::path::Path, source: &str, shape: &str, entity: &str, out: Option<&str>, merge: &str, no_redact: bool) -> ExitCode {
+fn data_extract(
+    root: &std::path::Path,
+    source: &str,
+    shape: &str,
+    entity: &str,
+    out: Option<&str>,
+    merge: &str,
+    no_redact: bool,
+) -> ExitCode {
     use std::io::Write as _;
     let root = root.to_path_buf();
     let mut sink: Box<dyn std::io::Write> = match out {

@@ -165,7 +165,9 @@ pub struct Finalized {
 /// [`crate::evaluations::EvaluationStore`]; the agents platform: [`crate::agents::AgentStore`];
 /// world data batches: [`crate::world_data::WorldDataStore`]).
 #[async_trait]
-pub trait MetaStore: crate::evaluations::EvaluationStore + crate::agents::AgentStore + crate::world_data::WorldDataStore + Send + Sync {
+pub trait MetaStore:
+    crate::evaluations::EvaluationStore + crate::agents::AgentStore + crate::world_data::WorldDataStore + Send + Sync
+{
     /// How many API keys exist.
     async fn key_count(&self) -> StoreResult<i64>;
     /// Store a key pair (secret hashed by the caller) for a project, creating the

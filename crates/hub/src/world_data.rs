@@ -204,8 +204,13 @@ pub trait WorldDataStore: Send + Sync {
     async fn update_data_batch(&self, batch: &DataBatch) -> StoreResult<()>;
     /// Every applied, unpublished `--publish later` batch of a world on `base_version_id`
     /// becomes `published` in `version_id`; their ids.
-    async fn publish_data_batches(&self, container_id: &str, base_version_id: &str, version_id: &str, now: &str)
-        -> StoreResult<Vec<String>>;
+    async fn publish_data_batches(
+        &self,
+        container_id: &str,
+        base_version_id: &str,
+        version_id: &str,
+        now: &str,
+    ) -> StoreResult<Vec<String>>;
     /// A world's data head.
     async fn data_head(&self, container_id: &str) -> StoreResult<Option<DataHead>>;
     /// Set a world's data head (only the lock holder calls it).

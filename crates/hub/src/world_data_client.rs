@@ -404,7 +404,10 @@ impl Manifest {
         data.insert("updatedAt".into(), Value::Str(now()));
         let text = format!(
             "{}\n",
-            json::dumps(&Value::Object(data.clone()), DumpOptions { sort_keys: false, ensure_ascii: true, indent: Some(1), compact: false })
+            json::dumps(
+                &Value::Object(data.clone()),
+                DumpOptions { sort_keys: false, ensure_ascii: true, indent: Some(1), compact: false }
+            )
         );
         let tmp = self.path.with_extension("json.tmp");
         std::fs::write(&tmp, text).map_err(|e| HubError::io(&tmp, e))?;
@@ -608,10 +611,7 @@ pub fn import_rows(
             .to_string();
         if let Some(limit) = opened.get("limits").and_then(|l| l.get("chunkBytes")).and_then(Value::as_i64) {
             if options.flags.chunk_bytes as i64 > limit {
-                return Err(fail(format!(
-                    "--chunk-bytes {} exceeds the platform's chunk limit {limit}",
-                    options.flags.chunk_bytes
-                )));
+                return Err(fail(format!("--chunk-bytes {} exceeds the platform's chunk limit {limit}", options.flags.chunk_bytes)));
             }
         }
         let manifest = Manifest::create(&options.base, &batch_id, bare, &client.host, &options.flags, inputs)?;
@@ -654,8 +654,12 @@ pub fn import_rows(
                 }
             });
         }
-        let chunk_options =
-            ChunkOptions { chunk_bytes: flags.chunk_bytes, chunk_rows: flags.chunk_rows, entity: flags.entity.clone(), ..ChunkOptions::default() };
+        let chunk_options = ChunkOptions {
+            chunk_bytes: flags.chunk_bytes,
+            chunk_rows: flags.chunk_rows,
+            entity: flags.entity.clone(),
+            ..ChunkOptions::default()
+        };
         let advance = |n: u64| progress.advance(n);
         let cut = cut_chunks(inputs, workdir.path(), &chunk_options, Some(&advance), &mut |raw| {
             if failed() {

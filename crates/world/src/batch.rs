@@ -10,7 +10,10 @@
 //!   refusal anywhere and nothing is kept, every refusal found;
 //! * **per chunk**: each chunk staged, checked and applied in its own transaction
 //!   against the snapshot as the earlier chunks left it; a chunk with any refusal is
-//!   rolled back whole, the others are kept.
+//!   rolled back whole, the others are kept. (The original's code keeps the accepted
+//!   rows of a chunk whose refusals came from staging while reporting the chunk as
+//!   not applied; the contract says a refused chunk is dropped whole, and so it is
+//!   here. A dry run, like `data check`, counts every row the apply accepts.)
 //!
 //! Refusals are the records of [`crate::check::refusal`] with the chunk's ordinal and
 //! the row's index inside the chunk. The new snapshot's digest is
@@ -184,9 +187,11 @@ pub fn build_batch(contract: &Arc<Contract>, snapshot: &Path, chunks: &[ChunkSpe
             let id = format!("{}/{}", options.batch_id, chunk.ordinal);
             let ledger = crate::check::Ledger { id: &id, digest: &digest, metadata: envelope(&id) };
             let clean = staging.refused() == 0;
-            // A dry run keeps what a real one would (later chunks see earlier ones);
-            // its file is removed at the end.
-            let written = engine.write(&staging, &store, &options.mode, &ledger, |refused| clean && refused.is_none())?;
+            // A chunk with any refusal is rolled back whole. A dry run keeps every row
+            // the apply accepts, as `data check` counts them (and as the original's dry
+            // run does), so later chunks see earlier ones; its file is removed at the end.
+            let keep = |refused: Option<&Value>| refused.is_none() && (clean || options.dry_run);
+            let written = engine.write(&staging, &store, &options.mode, &ledger, keep)?;
             refusals.extend(staging.into_refusals());
             if let Some(record) = written.refusal {
                 refusals.push(record);

@@ -215,13 +215,12 @@ impl WorldDataStore for PostgresStore {
     }
 
     async fn mark_data_chunk_uploaded(&self, batch_id: &str, chunk_id: &str) -> StoreResult<Option<DataChunk>> {
-        let row = sqlx::query(&format!(
-            "UPDATE world_data_chunks SET uploaded = 1 WHERE batch_id = $1 AND id = $2 RETURNING {CHUNK_COLUMNS}"
-        ))
-        .bind(batch_id)
-        .bind(chunk_id)
-        .fetch_optional(&self.pool)
-        .await?;
+        let row =
+            sqlx::query(&format!("UPDATE world_data_chunks SET uploaded = 1 WHERE batch_id = $1 AND id = $2 RETURNING {CHUNK_COLUMNS}"))
+                .bind(batch_id)
+                .bind(chunk_id)
+                .fetch_optional(&self.pool)
+                .await?;
         Ok(row.as_ref().map(chunk_row).transpose()?)
     }
 

@@ -204,8 +204,7 @@ async fn tree(hub: &Hub, version: &Version) -> Result<Tree, HubError> {
         }
     }
     let bundle = dir.join("bundle");
-    let world =
-        gateway_host::version::world_tree(&bundle).ok().filter(|w| gateway_world::data::world_kind(w).ok() == Some("schema"));
+    let world = gateway_host::version::world_tree(&bundle).ok().filter(|w| gateway_world::data::world_kind(w).ok() == Some("schema"));
     Ok(Tree { bundle, world })
 }
 
@@ -403,7 +402,8 @@ async fn register_chunk(hub: &Hub, project: &str, world: &Container, id: &str, b
         let raw = hex::decode(&digest).map_err(|_| HubError::BadRequest("'digest' is not hex".into()))?;
         let checksum = base64::engine::general_purpose::STANDARD.encode(raw);
         let size = bytes.to_string();
-        let url = presign(hub, base_url, "PUT", &key, &[("checksum", &checksum), ("batch", &batch.id), ("chunk", &stored.id), ("size", &size)]);
+        let url =
+            presign(hub, base_url, "PUT", &key, &[("checksum", &checksum), ("batch", &batch.id), ("chunk", &stored.id), ("size", &size)]);
         out.insert("uploadUrl".into(), Value::str(url));
         out.insert(
             "uploadHeaders".into(),
@@ -453,7 +453,8 @@ async fn status(hub: &Hub, project: &str, world: &Container, id: &str, base_url:
         // Its applier stopped renewing: the hub process went away mid-apply.
         batch.state = FAILED.into();
         batch.phase = None;
-        batch.error = Some("the hub process applying this batch stopped before it finished; nothing was applied: import the rows again".into());
+        batch.error =
+            Some("the hub process applying this batch stopped before it finished; nothing was applied: import the rows again".into());
         batch.updated_at = now_iso();
         hub.meta.update_data_batch(&batch).await?;
     }
@@ -463,7 +464,9 @@ async fn status(hub: &Hub, project: &str, world: &Container, id: &str, base_url:
 async fn list_batches(hub: &Hub, world: &Container, query: &BTreeMap<String, String>) -> Answer {
     let limit = match query.get("limit") {
         None => 50,
-        Some(raw) => raw.parse::<i64>().ok().filter(|n| (1..=500).contains(n)).ok_or_else(|| HubError::BadRequest("'limit' must be 1-500".into()))?,
+        Some(raw) => {
+            raw.parse::<i64>().ok().filter(|n| (1..=500).contains(n)).ok_or_else(|| HubError::BadRequest("'limit' must be 1-500".into()))?
+        }
     };
     let before = match query.get("cursor").filter(|c| !c.is_empty()) {
         None => None,
@@ -476,11 +479,7 @@ async fn list_batches(hub: &Hub, world: &Container, query: &BTreeMap<String, Str
         listed.push(batch_json(hub, world, batch, "", false).await?);
     }
     let next = if more { batches.get(limit as usize - 1).map(|b| Value::Str(b.seq.to_string())) } else { None };
-    ok(object([
-        ("slug", Value::str(&world.slug)),
-        ("batches", Value::Array(listed)),
-        ("nextCursor", next.unwrap_or(Value::Null)),
-    ]))
+    ok(object([("slug", Value::str(&world.slug)), ("batches", Value::Array(listed)), ("nextCursor", next.unwrap_or(Value::Null))]))
 }
 
 async fn show(hub: &Hub, world: &Container, entity: Option<&str>) -> Answer {
@@ -645,7 +644,8 @@ async fn apply_locked(hub: &Hub, shared: &Shared, work: &Path) -> Result<(), Hub
     let chunks = hub.meta.data_chunks(&batch.id).await?;
     if chunks.is_empty() {
         // Nothing was sent: nothing changes, no version.
-        let result = object([("rows", int(0)), ("appliedRows", int(0)), ("refusalCount", int(0)), ("appliedChunks", Value::Array(Vec::new()))]);
+        let result =
+            object([("rows", int(0)), ("appliedRows", int(0)), ("refusalCount", int(0)), ("appliedChunks", Value::Array(Vec::new()))]);
         return save(hub, shared, |b| {
             b.state = APPLIED.into();
             b.phase = None;
@@ -694,7 +694,12 @@ async fn apply_locked(hub: &Hub, shared: &Shared, work: &Path) -> Result<(), Hub
         let (from, to, cap, ordinal) = (gz.clone(), plain.clone(), hub.limits.chunk_bytes as u64, chunk.ordinal);
         blocking(move || gunzip_capped(&from, &to, cap, ordinal)).await?;
         let _ = tokio::fs::remove_file(&gz).await;
-        specs.push(ChunkSpec { ordinal: chunk.ordinal as usize, path: plain, entity: chunk.entity.clone(), digest: Some(chunk.digest.clone()) });
+        specs.push(ChunkSpec {
+            ordinal: chunk.ordinal as usize,
+            path: plain,
+            entity: chunk.entity.clone(),
+            digest: Some(chunk.digest.clone()),
+        });
     }
     save(hub, shared, |b| b.phase = Some("applying".into())).await?;
     let options = BatchOptions {
@@ -808,8 +813,8 @@ fn gunzip_capped(from: &Path, to: &Path, cap: u64, ordinal: i64) -> Result<(), H
     let file = std::fs::File::open(from).map_err(|e| HubError::io(from, e))?;
     let mut decoder = flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file)).take(cap + 1);
     let mut out = std::fs::File::create(to).map_err(|e| HubError::io(to, e))?;
-    let copied = std::io::copy(&mut decoder, &mut out)
-        .map_err(|e| HubError::BadRequest(format!("chunk {ordinal} is not gzip over JSONL: {e}")))?;
+    let copied =
+        std::io::copy(&mut decoder, &mut out).map_err(|e| HubError::BadRequest(format!("chunk {ordinal} is not gzip over JSONL: {e}")))?;
     if copied > cap {
         return Err(HubError::TooLarge(format!(
             "chunk {ordinal} expands to more than {cap} bytes of JSONL, this hub's chunk limit (limits.chunkBytes): cut smaller chunks (--chunk-bytes)"
@@ -841,7 +846,8 @@ async fn publish_version(
     }
     let bundle = work.join("bundle");
     let tarball = work.join("bundle.tar.gz");
-    let (from, bundle_dir, world_rel) = (tree.bundle.clone(), bundle.clone(), root.strip_prefix(&tree.bundle).unwrap_or(Path::new("")).to_path_buf());
+    let (from, bundle_dir, world_rel) =
+        (tree.bundle.clone(), bundle.clone(), root.strip_prefix(&tree.bundle).unwrap_or(Path::new("")).to_path_buf());
     let (head_owned, tarball_path) = (head.clone(), tarball.clone());
     let (content_hash, manifest, sha256, size) = blocking(move || {
         let skip = |rel: &Path| {
@@ -849,7 +855,8 @@ async fn publish_version(
             let in_world = rel.strip_prefix(&world_rel).ok();
             let parent = in_world.and_then(Path::parent).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
             let snapshot_file = matches!(name, "state.sqlite" | "state.json") || name.starts_with(".state.sqlite.");
-            in_world.is_some() && ((parent == "db" && (snapshot_file || name == "snapshot.json")) || (parent.starts_with("scenarios/") && snapshot_file))
+            in_world.is_some()
+                && ((parent == "db" && (snapshot_file || name == "snapshot.json")) || (parent.starts_with("scenarios/") && snapshot_file))
         };
         copy_tree(&from, &bundle_dir, Path::new(""), &skip)?;
         let world = bundle_dir.join(&world_rel);
@@ -865,7 +872,8 @@ async fn publish_version(
             ("contractHash", Value::str(&head_owned.contract_hash)),
             ("entityCounts", counts),
         ]);
-        let pin_text = format!("{}\n", json::dumps(&pin, DumpOptions { sort_keys: false, ensure_ascii: true, indent: Some(1), compact: false }));
+        let pin_text =
+            format!("{}\n", json::dumps(&pin, DumpOptions { sort_keys: false, ensure_ascii: true, indent: Some(1), compact: false }));
         let pin_path = db.join("snapshot.json");
         std::fs::write(&pin_path, pin_text).map_err(|e| HubError::io(&pin_path, e))?;
         let contract = gateway_world::lifecycle::check_bundle(&world).map_err(|e| engine_error("the world does not compile", e))?;

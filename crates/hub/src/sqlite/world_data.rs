@@ -74,7 +74,11 @@ fn head_row(r: &Row) -> rusqlite::Result<DataHead> {
 
 fn get_batch(conn: &Connection, project_id: &str, id: &str) -> StoreResult<Option<DataBatch>> {
     Ok(conn
-        .query_row(&format!("SELECT {BATCH_COLUMNS} FROM world_data_batches WHERE project_id = ?1 AND id = ?2"), [project_id, id], batch_row)
+        .query_row(
+            &format!("SELECT {BATCH_COLUMNS} FROM world_data_batches WHERE project_id = ?1 AND id = ?2"),
+            [project_id, id],
+            batch_row,
+        )
         .optional()?)
 }
 
@@ -254,7 +258,8 @@ impl WorldDataStore for SqliteStore {
         version_id: &str,
         now: &str,
     ) -> StoreResult<Vec<String>> {
-        let (container_id, base, version, now) = (container_id.to_string(), base_version_id.to_string(), version_id.to_string(), now.to_string());
+        let (container_id, base, version, now) =
+            (container_id.to_string(), base_version_id.to_string(), version_id.to_string(), now.to_string());
         self.with(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let ids: Vec<String> = {
