@@ -13,7 +13,6 @@ use std::process::{Command, Stdio};
 
 mod common;
 use common::*;
-#[allow(dead_code)]
 mod support;
 
 use gateway_world::json::{self, Value};

@@ -140,6 +140,13 @@ fn imports_into_a_hub_world() {
     assert_eq!(local["entity_counts"]["customers"].as_i64(), Some(customers + 300));
     let rows = json(&ok(&server, gw, &["worlds", "data", "show", "helpdesk", "--entity", "tickets"], &cli));
     assert!(rows["rows"].as_array().unwrap().iter().any(|r| r["id"] == 7001), "{rows}");
+    // A session on the world opens the data-only version: the bundled scenario's
+    // snapshot was rebuilt on the new data (its tickets replaced, the customers kept).
+    let opened = json(&ok(&server, gw, &["worlds", "session", "open", "helpdesk", "-t", "backlog", "-s", "api"], &cli));
+    let sid = opened["sessionId"].as_str().unwrap().to_string();
+    let state = ok(&server, gw, &["worlds", "session", "state", &sid], &cli);
+    assert!(state.contains("\"G299\"") && !state.contains("7002"), "{}", &state[..state.len().min(2000)]);
+    ok(&server, gw, &["worlds", "session", "close", &sid], &cli);
 
     // Refused rows: nothing applies; the report holds every refusal with its place.
     let bad = vec![customer("B1", "pro"), customer("B2", "gold"), ticket(7003, "NOBODY"), customer("B3", "pro")];

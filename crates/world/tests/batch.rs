@@ -55,7 +55,7 @@ fn chunks(dir: &Path, name: &str, lines: &[String], chunk_rows: usize) -> (Strin
     let source = file.display().to_string();
     let options = ChunkOptions { chunk_rows: Some(chunk_rows), ..ChunkOptions::default() };
     let mut specs = Vec::new();
-    cut_chunks(&[source.clone()], &dir.join(format!("{name}-chunks")), &options, None, &mut |raw| {
+    cut_chunks(std::slice::from_ref(&source), &dir.join(format!("{name}-chunks")), &options, None, &mut |raw| {
         let chunk = compress_chunk(&raw)?;
         specs.push(ChunkSpec { ordinal: chunk.ordinal, path: chunk.path, entity: chunk.entity, digest: None });
         Ok(Flow::More)

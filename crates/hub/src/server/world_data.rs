@@ -203,9 +203,45 @@ async fn tree(hub: &Hub, version: &Version) -> Result<Tree, HubError> {
             }
         }
     }
+    // Mark it used, and let the least recently used trees go.
+    let _ = std::fs::write(dir.join(USED), b"");
+    evict(&trees, KEPT_TREES);
     let bundle = dir.join("bundle");
     let world = gateway_host::version::world_tree(&bundle).ok().filter(|w| gateway_world::data::world_kind(w).ok() == Some("schema"));
     Ok(Tree { bundle, world })
+}
+
+/// Marks an entry of a cache directory used (its mtime is the last use).
+const USED: &str = ".used";
+/// Extracted versions kept per process.
+const KEPT_TREES: usize = 4;
+/// Snapshots kept for `data show` per process.
+const KEPT_SNAPSHOTS: usize = 4;
+/// An entry used this recently is never evicted (an apply may be reading it).
+const EVICT_AFTER: Duration = Duration::from_secs(600);
+
+/// Keep the `keep` most recently used entries of a cache directory (and any used in
+/// the last [`EVICT_AFTER`]); remove the rest.
+fn evict(cache: &Path, keep: usize) {
+    let Ok(entries) = std::fs::read_dir(cache) else { return };
+    let mut used: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .map(|e| {
+            let path = e.path();
+            let marker = if path.is_dir() { path.join(USED) } else { path.clone() };
+            let at = std::fs::metadata(&marker).and_then(|m| m.modified()).unwrap_or(std::time::UNIX_EPOCH);
+            (at, path)
+        })
+        .collect();
+    used.sort_by(|a, b| b.0.cmp(&a.0));
+    let now = std::time::SystemTime::now();
+    for (at, path) in used.into_iter().skip(keep) {
+        if now.duration_since(at).unwrap_or_default() < EVICT_AFTER {
+            continue;
+        }
+        let _ = if path.is_dir() { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) };
+    }
 }
 
 /// The schema world of a tree, or the refusal naming what the world is.
@@ -256,11 +292,9 @@ async fn batch_json(hub: &Hub, world: &Container, batch: &DataBatch, base_url: &
     put("publish", Value::str(&batch.publish));
     put("dryRun", Value::Bool(batch.dry_run));
     put("message", str_or_null(&batch.message));
-    if let Some(result) = batch.result.as_deref().and_then(json::parse_clean) {
-        if let Value::Object(map) = result {
-            for (k, v) in map {
-                put(&k, v);
-            }
+    if let Some(Value::Object(map)) = batch.result.as_deref().and_then(json::parse_clean) {
+        for (k, v) in map {
+            put(&k, v);
         }
     }
     if full {
@@ -506,6 +540,7 @@ async fn show(hub: &Hub, world: &Container, entity: Option<&str>) -> Answer {
                         return Err(HubError::Storage(format!("snapshot {} does not match its sha256", head.snapshot_key)));
                     }
                     std::fs::rename(&partial, &cached).map_err(|e| HubError::io(&cached, e))?;
+                    evict(&work_root(hub).join("snapshots"), KEPT_SNAPSHOTS);
                 }
                 let name = entity.to_string();
                 let wanted = name.clone();

@@ -711,7 +711,6 @@ impl<'c> Engine<'c> {
                 }
             }
         }
-        drop(sink);
         stage.rows.finish()?;
         Ok(Staging { stage, rows: rows_read })
     }
