@@ -106,6 +106,7 @@ def main():
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--parallel", type=int, default=4)
     parser.add_argument("--resume-chunk-bytes", default="8MiB", help="chunk size of the killed-and-resumed upload")
+    parser.add_argument("--hub-log", default=None, help="write the hub's stderr here (with GATEWAY_TIMING=1: its steps)")
     args = parser.parse_args()
     ours = str(Path(args.ours).resolve())
     with tempfile.TemporaryDirectory(prefix="bench-hub-data-") as scratch:
@@ -126,7 +127,15 @@ def main():
                 break
         if host is None:
             sys.exit("the hub did not start")
-        threading.Thread(target=lambda: [None for _ in hub.proc.stderr], daemon=True).start()
+        log = open(args.hub_log, "w") if args.hub_log else None
+
+        def drain():
+            for line in hub.proc.stderr:
+                if log:
+                    log.write(line)
+                    log.flush()
+
+        threading.Thread(target=drain, daemon=True).start()
         env = dict(os.environ, GATEWAY_HOST=host, GATEWAY_PUBLIC_KEY=keys[0], GATEWAY_SECRET_KEY=keys[1])
         try:
             src = scratch / "src"

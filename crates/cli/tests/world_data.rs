@@ -231,6 +231,19 @@ fn imports_into_a_hub_world() {
     assert!(err.contains("POST /api/public/worlds/nope/data/batches -> 404") && err.contains("push it first"), "{err}");
     let (code, _, err) = exec(&server, gw, &["worlds", "data", "status", "wdb_unknown"], &cli);
     assert_eq!((code, err.as_str()), (1, "no manifest for wdb_unknown under .gateway/imports; pass --world SLUG\n"));
+
+    // Bare rows of one entity (`--entity`): chunks of bare lines, registered with it.
+    let bare: Vec<String> = ["E1", "E2"]
+        .iter()
+        .map(|id| {
+            format!(r#"{{"id": "{id}", "name": "N", "email": "{id}@example.com", "tier": "pro", "created_at": "2026-01-02T09:00:00Z"}}"#)
+        })
+        .collect();
+    write_rows(&cli.join("bare.jsonl"), &bare);
+    let (code, out, err) = exec(&server, gw, &["worlds", "data", "import", "helpdesk", "bare.jsonl", "--entity", "customers"], &cli);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(json(&out)["appliedRows"], 2);
+    assert_eq!(counts(&server, &cli), (customers + 307, tickets + 2));
 }
 
 #[test]

@@ -275,6 +275,24 @@ fn world_data(hub: &Hub) {
         call(hub, &hub.two, "POST", &format!("/api/public/worlds/helpdesk/data/batches/{}/chunks", text(&opened, "batchId")), Some(&body));
     assert_eq!((code, text(&asked, "uploaded")), (200, "false".to_string()), "chunks are per project");
 
+    // A dry run on the wire: refusals and counts found, nothing applied.
+    let dry = open(hub, r#"{"dryRun": true}"#);
+    let (rows_dry, rows_dry_digest) = chunk(0, &[customer("D1"), customer("D1").replace("\"pro\"", "\"gold\"")]);
+    let registered = register(hub, &dry, 0, &rows_dry, &rows_dry_digest, 2);
+    assert_eq!(put(&text(&registered, "uploadUrl"), &rows_dry).0, 200);
+    expect(hub, 200, "POST", &format!("/api/public/worlds/helpdesk/data/batches/{dry}/complete"), None);
+    let checked = wait(hub, &dry);
+    assert_eq!(
+        (text(&checked, "state"), text(&checked, "refusalCount"), text(&checked, "dryRun")),
+        ("refused".into(), "1".into(), "true".into())
+    );
+    let shown = expect(hub, 200, "GET", "/api/public/worlds/helpdesk/data", None);
+    assert_eq!(
+        shown.get("entityCounts").and_then(|c| c.get("customers")).and_then(Value::as_i64),
+        Some(3 + 4),
+        "a dry run applies nothing"
+    );
+
     // A gzip bomb: small upload, past the chunk limit once gunzipped; the batch fails.
     let bomb_batch = open(hub, "{}");
     let huge = format!(r#"{{"entity":"customers","row":{{"id":"X","name":"{}"}}}}"#, "a".repeat(CHUNK_LIMIT * 2));

@@ -33,8 +33,9 @@ const MAX_CHUNKS: i64 = 100_000;
 const STATUS_REFUSALS: usize = 200;
 /// Rows `GET …/data?entity=` answers at most.
 const SHOW_ROWS: usize = 10_000;
-/// gzip level of a data-only version's bundle (it is ours: no original bytes to match).
-const BUNDLE_LEVEL: u32 = 6;
+/// gzip level of a data-only version's bundle (it is ours: no original bytes to match;
+/// a snapshot is most of it, and level 1 packs one several times faster than 6).
+const BUNDLE_LEVEL: u32 = 1;
 
 pub(super) async fn route(
     hub: &Hub,
@@ -256,6 +257,25 @@ fn schema_world(tree: &Tree, world: &Container) -> Result<PathBuf, HubError> {
 }
 
 // ------------------------------------------------------------------ answers
+
+/// With `GATEWAY_TIMING` set, how long each step of an apply or a publish took (stderr).
+struct Laps {
+    started: std::time::Instant,
+    on: bool,
+    what: String,
+}
+
+impl Laps {
+    fn new(what: &str) -> Laps {
+        Laps { started: std::time::Instant::now(), on: std::env::var_os("GATEWAY_TIMING").is_some(), what: what.to_string() }
+    }
+
+    fn lap(&self, step: &str) {
+        if self.on {
+            eprintln!("{} {step}: {:.3}s", self.what, self.started.elapsed().as_secs_f64());
+        }
+    }
+}
 
 /// JSON as a batch keeps it: compact, member order kept (refusal records and counts
 /// read back in the order they were made).
@@ -690,8 +710,10 @@ async fn apply_locked(hub: &Hub, shared: &Shared, work: &Path) -> Result<(), Hub
         })
         .await;
     }
+    let laps = Laps::new(&format!("apply {}", batch.id));
     let tree = tree(hub, &tip).await?;
     let root = schema_world(&tree, &world)?;
+    laps.lap("tree");
     tokio::fs::create_dir_all(work).await.map_err(|e| HubError::io(work, e))?;
     // The parent: the world's data head on this tip, else the tip's own snapshot.
     let snapshot = work.join(gateway_world::snapshot::SNAPSHOT);
@@ -736,6 +758,7 @@ async fn apply_locked(hub: &Hub, shared: &Shared, work: &Path) -> Result<(), Hub
             digest: Some(chunk.digest.clone()),
         });
     }
+    laps.lap("parent and chunks");
     save(hub, shared, |b| b.phase = Some("applying".into())).await?;
     let options = BatchOptions {
         mode: batch.mode.clone(),
@@ -754,6 +777,7 @@ async fn apply_locked(hub: &Hub, shared: &Shared, work: &Path) -> Result<(), Hub
         })
         .await?
     };
+    laps.lap("build_batch");
     // The refusal report: up to 10,000 records, then the truncation marker.
     let report = if outcome.refusal_count > 0 {
         let path = work.join("refusals.jsonl");
@@ -802,9 +826,11 @@ async fn apply_locked(hub: &Hub, shared: &Shared, work: &Path) -> Result<(), Hub
         })
         .await;
     }
-    // The world's data moves: its head is the new snapshot.
+    // The world's data moves: its head is the new snapshot (stored first; a head never
+    // names an object that is not there).
     let key = snapshot_key(&world, &outcome.batch_digest);
     store_object(hub, &key, &snapshot).await?;
+    laps.lap("snapshot stored");
     let mut new_head = DataHead {
         container_id: world.id.clone(),
         base_version_id: tip.id.clone(),
@@ -816,21 +842,27 @@ async fn apply_locked(hub: &Hub, shared: &Shared, work: &Path) -> Result<(), Hub
         pending: true,
         updated_at: now_iso(),
     };
-    hub.meta.put_data_head(new_head.clone()).await?;
-    save(hub, shared, |b| {
-        b.state = APPLIED.into();
-        b.phase = if b.publish == "now" { Some("publishing".into()) } else { None };
-    })
-    .await?;
     if batch.publish != "now" {
-        return save(hub, shared, |b| b.lease_until = None).await;
+        hub.meta.put_data_head(new_head).await?;
+        return save(hub, shared, |b| {
+            b.state = APPLIED.into();
+            b.phase = None;
+            b.lease_until = None;
+        })
+        .await;
     }
+    // Published now: the version first, then the head moves onto it. The batch stays
+    // `applying` meanwhile (a client polls until a terminal state); if the version cannot
+    // be made, the batch fails and the world's data is as it was.
+    save(hub, shared, |b| b.phase = Some("publishing".into())).await?;
     let reason = batch.message.clone().unwrap_or_else(|| format!("data import {}", batch.id));
     let version = publish_version(hub, &world, &tip, &tree, &root, work, &new_head, &reason).await?;
+    laps.lap("published");
     new_head.base_version_id = version.id.clone();
     new_head.pending = false;
     new_head.updated_at = now_iso();
     hub.meta.put_data_head(new_head).await?;
+    // `--publish later` batches applied on this tip before it are in the version too.
     hub.meta.publish_data_batches(&world.id, &tip.id, &version.id, &now_iso()).await?;
     save(hub, shared, |b| {
         b.state = PUBLISHED.into();
@@ -885,6 +917,7 @@ async fn publish_version(
         (tree.bundle.clone(), bundle.clone(), root.strip_prefix(&tree.bundle).unwrap_or(Path::new("")).to_path_buf());
     let (head_owned, tarball_path) = (head.clone(), tarball.clone());
     let (content_hash, manifest, sha256, size) = blocking(move || {
+        let laps = Laps::new("publish");
         let skip = |rel: &Path| {
             let name = rel.file_name().and_then(|n| n.to_str()).unwrap_or_default();
             let in_world = rel.strip_prefix(&world_rel).ok();
@@ -894,6 +927,7 @@ async fn publish_version(
                 && ((parent == "db" && (snapshot_file || name == "snapshot.json")) || (parent.starts_with("scenarios/") && snapshot_file))
         };
         copy_tree(&from, &bundle_dir, Path::new(""), &skip)?;
+        laps.lap("files copied");
         let world = bundle_dir.join(&world_rel);
         let db = world.join("db");
         std::fs::create_dir_all(&db).map_err(|e| HubError::io(&db, e))?;
@@ -912,9 +946,12 @@ async fn publish_version(
         let pin_path = db.join("snapshot.json");
         std::fs::write(&pin_path, pin_text).map_err(|e| HubError::io(&pin_path, e))?;
         let contract = gateway_world::lifecycle::check_bundle(&world).map_err(|e| engine_error("the world does not compile", e))?;
+        laps.lap("snapshot, sidecar and pin");
         gateway_world::snapshot::build_all(&world, &contract, false).map_err(|e| engine_error("the world's snapshots", e))?;
+        laps.lap("scenario snapshots");
         let content_hash = crate::archive::compute_content_hash(&bundle_dir)?;
         let manifest = Value::Array(crate::archive::build_file_manifest(&bundle_dir));
+        laps.lap("content hash and manifest");
         let file = std::fs::File::create(&tarball_path).map_err(|e| HubError::io(&tarball_path, e))?;
         let mut hashing = HashingFile { file: std::io::BufWriter::new(file), digest: Sha256::new(), bytes: 0 };
         crate::archive::write_source_tarball(&bundle_dir, &mut hashing, BUNDLE_LEVEL)?;
@@ -922,6 +959,7 @@ async fn publish_version(
         hashing.file.flush().map_err(|e| HubError::io(&tarball_path, e))?;
         use base64::Engine as _;
         let sha256 = base64::engine::general_purpose::STANDARD.encode(hashing.digest.finalize());
+        laps.lap("tarball");
         Ok((content_hash, manifest, sha256, hashing.bytes))
     })
     .await?;
