@@ -235,7 +235,7 @@ fn evict(cache: &Path, keep: usize) {
             (at, path)
         })
         .collect();
-    used.sort_by(|a, b| b.0.cmp(&a.0));
+    used.sort_by_key(|(at, _)| std::cmp::Reverse(*at));
     let now = std::time::SystemTime::now();
     for (at, path) in used.into_iter().skip(keep) {
         if now.duration_since(at).unwrap_or_default() < EVICT_AFTER {
