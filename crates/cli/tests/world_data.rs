@@ -398,6 +398,25 @@ fn the_original_cli_imports_into_our_hub() {
     let rows_theirs = ok(&server, &reference, &["worlds", "data", "show", "helpdesk", "--entity", "customers"], &cli);
     assert_eq!(rows_theirs, ok(&server, gw, &["worlds", "data", "show", "helpdesk", "--entity", "customers"], &cli));
 
+    // `data check`, `import --dry-run` and `data extract` of a slug run on its pulled
+    // contract and data (the data-only version, snapshot pinned): the same from both.
+    write_rows(&cli.join("mixed.jsonl"), &[customer("OM1", "pro"), customer("OM2", "gold"), ticket(9100, "O1")]);
+    std::fs::write(
+        cli.join("tools.jsonl"),
+        r#"{"tool": "list", "raw_output": {"results": [{"id": "OX1", "name": "X", "email": "ox1@example.com", "tier": "pro", "created_at": "2026-01-02T09:00:00Z", "extra": 1}]}}"#.to_string() + "\n",
+    )
+    .unwrap();
+    for args in [
+        &["worlds", "data", "check", "helpdesk", "mixed.jsonl"][..],
+        &["worlds", "data", "import", "helpdesk", "mixed.jsonl", "--dry-run", "--per-chunk"],
+        &["worlds", "data", "extract", "helpdesk", "tools.jsonl", "--shape", "tool-results", "--entity", "customers"],
+    ] {
+        let theirs = exec(&server, &reference, args, &cli);
+        let ours = exec(&server, gw, args, &cli);
+        assert_eq!(ours, theirs, "{args:?}");
+        assert!(ours.0 == 2 || args[2] == "extract", "{args:?}: {ours:?}");
+    }
+
     // The same rows and chunking give the same chunks from both clients.
     let (code, out, _) = exec(
         &server,
