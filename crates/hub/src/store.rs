@@ -267,6 +267,8 @@ pub trait ObjectStore: Send + Sync {
     async fn open(&self, key: &str) -> StoreResult<Option<ByteStream>>;
     /// An object's size, if it exists.
     async fn size(&self, key: &str) -> StoreResult<Option<u64>>;
+    /// Remove an object (one that is not there is no error).
+    async fn delete(&self, key: &str) -> StoreResult<()>;
 }
 
 /// Object keys are ours (`bundles/<container>/<version>.tar.gz`), but are checked anyway.
@@ -381,6 +383,15 @@ impl ObjectStore for LocalObjects {
         match tokio::fs::metadata(&path).await {
             Ok(meta) => Ok(Some(meta.len())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(HubError::io(&path, e)),
+        }
+    }
+
+    async fn delete(&self, key: &str) -> StoreResult<()> {
+        let path = self.path(key)?;
+        match tokio::fs::remove_file(&path).await {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(HubError::io(&path, e)),
         }
     }

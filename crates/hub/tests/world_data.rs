@@ -326,6 +326,14 @@ fn world_data(hub: &Hub) {
     assert_eq!(ids.len(), 3, "every applied later batch: {}", json::canonical(&published));
     let rows = data.counts("helpdesk", Some("customers")).unwrap();
     assert_eq!(rows.get("rows").and_then(Value::as_array).map(Vec::len), Some(57));
+    // The world's data head names one snapshot object; those it moved off are gone.
+    let snapshots: usize = std::fs::read_dir(hub.data.path().join("objects/world-data"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|d| std::fs::read_dir(d.path().join("snapshots")).ok())
+        .map(|d| d.filter_map(Result::ok).filter(|e| !e.file_name().to_string_lossy().starts_with('.')).count())
+        .sum();
+    assert_eq!(snapshots, 1);
     let unknown = data.counts("helpdesk", Some("nope")).unwrap_err().to_string();
     assert!(unknown.contains("-> 400") && unknown.contains("Unknown entity nope"), "{unknown}");
 }

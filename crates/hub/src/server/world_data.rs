@@ -842,8 +842,10 @@ async fn apply_locked(hub: &Hub, shared: &Shared, work: &Path) -> Result<(), Hub
         pending: true,
         updated_at: now_iso(),
     };
+    let previous = hub.meta.data_head(&world.id).await?;
     if batch.publish != "now" {
-        hub.meta.put_data_head(new_head).await?;
+        hub.meta.put_data_head(new_head.clone()).await?;
+        forget_snapshot(hub, previous, &new_head).await;
         return save(hub, shared, |b| {
             b.state = APPLIED.into();
             b.phase = None;
@@ -861,7 +863,8 @@ async fn apply_locked(hub: &Hub, shared: &Shared, work: &Path) -> Result<(), Hub
     new_head.base_version_id = version.id.clone();
     new_head.pending = false;
     new_head.updated_at = now_iso();
-    hub.meta.put_data_head(new_head).await?;
+    hub.meta.put_data_head(new_head.clone()).await?;
+    forget_snapshot(hub, previous, &new_head).await;
     // `--publish later` batches applied on this tip before it are in the version too.
     hub.meta.publish_data_batches(&world.id, &tip.id, &version.id, &now_iso()).await?;
     save(hub, shared, |b| {
@@ -871,6 +874,14 @@ async fn apply_locked(hub: &Hub, shared: &Shared, work: &Path) -> Result<(), Hub
         b.lease_until = None;
     })
     .await
+}
+
+/// Remove the snapshot object a world's previous head named, once the head has moved
+/// off it (the versions carry their own copies; a failure only leaves the object).
+async fn forget_snapshot(hub: &Hub, previous: Option<DataHead>, now: &DataHead) {
+    if let Some(previous) = previous.filter(|p| p.snapshot_key != now.snapshot_key) {
+        let _ = hub.objects.delete(&previous.snapshot_key).await;
+    }
 }
 
 /// Gunzip a chunk (every gzip member, as Python's `gzip` reads them) into `to`,
