@@ -64,6 +64,17 @@ pub enum ConnectorCommand {
         #[command(subcommand)]
         command: RouteCommand,
     },
+    /// Save the template as a workspace connector on the hub: created on first publish, a new
+    /// commit after. A world directory is mapped back into the template layout; data/,
+    /// captures/, db/ and generated files stay behind. The hub compiles the template first
+    /// and refuses one that does not make a world; paths no longer present are removed.
+    Publish(crate::workspace::PublishArgs),
+    /// List this project's workspace connectors (--hub adds the ones other projects published).
+    List(crate::workspace::ListArgs),
+    /// Write a workspace connector's template files to a directory.
+    Pull(crate::workspace::PullArgs),
+    /// Copy a connector another project published into this project, with provenance.
+    Clone(crate::workspace::CloneArgs),
     /// The connector authoring skill: print it, or --install it into a repository's .claude/.
     Skill {
         /// Repository to install the skill and agent into (under its .claude/).
@@ -246,6 +257,10 @@ pub fn run(command: ConnectorCommand) -> ExitCode {
             let check = move |spec: &gateway_connector::spec::Spec| gateway_serve::settings::load_api_settings(&world, spec).map(|_| ());
             envelope(route_add(&path, &route, &check))
         }
+        ConnectorCommand::Publish(args) => crate::workspace::publish(args),
+        ConnectorCommand::List(args) => crate::workspace::list(args),
+        ConnectorCommand::Pull(args) => crate::workspace::pull(args),
+        ConnectorCommand::Clone(args) => crate::workspace::clone(args),
         ConnectorCommand::Skill { install, force } => print_or_install(SKILL_NAME, install.as_deref(), force),
     }
 }

@@ -18,6 +18,7 @@ mod mcp;
 mod platform;
 mod run;
 mod session;
+mod workspace;
 mod world_data;
 mod worlds;
 

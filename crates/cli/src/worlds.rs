@@ -33,6 +33,12 @@ pub enum WorldsCommand {
         /// Start in one of the world's scenarios/<name>.
         #[arg(long)]
         scenario: Option<String>,
+        /// Keep the served state in DIR so it outlives the process: continued when DIR
+        /// holds one, else started from the world's snapshot. Each write is answered
+        /// only once its commit is synced to disk, so a crash or kill -9 loses no
+        /// acknowledged write. Without it, every start begins afresh (as the original).
+        #[arg(long, value_name = "DIR")]
+        state: Option<PathBuf>,
     },
     /// Serve the world's tools over MCP (stdio) as one local session.
     Mcp(crate::mcp::McpArgs),
@@ -72,12 +78,24 @@ pub enum SchemaCommand {
     Init {
         /// New or empty directory for the world.
         path: PathBuf,
-        /// Template: `custom`, or a template directory (world.json, handlers.py, …).
+        /// Template: a built-in slug (`gateway worlds schema templates`; `custom` is the
+        /// blank contract), `workspace:<slug>` (a workspace connector pulled from the hub),
+        /// or a template directory (world.json, handlers.py, …).
         #[arg(long, default_value = "custom")]
         connector: String,
         /// Environment name and package id.
         #[arg(long)]
         name: Option<String>,
+        /// Hub for `workspace:` connectors (default: GATEWAY_HOST).
+        #[arg(long)]
+        host: Option<String>,
+        /// Also write a starter connector.toml (list/get/create routes per entity) when the
+        /// template carries none, so `worlds serve` serves the world. The default for `custom`.
+        #[arg(long, conflicts_with = "no_api")]
+        api: bool,
+        /// Write no starter connector.toml: exactly the original's files.
+        #[arg(long)]
+        no_api: bool,
     },
     /// List the built-in templates; `custom` is always offered last.
     Templates,
@@ -263,7 +281,9 @@ pub fn run(command: WorldsCommand) -> ExitCode {
         WorldsCommand::Skill(args) => crate::connector::skill(args),
         WorldsCommand::Session { command } => crate::session::run_session(command),
         WorldsCommand::Task { command } => crate::session::run_task(command),
-        WorldsCommand::Serve { path, port, bind, admin_key, api_key, scenario } => serve(path, bind, port, admin_key, api_key, scenario),
+        WorldsCommand::Serve { path, port, bind, admin_key, api_key, scenario, state } => {
+            serve(path, bind, port, admin_key, api_key, scenario, state)
+        }
         WorldsCommand::Mcp(args) => crate::mcp::run(args),
         WorldsCommand::Run(args) => crate::run::run(*args),
         WorldsCommand::Ci(args) => crate::run::ci(*args),
@@ -277,13 +297,20 @@ fn serve(
     admin_key: Option<String>,
     api_key: Option<String>,
     scenario: Option<String>,
+    state_dir: Option<PathBuf>,
 ) -> ExitCode {
     let api_key = api_key.or_else(|| std::env::var("WORLD_API_KEY").ok().filter(|k| !k.is_empty()));
-    let options = gateway_serve::server::ServeOptions { port, host: None, api_key, scenario };
+    let options = gateway_serve::server::ServeOptions { port, host: None, api_key, scenario, state_dir };
     let mut app = match gateway_serve::server::load(&path, &options) {
         Ok(app) => app,
         Err(error) => {
             eprintln!("world api refused: {error}");
+            if !path.join("connector.toml").exists() {
+                eprintln!(
+                    "hint: `gateway worlds schema init NEW_DIR --connector TEMPLATE --api` writes a starter connector.toml; \
+                     `gateway worlds connector skill` explains how to describe the vendor's API"
+                );
+            }
             return ExitCode::from(1);
         }
     };
@@ -376,14 +403,21 @@ fn schema(command: SchemaCommand) -> ExitCode {
             }
             Err(error) => Err(error),
         },
-        SchemaCommand::Init { path, connector, name } => {
+        SchemaCommand::Init { path, connector, name, host, api, no_api } => {
+            if let Some(slug) = connector.strip_prefix("workspace:") {
+                return crate::workspace::init_from_workspace(&path, slug, name.as_deref(), host.as_deref());
+            }
+            let starter_api = api || (!no_api && connector == scaffold::CUSTOM);
             let Some(template) = scaffold::Template::find(&connector) else {
                 let choices = scaffold::list_templates().into_iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ");
                 eprintln!("usage: gateway worlds schema init PATH [--connector TEMPLATE] [--name NAME]");
                 eprintln!("error: argument --connector: invalid choice: '{connector}' (choose from {choices}, or a template directory holding world.json)");
                 return ExitCode::from(2);
             };
-            scaffold::init(&path, &template, name.as_deref()).map(|domain| object([("status", Value::str("ok")), ("domain", domain)]))
+            // As the original's CLI: an empty --name is not passed on (the default name).
+            let name = name.filter(|n| !n.is_empty());
+            scaffold::init(&path, &template, name.as_deref(), starter_api)
+                .map(|domain| object([("status", Value::str("ok")), ("domain", domain)]))
         }
         SchemaCommand::Compile { path } => lifecycle::compile_world(&path).map(|(contract, snapshots)| {
             object([("status", Value::str("ok")), ("domain", contract.target().clone()), ("snapshots", snapshots)])

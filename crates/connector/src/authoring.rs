@@ -408,7 +408,10 @@ fn property_type(schema: &Value, field: &str) -> Option<Vec<String>> {
 
 /// Declare one entity in `schema/world.json`; `compile` proves the new document (in a
 /// scratch copy) before it is written.
-pub fn entity_add(world: &Path, decl: &EntityDecl, compile: &dyn Fn(&str) -> Result<(), ContractError>) -> Result<Value, ContractError> {
+/// `compile` proves the new `schema/world.json` text and answers the domain it targets;
+/// an empty `data/initial.json` (as `schema init` leaves it) is retargeted to that domain,
+/// so the world compiles again without hand-editing the batch.
+pub fn entity_add(world: &Path, decl: &EntityDecl, compile: &dyn Fn(&str) -> Result<Value, ContractError>) -> Result<Value, ContractError> {
     let path = world.join(WORLD);
     let text = std::fs::read_to_string(&path).map_err(|_| ContractError::new("document", "Cannot read valid UTF-8 JSON", WORLD))?;
     let document = gateway_world::files::parse_json_bytes(text.as_bytes(), WORLD)?;
@@ -496,15 +499,33 @@ pub fn entity_add(world: &Path, decl: &EntityDecl, compile: &dyn Fn(&str) -> Res
     let Some(updated) = updated else {
         return fail("entity", format!("Cannot locate x-gateway.entities in {WORLD}"), "/x-gateway/entities");
     };
-    compile(&updated)?;
+    let target = compile(&updated)?;
     gateway_world::files::write_atomic(&path, updated.as_bytes())
         .map_err(|e| ContractError::new("io", format!("{}: {e}", path.display()), WORLD))?;
+    retarget_empty_initial(world, &target)?;
     Ok(object([("status", Value::str("ok")), ("entity", Value::str(&decl.name)), ("file", Value::str(WORLD))]))
 }
 
+/// Point an empty `data/initial.json` (no mutations) at `target`, keeping its id and the
+/// rest; a batch that carries rows, or none at all, is left alone.
+fn retarget_empty_initial(world: &Path, target: &Value) -> Result<(), ContractError> {
+    let path = world.join("data/initial.json");
+    let Ok(bytes) = std::fs::read(&path) else { return Ok(()) };
+    let Ok(Value::Object(mut batch)) = gateway_world::files::parse_json_bytes(&bytes, "initial.json") else { return Ok(()) };
+    let empty = batch.get("mutations").and_then(Value::as_array).is_some_and(Vec::is_empty);
+    let same = batch.get("target").is_some_and(|t| gateway_world::json::canonical(t) == gateway_world::json::canonical(target));
+    if !empty || same {
+        return Ok(());
+    }
+    batch.insert("target".into(), target.clone());
+    gateway_world::files::write_atomic(&path, &gateway_world::json::encoded(&Value::Object(batch)))
+        .map_err(|e| ContractError::new("io", format!("{}: {e}", path.display()), "data/initial.json"))
+}
+
 /// Prove a new `schema/world.json` text compiles: a scratch copy of the world's
-/// manifest and `schema/` directory, built with the engine's compiler.
-pub fn compile_in_scratch(world: &Path, world_json: &str) -> Result<(), ContractError> {
+/// manifest and `schema/` directory, built with the engine's compiler. Answers the
+/// domain the new contract targets.
+pub fn compile_in_scratch(world: &Path, world_json: &str) -> Result<Value, ContractError> {
     let scratch = gateway_world::data::tempfile_dir::Scratch::new("gateway-entity-add")
         .map_err(|e| ContractError::new("io", e.to_string(), WORLD))?;
     let staged = scratch.path().join("world");
@@ -521,7 +542,7 @@ pub fn compile_in_scratch(world: &Path, world_json: &str) -> Result<(), Contract
         }
     }
     std::fs::write(staged.join(WORLD), world_json).map_err(io)?;
-    gateway_world::build(&staged).map(|_| ())
+    gateway_world::build(&staged).map(|contract| contract.target().clone())
 }
 
 #[cfg(test)]

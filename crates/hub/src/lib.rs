@@ -32,6 +32,8 @@ pub mod agent_project;
 pub mod agents;
 pub mod archive;
 pub mod client;
+pub mod connectors;
+pub mod connectors_client;
 pub mod environments_client;
 pub mod error;
 pub mod evals_client;

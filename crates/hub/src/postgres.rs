@@ -26,6 +26,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 mod agents;
+mod connectors;
 mod evaluations;
 mod world_data;
 
@@ -36,6 +37,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (3, include_str!("../migrations/postgres/0003_evaluations.sql")),
     (4, include_str!("../migrations/postgres/0004_agents.sql")),
     (5, include_str!("../migrations/postgres/0005_world_data.sql")),
+    (6, include_str!("../migrations/postgres/0006_connectors.sql")),
 ];
 
 /// An arbitrary constant: the advisory lock key held while migrating.

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 mod agents;
+mod connectors;
 mod evaluations;
 mod world_data;
 
@@ -22,6 +23,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (3, include_str!("../migrations/sqlite/0003_evaluations.sql")),
     (4, include_str!("../migrations/sqlite/0004_agents.sql")),
     (5, include_str!("../migrations/sqlite/0005_world_data.sql")),
+    (6, include_str!("../migrations/sqlite/0006_connectors.sql")),
 ];
 
 /// The SQLite metadata store.

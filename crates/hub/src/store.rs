@@ -163,10 +163,16 @@ pub struct Finalized {
 
 /// The metadata store (evaluations and the environment views' reads included: see
 /// [`crate::evaluations::EvaluationStore`]; the agents platform: [`crate::agents::AgentStore`];
-/// world data batches: [`crate::world_data::WorldDataStore`]).
+/// workspace connectors: [`crate::connectors::ConnectorStore`]; world data batches:
+/// [`crate::world_data::WorldDataStore`]).
 #[async_trait]
 pub trait MetaStore:
-    crate::evaluations::EvaluationStore + crate::agents::AgentStore + crate::world_data::WorldDataStore + Send + Sync
+    crate::evaluations::EvaluationStore
+    + crate::agents::AgentStore
+    + crate::connectors::ConnectorStore
+    + crate::world_data::WorldDataStore
+    + Send
+    + Sync
 {
     /// How many API keys exist.
     async fn key_count(&self) -> StoreResult<i64>;

@@ -6,7 +6,7 @@ use crate::handlers::{CtxError, CtxHost, HandlerFailure, HandlerOutcome, Handler
 use crate::page::{page_headers, paginate, window, wrap, Link, Page};
 use crate::router::{parse_query, python_b64decode, Router};
 use crate::settings::{ApiSettings, OperationSettings, Paging};
-use crate::state::{dig, matches, Filter, WorldState};
+use crate::state::{dig, matches, Filter, WorldState, WriteJob};
 use gateway_connector::spec::{base_path, Operation};
 use gateway_world::error::Error as WorldError;
 use gateway_world::json::{object, python_str, Map, Value};
@@ -25,6 +25,40 @@ pub const STATE: &str = "/__world/state";
 pub const RESET: &str = "/__world/reset";
 /// Seed the world (legacy whole state or overlay).
 pub const SEED: &str = "/__world/seed";
+
+/// What [`WorldApp::handle_staged`] makes of a request.
+pub enum Handled {
+    /// The answer.
+    Answered(Response),
+    /// A built-in single-row write, not yet run.
+    Write(StagedWrite),
+}
+
+/// A built-in create, update or delete: the store work and how to answer it.
+pub struct StagedWrite {
+    /// The entity it writes.
+    pub entity: String,
+    /// The store work; returns the written row (null for a delete).
+    pub job: WriteJob,
+    /// How the answer is shaped once the write ran.
+    pub reply: WriteReply,
+}
+
+/// The shape of a write's answer (the operation's status, envelope, body).
+#[derive(Debug, Clone)]
+pub struct WriteReply {
+    status: i64,
+    single: bool,
+    envelope: Option<String>,
+    /// No body (a delete).
+    empty: bool,
+}
+
+impl WriteReply {
+    fn new(op: &OperationSettings, empty: bool) -> WriteReply {
+        WriteReply { status: op.status, single: op.single, envelope: op.envelope.clone(), empty }
+    }
+}
 
 /// An answer: status, JSON body (None = empty), extra headers.
 #[derive(Debug, Clone)]
@@ -313,8 +347,23 @@ impl WorldApp {
     }
 
     /// Answer one request. `headers` are lower-cased; `default_host` is used for
-    /// links when the request has no Host header.
+    /// links when the request has no Host header. A built-in write runs here, in
+    /// its own transaction.
     pub fn handle(&self, method: &str, target: &str, headers: &[(String, String)], raw: &[u8], default_host: &str) -> Response {
+        match self.handle_staged(method, target, headers, raw, default_host) {
+            Handled::Answered(response) => response,
+            Handled::Write(staged) => {
+                let StagedWrite { entity, job, reply } = staged;
+                let written = self.state.write(job, Some(&entity));
+                self.finish_write(&reply, written)
+            }
+        }
+    }
+
+    /// [`WorldApp::handle`], except that a built-in single-row write is handed back
+    /// unrun, for the caller to group with other requests' writes
+    /// ([`WorldState::write_grouped`]) and answer with [`WorldApp::finish_write`].
+    pub fn handle_staged(&self, method: &str, target: &str, headers: &[(String, String)], raw: &[u8], default_host: &str) -> Handled {
         if let Some(ui) = &self.settings.ui {
             // The single-page app calls the API same-origin under `api_path`.
             if let Some(rest) =
@@ -325,11 +374,27 @@ impl WorldApp {
             }
             if method == "GET" {
                 if let Some(file) = self.ui_file(ui, split_target(target).0) {
-                    return file;
+                    return Handled::Answered(file);
                 }
             }
         }
         self.handle_api(method, target, headers, raw, default_host)
+    }
+
+    /// The answer to a write [`WorldApp::handle_staged`] handed back, once it ran.
+    pub fn finish_write(&self, reply: &WriteReply, written: Result<Value, WorldError>) -> Response {
+        match written {
+            Err(error) => self.failure(Failure::from(error)),
+            Ok(_) if reply.empty => Response { status: reply.status as u16, body: None, headers: Vec::new(), file: None },
+            Ok(row) => {
+                let body = if reply.single {
+                    row
+                } else {
+                    wrap(Page::whole(vec![row]), &self.settings, reply.envelope.as_deref(), &self.settings.paging, None)
+                };
+                Response::json(reply.status, body)
+            }
+        }
     }
 
     /// Whether a request only touches the store through the built-in actions (no
@@ -419,39 +484,51 @@ impl WorldApp {
         Response { status: 200, body: None, headers: Vec::new(), file: Some((html.into_bytes(), "text/html; charset=utf-8".into())) }
     }
 
-    fn handle_api(&self, method: &str, target: &str, headers: &[(String, String)], raw: &[u8], default_host: &str) -> Response {
-        let (path, query_text) = split_target(target);
+    fn handle_api(&self, method: &str, target: &str, headers: &[(String, String)], raw: &[u8], default_host: &str) -> Handled {
+        match self.admin_or_token(method, target, headers, raw) {
+            Some(response) => Handled::Answered(response),
+            None => {
+                let (path, query_text) = split_target(target);
+                self.route(method, path, query_text, headers, raw, default_host)
+            }
+        }
+    }
+
+    /// The answers that are not the vendor's API: health, documentation, the admin
+    /// routes, the token endpoint, and a 405 for methods no route takes.
+    fn admin_or_token(&self, method: &str, target: &str, headers: &[(String, String)], raw: &[u8]) -> Option<Response> {
+        let (path, _) = split_target(target);
         if method == "GET" && path == HEALTH {
-            return Response::json(200, object([("ok", Value::Bool(true)), ("world", Value::str(&self.router.spec.slug))]));
+            return Some(Response::json(200, object([("ok", Value::Bool(true)), ("world", Value::str(&self.router.spec.slug))])));
         }
         if method == "GET" && (path == OPENAPI || path == DOCS) && self.router.route("GET", self.strip(path), &[]).is_none() {
-            return self.documentation(path == DOCS);
+            return Some(self.documentation(path == DOCS));
         }
         if path.starts_with("/__world/") {
             if let Some(refused) = self.admin.refuses(headers) {
-                return refused;
+                return Some(refused);
             }
         }
         if method == "GET" && path == STATE {
-            return match self.state.dump() {
+            return Some(match self.state.dump() {
                 Ok(mut dump) => {
                     dump.insert("snapshot".into(), self.state.describe_snapshot());
                     Response::json(200, Value::Object(dump))
                 }
                 Err(error) => internal(&error.to_string()),
-            };
+            });
         }
         if method == "POST" && path == RESET {
-            return match self.state.reset() {
+            return Some(match self.state.reset() {
                 Ok(()) => Response::json(200, object([("ok", Value::Bool(true))])),
                 Err(error) => internal(&error.to_string()),
-            };
+            });
         }
         if method == "POST" && path == SEED {
             let Some(body) = json_body(raw) else {
-                return Response::json(400, error_body("seed must be JSON"));
+                return Some(Response::json(400, error_body("seed must be JSON")));
             };
-            return match self.state.seed(&body) {
+            return Some(match self.state.seed(&body) {
                 Ok(()) => Response::json(200, object([("ok", Value::Bool(true))])),
                 Err(WorldError::Contract(error)) if error.code == "base_mismatch" => Response::json(
                     409,
@@ -460,21 +537,21 @@ impl WorldApp {
                 Err(error) => {
                     Response::json(400, object([("error", Value::str("seed_rejected")), ("detail", Value::Str(error.to_string()))]))
                 }
-            };
+            });
         }
         if method == "POST" && self.settings.token_path.as_deref().is_some_and(|t| t == self.strip(path)) {
-            return match self.router.issue_token(&self.form(raw, headers), self.key.as_deref()) {
+            return Some(match self.router.issue_token(&self.form(raw, headers), self.key.as_deref()) {
                 Some(issued) => Response::json(200, issued),
                 None => Response::json(400, error_body("invalid_client")),
-            };
+            });
         }
         if !matches!(method, "GET" | "POST" | "PUT" | "PATCH" | "DELETE") {
             // RFC 9110 §15.5.6: a 405 names the methods the server answers.
             let mut refused = Response::json(405, error_body("method_not_allowed"));
             refused.headers.push(("Allow".into(), "GET, POST, PUT, PATCH, DELETE".into()));
-            return refused;
+            return Some(refused);
         }
-        self.route(method, path, query_text, headers, raw, default_host)
+        None
     }
 
     fn route(
@@ -485,42 +562,54 @@ impl WorldApp {
         headers: &[(String, String)],
         raw: &[u8],
         default_host: &str,
-    ) -> Response {
+    ) -> Handled {
         let settings = &self.settings;
         let path = self.strip(raw_path);
         let query = parse_query(query_text);
         if !self.router.authorized(headers, &query, self.key.as_deref()) {
-            return Response::json(settings.unauthorized_status, settings.unauthorized.clone());
+            return Handled::Answered(Response::json(settings.unauthorized_status, settings.unauthorized.clone()));
         }
         let Some((operation, args)) = self.router.route(method, path, &query) else {
-            return Response::json(settings.not_found_status, settings.not_found.clone());
+            return Handled::Answered(Response::json(settings.not_found_status, settings.not_found.clone()));
         };
         if let Some(allowed) = &self.allowed {
             if !allowed.contains(&operation.name) {
-                return Response::json(403, object([("error", Value::str("tool_not_allowed")), ("tool", Value::str(&operation.name))]));
+                return Handled::Answered(Response::json(
+                    403,
+                    object([("error", Value::str("tool_not_allowed")), ("tool", Value::str(&operation.name))]),
+                ));
             }
         }
         let op = settings.for_operation(&operation.name);
         let body = if matches!(method, "POST" | "PUT" | "PATCH") { json_body(raw) } else { Some(Value::Object(Map::default())) };
         let Some(body) = body else {
-            return Response::json(settings.invalid_status, settings.invalid.clone());
+            return Handled::Answered(Response::json(settings.invalid_status, settings.invalid.clone()));
         };
         let header = |name: &str| headers.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
         let host = header("host").unwrap_or(default_host);
         let proto = header("x-forwarded-proto").unwrap_or("http").split(',').next().unwrap_or("http").trim().to_string();
         let link: Link = (format!("{proto}://{host}{raw_path}"), query.clone());
         let request = Request { operation, args, query, body, headers, link };
-        let outcome = (|| -> Result<Response, Failure> {
+        let outcome = (|| -> Result<Handled, Failure> {
             if let Some(gate) = &settings.before {
                 if let Some(verdict) = self.run_gate(gate, &request)? {
-                    return Ok(verdict);
+                    return Ok(Handled::Answered(verdict));
                 }
             }
             self.answer(&op, &request)
         })();
         match outcome {
-            Ok(response) => response,
-            Err(Failure::Contract(detail)) => {
+            Ok(handled) => handled,
+            Err(failure) => Handled::Answered(self.failure(failure)),
+        }
+    }
+
+    /// The answer to a request that failed: the connector's `invalid` body with the
+    /// refusal's detail, or a 500.
+    fn failure(&self, failure: Failure) -> Response {
+        let settings = &self.settings;
+        match failure {
+            Failure::Contract(detail) => {
                 let invalid = match &settings.invalid {
                     Value::Object(map) => {
                         let mut map = map.clone();
@@ -531,7 +620,7 @@ impl WorldApp {
                 };
                 Response::json(settings.invalid_status, invalid)
             }
-            Err(Failure::Internal(message)) => internal(&message),
+            Failure::Internal(message) => internal(&message),
         }
     }
 
@@ -580,18 +669,21 @@ impl WorldApp {
         }
     }
 
-    fn answer(&self, op: &OperationSettings, request: &Request) -> Result<Response, Failure> {
+    fn answer(&self, op: &OperationSettings, request: &Request) -> Result<Handled, Failure> {
         let operation = request.operation;
         if op.action == "handler" {
             let function = op.handler.clone().unwrap_or_default();
-            return Ok(match self.call_handler(&function, request)? {
+            return Ok(Handled::Answered(match self.call_handler(&function, request)? {
                 HandlerOutcome::Body(Value::Null) => Response { status: op.status as u16, body: None, headers: Vec::new(), file: None },
                 HandlerOutcome::Body(body) => Response::json(op.status, body),
                 HandlerOutcome::Answer { status, body, headers } => answer(status, body, headers.unwrap_or_default()),
-            });
+            }));
         }
         let Some(entity) = operation.entity.as_deref() else {
-            return Ok(Response::json(501, object([("error", Value::str("not_modelled")), ("operation", Value::str(&operation.name))])));
+            return Ok(Handled::Answered(Response::json(
+                501,
+                object([("error", Value::str("not_modelled")), ("operation", Value::str(&operation.name))]),
+            )));
         };
         let mut values: Vec<(String, String)> = request.query.iter().filter(|(k, _)| operation.params.contains(k)).cloned().collect();
         for (k, v) in &request.args {
@@ -604,36 +696,26 @@ impl WorldApp {
             let row = self.bind(op, &request.body, None)?;
             // Integer ids are taken inside the writer, so concurrent creates never
             // read the same highest value.
-            let counted: Vec<&String> = op
+            let counted: Vec<String> = op
                 .generate
                 .iter()
                 .filter(|(field, kind)| {
                     !matches!(kind.as_str(), "uuid" | "now") && !row.get(field.as_str()).is_some_and(|v| !matches!(v, Value::Null))
                 })
-                .map(|(field, _)| field)
+                .map(|(field, _)| field.clone())
                 .collect();
-            let row = self
-                .state
-                .write(
-                    |store| {
-                        let mut row = row;
-                        for field in &counted {
-                            let next = store.next_integer(entity, field)?;
-                            if let Value::Object(map) = &mut row {
-                                map.insert((*field).clone(), Value::Int(next));
-                            }
-                        }
-                        store.insert(entity, &row, Some(source("api.create")))
-                    },
-                    Some(entity),
-                )
-                .map_err(Failure::from)?;
-            let body = if op.single {
-                row
-            } else {
-                wrap(Page::whole(vec![row]), &self.settings, op.envelope.as_deref(), &self.settings.paging, None)
-            };
-            return Ok(Response::json(op.status, body));
+            let name = entity.to_string();
+            let job: WriteJob = Box::new(move |store| {
+                let mut row = row;
+                for field in &counted {
+                    let next = store.next_integer(&name, field)?;
+                    if let Value::Object(map) = &mut row {
+                        map.insert(field.clone(), Value::Int(next));
+                    }
+                }
+                store.insert(&name, &row, Some(source("api.create")))
+            });
+            return Ok(Handled::Write(StagedWrite { entity: entity.to_string(), job, reply: WriteReply::new(op, false) }));
         }
         let filters: Vec<Filter> = op
             .filter
@@ -647,34 +729,27 @@ impl WorldApp {
         if matches!(op.action.as_str(), "update" | "delete") {
             let (total, rows) = self.state.select(entity, &filters, Some((0, 2))).map_err(Failure::from)?;
             if total != 1 {
-                return Ok(Response::json(self.settings.not_found_status, self.settings.not_found.clone()));
+                return Ok(Handled::Answered(Response::json(self.settings.not_found_status, self.settings.not_found.clone())));
             }
             let current = &rows[0];
             let declared = self.state.contract().entity(entity).map(|e| e.primary_key.clone()).unwrap_or_default();
             let key = object(declared.iter().map(|f| (f.clone(), current.get(f).cloned().unwrap_or_default())));
+            let name = entity.to_string();
             if op.action == "delete" {
-                self.state.write(|store| store.delete(entity, &key, Some(source("api.delete"))), Some(entity)).map_err(Failure::from)?;
-                return Ok(Response { status: op.status as u16, body: None, headers: Vec::new(), file: None });
+                let job: WriteJob = Box::new(move |store| store.delete(&name, &key, Some(source("api.delete"))).map(|()| Value::Null));
+                return Ok(Handled::Write(StagedWrite { entity: entity.to_string(), job, reply: WriteReply::new(op, true) }));
             }
             let patch = self.bind(op, &request.body, Some(current))?;
-            let row = self
-                .state
-                .write(|store| store.update(entity, &key, &patch, Some(source("api.update"))), Some(entity))
-                .map_err(Failure::from)?;
-            let row = row.unwrap_or_default();
-            let body = if op.single {
-                row
-            } else {
-                wrap(Page::whole(vec![row]), &self.settings, op.envelope.as_deref(), &self.settings.paging, None)
-            };
-            return Ok(Response::json(op.status, body));
+            let job: WriteJob =
+                Box::new(move |store| store.update(&name, &key, &patch, Some(source("api.update"))).map(Option::unwrap_or_default));
+            return Ok(Handled::Write(StagedWrite { entity: entity.to_string(), job, reply: WriteReply::new(op, false) }));
         }
         if op.single {
             let (_, rows) = self.state.select(entity, &filters, Some((0, 1))).map_err(Failure::from)?;
-            return Ok(match rows.into_iter().next() {
+            return Ok(Handled::Answered(match rows.into_iter().next() {
                 Some(row) => Response::json(op.status, row),
                 None => Response::json(self.settings.not_found_status, self.settings.not_found.clone()),
-            });
+            }));
         }
         let paging = match &op.paging {
             None => self.settings.paging.clone(),
@@ -688,7 +763,7 @@ impl WorldApp {
         };
         let headers = page_headers(&page, &self.settings, &paging).unwrap_or_default();
         let body = wrap(page, &self.settings, op.envelope.as_deref(), &paging, Some(&request.link));
-        Ok(Response { status: op.status as u16, body: Some(body), headers, file: None })
+        Ok(Handled::Answered(Response { status: op.status as u16, body: Some(body), headers, file: None }))
     }
 
     /// The row a create or update writes: defaults, the body (mapped or as-is), generated fields.

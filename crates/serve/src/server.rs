@@ -1,7 +1,7 @@
 //! The HTTP server: axum on tokio, every request answered by [`WorldApp::handle`]
 //! on the blocking pool (SQLite and the handler worker are synchronous).
 
-use crate::app::{Response as AppResponse, WorldApp};
+use crate::app::{Handled, Response as AppResponse, StagedWrite, WorldApp};
 use crate::router::Router;
 use crate::settings::load_api_settings;
 use crate::state::WorldState;
@@ -44,8 +44,10 @@ pub struct ServeOptions {
     pub host: Option<String>,
     /// Pin the accepted credential.
     pub api_key: Option<String>,
-    /// Start in this scenario.
+    /// Start in this scenario (a durable state that already exists continues instead).
     pub scenario: Option<String>,
+    /// Keep the state in this directory across restarts (durable commits).
+    pub state_dir: Option<std::path::PathBuf>,
 }
 
 /// The dotted paths each entity's equality filters use: what gets a serving index.
@@ -69,8 +71,15 @@ pub fn index_plan(spec: &gateway_connector::spec::Spec, settings: &crate::settin
 pub fn load(world: &Path, options: &ServeOptions) -> Result<WorldApp, ServeError> {
     let spec = gateway_connector::spec::load_spec(world)?;
     let settings = load_api_settings(world, &spec)?;
-    let state = WorldState::open(world, index_plan(&spec, &settings))?;
-    if let Some(scenario) = &options.scenario {
+    let indexed = index_plan(&spec, &settings);
+    let (state, fresh) = match &options.state_dir {
+        None => (WorldState::open(world, indexed)?, true),
+        Some(dir) => {
+            let fresh = !dir.join("current").exists();
+            (WorldState::durable(std::sync::Arc::new(crate::state::Template::open(world, indexed)?), dir)?, fresh)
+        }
+    };
+    if let (Some(scenario), true) = (&options.scenario, fresh) {
         state.apply_scenario(scenario)?;
     }
     WorldApp::new(world, state, Router::new(spec), settings, options.api_key.clone()).map_err(ServeError::Handlers)
@@ -112,9 +121,17 @@ pub async fn respond(
     default_host: String,
 ) -> Response {
     if app.is_quick(&method, &target, true) {
-        // Index-backed reads take tens of microseconds and a single-row write a few
-        // hundred: a hop to the blocking pool would cost more than it saves.
-        let answered = app.handle(&method, &target, &headers, &raw, &default_host);
+        // Index-backed reads take tens of microseconds: a hop to the blocking pool
+        // would cost more than it saves. A single-row write joins the group the
+        // session's writer commits next (see `state::Db`); this task waits for it
+        // without holding a thread.
+        let answered = match app.handle_staged(&method, &target, &headers, &raw, &default_host) {
+            Handled::Answered(response) => response,
+            Handled::Write(StagedWrite { entity, job, reply }) => {
+                let written = app.state.write_grouped(job, Some(&entity)).await;
+                app.finish_write(&reply, written)
+            }
+        };
         return render(&app, answered);
     }
     let worker_app = app.clone();

@@ -73,6 +73,9 @@ pub struct Store {
     highest: std::collections::HashMap<(String, String), i64>,
     /// Set while a single-row write runs its batch (which keeps `highest` itself).
     single_write: bool,
+    /// Set while a group of writes shares one SQLite transaction (group commit):
+    /// each outermost batch is then a savepoint of it, audited and undone alone.
+    grouped: bool,
 }
 
 impl std::fmt::Debug for Store {
@@ -161,6 +164,7 @@ impl Store {
             deleted_from: BTreeSet::new(),
             highest: Default::default(),
             single_write: false,
+            grouped: false,
         };
         store.check_contract()?;
         if audit {
@@ -274,10 +278,13 @@ impl Store {
 
     /// Run `body` in a transaction: the outermost one commits after the
     /// commit-time audit; nested ones are savepoints. Any error rolls back.
+    /// Inside a group ([`Store::begin_group`]) the outermost one is a savepoint
+    /// too: audited and undone on its own, made durable by [`Store::commit_group`].
     pub fn transaction<T>(&mut self, body: impl FnOnce(&mut Store) -> Result<T>) -> Result<T> {
         let outer = self.depth == 0;
         let savepoint = format!("gateway_batch_{}", self.depth);
-        if outer {
+        let own_transaction = outer && !self.grouped;
+        if own_transaction {
             self.conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
         } else {
             self.conn.execute_batch(&format!("SAVEPOINT {savepoint}"))?;
@@ -296,7 +303,7 @@ impl Store {
         self.depth -= 1;
         match result {
             Ok(value) => {
-                if outer {
+                if own_transaction {
                     self.conn.prepare_cached("COMMIT")?.execute([])?;
                 } else {
                     self.conn.execute_batch(&format!("RELEASE {savepoint}"))?;
@@ -304,13 +311,58 @@ impl Store {
                 Ok(value)
             }
             Err(error) => {
-                let rollback = if outer { "ROLLBACK".to_string() } else { format!("ROLLBACK TO {savepoint}; RELEASE {savepoint}") };
+                let rollback =
+                    if own_transaction { "ROLLBACK".to_string() } else { format!("ROLLBACK TO {savepoint}; RELEASE {savepoint}") };
                 let _ = self.conn.execute_batch(&rollback);
                 // Writes the rollback undid may have raised a tracked highest value.
                 self.highest.clear();
                 Err(error)
             }
         }
+    }
+
+    /// Open a group: the batches applied until [`Store::commit_group`] share one
+    /// SQLite transaction (one WAL commit for all), while each stays its own batch
+    /// with its own ledger and lineage rows, and a refused one changes nothing.
+    pub fn begin_group(&mut self) -> Result<()> {
+        if self.grouped || self.depth > 0 {
+            return Err(state_error("A write group is already open").into());
+        }
+        self.conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
+        self.grouped = true;
+        Ok(())
+    }
+
+    /// Commit the open group; when the commit fails every batch of the group is
+    /// undone and the error returned.
+    pub fn commit_group(&mut self) -> Result<()> {
+        if !self.grouped {
+            return Ok(());
+        }
+        self.grouped = false;
+        match self.conn.prepare_cached("COMMIT").and_then(|mut s| s.execute([])) {
+            Ok(_) => Ok(()),
+            Err(error) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                self.highest.clear();
+                Err(error.into())
+            }
+        }
+    }
+
+    /// Undo the open group (and any batch left half-applied by a panic inside it).
+    pub fn abort_group(&mut self) {
+        let _ = self.conn.execute_batch("ROLLBACK");
+        self.grouped = false;
+        self.depth = 0;
+        self.touched.clear();
+        self.deleted_from.clear();
+        self.highest.clear();
+    }
+
+    /// Whether a group is open.
+    pub fn in_group(&self) -> bool {
+        self.grouped
     }
 
     // -------------------------------------------------------------- batches
@@ -492,7 +544,7 @@ impl Store {
         }
         mutation.insert("source".into(), source.unwrap_or_else(|| object([("record", Value::Str(format!("store.{op}")))])));
         let batch = object([
-            ("id", Value::Str(new_batch_id())),
+            ("id", Value::Str(ordered_batch_id())),
             ("target", self.contract.target().clone()),
             ("mapping", object([("id", Value::str("gateway-store")), ("version", Value::str("1"))])),
             ("coverage", Value::str("partial")),
@@ -560,14 +612,19 @@ impl Store {
 
     // -------------------------------------------------------------- audits
 
-    fn row_violation(&self, entity: &Entity, stored_key: &str, payload: &str) -> Option<ContractError> {
+    /// The first way a stored row breaks the contract. `written` says the payload
+    /// is one this store's own write validated and keyed in this transaction, so
+    /// only its relationships can have broken.
+    fn row_violation(&self, entity: &Entity, stored_key: &str, payload: &str, written: bool) -> Option<ContractError> {
         let value = match crate::files::parse_json_bytes(payload.as_bytes(), &format!("{}/schema", entity.location)) {
             Ok(value) => value,
             Err(error) => return Some(error.with("entity", Value::str(&entity.name))),
         };
         let check = || -> Result<(), ContractError> {
-            validate(&entity.schema, &value, &format!("{}/schema", entity.location), "")?;
-            if key_of(entity, &value, false)? != stored_key {
+            if !written {
+                validate(&entity.schema, &value, &format!("{}/schema", entity.location), "")?;
+            }
+            if !written && key_of(entity, &value, false)? != stored_key {
                 return Err(
                     ContractError::new("key", "Stored key differs from payload identity", "").with("entity", Value::str(&entity.name))
                 );
@@ -624,7 +681,7 @@ impl Store {
             let rows = statement.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
             for row in rows {
                 let (key, payload) = row?;
-                if let Some(error) = self.row_violation(entity, &key, &payload) {
+                if let Some(error) = self.row_violation(entity, &key, &payload, false) {
                     found.push(error);
                     if limit.is_some_and(|l| found.len() >= l) {
                         return Ok(found);
@@ -670,13 +727,18 @@ impl Store {
         let touched = std::mem::take(&mut self.touched);
         for (name, key) in &touched {
             let entity = self.contract.entity(name).expect("touched entity");
+            if entity.relationships.is_empty() {
+                // Every payload written here was validated and keyed as it was
+                // written (`mutate`); with no relationships nothing else can break.
+                continue;
+            }
             let payload: Option<String> = self
                 .conn
                 .prepare_cached(&format!("SELECT payload FROM {} WHERE _key = ?1", quote(name)))?
                 .query_row([key], |r| r.get(0))
                 .optional()?;
             if let Some(payload) = payload {
-                if let Some(error) = self.row_violation(entity, key, &payload) {
+                if let Some(error) = self.row_violation(entity, key, &payload, true) {
                     return Err(error.into());
                 }
             }
@@ -724,6 +786,23 @@ pub fn key_of(entity: &Entity, value: &Value, exact: bool) -> Result<String, Con
     Ok(canonical(&Value::Array(parts)))
 }
 
+/// The id of a single-row write's batch: 32 hex digits like `uuid4().hex`, but
+/// ordered — 16 from a per-process stamp that only grows (microseconds since the
+/// epoch, or one more than the last), 16 random. The ledger and lineage tables are
+/// keyed by batch id, so ordered ids append to their indexes instead of touching
+/// a random page of each per write.
+pub fn ordered_batch_id() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0);
+    let stamp = match LAST.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |last| Some(now.max(last + 1))) {
+        Ok(last) | Err(last) => now.max(last + 1),
+    };
+    let mut random = [0u8; 8];
+    fill_random(&mut random);
+    format!("{stamp:016x}{}", hex::encode(random))
+}
+
 /// A fresh random batch id (32 lowercase hex digits, like Python's `uuid4().hex`).
 pub fn new_batch_id() -> String {
     let mut bytes = [0u8; 16];
@@ -742,17 +821,10 @@ fn integer_of(value: Option<&Value>) -> Option<i64> {
 
 /// Fill `buf` with random bytes from the operating system.
 pub fn fill_random(buf: &mut [u8]) {
-    use std::io::Read as _;
-    if let Ok(mut file) = std::fs::File::open("/dev/urandom") {
-        if file.read_exact(buf).is_ok() {
-            return;
-        }
-    }
-    // No /dev/urandom: fall back to hashing the clock and process id.
-    let seed = format!("{:?}{}", std::time::SystemTime::now(), std::process::id());
-    let digest = sha256_hex(seed.as_bytes());
-    for (i, b) in buf.iter_mut().enumerate() {
-        *b = u8::from_str_radix(&digest[(i * 2) % 64..(i * 2) % 64 + 2], 16).unwrap_or(0);
+    // The operating system's generator (getrandom(2)): no file to open per call,
+    // and no weaker fallback — without it there is nothing safe to hand out.
+    if let Err(error) = getrandom::fill(buf) {
+        panic!("the operating system's random source failed: {error}");
     }
 }
 

@@ -23,6 +23,7 @@ use std::sync::Arc;
 use subtle::ConstantTimeEq;
 
 mod agents;
+mod connectors;
 mod environments;
 mod evaluations;
 mod objects;
@@ -309,6 +310,9 @@ async fn route(hub: &Hub, method: &Method, path: &str, query: &BTreeMap<String, 
             return answer;
         }
         if let Some(answer) = agents::route(hub, method, &segments, query, headers, body).await {
+            return answer;
+        }
+        if let Some(answer) = connectors::route(hub, method, &segments, query, headers, body).await {
             return answer;
         }
     }

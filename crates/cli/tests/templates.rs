@@ -1,0 +1,189 @@
+//! The built-in templates: `schema templates` lists the original's 14; every one inits,
+//! compiles, checks and (with `--api`) serves with our binary; and — when the reference
+//! install is present — `schema init` writes the original's files byte for byte, with the
+//! original's output and exit codes (skipped with a NOTICE otherwise).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+const GATEWAY: &str = env!("CARGO_BIN_EXE_gateway");
+const TEMPLATES: [&str; 14] = [
+    "apple-business-manager",
+    "github",
+    "google-calendar",
+    "google-drive",
+    "jamf",
+    "jira",
+    "kandji",
+    "linear",
+    "microsoft-teams",
+    "netsuite",
+    "salesforce",
+    "slack",
+    "workday",
+    "custom",
+];
+
+fn reference() -> Option<PathBuf> {
+    let gateway = PathBuf::from(std::env::var_os("HOME")?).join(".cache/gateway-reference/bin/gateway");
+    if gateway.is_file() {
+        Some(gateway)
+    } else {
+        eprintln!("NOTICE: reference gateway not installed (../shared/reference/install.sh); skipping the parity checks");
+        None
+    }
+}
+
+fn run(program: &Path, args: &[&str]) -> Output {
+    Command::new(program).args(args).stdin(Stdio::null()).output().unwrap()
+}
+
+fn ours(args: &[&str]) -> Output {
+    run(Path::new(GATEWAY), args)
+}
+
+/// Every file under `root`: relative path → bytes.
+fn files(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else {
+                out.insert(path.strip_prefix(root).unwrap().to_string_lossy().into_owned(), std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, root, &mut out);
+    out
+}
+
+fn same_files(want: &Path, got: &Path, what: &str) {
+    let (want, got) = (files(want), files(got));
+    let names = |m: &BTreeMap<String, Vec<u8>>| m.keys().cloned().collect::<Vec<_>>();
+    assert_eq!(names(&got), names(&want), "{what}: the files written");
+    for (name, bytes) in &want {
+        assert!(got[name] == *bytes, "{what}: {name} differs from the original's");
+    }
+}
+
+#[test]
+fn templates_lists_the_originals_fourteen() {
+    let out = ours(&["worlds", "schema", "templates"]);
+    assert!(out.status.success());
+    let listed: Vec<String> = String::from_utf8(out.stdout.clone()).unwrap().lines().map(str::to_string).collect();
+    assert_eq!(listed, TEMPLATES);
+    let Some(reference) = reference() else { return };
+    let theirs = run(&reference, &["worlds", "schema", "templates"]);
+    assert_eq!(out.stdout, theirs.stdout);
+    assert_eq!(out.status.code(), theirs.status.code());
+}
+
+/// GET `path` on loopback `port`: (status, body).
+fn get(port: u16, path: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    stream.write_all(format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").as_bytes()).unwrap();
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    (head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0), body.to_string())
+}
+
+#[test]
+fn every_template_inits_compiles_checks_and_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    for template in TEMPLATES {
+        // As the original writes it: init compiles; compile and check again.
+        let world = dir.path().join(template);
+        let world_arg = world.to_str().unwrap();
+        let init = ours(&["worlds", "schema", "init", world_arg, "--connector", template, "--no-api"]);
+        assert!(init.status.success(), "{template}: {}", String::from_utf8_lossy(&init.stdout));
+        for step in ["compile", "check"] {
+            let out = ours(&["worlds", "schema", step, world_arg]);
+            assert!(out.status.success(), "{template} {step}: {}", String::from_utf8_lossy(&out.stdout));
+        }
+        // With a starter connector.toml: served, and its first entity listed.
+        let served = dir.path().join(format!("{template}-api"));
+        let init = ours(&["worlds", "schema", "init", served.to_str().unwrap(), "--connector", template, "--api"]);
+        assert!(init.status.success(), "{template} --api: {}", String::from_utf8_lossy(&init.stdout));
+        let check = ours(&["worlds", "schema", "check", served.to_str().unwrap()]);
+        assert!(check.status.success(), "{template} --api check");
+        let world_json = std::fs::read_to_string(served.join("schema/world.json")).unwrap();
+        let document = gateway_world::json::parse(&world_json).unwrap().value;
+        let mut entities: Vec<String> =
+            document.get("x-gateway").and_then(|x| x.get("entities")).and_then(|e| e.as_object()).unwrap().keys().cloned().collect();
+        entities.sort();
+        let mut child = Command::new(GATEWAY)
+            .args(["worlds", "serve"])
+            .arg(&served)
+            .args(["--port", "0"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        let mut reader = BufReader::new(child.stderr.take().unwrap());
+        reader.read_line(&mut first).unwrap();
+        // Keep draining: a closed pipe would end the server at its next line.
+        std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
+        let port: Option<u16> = first.trim().rsplit(':').next().and_then(|p| p.parse().ok());
+        let answer = port.map(|port| get(port, &format!("/{}", entities[0])));
+        let _ = child.kill();
+        let _ = child.wait();
+        let (status, body) = answer.unwrap_or_else(|| panic!("{template}: serve said {first}"));
+        assert_eq!(status, 200, "{template}: GET /{} answered {body}", entities[0]);
+        assert!(body.contains(&format!("\"{}\": []", entities[0])), "{template}: {body}");
+    }
+}
+
+#[test]
+fn init_writes_the_originals_files_byte_for_byte() {
+    let Some(reference) = reference() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let at = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    for template in TEMPLATES {
+        let (theirs, mine) = (at(&format!("{template}-ref")), at(&format!("{template}-ours")));
+        let want = run(&reference, &["worlds", "schema", "init", &theirs, "--connector", template]);
+        let got = ours(&["worlds", "schema", "init", &mine, "--connector", template, "--no-api"]);
+        assert_eq!(got.status.code(), want.status.code(), "{template}: exit code");
+        assert_eq!(String::from_utf8_lossy(&got.stdout), String::from_utf8_lossy(&want.stdout), "{template}: output");
+        same_files(Path::new(&theirs), Path::new(&mine), template);
+    }
+    // --name is substituted as the original substitutes it.
+    for template in ["slack", "github", "custom"] {
+        let (theirs, mine) = (at(&format!("{template}-named-ref")), at(&format!("{template}-named-ours")));
+        let want = run(&reference, &["worlds", "schema", "init", &theirs, "--connector", template, "--name", "my_world-2"]);
+        let got = ours(&["worlds", "schema", "init", &mine, "--connector", template, "--name", "my_world-2", "--no-api"]);
+        assert_eq!(got.stdout, want.stdout, "{template} --name: output");
+        same_files(Path::new(&theirs), Path::new(&mine), &format!("{template} --name"));
+    }
+    // custom by default: the original's files exactly, plus the starter connector.toml.
+    let (theirs, mine) = (at("custom-ref"), at("custom-default"));
+    assert!(ours(&["worlds", "schema", "init", &mine]).status.success());
+    std::fs::rename(Path::new(&mine).join("connector.toml"), dir.path().join("starter.toml")).unwrap();
+    same_files(Path::new(&theirs), Path::new(&mine), "custom (default)");
+    // Refusals and edge cases: the same answer and exit code.
+    for args in [vec!["--connector", "custom", "--name", "Bad Name"], vec!["--connector", "jira", "--name", ""]] {
+        let (theirs, mine) = (at("refused-ref"), at("refused-ours"));
+        let want = run(&reference, &[&["worlds", "schema", "init", theirs.as_str()], args.as_slice()].concat());
+        let got = ours(&[&["worlds", "schema", "init", mine.as_str()], args.as_slice()].concat());
+        assert_eq!(got.status.code(), want.status.code(), "{args:?}: exit code");
+        assert_eq!(got.stdout, want.stdout, "{args:?}: output");
+        // A refusal writes nothing; an empty --name is no name at all (the default), as there.
+        assert_eq!(Path::new(&mine).exists(), want.status.success(), "{args:?}: written only on success");
+    }
+    let occupied = at("jira-ref");
+    let want = run(&reference, &["worlds", "schema", "init", &occupied, "--connector", "jira"]);
+    let got = ours(&["worlds", "schema", "init", &occupied, "--connector", "jira"]);
+    assert_eq!((got.status.code(), got.stdout), (want.status.code(), want.stdout), "an occupied destination");
+    let want = run(&reference, &["worlds", "schema", "init", &at("u-ref"), "--connector", "nope"]);
+    let got = ours(&["worlds", "schema", "init", &at("u-ours"), "--connector", "nope"]);
+    assert_eq!(got.status.code(), want.status.code(), "an unknown template");
+    assert!(String::from_utf8_lossy(&got.stderr).contains("'apple-business-manager', 'github'"));
+}

@@ -1,0 +1,286 @@
+//! [`ConnectorStore`] on PostgreSQL: the tables of migration 0006 (the SQLite ones,
+//! column for column). A commit locks its repo's row (`SELECT … FOR UPDATE`) and
+//! re-reads the head before moving it, so the compare-and-set holds whichever process
+//! serves the push; a new repo is an `INSERT … ON CONFLICT DO NOTHING` on its slug.
+
+use super::{PostgresStore, Tx};
+use crate::connectors::*;
+use crate::error::HubError;
+use crate::store::StoreResult;
+use async_trait::async_trait;
+use sqlx::postgres::PgRow;
+use sqlx::Row;
+
+const REPO_COLUMNS: &str =
+    "r.id, r.project_id, r.slug, r.name, r.description, r.tags, r.readme, r.is_public, r.scope, r.head_commit_id, r.cloned_from, r.created_at, r.updated_at";
+const COMMIT_COLUMNS: &str = "c.id, c.repo_id, c.commit_hash, c.parent_hash, c.message, c.source, c.labels, c.metadata, c.created_at";
+const MATCHES: &str = "($2::TEXT IS NULL OR lower(r.slug) LIKE $2 ESCAPE '\\' OR lower(r.name) LIKE $2 ESCAPE '\\' \
+     OR lower(coalesce(r.description, '')) LIKE $2 ESCAPE '\\')";
+
+fn repo_row(r: &PgRow) -> Result<ConnectorRepo, sqlx::Error> {
+    Ok(ConnectorRepo {
+        id: r.try_get(0)?,
+        project_id: r.try_get(1)?,
+        slug: r.try_get(2)?,
+        name: r.try_get(3)?,
+        description: r.try_get(4)?,
+        tags: r.try_get(5)?,
+        readme: r.try_get(6)?,
+        is_public: r.try_get::<i64, _>(7)? != 0,
+        scope: r.try_get(8)?,
+        head_commit_id: r.try_get(9)?,
+        cloned_from: r.try_get(10)?,
+        created_at: r.try_get(11)?,
+        updated_at: r.try_get(12)?,
+    })
+}
+
+fn commit_row(r: &PgRow, at: usize, with_files: bool) -> Result<ConnectorCommit, sqlx::Error> {
+    Ok(ConnectorCommit {
+        id: r.try_get(at)?,
+        repo_id: r.try_get(at + 1)?,
+        commit_hash: r.try_get(at + 2)?,
+        parent_hash: r.try_get(at + 3)?,
+        message: r.try_get(at + 4)?,
+        source: r.try_get(at + 5)?,
+        labels: r.try_get(at + 6)?,
+        metadata: r.try_get(at + 7)?,
+        created_at: r.try_get(at + 8)?,
+        files: if with_files { r.try_get(at + 9)? } else { String::new() },
+    })
+}
+
+impl PostgresStore {
+    async fn commit_where(&self, sql: &str, repo_id: &str, value: &str) -> StoreResult<Vec<ConnectorCommit>> {
+        let rows = sqlx::query(&format!("SELECT {COMMIT_COLUMNS}, c.files FROM connector_commits c {sql}"))
+            .bind(repo_id)
+            .bind(value)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(|r| commit_row(r, 0, true)).collect::<Result<Vec<_>, _>>()?)
+    }
+}
+
+async fn lock_repo(tx: &mut Tx, project_id: &str, slug: &str) -> StoreResult<Option<(String, Option<String>)>> {
+    let row = sqlx::query("SELECT id, head_commit_id FROM connector_repos WHERE project_id = $1 AND slug = $2 FOR UPDATE")
+        .bind(project_id)
+        .bind(slug)
+        .fetch_optional(&mut **tx)
+        .await?;
+    Ok(match row {
+        Some(row) => Some((row.try_get(0)?, row.try_get(1)?)),
+        None => None,
+    })
+}
+
+#[async_trait]
+impl ConnectorStore for PostgresStore {
+    async fn connector_repo(&self, project_id: &str, slug: &str) -> StoreResult<Option<ConnectorRepo>> {
+        let row = sqlx::query(&format!("SELECT {REPO_COLUMNS} FROM connector_repos r WHERE r.project_id = $1 AND r.slug = $2"))
+            .bind(project_id)
+            .bind(slug)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.as_ref().map(repo_row).transpose()?)
+    }
+
+    async fn connector_repo_by_id(&self, id: &str) -> StoreResult<Option<(ConnectorRepo, String)>> {
+        let row = sqlx::query(&format!(
+            "SELECT {REPO_COLUMNS}, p.name FROM connector_repos r JOIN projects p ON p.id = r.project_id WHERE r.id = $1"
+        ))
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(match row {
+            Some(row) => Some((repo_row(&row)?, row.try_get(13)?)),
+            None => None,
+        })
+    }
+
+    async fn connector_repos(
+        &self,
+        project_id: &str,
+        query: Option<&str>,
+        is_public: Option<bool>,
+        limit: i64,
+        offset: i64,
+    ) -> StoreResult<(Vec<ConnectorRepo>, i64)> {
+        let pattern = query.filter(|q| !q.is_empty()).map(like_pattern);
+        let public = is_public.map(i64::from);
+        let filter = format!("r.project_id = $1 AND {MATCHES} AND ($3::BIGINT IS NULL OR r.is_public = $3)");
+        let total: i64 = sqlx::query(&format!("SELECT COUNT(*) FROM connector_repos r WHERE {filter}"))
+            .bind(project_id)
+            .bind(&pattern)
+            .bind(public)
+            .fetch_one(&self.pool)
+            .await?
+            .try_get(0)?;
+        let rows = sqlx::query(&format!(
+            "SELECT {REPO_COLUMNS} FROM connector_repos r WHERE {filter} ORDER BY r.slug COLLATE \"C\" LIMIT $4 OFFSET $5"
+        ))
+        .bind(project_id)
+        .bind(&pattern)
+        .bind(public)
+        .bind(limit)
+        .bind(offset)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok((rows.iter().map(repo_row).collect::<Result<Vec<_>, _>>()?, total))
+    }
+
+    async fn connector_hub(&self, project_id: &str, query: Option<&str>) -> StoreResult<Vec<HubRow>> {
+        let pattern = query.filter(|q| !q.is_empty()).map(like_pattern);
+        let rows = sqlx::query(&format!(
+            "SELECT {REPO_COLUMNS}, p.name, {COMMIT_COLUMNS} FROM connector_repos r \
+             JOIN projects p ON p.id = r.project_id LEFT JOIN connector_commits c ON c.id = r.head_commit_id \
+             WHERE (r.project_id = $1 OR r.is_public = 1) AND {MATCHES} \
+             ORDER BY r.project_id <> $1, r.slug COLLATE \"C\", p.name COLLATE \"C\""
+        ))
+        .bind(project_id)
+        .bind(&pattern)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let head: Option<String> = row.try_get(14)?;
+            out.push(HubRow {
+                repo: repo_row(row)?,
+                org_name: row.try_get(13)?,
+                head: if head.is_some() { Some(commit_row(row, 14, false)?) } else { None },
+            });
+        }
+        Ok(out)
+    }
+
+    async fn connector_commit(&self, repo_id: &str, version: Option<&str>) -> StoreResult<Option<ConnectorCommit>> {
+        let Some(version) = version.filter(|v| !v.is_empty()) else {
+            let found =
+                self.commit_where("JOIN connector_repos r ON r.head_commit_id = c.id WHERE r.id = $1 AND $2 = $2", repo_id, "").await?;
+            return Ok(found.into_iter().next());
+        };
+        let labelled = self
+            .commit_where("JOIN connector_labels l ON l.commit_id = c.id WHERE l.repo_id = $1 AND l.label = $2", repo_id, version)
+            .await?;
+        if let Some(found) = labelled.into_iter().next() {
+            return Ok(Some(found));
+        }
+        let exact = self.commit_where("WHERE c.repo_id = $1 AND (c.id = $2 OR c.commit_hash = $2)", repo_id, version).await?;
+        if let Some(found) = exact.into_iter().next() {
+            return Ok(Some(found));
+        }
+        if version.len() >= 7 && version.bytes().all(|b| b.is_ascii_hexdigit()) {
+            let prefix = format!("{}%", version.to_ascii_lowercase());
+            let found = self.commit_where("WHERE c.repo_id = $1 AND c.commit_hash LIKE $2 LIMIT 2", repo_id, &prefix).await?;
+            if found.len() > 1 {
+                return Err(HubError::BadRequest(format!("version '{version}' names more than one commit: give more of the hash")));
+            }
+            return Ok(found.into_iter().next());
+        }
+        Ok(None)
+    }
+
+    async fn commit_connector(&self, new: NewCommit) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await?;
+        let repo = &new.repo;
+        if new.create {
+            let done = sqlx::query(
+                "INSERT INTO connector_repos (id, project_id, slug, name, description, tags, readme, is_public, scope, head_commit_id, \
+                 cloned_from, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL, $10, $11, $12) \
+                 ON CONFLICT (project_id, slug) DO NOTHING",
+            )
+            .bind(&repo.id)
+            .bind(&repo.project_id)
+            .bind(&repo.slug)
+            .bind(&repo.name)
+            .bind(&repo.description)
+            .bind(&repo.tags)
+            .bind(&repo.readme)
+            .bind(i64::from(repo.is_public))
+            .bind(&repo.scope)
+            .bind(&repo.cloned_from)
+            .bind(&repo.created_at)
+            .bind(&repo.updated_at)
+            .execute(&mut *tx)
+            .await?;
+            if done.rows_affected() != 1 {
+                return Err(HubError::Conflict(format!("connector '{}' already exists in this project", repo.slug)));
+            }
+        } else {
+            match lock_repo(&mut tx, &repo.project_id, &repo.slug).await? {
+                None => return Err(HubError::Conflict(format!("connector '{}' was deleted meanwhile", repo.slug))),
+                Some((id, head)) if id != repo.id || head != new.expected_head => {
+                    return Err(HubError::Conflict(format!("connector '{}' moved on meanwhile", repo.slug)))
+                }
+                Some(_) => {}
+            }
+        }
+        let commit = &new.commit;
+        let inserted = sqlx::query(
+            "INSERT INTO connector_commits (id, repo_id, commit_hash, parent_hash, message, source, labels, files, metadata, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (repo_id, commit_hash) DO NOTHING",
+        )
+        .bind(&commit.id)
+        .bind(&repo.id)
+        .bind(&commit.commit_hash)
+        .bind(&commit.parent_hash)
+        .bind(&commit.message)
+        .bind(&commit.source)
+        .bind(&commit.labels)
+        .bind(&commit.files)
+        .bind(&commit.metadata)
+        .bind(&commit.created_at)
+        .execute(&mut *tx)
+        .await?;
+        if inserted.rows_affected() != 1 {
+            return Err(HubError::Conflict(format!("commit {} already exists in connector '{}'", commit.commit_hash, repo.slug)));
+        }
+        sqlx::query(
+            "UPDATE connector_repos SET name = $2, description = $3, tags = $4, readme = $5, is_public = $6, scope = $7, \
+             head_commit_id = $8, updated_at = $9 WHERE id = $1",
+        )
+        .bind(&repo.id)
+        .bind(&repo.name)
+        .bind(&repo.description)
+        .bind(&repo.tags)
+        .bind(&repo.readme)
+        .bind(i64::from(repo.is_public))
+        .bind(&repo.scope)
+        .bind(&commit.id)
+        .bind(&repo.updated_at)
+        .execute(&mut *tx)
+        .await?;
+        let labels: Vec<String> = gateway_world::json::parse_clean(&commit.labels)
+            .and_then(|v| v.as_array().map(|a| a.iter().filter_map(|l| l.as_str().map(str::to_string)).collect()))
+            .unwrap_or_default();
+        for label in labels {
+            sqlx::query(
+                "INSERT INTO connector_labels (repo_id, label, commit_id) VALUES ($1, $2, $3) \
+                 ON CONFLICT (repo_id, label) DO UPDATE SET commit_id = excluded.commit_id",
+            )
+            .bind(&repo.id)
+            .bind(&label)
+            .bind(&commit.id)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn delete_connector(&self, project_id: &str, slug: &str) -> StoreResult<bool> {
+        let mut tx = self.pool.begin().await?;
+        let Some((id, _)) = lock_repo(&mut tx, project_id, slug).await? else {
+            return Ok(false);
+        };
+        for sql in [
+            "DELETE FROM connector_labels WHERE repo_id = $1",
+            "UPDATE connector_repos SET head_commit_id = NULL WHERE id = $1",
+            "DELETE FROM connector_commits WHERE repo_id = $1",
+            "DELETE FROM connector_repos WHERE id = $1",
+        ] {
+            sqlx::query(sql).bind(&id).execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+}

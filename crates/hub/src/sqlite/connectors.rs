@@ -1,0 +1,268 @@
+//! [`ConnectorStore`] on SQLite: the `connector_repos`, `connector_commits` and
+//! `connector_labels` tables of migration 0006. A commit and its head move happen in one
+//! `BEGIN IMMEDIATE` transaction that re-reads the head first, so the compare-and-set
+//! holds across processes sharing the file.
+
+use super::SqliteStore;
+use crate::connectors::*;
+use crate::error::HubError;
+use crate::store::StoreResult;
+use async_trait::async_trait;
+use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
+
+const REPO_COLUMNS: &str =
+    "r.id, r.project_id, r.slug, r.name, r.description, r.tags, r.readme, r.is_public, r.scope, r.head_commit_id, r.cloned_from, r.created_at, r.updated_at";
+/// A commit's columns; `files` is read only where asked for.
+const COMMIT_COLUMNS: &str = "c.id, c.repo_id, c.commit_hash, c.parent_hash, c.message, c.source, c.labels, c.metadata, c.created_at";
+
+fn repo_row(r: &Row) -> rusqlite::Result<ConnectorRepo> {
+    Ok(ConnectorRepo {
+        id: r.get(0)?,
+        project_id: r.get(1)?,
+        slug: r.get(2)?,
+        name: r.get(3)?,
+        description: r.get(4)?,
+        tags: r.get(5)?,
+        readme: r.get(6)?,
+        is_public: r.get::<_, i64>(7)? != 0,
+        scope: r.get(8)?,
+        head_commit_id: r.get(9)?,
+        cloned_from: r.get(10)?,
+        created_at: r.get(11)?,
+        updated_at: r.get(12)?,
+    })
+}
+
+/// A commit from [`COMMIT_COLUMNS`] starting at column `at`, then `files` if `with_files`.
+fn commit_row(r: &Row, at: usize, with_files: bool) -> rusqlite::Result<ConnectorCommit> {
+    Ok(ConnectorCommit {
+        id: r.get(at)?,
+        repo_id: r.get(at + 1)?,
+        commit_hash: r.get(at + 2)?,
+        parent_hash: r.get(at + 3)?,
+        message: r.get(at + 4)?,
+        source: r.get(at + 5)?,
+        labels: r.get(at + 6)?,
+        metadata: r.get(at + 7)?,
+        created_at: r.get(at + 8)?,
+        files: if with_files { r.get(at + 9)? } else { String::new() },
+    })
+}
+
+fn find_commit(c: &Connection, repo_id: &str, version: Option<&str>) -> StoreResult<Option<ConnectorCommit>> {
+    let select = format!("SELECT {COMMIT_COLUMNS}, c.files FROM connector_commits c");
+    let one = |sql: &str, value: &str| -> StoreResult<Option<ConnectorCommit>> {
+        Ok(c.query_row(&format!("{select} {sql}"), params![repo_id, value], |r| commit_row(r, 0, true)).optional()?)
+    };
+    let Some(version) = version.filter(|v| !v.is_empty()) else {
+        return Ok(c
+            .query_row(&format!("{select} JOIN connector_repos r ON r.head_commit_id = c.id WHERE r.id = ?1"), params![repo_id], |r| {
+                commit_row(r, 0, true)
+            })
+            .optional()?);
+    };
+    if let Some(found) = one("JOIN connector_labels l ON l.commit_id = c.id WHERE l.repo_id = ?1 AND l.label = ?2", version)? {
+        return Ok(Some(found));
+    }
+    if let Some(found) = one("WHERE c.repo_id = ?1 AND (c.id = ?2 OR c.commit_hash = ?2)", version)? {
+        return Ok(Some(found));
+    }
+    if version.len() >= 7 && version.bytes().all(|b| b.is_ascii_hexdigit()) {
+        let prefix = format!("{}%", version.to_ascii_lowercase());
+        let mut stmt = c.prepare(&format!("{select} WHERE c.repo_id = ?1 AND c.commit_hash LIKE ?2 LIMIT 2"))?;
+        let found = stmt.query_map(params![repo_id, prefix], |r| commit_row(r, 0, true))?.collect::<rusqlite::Result<Vec<_>>>()?;
+        if found.len() > 1 {
+            return Err(HubError::BadRequest(format!("version '{version}' names more than one commit: give more of the hash")));
+        }
+        return Ok(found.into_iter().next());
+    }
+    Ok(None)
+}
+
+#[async_trait]
+impl ConnectorStore for SqliteStore {
+    async fn connector_repo(&self, project_id: &str, slug: &str) -> StoreResult<Option<ConnectorRepo>> {
+        let (project_id, slug) = (project_id.to_string(), slug.to_string());
+        self.with(move |c| {
+            Ok(c.query_row(
+                &format!("SELECT {REPO_COLUMNS} FROM connector_repos r WHERE r.project_id = ?1 AND r.slug = ?2"),
+                params![project_id, slug],
+                repo_row,
+            )
+            .optional()?)
+        })
+        .await
+    }
+
+    async fn connector_repo_by_id(&self, id: &str) -> StoreResult<Option<(ConnectorRepo, String)>> {
+        let id = id.to_string();
+        self.with(move |c| {
+            Ok(c.query_row(
+                &format!("SELECT {REPO_COLUMNS}, p.name FROM connector_repos r JOIN projects p ON p.id = r.project_id WHERE r.id = ?1"),
+                params![id],
+                |r| Ok((repo_row(r)?, r.get(13)?)),
+            )
+            .optional()?)
+        })
+        .await
+    }
+
+    async fn connector_repos(
+        &self,
+        project_id: &str,
+        query: Option<&str>,
+        is_public: Option<bool>,
+        limit: i64,
+        offset: i64,
+    ) -> StoreResult<(Vec<ConnectorRepo>, i64)> {
+        let project_id = project_id.to_string();
+        let pattern = query.filter(|q| !q.is_empty()).map(like_pattern);
+        let public = is_public.map(i64::from);
+        self.with(move |c| {
+            let filter = "r.project_id = ?1 AND (?2 IS NULL OR lower(r.slug) LIKE ?2 ESCAPE '\\' OR lower(r.name) LIKE ?2 ESCAPE '\\' \
+                 OR lower(coalesce(r.description, '')) LIKE ?2 ESCAPE '\\') AND (?3 IS NULL OR r.is_public = ?3)";
+            let total: i64 = c.query_row(
+                &format!("SELECT COUNT(*) FROM connector_repos r WHERE {filter}"),
+                params![project_id, pattern, public],
+                |r| r.get(0),
+            )?;
+            let mut stmt =
+                c.prepare(&format!("SELECT {REPO_COLUMNS} FROM connector_repos r WHERE {filter} ORDER BY r.slug LIMIT ?4 OFFSET ?5"))?;
+            let rows = stmt.query_map(params![project_id, pattern, public, limit, offset], repo_row)?;
+            Ok((rows.collect::<rusqlite::Result<Vec<_>>>()?, total))
+        })
+        .await
+    }
+
+    async fn connector_hub(&self, project_id: &str, query: Option<&str>) -> StoreResult<Vec<HubRow>> {
+        let project_id = project_id.to_string();
+        let pattern = query.filter(|q| !q.is_empty()).map(like_pattern);
+        self.with(move |c| {
+            let mut stmt = c.prepare(&format!(
+                "SELECT {REPO_COLUMNS}, p.name, {COMMIT_COLUMNS} FROM connector_repos r \
+                 JOIN projects p ON p.id = r.project_id LEFT JOIN connector_commits c ON c.id = r.head_commit_id \
+                 WHERE (r.project_id = ?1 OR r.is_public = 1) \
+                 AND (?2 IS NULL OR lower(r.slug) LIKE ?2 ESCAPE '\\' OR lower(r.name) LIKE ?2 ESCAPE '\\' \
+                      OR lower(coalesce(r.description, '')) LIKE ?2 ESCAPE '\\') \
+                 ORDER BY r.project_id <> ?1, r.slug, p.name"
+            ))?;
+            let rows = stmt.query_map(params![project_id, pattern], |r| {
+                let head: Option<String> = r.get(14)?;
+                Ok(HubRow { repo: repo_row(r)?, org_name: r.get(13)?, head: head.map(|_| commit_row(r, 14, false)).transpose()? })
+            })?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .await
+    }
+
+    async fn connector_commit(&self, repo_id: &str, version: Option<&str>) -> StoreResult<Option<ConnectorCommit>> {
+        let (repo_id, version) = (repo_id.to_string(), version.map(str::to_string));
+        self.with(move |c| find_commit(c, &repo_id, version.as_deref())).await
+    }
+
+    async fn commit_connector(&self, new: NewCommit) -> StoreResult<()> {
+        self.with(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let repo = &new.repo;
+            let current: Option<(String, Option<String>)> = tx
+                .query_row("SELECT id, head_commit_id FROM connector_repos WHERE project_id = ?1 AND slug = ?2", params![repo.project_id, repo.slug], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+                .optional()?;
+            match (&current, new.create) {
+                (Some(_), true) => return Err(HubError::Conflict(format!("connector '{}' already exists in this project", repo.slug))),
+                (None, false) => return Err(HubError::Conflict(format!("connector '{}' was deleted meanwhile", repo.slug))),
+                (Some((id, head)), false) if id != &repo.id || head != &new.expected_head => {
+                    return Err(HubError::Conflict(format!("connector '{}' moved on meanwhile", repo.slug)))
+                }
+                _ => {}
+            }
+            if new.create {
+                tx.execute(
+                    "INSERT INTO connector_repos (id, project_id, slug, name, description, tags, readme, is_public, scope, head_commit_id, \
+                     cloned_from, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, NULL, ?10, ?11, ?12)",
+                    params![
+                        repo.id,
+                        repo.project_id,
+                        repo.slug,
+                        repo.name,
+                        repo.description,
+                        repo.tags,
+                        repo.readme,
+                        i64::from(repo.is_public),
+                        repo.scope,
+                        repo.cloned_from,
+                        repo.created_at,
+                        repo.updated_at
+                    ],
+                )?;
+            }
+            let commit = &new.commit;
+            let inserted = tx.execute(
+                "INSERT INTO connector_commits (id, repo_id, commit_hash, parent_hash, message, source, labels, files, metadata, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (repo_id, commit_hash) DO NOTHING",
+                params![
+                    commit.id,
+                    repo.id,
+                    commit.commit_hash,
+                    commit.parent_hash,
+                    commit.message,
+                    commit.source,
+                    commit.labels,
+                    commit.files,
+                    commit.metadata,
+                    commit.created_at
+                ],
+            )?;
+            if inserted == 0 {
+                return Err(HubError::Conflict(format!("commit {} already exists in connector '{}'", commit.commit_hash, repo.slug)));
+            }
+            tx.execute(
+                "UPDATE connector_repos SET name = ?2, description = ?3, tags = ?4, readme = ?5, is_public = ?6, scope = ?7, \
+                 head_commit_id = ?8, updated_at = ?9 WHERE id = ?1",
+                params![
+                    repo.id,
+                    repo.name,
+                    repo.description,
+                    repo.tags,
+                    repo.readme,
+                    i64::from(repo.is_public),
+                    repo.scope,
+                    commit.id,
+                    repo.updated_at
+                ],
+            )?;
+            let labels: Vec<String> = gateway_world::json::parse_clean(&commit.labels)
+                .and_then(|v| v.as_array().map(|a| a.iter().filter_map(|l| l.as_str().map(str::to_string)).collect()))
+                .unwrap_or_default();
+            for label in labels {
+                tx.execute(
+                    "INSERT INTO connector_labels (repo_id, label, commit_id) VALUES (?1, ?2, ?3) \
+                     ON CONFLICT (repo_id, label) DO UPDATE SET commit_id = excluded.commit_id",
+                    params![repo.id, label, commit.id],
+                )?;
+            }
+            tx.commit()?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn delete_connector(&self, project_id: &str, slug: &str) -> StoreResult<bool> {
+        let (project_id, slug) = (project_id.to_string(), slug.to_string());
+        self.with(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let id: Option<String> = tx
+                .query_row("SELECT id FROM connector_repos WHERE project_id = ?1 AND slug = ?2", params![project_id, slug], |r| r.get(0))
+                .optional()?;
+            let Some(id) = id else { return Ok(false) };
+            tx.execute("UPDATE connector_repos SET head_commit_id = NULL WHERE id = ?1", params![id])?;
+            tx.execute("DELETE FROM connector_labels WHERE repo_id = ?1", params![id])?;
+            tx.execute("DELETE FROM connector_commits WHERE repo_id = ?1", params![id])?;
+            tx.execute("DELETE FROM connector_repos WHERE id = ?1", params![id])?;
+            tx.commit()?;
+            Ok(true)
+        })
+        .await
+    }
+}

@@ -1,0 +1,1 @@
+"""Microsoft Teams schema foundation. No simulated tools are declared."""
