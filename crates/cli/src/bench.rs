@@ -45,7 +45,7 @@ pub enum BenchCommand {
         /// Pre-built OCI image ref (recorded on the version).
         #[arg(long)]
         image: Option<String>,
-        /// Build a wheel and upload it (not supported by this client).
+        /// Build a wheel (uv build --wheel) + upload it for pip-install-by-name.
         #[arg(long = "build-wheel")]
         build_wheel: bool,
         /// Branch to push to (default: the dir's tracked branch, else main).
@@ -461,12 +461,6 @@ fn execute(command: BenchCommand) -> Result<(), Failure> {
             author,
             host,
         } => {
-            if build_wheel {
-                return Err(Failure::Plain(
-                    "Error: --build-wheel is not supported by this client: push the source bundle and build the wheel where you install it"
-                        .into(),
-                ));
-            }
             if let Some(v) = &visibility {
                 if v != "PRIVATE" && v != "PUBLIC" {
                     return Err(Failure::Usage(format!("--visibility must be PRIVATE or PUBLIC, not {v}")));
@@ -483,12 +477,13 @@ fn execute(command: BenchCommand) -> Result<(), Failure> {
                 rc,
                 post,
                 image_ref: image,
+                build_wheel,
                 branch,
                 force,
                 message,
                 author: author.or_else(|| std::env::var("GATEWAY_AUTHOR").ok()).filter(|a| !a.is_empty()),
             };
-            print_json(&client.push(&path, &options)?);
+            print_json(&client.push_world(&path, &options)?);
         }
         BenchCommand::Pull { slug, target, host } => print_json(&client(&host)?.pull(&slug, target.as_deref())?),
         BenchCommand::Checkout { slug_ref, target, host } => print_json(&client(&host)?.pull(&slug_ref, target.as_deref())?),

@@ -8,6 +8,7 @@ use clap::{Args, Subcommand};
 use gateway_connector::authoring::{compile_in_scratch, entity_add, route_add, EntityDecl, Payload, Route};
 use gateway_connector::capture::{capture, set_pair, CaptureRequest};
 use gateway_connector::skill::{install_skill, next_step, packaged_skills, skill_text, SKILL_NAME};
+use gateway_hub::captures_client::{CaptureOutcome, RemoteCapture};
 use gateway_world::json::{dumps, object, DumpOptions, Value};
 use gateway_world::{ContractError, Error};
 use std::path::{Path, PathBuf};
@@ -36,6 +37,19 @@ pub enum ConnectorCommand {
         /// Override [capture].max_pages.
         #[arg(long = "max-pages")]
         max_pages: Option<i64>,
+        /// Run the capture on the platform (from its allow-listed egress, with the
+        /// environment's secret) and pull the pages into captures/ here.
+        #[arg(long)]
+        remote: bool,
+        /// Environment slug or id for --remote (default: the world's directory name).
+        #[arg(long)]
+        environment: Option<String>,
+        /// Seconds to wait for a --remote capture.
+        #[arg(long, default_value_t = 900)]
+        timeout: u64,
+        /// Hub URL (default: GATEWAY_HOST).
+        #[arg(long)]
+        host: Option<String>,
     },
     /// Seed data/initial.json from the successful captures, gated by the world's contract.
     Ingest {
@@ -203,6 +217,32 @@ fn envelope(outcome: Result<Value, ContractError>) -> ExitCode {
     code
 }
 
+/// `capture --remote`: the same refusals as a local capture before any round trip, then
+/// the platform's capture; written pages on stdout, the request id and refusals on stderr.
+fn remote_capture(path: &Path, request: &RemoteCapture, host: Option<&str>) -> ExitCode {
+    if let Err(error) = gateway_connector::spec::load_spec(path) {
+        return refused(&error, "ContractError");
+    }
+    let outcome = gateway_hub::environments_client::EnvironmentsClient::from_env(host)
+        .and_then(|client| client.remote_capture(path, request, &mut |line| eprintln!("{line}")));
+    match outcome {
+        Ok(CaptureOutcome::Written(files)) => {
+            for file in files {
+                println!("{}", file.strip_prefix(path).unwrap_or(&file).to_string_lossy().replace('\\', "/"));
+            }
+            ExitCode::SUCCESS
+        }
+        Ok(CaptureOutcome::Refused(line)) => {
+            eprintln!("{line}");
+            ExitCode::from(1)
+        }
+        Err(error) => {
+            eprintln!("{error}");
+            ExitCode::from(1)
+        }
+    }
+}
+
 pub fn run(command: ConnectorCommand) -> ExitCode {
     match command {
         ConnectorCommand::Validate { path } => match gateway_connector::spec::load_spec(&path) {
@@ -216,11 +256,15 @@ pub fn run(command: ConnectorCommand) -> ExitCode {
             }
             Err(error) => refused(&error, "ContractError"),
         },
-        ConnectorCommand::Capture { path, op, args, params, max_pages } => {
+        ConnectorCommand::Capture { path, op, args, params, max_pages, remote, environment, timeout, host } => {
             let (args, params) = match (pairs(&args, "--arg"), pairs(&params, "--param")) {
                 (Ok(a), Ok(p)) => (a, p),
                 (Err(code), _) | (_, Err(code)) => return code,
             };
+            if remote {
+                let request = RemoteCapture { op, args, params, max_pages, environment, timeout };
+                return remote_capture(&path, &request, host.as_deref());
+            }
             let request = CaptureRequest { op, args, params, max_pages };
             match capture(&path, &request, &mut |line| eprintln!("# {line}")) {
                 Ok(written) => {

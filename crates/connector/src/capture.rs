@@ -55,11 +55,16 @@ pub fn set_pair(pairs: &mut Vec<(String, String)>, name: &str, value: &str) {
     }
 }
 
-fn env(name: &str) -> Option<String> {
+/// Where a capture reads the values `connector.toml` names by environment variable:
+/// the process environment locally, the environment's stored secrets on a hub.
+pub type Secrets<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// The process environment, as a local capture reads it (an empty value is unset).
+pub fn process_env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
-fn secret_value(spec: &Spec) -> Result<String, ContractError> {
+fn secret_value(spec: &Spec, env: Secrets<'_>) -> Result<String, ContractError> {
     let name = spec.secret_env.clone().unwrap_or_default();
     match env(&name) {
         Some(value) => Ok(value),
@@ -116,12 +121,12 @@ pub fn token_endpoint(spec: &Spec) -> String {
 
 /// Exchange the client credentials for an access token (RFC 6749 §4.4). Nothing about
 /// the exchange is recorded.
-fn mint_token(spec: &Spec, http: &reqwest::blocking::Client) -> Result<String, ContractError> {
+fn mint_token(spec: &Spec, http: &reqwest::blocking::Client, env: Secrets<'_>) -> Result<String, ContractError> {
     let id_env = spec.client_id_env.clone().unwrap_or_default();
     let Some(client_id) = env(&id_env) else {
         return fail("secret", format!("Set {id_env} to the connection's client id"), "/auth/client_id_env");
     };
-    let client_secret = secret_value(spec)?;
+    let client_secret = secret_value(spec, env)?;
     let mut form = vec![
         ("grant_type".to_string(), "client_credentials".to_string()),
         ("client_id".to_string(), client_id),
@@ -146,11 +151,11 @@ fn mint_token(spec: &Spec, http: &reqwest::blocking::Client) -> Result<String, C
 }
 
 /// The value requests carry: the credential, or for oauth2 a minted access token.
-fn credential(spec: &Spec, http: &reqwest::blocking::Client) -> Result<Option<String>, ContractError> {
+fn credential(spec: &Spec, http: &reqwest::blocking::Client, env: Secrets<'_>) -> Result<Option<String>, ContractError> {
     match spec.scheme.as_str() {
         "none" => Ok(None),
-        "oauth2" => mint_token(spec, http).map(Some),
-        _ => secret_value(spec).map(Some),
+        "oauth2" => mint_token(spec, http, env).map(Some),
+        _ => secret_value(spec, env).map(Some),
     }
 }
 
@@ -174,6 +179,7 @@ pub fn build_request(
     args: &[(String, String)],
     params: &[(String, String)],
     secret: Option<&str>,
+    env: Secrets<'_>,
 ) -> Result<Built, ContractError> {
     let placeholders = operation.placeholders();
     let missing: Vec<&str> = placeholders.iter().filter(|p| !args.iter().any(|(k, _)| k == *p)).map(String::as_str).collect();
@@ -276,8 +282,20 @@ fn io(error: std::io::Error, path: &Path) -> ContractError {
 }
 
 /// Run one operation against the live connection and record every page; returns the
-/// files written. `progress` receives one line per page (for stderr).
+/// files written. `progress` receives one line per page (for stderr). Credentials come
+/// from the process environment.
 pub fn capture(world: &Path, request: &CaptureRequest, progress: &mut dyn FnMut(&str)) -> Result<Vec<PathBuf>, ContractError> {
+    capture_with(world, request, &process_env, progress)
+}
+
+/// [`capture`] with the credentials read through `env` (a hub reads the environment's
+/// stored secrets under the variable names `connector.toml` gives).
+pub fn capture_with(
+    world: &Path,
+    request: &CaptureRequest,
+    env: Secrets<'_>,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Vec<PathBuf>, ContractError> {
     let spec = load_spec(world)?;
     let Some(operation) = spec.operation(&request.op) else {
         let mut names: Vec<&str> = spec.operations.iter().map(|o| o.name.as_str()).collect();
@@ -285,7 +303,7 @@ pub fn capture(world: &Path, request: &CaptureRequest, progress: &mut dyn FnMut(
         return fail("operation", format!("Unknown operation; choose one of {}", names.join(", ")), "/capture/op");
     };
     let http = client(&spec)?;
-    let secret = credential(&spec, &http)?;
+    let secret = credential(&spec, &http, env)?;
     let pages = request.max_pages.unwrap_or(spec.max_pages);
     if pages < 1 {
         return fail("capture", "max_pages must be at least 1", "/capture/max_pages");
@@ -317,7 +335,7 @@ pub fn capture(world: &Path, request: &CaptureRequest, progress: &mut dyn FnMut(
             Some(next) => set_pair(&mut page_params, spec.cursor_param.as_deref().unwrap_or_default(), next),
             None => {}
         }
-        let built = build_request(&spec, operation, &request.args, &page_params, secret.as_deref())?;
+        let built = build_request(&spec, operation, &request.args, &page_params, secret.as_deref(), env)?;
         let method = reqwest::Method::from_bytes(built.method.as_bytes()).unwrap_or(reqwest::Method::GET);
         let mut outgoing = http.request(method, &built.url);
         for (name, value) in &built.headers {
@@ -423,12 +441,13 @@ mod tests {
         )
         .unwrap();
         let op = &spec.operations[0];
-        let built = build_request(&spec, op, &[("id".into(), "a/b c".into())], &[("q".into(), "x y".into())], Some("s3cret")).unwrap();
+        let built = build_request(&spec, op, &[("id".into(), "a/b c".into())], &[("q".into(), "x y".into())], Some("s3cret"), &process_env)
+            .unwrap();
         assert_eq!(built.recorded, "https://api.acme.test/v1/things/a%2Fb%20c?q=x+y");
         assert_eq!(built.url, "https://api.acme.test/v1/things/a%2Fb%20c?q=x+y&key=s3cret");
-        let err = build_request(&spec, op, &[], &[], None).unwrap_err();
+        let err = build_request(&spec, op, &[], &[], None, &process_env).unwrap_err();
         assert_eq!(err.message, "Missing path argument(s): id");
-        let err = build_request(&spec, op, &[("id".into(), "1".into())], &[("z".into(), "1".into())], None).unwrap_err();
+        let err = build_request(&spec, op, &[("id".into(), "1".into())], &[("z".into(), "1".into())], None, &process_env).unwrap_err();
         assert_eq!((err.message.as_str(), err.schema_path.as_str()), ("Operation get takes no parameter(s): z", "/capture/params"));
     }
 

@@ -66,7 +66,16 @@ pub fn local_tree_state(env: &Path) -> Result<TreeState> {
     let Some(Value::Object(base)) = meta.as_ref().and_then(|m| m.get("baseFiles")).cloned() else {
         return Ok(TreeState { meta, dirty: Vec::new(), clean: false });
     };
-    let now = archive::snapshot_tree_hashes(env)?;
+    // A connector world pushed as its api bundle records the bundle's files: the world
+    // is compared with the bundle's `server/world/` (beyond the original, whose world then
+    // never reads as clean, so `worlds run --path` could never file against the push).
+    let (now, base) = if base.contains_key("gateway-api-world.toml") && serves_api(env).unwrap_or(false) {
+        let inside: Map =
+            base.iter().filter_map(|(path, hash)| path.strip_prefix(BUNDLED_WORLD).map(|rest| (rest.to_string(), hash.clone()))).collect();
+        (bundled_world_snapshot(env)?, inside)
+    } else {
+        (archive::snapshot_tree_hashes(env)?, base)
+    };
     let mut dirty: Vec<String> =
         now.iter().filter(|(p, h)| base.get(*p).and_then(Value::as_str) != Some(h.as_str())).map(|(p, _)| p.clone()).collect();
     dirty.extend(base.keys().filter(|p| !now.contains_key(*p)).cloned());
@@ -111,6 +120,68 @@ pub fn read_pyproject(env: &Path) -> Map {
         }
     }
     out
+}
+
+/// Whether `bench push` sends `dir` as its api bundle: a schema world (`bundle_mode`)
+/// that carries `connector.toml`.
+pub fn serves_api(dir: &Path) -> Result<bool> {
+    if !dir.join("connector.toml").is_file() {
+        return Ok(false);
+    }
+    match gateway_world::compiler::bundle_mode(dir) {
+        Ok(mode) => Ok(mode.is_some()),
+        Err(error) => Err(fail(format!("ContractError: {error}"))),
+    }
+}
+
+/// Where an api bundle holds the world, as a path prefix.
+const BUNDLED_WORLD: &str = "server/world/";
+
+/// `{path in the world: sha256 hex}` of what the api bundle built from `world` shows of
+/// it under `server/world/` in a snapshot: the bundle's copy leaves out captures/,
+/// `__pycache__`, `.git` and SQLite side files at any depth and follows symlinks; the
+/// archive's rules then prune `.`-named, `dist`, `build`, `outputs`, `*.egg-info`
+/// directories and `.`-named files.
+pub fn bundled_world_snapshot(world: &Path) -> Result<std::collections::BTreeMap<String, String>> {
+    fn walk(dir: &Path, prefix: &str, out: &mut std::collections::BTreeMap<String, String>) -> Result<()> {
+        let mut entries: Vec<_> = std::fs::read_dir(dir).map_err(|e| HubError::io(dir, e))?.filter_map(|e| e.ok()).collect();
+        entries.sort_by_key(|e| e.file_name());
+        for entry in entries {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let path = entry.path();
+            if gateway_serve::bundle::world_ignored(&name) || name.starts_with('.') {
+                continue;
+            }
+            let relative = format!("{prefix}{name}");
+            if path.is_dir() {
+                if !(["dist", "build", "outputs"].contains(&name.as_str()) || name.ends_with(".egg-info")) {
+                    walk(&path, &format!("{relative}/"), out)?;
+                }
+            } else if path.is_file() {
+                let bytes = std::fs::read(&path).map_err(|e| HubError::io(&path, e))?;
+                out.insert(relative, hex::encode(Sha256::digest(&bytes)));
+            }
+        }
+        Ok(())
+    }
+    let mut out = std::collections::BTreeMap::new();
+    walk(world, "", &mut out)?;
+    Ok(out)
+}
+
+/// Copy a directory tree (`shutil.copytree`: files and directories, symlinks followed).
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to).map_err(|e| HubError::io(to, e))?;
+    for entry in std::fs::read_dir(from).map_err(|e| HubError::io(from, e))? {
+        let entry = entry.map_err(|e| HubError::io(from, e))?;
+        let (path, target) = (entry.path(), to.join(entry.file_name()));
+        if path.is_dir() {
+            copy_dir(&path, &target)?;
+        } else {
+            std::fs::copy(&path, &target).map_err(|e| HubError::io(&path, e))?;
+        }
+    }
+    Ok(())
 }
 
 // ------------------------------------------------------------------ progress
@@ -168,6 +239,8 @@ pub struct PushOptions {
     pub post: bool,
     /// `--image`.
     pub image_ref: Option<String>,
+    /// `--build-wheel`: build the directory's wheel and upload it beside the bundle.
+    pub build_wheel: bool,
     /// `--branch`.
     pub branch: Option<String>,
     /// `--force`.
@@ -376,6 +449,10 @@ impl Client {
         let dir_name = env.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let slug = options.slug.clone().filter(|s| !s.is_empty()).or_else(|| py_name.clone()).unwrap_or(dir_name);
 
+        // Built before the versions POST, so its sha256 and Requires-Dist travel with it
+        // and the hub answers a second upload URL (the original's order).
+        let wheel = if options.build_wheel { Some(crate::wheel::build_wheel(env)?) } else { None };
+
         let mut resolve = Map::default();
         resolve.insert("slug".into(), Value::str(slug.clone()));
         let name = options.name.clone().filter(|s| !s.is_empty()).or(py_name).unwrap_or_else(|| slug.clone());
@@ -420,11 +497,20 @@ impl Client {
         if let Some(i) = options.image_ref.clone().filter(|s| !s.is_empty()) {
             body.insert("imageRef".into(), Value::str(i));
         }
+        if let Some(wheel) = &wheel {
+            body.insert("wheelSha256".into(), Value::str(wheel.sha256_b64.clone()));
+            body.insert("wheelSizeBytes".into(), Value::Int(wheel.bytes.len() as i64));
+            body.insert("wheelFilename".into(), Value::str(wheel.filename.clone()));
+            body.insert("requiresDist".into(), Value::Array(wheel.requires_dist.iter().cloned().map(Value::Str).collect()));
+        }
         let version = self.post(&format!("{API}/versions"), &Value::Object(body))?;
         let version_id =
             version.get("versionId").and_then(Value::as_str).ok_or_else(|| fail("versions answered without a versionId"))?.to_string();
         if let Some(url) = version.get("uploadUrl").and_then(Value::as_str).filter(|u| !u.is_empty()) {
             self.put_object(url, tarball, &bundle_sha256, "application/gzip")?;
+        }
+        if let (Some(url), Some(wheel)) = (version.get("wheelUploadUrl").and_then(Value::as_str).filter(|u| !u.is_empty()), &wheel) {
+            self.put_object(url, wheel.bytes.clone(), &wheel.sha256_b64, "application/octet-stream")?;
         }
 
         let mut fin = Map::default();
@@ -458,8 +544,41 @@ impl Client {
             ("state", finalized.get("state").cloned().unwrap_or(Value::Null)),
             ("branch", finalized.get("branch").cloned().unwrap_or(Value::str(branch))),
             ("alreadyUploaded", Value::Bool(already)),
-            ("wheelBuilt", Value::Bool(false)),
+            ("wheelBuilt", Value::Bool(wheel.is_some())),
         ]))
+    }
+
+    /// `bench push DIR` as the original's command runs it: a schema world that carries
+    /// `connector.toml` is pushed as the api bundle that serves it (built in a scratch
+    /// directory with `.gateway/` carried in, and carried back after the push, so the
+    /// world's metadata records the bundle's version and files); its slug defaults to the
+    /// world's directory name. Anything else is pushed as it is ([`Client::push`]).
+    pub fn push_world(&self, source: &Path, options: &PushOptions) -> Result<Value> {
+        if !serves_api(source)? {
+            return self.push(source, options);
+        }
+        let staging = tempfile::Builder::new().prefix("gateway-world-api-").tempdir().map_err(|e| HubError::io(source, e))?;
+        let bundle = staging.path().join("bundle");
+        gateway_serve::bundle::build_api_bundle_for(source, &bundle, gateway_serve::bundle::ServerPayload::Image)
+            .map_err(|error| fail(error.to_string()))?;
+        let metadata = source.join(".gateway");
+        if metadata.is_dir() {
+            copy_dir(&metadata, &bundle.join(".gateway"))?;
+        }
+        let mut options = options.clone();
+        if options.slug.as_deref().is_none_or(str::is_empty) {
+            let resolved = std::fs::canonicalize(source).map_err(|e| HubError::io(source, e))?;
+            options.slug = resolved.file_name().map(|n| n.to_string_lossy().into_owned());
+        }
+        let result = self.push(&bundle, &options)?;
+        let pushed = bundle.join(".gateway");
+        if pushed.is_dir() {
+            if metadata.exists() {
+                std::fs::remove_dir_all(&metadata).map_err(|e| HubError::io(&metadata, e))?;
+            }
+            copy_dir(&pushed, &metadata)?;
+        }
+        Ok(result)
     }
 
     /// `resolve-version`: slug + ref to a READY version and its download URL.

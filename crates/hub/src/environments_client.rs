@@ -428,7 +428,7 @@ impl EnvironmentsClient {
     /// `_get` / `_post`: Authorization on both, `Content-Type: application/json` and a
     /// `json.dumps` body on POST; a non-2xx answer is `"<METHOD> <path> -> <code>:
     /// <first 500 characters of the body>"`.
-    fn request(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> Result<Value> {
+    pub(crate) fn request(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> Result<Value> {
         let mut request = self.http.request(method.clone(), format!("{}{path}", self.host)).header("Authorization", &self.auth);
         if let Some(body) = body {
             request = request
@@ -696,7 +696,7 @@ impl EnvironmentsClient {
 }
 
 /// `/api/public/environments/{quoted cid}{suffix}`.
-fn environment_path(container_id: &str, suffix: &str) -> String {
+pub(crate) fn environment_path(container_id: &str, suffix: &str) -> String {
     format!("/api/public/environments/{}{suffix}", quote(container_id, ""))
 }
 

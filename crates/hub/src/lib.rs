@@ -31,6 +31,7 @@
 pub mod agent_project;
 pub mod agents;
 pub mod archive;
+pub mod captures_client;
 pub mod client;
 pub mod connectors;
 pub mod connectors_client;
@@ -50,6 +51,7 @@ pub mod sqlite;
 pub mod store;
 pub mod util;
 pub mod versioning;
+pub mod wheel;
 pub mod world_data;
 pub mod world_data_client;
 pub mod world_facts;

@@ -373,6 +373,21 @@ impl MetaStore for PostgresStore {
         Ok(())
     }
 
+    async fn attach_wheel(&self, version_id: &str, wheel: &WheelDecl) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "UPDATE versions SET wheel_filename = $1, wheel_sha256 = $2, wheel_size = $3, requires_dist = $4, wheel_uploaded = 0 \
+             WHERE id = $5 AND (wheel_filename IS NULL OR wheel_uploaded = 0)",
+        )
+        .bind(&wheel.filename)
+        .bind(&wheel.sha256)
+        .bind(wheel.size)
+        .bind(&wheel.requires_dist)
+        .bind(version_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
     async fn finalize(&self, version_id: &str, branch: &str, base: Option<&str>, force: bool) -> StoreResult<Finalized> {
         let id = version_id;
         let mut tx = self.pool.begin().await?;

@@ -353,6 +353,19 @@ impl MetaStore for SqliteStore {
         .await
     }
 
+    async fn attach_wheel(&self, version_id: &str, wheel: &WheelDecl) -> StoreResult<bool> {
+        let (id, wheel) = (version_id.to_string(), wheel.clone());
+        self.with(move |c| {
+            let changed = c.execute(
+                "UPDATE versions SET wheel_filename = ?1, wheel_sha256 = ?2, wheel_size = ?3, requires_dist = ?4, wheel_uploaded = 0 \
+                 WHERE id = ?5 AND (wheel_filename IS NULL OR wheel_uploaded = 0)",
+                rusqlite::params![wheel.filename, wheel.sha256, wheel.size, wheel.requires_dist, id],
+            )?;
+            Ok(changed == 1)
+        })
+        .await
+    }
+
     async fn finalize(&self, version_id: &str, branch: &str, base: Option<&str>, force: bool) -> StoreResult<Finalized> {
         let (id, branch, base) = (version_id.to_string(), branch.to_string(), base.map(str::to_string));
         self.with(move |c| {

@@ -161,6 +161,19 @@ pub struct Finalized {
     pub previous_tip: Option<String>,
 }
 
+/// A wheel declared by `POST /versions` (`wheelFilename`, `wheelSha256`, …).
+#[derive(Debug, Clone, Default)]
+pub struct WheelDecl {
+    /// The canonical wheel file name.
+    pub filename: String,
+    /// base64 of its raw sha256.
+    pub sha256: String,
+    /// Its size, when sent.
+    pub size: Option<i64>,
+    /// `requiresDist`, as canonical JSON.
+    pub requires_dist: String,
+}
+
 /// The metadata store (evaluations and the environment views' reads included: see
 /// [`crate::evaluations::EvaluationStore`]; the agents platform: [`crate::agents::AgentStore`];
 /// workspace connectors: [`crate::connectors::ConnectorStore`]; world data batches:
@@ -197,6 +210,9 @@ pub trait MetaStore:
     async fn version(&self, id: &str) -> StoreResult<Option<Version>>;
     /// Record that the bundle (or the wheel) is stored.
     async fn mark_uploaded(&self, version_id: &str, wheel: bool) -> StoreResult<()>;
+    /// Declare a wheel on a version that has none stored yet (a tree pushed again with
+    /// `--build-wheel`); false when the version already holds an uploaded wheel.
+    async fn attach_wheel(&self, version_id: &str, wheel: &WheelDecl) -> StoreResult<bool>;
     /// Mark READY and compare-and-set the branch, atomically (across processes):
     /// absent → create; `force` → move; tip == base or == this version → move;
     /// otherwise [`HubError::Conflict`].

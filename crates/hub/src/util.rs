@@ -2,10 +2,11 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// `n` random bytes from the operating system.
+/// `n` random bytes from the operating system (the workspace's one random source,
+/// `gateway_world::store::fill_random`).
 pub fn random_bytes(n: usize) -> Vec<u8> {
     let mut buf = vec![0u8; n];
-    getrandom::getrandom(&mut buf).expect("the operating system's random source");
+    gateway_world::store::fill_random(&mut buf);
     buf
 }
 

@@ -6,8 +6,13 @@
 //! and `scenarios/` (every authored scenario copied, plus a generated `default`
 //! unless the world authors one). `server/` differs by design: the original
 //! copies its Python package and a `main.py` there; this one copies the world
-//! (`server/world/`, as the original does), this binary (`server/gateway`), a
-//! `Dockerfile` that runs `gateway worlds serve` on it, and a short README.
+//! (`server/world/`, as the original does), a `Dockerfile` that runs
+//! `gateway worlds serve` on it, a short README and — for `schema api-bundle` —
+//! this binary (`server/gateway`). The bundle `bench push` uploads
+//! ([`ServerPayload::Image`]) leaves the binary out: its Dockerfile starts from the
+//! gateway image of this version instead, so a push does not carry 40 MB (380 MB
+//! for a debug build) of executable, and the content hash moves with the world and
+//! the gateway version, not with every build.
 //!
 //! Building it compiles the world in place first (artifacts and snapshots, as the
 //! original's `compile_bundle` does), checks it, and imports the handlers module
@@ -449,6 +454,50 @@ pub fn dockerfile() -> String {
     .join("\n")
 }
 
+/// The gateway image a pushed bundle's Dockerfile starts from: the repository's own
+/// `Dockerfile` built as `gateway:<version>`.
+pub fn gateway_image() -> String {
+    format!("gateway:{}", env!("CARGO_PKG_VERSION"))
+}
+
+/// `server/Dockerfile` of a bundle without the binary ([`ServerPayload::Image`]).
+pub fn image_dockerfile() -> String {
+    [
+        "# The gateway image of this version, built from the gateway-rs repository:".to_string(),
+        format!("#   docker build -t {} .", gateway_image()),
+        "# Then this bundle, with its root as the context: docker build -f server/Dockerfile .".into(),
+        format!("ARG GATEWAY_IMAGE={}", gateway_image()),
+        "FROM ${GATEWAY_IMAGE}".into(),
+        "COPY --chown=gateway server/world /srv/world".into(),
+        format!("EXPOSE {PORT}"),
+        "# PORT and WORLD_API_KEY are read from the environment, as the original's main.py read them.".into(),
+        "ENTRYPOINT []".into(),
+        format!("CMD [\"/bin/sh\", \"-c\", \"exec /usr/local/bin/gateway worlds serve /srv/world --bind 0.0.0.0 --port \\\"${{PORT:-{PORT}}}\\\"\"]"),
+        String::new(),
+    ]
+    .join("\n")
+}
+
+fn image_readme(spec: &Spec) -> String {
+    format!(
+        "# {slug}: the world's API server\n\
+         \n\
+         - `world/`: the compiled world (contract, data, snapshots, scenarios, handlers), the authority.\n\
+         - `Dockerfile`: starts from the gateway image `{image}` (`docker build -t {image} .` in the\n\
+         \x20 gateway-rs repository), built with the bundle root as context (`docker build -f server/Dockerfile .`).\n\
+         \n\
+         The server listens on `$PORT` (default {PORT}) and accepts any non-empty credential unless\n\
+         `WORLD_API_KEY` pins one. Beside the vendor's routes it answers `{HEALTH}`, `{SEED}`,\n\
+         `{RESET}` and `{STATE}`. Run it without Docker, with gateway installed:\n\
+         \n\
+         ```\n\
+         gateway worlds serve world --port {PORT}\n\
+         ```\n",
+        slug = spec.slug,
+        image = gateway_image()
+    )
+}
+
 fn server_readme(spec: &Spec) -> String {
     format!(
         "# {slug}: the world's API server\n\
@@ -523,6 +572,16 @@ impl Staging {
     }
 }
 
+/// What `server/` carries beside the world.
+#[derive(Debug, Clone, Copy)]
+pub enum ServerPayload<'a> {
+    /// This binary, copied in: `docker build` needs nothing else (`schema api-bundle`).
+    Binary(&'a Path),
+    /// No binary: the Dockerfile starts from the gateway image of this version
+    /// (`bench push`).
+    Image,
+}
+
 /// Write the api-kind bundle that hosts this world's API under `out`, serving
 /// with the running executable. Returns `out` as given.
 pub fn build_api_bundle(world: &Path, out: &Path) -> Result<PathBuf, BundleError> {
@@ -532,6 +591,11 @@ pub fn build_api_bundle(world: &Path, out: &Path) -> Result<PathBuf, BundleError
 
 /// [`build_api_bundle`] with the server binary named explicitly.
 pub fn build_api_bundle_with(world: &Path, out: &Path, binary: &Path) -> Result<PathBuf, BundleError> {
+    build_api_bundle_for(world, out, ServerPayload::Binary(binary))
+}
+
+/// [`build_api_bundle`] with `server/` as `payload` says.
+pub fn build_api_bundle_for(world: &Path, out: &Path, payload: ServerPayload<'_>) -> Result<PathBuf, BundleError> {
     if out.exists() {
         let mut entries = io(std::fs::read_dir(out), out)?;
         if entries.next().is_some() {
@@ -565,9 +629,17 @@ pub fn build_api_bundle_with(world: &Path, out: &Path, binary: &Path) -> Result<
         }
         let server = root.join("server");
         copy_tree(world, &server.join("world"), &world_ignored, &skip)?;
-        io(std::fs::copy(binary, server.join("gateway")), binary)?;
-        write(&server.join("Dockerfile"), dockerfile())?;
-        write(&server.join("README.md"), server_readme(&spec))?;
+        match payload {
+            ServerPayload::Binary(binary) => {
+                io(std::fs::copy(binary, server.join("gateway")), binary)?;
+                write(&server.join("Dockerfile"), dockerfile())?;
+                write(&server.join("README.md"), server_readme(&spec))?;
+            }
+            ServerPayload::Image => {
+                write(&server.join("Dockerfile"), image_dockerfile())?;
+                write(&server.join("README.md"), image_readme(&spec))?;
+            }
+        }
         Ok::<(), BundleError>(())
     })();
     let dir = staging.dir.clone();

@@ -840,7 +840,7 @@ impl WorldState {
         self.db().group_commits.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Run `job` grouped with other requests' writes (see [`Db`]): resolves once the
+    /// Run `job` grouped with other requests' writes (see the module's session database, `Db`): resolves once the
     /// transaction holding it is committed. Needs a Tokio runtime (the drain runs on
     /// its blocking pool).
     pub fn write_grouped(&self, job: WriteJob, entity: Option<&str>) -> impl std::future::Future<Output = Result<Value>> + Send + 'static {

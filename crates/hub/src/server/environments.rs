@@ -1,7 +1,8 @@
 //! The environment views (spec §7) and the routes outside `benchmark-containers` that
 //! evaluations feed: `/api/public/environments/*` (list, one environment, task set,
 //! performance, rollouts, a rollout's samples, run, run status), `/api/public/task-sets/*`
-//! (in `task_sets.rs`), `/api/public/environment-agent/*` and `/api/public/ingestion`.
+//! (in `task_sets.rs`), `/api/public/environment-agent/*` and `/api/public/ingestion`;
+//! remote connector captures and the drive download route to `captures.rs`.
 //!
 //! An environment is a container of the caller's project, named by its id (or, beyond
 //! the original, its slug). Every number here is computed from the evaluation tables
@@ -85,6 +86,17 @@ async fn dispatch(
         ("POST", ["environments", cid, "run"]) => {
             let body = parse_body(body)?;
             run(hub, p, &find(hub, p, &id(cid)).await?, &body).await
+        }
+        ("POST", ["environments", cid, "connector-captures"]) => {
+            let body = parse_body(body)?;
+            super::captures::start(hub, p, &find(hub, p, &id(cid)).await?, &body).await
+        }
+        ("GET", ["environments", cid, "connector-captures", rid]) => {
+            super::captures::status(hub, p, &find(hub, p, &id(cid)).await?, &id(rid)).await
+        }
+        ("GET", ["environments", cid, "files", "download"]) => {
+            let base = base_url(hub, headers);
+            super::captures::download(hub, &find(hub, p, &id(cid)).await?, query.get("path"), &base).await
         }
         ("POST", ["task-sets"]) => task_sets::create_set(hub, p, &parse_body(body)?).await,
         ("POST", ["task-sets", did, "tasks"]) => task_sets::create_task(hub, p, &id(did), &parse_body(body)?).await,

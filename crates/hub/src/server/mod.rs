@@ -23,6 +23,7 @@ use std::sync::Arc;
 use subtle::ConstantTimeEq;
 
 mod agents;
+mod captures;
 mod connectors;
 mod environments;
 mod evaluations;

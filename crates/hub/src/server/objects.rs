@@ -108,6 +108,10 @@ pub(super) async fn object_route(
                 "application/octet-stream"
             } else if key.ends_with(".jsonl") {
                 "application/x-ndjson"
+            } else if key.starts_with("drive/") && key.ends_with(".json") {
+                "application/json"
+            } else if key.starts_with("drive/") {
+                "application/octet-stream"
             } else {
                 "application/gzip"
             };

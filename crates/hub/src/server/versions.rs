@@ -103,6 +103,15 @@ pub(super) async fn create_version(hub: &Hub, project: &str, body: &Map, base_ur
         Some(v @ Value::Array(_)) => v.clone(),
         _ => Value::Array(Vec::new()),
     };
+    let wheel_size = match body.get("wheelSizeBytes") {
+        Some(Value::Int(n)) => Some(*n),
+        _ => None,
+    };
+    let wheel_decl = if wheel {
+        (wheel_filename.clone(), wheel_sha256.clone(), wheel_size, json::canonical(&requires))
+    } else {
+        (None, None, None, String::new())
+    };
     let id = new_id("ver_");
     let new = Version {
         id: id.clone(),
@@ -136,7 +145,20 @@ pub(super) async fn create_version(hub: &Hub, project: &str, body: &Map, base_ur
         created_at: now_iso(),
         seq: 0,
     };
-    let (version, _created) = hub.meta.create_version(new).await?;
+    let (mut version, created) = hub.meta.create_version(new).await?;
+    // The same tree pushed again, now with a wheel: the version takes the wheel it lacks
+    // (one already uploaded stays, as a version never changes once complete).
+    if let (false, Some(name), Some(sha)) = (created, wheel_decl.0.as_ref(), wheel_decl.1.as_ref()) {
+        if version.wheel_filename.is_none() || !version.wheel_uploaded {
+            let decl = WheelDecl { filename: name.clone(), sha256: sha.clone(), size: wheel_decl.2, requires_dist: wheel_decl.3.clone() };
+            if hub.meta.attach_wheel(&version.id, &decl).await? {
+                version.wheel_filename = Some(decl.filename);
+                version.wheel_sha256 = Some(decl.sha256);
+                version.wheel_size = decl.size;
+                version.wheel_uploaded = false;
+            }
+        }
+    }
     // A stored bundle is only "already uploaded" when the object is really there.
     let stored = version.uploaded && hub.objects.size(&version.object_key).await?.is_some();
     let mut out = Map::default();

@@ -497,6 +497,17 @@ fn stream_document<P>(
     sink: &mut dyn FnMut(P) -> Result<Flow>,
 ) -> Result<Flow> {
     reader.take(b'{', at)?;
+    if reader.peek()? == Some(b'}') {
+        // Beyond the original, which reads such a file as zero rows and reports
+        // success: a non-empty input that names nothing is almost always the wrong file.
+        return Err(rows_error(
+            format!(
+                "{at} holds no rows: the document names no entity (expected {{\"<entity>\": [rows]}}, \
+                 JSONL lines {{\"entity\", \"row\"}}, or bare rows with --entity)"
+            ),
+            at,
+        ));
+    }
     loop {
         if reader.peek()? == Some(b'}') {
             reader.pos += 1;
@@ -749,6 +760,8 @@ mod tests {
     #[test]
     fn refusals_name_the_place() {
         assert!(message(read("[{}]", None).unwrap_err()).ends_with("is a bare array; say which entity it holds with --entity"));
+        assert!(message(read(" {\n} ", None).unwrap_err()).contains("holds no rows: the document names no entity"));
+        assert!(read("{\"a\": []}", None).is_ok(), "an explicit empty entity is a choice (replace mode empties it)");
         assert!(message(read("{\"a\": [{}", None).unwrap_err()).ends_with(":a: expected ',' or ']' after row 0"));
         assert!(message(read("{\"a\": [1]}", None).unwrap_err()).ends_with(":a[0]: a row must be a JSON object"));
         assert!(message(read("{\"a\": 1}", None).unwrap_err()).contains("a must map to an array of rows"));
