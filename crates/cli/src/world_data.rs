@@ -22,7 +22,9 @@ fn print_pretty(value: &Value) {
 }
 
 /// Run `work` on the world directory `world`, or on the platform world `world`
-/// (slug[@ref]) pulled into a temporary directory.
+/// (slug[@ref]) pulled into a temporary directory: the world itself, which in a
+/// connector world's api bundle is `server/world` (the original runs on the bundle's
+/// root there and refuses it as "Not a schema-backed bundle").
 pub fn local_root<T>(world: &str, host: Option<&str>, work: impl FnOnce(&Path) -> Result<T, Error>) -> Result<T, Error> {
     if Path::new(world).is_dir() {
         return work(Path::new(world));
@@ -33,7 +35,8 @@ pub fn local_root<T>(world: &str, host: Option<&str>, work: impl FnOnce(&Path) -
     let slug = world.split('@').next().unwrap_or_default();
     let pulled = scratch.path().join(slug);
     client.pull(world, Some(&pulled)).map_err(as_error)?;
-    work(&pulled)
+    let root = gateway_host::version::world_tree(&pulled).unwrap_or(pulled);
+    work(&root)
 }
 
 fn data_client(host: Option<&str>) -> Result<WorldDataClient, ExitCode> {
