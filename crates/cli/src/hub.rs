@@ -31,6 +31,10 @@ pub enum HubCommand {
         /// Largest bundle upload, in MiB.
         #[arg(long = "max-bundle-mb", default_value_t = 1024)]
         max_bundle_mb: usize,
+        /// Largest world data chunk (`limits.chunkBytes`): gzipped upload and JSONL
+        /// (64MiB, 1000000, 512k…).
+        #[arg(long = "max-chunk-bytes", default_value = "64MiB")]
+        max_chunk_bytes: String,
         /// Run no World Host in this process: sessions go to hosts that register
         /// with `gateway host serve --platform <this hub>` (same WORLDS_HOST_SECRET).
         #[arg(long = "no-host")]
@@ -94,14 +98,21 @@ fn runtime() -> tokio::runtime::Runtime {
 /// Run one `hub` command.
 pub fn run(command: HubCommand) -> ExitCode {
     match command {
-        HubCommand::Serve { addr, data, database, objects, public_url, max_bundle_mb, no_host } => {
+        HubCommand::Serve { addr, data, database, objects, public_url, max_bundle_mb, max_chunk_bytes, no_host } => {
             let Ok(addr) = addr.parse::<std::net::SocketAddr>() else {
                 eprintln!("Error: Invalid value: --addr must be HOST:PORT, not {addr}");
                 return ExitCode::from(2);
             };
+            let chunk_bytes = match gateway_world::chunks::parse_size(&max_chunk_bytes) {
+                Ok(size) if size > 0 => size,
+                _ => {
+                    eprintln!("Error: Invalid value: --max-chunk-bytes takes a size like 64MiB or 1000000, not {max_chunk_bytes}");
+                    return ExitCode::from(2);
+                }
+            };
             let database_flag = if database.is_some() { " --database <the same URL>" } else { "" };
             let config = HubConfig { data: data.clone(), database, objects };
-            let limits = Limits { max_object_bytes: max_bundle_mb.saturating_mul(1024 * 1024), ..Limits::default() };
+            let limits = Limits { max_object_bytes: max_bundle_mb.saturating_mul(1024 * 1024), chunk_bytes, ..Limits::default() };
             let result = runtime().block_on(async move {
                 let mut hub = config.open(public_url, limits).await?;
                 if no_host {

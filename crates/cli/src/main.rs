@@ -19,6 +19,7 @@ mod platform;
 mod run;
 mod session;
 mod workspace;
+mod world_data;
 mod worlds;
 
 use clap::{CommandFactory, Parser, Subcommand};

@@ -124,53 +124,20 @@ pub enum SchemaCommand {
 pub enum DataCommand {
     /// What a world seeds with: every entity's row count, or one entity's rows.
     Show {
-        /// World directory.
+        /// World directory, or a platform world slug (optionally slug@ref).
         world: String,
         /// Print this entity's rows instead of counts.
         #[arg(long)]
         entity: Option<String>,
+        #[arg(long, env = "GATEWAY_HOST")]
+        host: Option<String>,
     },
-    /// Put rows into a world through its own gate (a directory: data/initial.json or db/seed.sql).
-    Import {
-        /// World directory.
-        world: String,
-        /// Rows files ({entity: [rows]} JSON, {entity,row} JSONL, bare rows), or - for stdin.
-        #[arg(required = true)]
-        rows: Vec<String>,
-        /// The entity bare-row files hold.
-        #[arg(long)]
-        entity: Option<String>,
-        /// append (upsert by primary key) | replace (named entities).
-        #[arg(long, default_value = "append")]
-        mode: String,
-        /// Inside the batch, by key: upsert (last wins) | fill (first wins, later add fields).
-        #[arg(long, default_value = "upsert")]
-        merge: String,
-        /// The new batch's id (default `<package>.initial.v<N+1>` or `<package>.import.<N>`).
-        #[arg(long = "batch-id")]
-        batch_id: Option<String>,
-        /// Validate locally against the contract; write nothing.
-        #[arg(long = "dry-run")]
-        dry_run: bool,
-        /// Write the refusals as JSONL here.
-        #[arg(long)]
-        report: Option<PathBuf>,
-        /// One refusal refuses the batch (the default).
-        #[arg(long, overrides_with = "per_chunk")]
-        atomic: bool,
-        /// A refusal refuses only its chunk (platform imports).
-        #[arg(long = "per-chunk", overrides_with = "atomic")]
-        per_chunk: bool,
-        /// now | later (platform imports).
-        #[arg(long, default_value = "now")]
-        publish: String,
-        /// Change reason for the version (platform imports).
-        #[arg(long, short = 'm')]
-        message: Option<String>,
-    },
+    /// Put rows into a world through its own gate: a directory's data files, or a platform
+    /// world's data in gzipped chunks (exit 0 applied or published, 2 refused, 1 error).
+    Import(Box<ImportArgs>),
     /// Dry run: every row checked against the world's contract in a scratch snapshot. Exit 2 when any row is refused.
     Check {
-        /// World directory.
+        /// World directory, or a platform world slug (its contract is pulled).
         world: String,
         /// Rows files, or - for stdin.
         #[arg(required = true)]
@@ -187,10 +154,12 @@ pub enum DataCommand {
         /// Write the refusals as JSONL here.
         #[arg(long)]
         report: Option<PathBuf>,
+        #[arg(long, env = "GATEWAY_HOST")]
+        host: Option<String>,
     },
     /// Rows out of a tool-results export, a vendor response or a session export, shaped for `data import`.
     Extract {
-        /// World directory.
+        /// World directory, or a platform world slug (its contract is pulled).
         world: String,
         /// Input file, or - for stdin.
         source: String,
@@ -209,7 +178,99 @@ pub enum DataCommand {
         /// Skip the world's [redact] policy.
         #[arg(long = "no-redact")]
         no_redact: bool,
+        #[arg(long, env = "GATEWAY_HOST")]
+        host: Option<String>,
     },
+    /// One batch's state, progress, counts and first refusals.
+    Status {
+        /// The batch id `data import` printed or recorded in .gateway/imports/.
+        batch_id: String,
+        /// The world slug, when no manifest names it.
+        #[arg(long)]
+        world: Option<String>,
+        #[arg(long, env = "GATEWAY_HOST")]
+        host: Option<String>,
+    },
+    /// The world's data batches, newest first.
+    Batches {
+        /// World slug.
+        world: String,
+        /// At most this many, newest first.
+        #[arg(long)]
+        limit: Option<i64>,
+        #[arg(long, env = "GATEWAY_HOST")]
+        host: Option<String>,
+    },
+    /// Fold every applied `--publish later` batch into one data-only version.
+    Publish {
+        /// World slug.
+        world: String,
+        /// Change reason for the version.
+        #[arg(long, short = 'm')]
+        message: Option<String>,
+        #[arg(long, env = "GATEWAY_HOST")]
+        host: Option<String>,
+    },
+}
+
+/// `gateway worlds data import`.
+#[derive(Debug, clap::Args)]
+pub struct ImportArgs {
+    /// World directory, or a platform world slug (optionally slug@ref).
+    world: String,
+    /// Rows files ({entity: [rows]} JSON, {entity,row} JSONL, bare rows), or - for stdin.
+    #[arg(required = true)]
+    rows: Vec<String>,
+    /// The entity bare-row files hold.
+    #[arg(long)]
+    entity: Option<String>,
+    /// append (upsert by primary key) | replace (named entities).
+    #[arg(long, default_value = "append")]
+    mode: String,
+    /// Inside the batch, by key: upsert (last wins) | fill (first wins, later add fields).
+    #[arg(long, default_value = "upsert")]
+    merge: String,
+    /// Rows per uploaded chunk (instead of --chunk-bytes).
+    #[arg(long = "chunk-rows")]
+    chunk_rows: Option<i64>,
+    /// JSONL bytes per uploaded chunk before gzip (default 64MiB).
+    #[arg(long = "chunk-bytes")]
+    chunk_bytes: Option<String>,
+    /// Chunk uploads in flight.
+    #[arg(long, default_value_t = 4)]
+    parallel: i64,
+    /// Pick up the newest incomplete upload of this world and these files.
+    #[arg(long)]
+    resume: bool,
+    /// One refusal refuses the batch (the default).
+    #[arg(long, overrides_with = "per_chunk")]
+    atomic: bool,
+    /// A refusal refuses only its chunk.
+    #[arg(long = "per-chunk", overrides_with = "atomic")]
+    per_chunk: bool,
+    /// now: a version per batch | later: fold with `data publish`.
+    #[arg(long, default_value = "now")]
+    publish: String,
+    /// Wait for the batch to apply (the default).
+    #[arg(long, overrides_with = "no_wait")]
+    wait: bool,
+    /// Print {batchId, state} once the upload completes.
+    #[arg(long = "no-wait", overrides_with = "wait")]
+    no_wait: bool,
+    /// Write the refusals as JSONL here.
+    #[arg(long)]
+    report: Option<PathBuf>,
+    /// Validate locally against the contract; upload and write nothing.
+    #[arg(long = "dry-run")]
+    dry_run: bool,
+    /// Change reason for the version.
+    #[arg(long, short = 'm')]
+    message: Option<String>,
+    /// A directory import's batch id (default `<package>.initial.v<N+1>` or `<package>.import.<N>`).
+    #[arg(long = "batch-id")]
+    batch_id: Option<String>,
+    #[arg(long, env = "GATEWAY_HOST")]
+    host: Option<String>,
 }
 
 pub fn run(command: WorldsCommand) -> ExitCode {
@@ -376,7 +437,10 @@ fn schema(command: SchemaCommand) -> ExitCode {
 
 fn data(command: DataCommand) -> ExitCode {
     match command {
-        DataCommand::Show { world, entity } => {
+        DataCommand::Show { world, entity, host } => {
+            if !std::path::Path::new(&world).is_dir() {
+                return crate::world_data::show(&world, entity.as_deref(), host.as_deref());
+            }
             let root = PathBuf::from(&world);
             let answer = gateway_world::data::world_kind(&root).map_err(Error::from).and_then(|kind| {
                 let mut out = vec![("world", Value::str(&world)), ("kind", Value::str(kind))];
@@ -397,82 +461,143 @@ fn data(command: DataCommand) -> ExitCode {
                 Err(error) => data_refused(error),
             }
         }
-        DataCommand::Import {
-            world,
+        DataCommand::Import(args) => import(*args),
+        DataCommand::Check { world, rows, entity, mode, merge, report, host } => {
+            let checked = crate::world_data::local_root(&world, host.as_deref(), |root| {
+                let options = check_options(entity, mode, merge);
+                check_with_bar(root, &rows, &options)
+            });
+            finish_check(&world, checked, report)
+        }
+        DataCommand::Extract { world, source, shape, entity, out, merge, no_redact, host } => {
+            let mut code = ExitCode::SUCCESS;
+            let root = crate::world_data::local_root(&world, host.as_deref(), |root| {
+                code = data_extract(root, &source, &shape, &entity, out.as_deref(), &merge, no_redact);
+                Ok(())
+            });
+            match root {
+                Ok(()) => code,
+                Err(error) => data_refused(error),
+            }
+        }
+        DataCommand::Status { batch_id, world, host } => crate::world_data::status(&batch_id, world, host.as_deref()),
+        DataCommand::Batches { world, limit, host } => crate::world_data::batches(&world, limit, host.as_deref()),
+        DataCommand::Publish { world, message, host } => crate::world_data::publish(&world, message.as_deref(), host.as_deref()),
+    }
+}
+
+fn check_options(entity: Option<String>, mode: String, merge: String) -> gateway_world::check::CheckOptions {
+    let mut options = gateway_world::check::CheckOptions { entity, mode, merge, ..Default::default() };
+    // Bytes of accepted rows held in memory before they move to a scratch file.
+    if let Some(budget) = std::env::var("GATEWAY_ROWS_MEMORY").ok().and_then(|b| b.parse().ok()) {
+        options.memory_budget = budget;
+    }
+    options
+}
+
+/// `data import`: a directory's data files (or, with --dry-run, a local check of a
+/// directory or of a slug's pulled contract), else the platform world's chunks.
+fn import(args: ImportArgs) -> ExitCode {
+    let ImportArgs {
+        world,
+        rows,
+        entity,
+        mode,
+        merge,
+        chunk_rows,
+        chunk_bytes,
+        parallel,
+        resume,
+        atomic: _,
+        per_chunk,
+        publish,
+        wait: _,
+        no_wait,
+        report,
+        dry_run,
+        message,
+        batch_id,
+        host,
+    } = args;
+    if !["append", "replace"].contains(&mode.as_str())
+        || !["upsert", "fill"].contains(&merge.as_str())
+        || !["now", "later"].contains(&publish.as_str())
+    {
+        eprintln!("--mode is append|replace, --merge is upsert|fill, --publish is now|later");
+        return ExitCode::from(1);
+    }
+    // As in the original, a bad size is refused before anything else (a directory too).
+    let size = match chunk_bytes.as_deref().map(gateway_world::chunks::parse_size).transpose() {
+        Ok(size) => size,
+        Err(error) => return data_refused(error),
+    };
+    let atomic = !per_chunk;
+    let local = std::path::Path::new(&world).is_dir();
+    if dry_run {
+        // Validated locally against the contract (a slug's is pulled); nothing uploaded.
+        let checked = crate::world_data::local_root(&world, host.as_deref(), |root| {
+            let options = check_options(entity, mode, merge);
+            if atomic {
+                check_with_bar(root, &rows, &options)
+            } else {
+                gateway_world::batch::check_rows_per_chunk(root, &rows, &options)
+            }
+        });
+        return finish_check(&world, checked, report);
+    }
+    if !local {
+        let request = crate::world_data::Import {
+            slug: world,
             rows,
             entity,
             mode,
             merge,
-            batch_id,
-            dry_run,
-            report,
-            atomic: _,
-            per_chunk: _,
+            atomic,
             publish,
-            message: _,
-        } => {
-            if !["append", "replace"].contains(&mode.as_str())
-                || !["upsert", "fill"].contains(&merge.as_str())
-                || !["now", "later"].contains(&publish.as_str())
-            {
-                eprintln!("--mode is append|replace, --merge is upsert|fill, --publish is now|later");
-                return ExitCode::from(1);
+            chunk_bytes: size,
+            chunk_rows,
+            parallel,
+            resume,
+            wait: !no_wait,
+            report,
+            message,
+            host,
+        };
+        return crate::world_data::import(request);
+    }
+    // A directory: the rows go into its data files; the upload flags (atomic or per chunk,
+    // publish, message, chunking, parallel, resume, wait, report) mean nothing here and
+    // are ignored, as the original ignores them.
+    let root = PathBuf::from(&world);
+    let outcome = gateway_world::import::refuse_large(&root, &rows, entity.as_deref())
+        .and_then(|()| {
+            // The original counts the rows (for the inline cap) by reading every
+            // input, stdin included, and closes it: reading `-` again fails.
+            if rows.iter().any(|r| r == "-") {
+                return Err(Error::Io { message: "I/O operation on closed file".into() });
             }
-            if !std::path::Path::new(&world).is_dir() {
-                return data_refused(not_a_directory(&world));
-            }
-            if dry_run {
-                return data_check(&world, &rows, entity, mode, merge, report);
-            }
-            let root = PathBuf::from(&world);
-            let outcome = gateway_world::import::refuse_large(&root, &rows, entity.as_deref())
-                .and_then(|()| {
-                    // The original counts the rows (for the inline cap) by reading every
-                    // input, stdin included, and closes it: reading `-` again fails.
-                    if rows.iter().any(|r| r == "-") {
-                        return Err(Error::Io { message: "I/O operation on closed file".into() });
-                    }
-                    gateway_world::import::parse_rows(&rows, entity.as_deref())
-                })
-                .and_then(|parsed| gateway_world::import::import_rows(&root, &parsed, &mode, batch_id.as_deref()));
-            match outcome {
-                Ok(Value::Object(result)) => {
-                    let mut out = vec![("world".to_string(), Value::str(&world))];
-                    out.extend(result);
-                    println!("{}", dumps(&object(out), DumpOptions::PRETTY));
-                    ExitCode::SUCCESS
-                }
-                Ok(other) => {
-                    println!("{}", dumps(&other, DumpOptions::PRETTY));
-                    ExitCode::SUCCESS
-                }
-                Err(error) => data_refused(error),
-            }
+            gateway_world::import::parse_rows(&rows, entity.as_deref())
+        })
+        .and_then(|parsed| gateway_world::import::import_rows(&root, &parsed, &mode, batch_id.as_deref()));
+    match outcome {
+        Ok(Value::Object(result)) => {
+            let mut out = vec![("world".to_string(), Value::str(&world))];
+            out.extend(result);
+            println!("{}", dumps(&object(out), DumpOptions::PRETTY));
+            ExitCode::SUCCESS
         }
-        DataCommand::Check { world, rows, entity, mode, merge, report } => {
-            if !std::path::Path::new(&world).is_dir() {
-                return data_refused(not_a_directory(&world));
-            }
-            data_check(&world, &rows, entity, mode, merge, report)
+        Ok(other) => {
+            println!("{}", dumps(&other, DumpOptions::PRETTY));
+            ExitCode::SUCCESS
         }
-        DataCommand::Extract { world, source, shape, entity, out, merge, no_redact } => {
-            data_extract(&world, &source, &shape, &entity, out.as_deref(), &merge, no_redact)
-        }
+        Err(error) => data_refused(error),
     }
 }
 
 /// A `worlds data` refusal: the error's text on stderr, exit 1.
-fn data_refused(error: Error) -> ExitCode {
+pub(crate) fn data_refused(error: Error) -> ExitCode {
     eprintln!("{error}");
     ExitCode::from(1)
-}
-
-fn not_a_directory(world: &str) -> Error {
-    Error::Io {
-        message: format!(
-            "{world} is not a world directory; platform worlds (slugs) are imported through the hub, which this build does not reach"
-        ),
-    }
 }
 
 /// Inputs larger than this get a progress bar when stderr is a terminal.
@@ -494,24 +619,9 @@ fn progress_bar(rows: &[String]) -> Option<indicatif::ProgressBar> {
     Some(bar)
 }
 
-fn data_check(world: &str, rows: &[String], entity: Option<String>, mode: String, merge: String, report: Option<PathBuf>) -> ExitCode {
-    use gateway_world::check::{check_rows, CheckOptions, REPORT_CAP};
-    let mut options = CheckOptions { entity, mode, merge, ..CheckOptions::default() };
-    // Bytes of accepted rows held in memory before they move to a scratch file.
-    if let Some(budget) = std::env::var("GATEWAY_ROWS_MEMORY").ok().and_then(|b| b.parse().ok()) {
-        options.memory_budget = budget;
-    }
-    let bar = progress_bar(rows);
-    let advance = |n: u64| {
-        if let Some(bar) = &bar {
-            bar.inc(n);
-        }
-    };
-    let progress: Option<&dyn Fn(u64)> = if bar.is_some() { Some(&advance) } else { None };
-    let checked = check_rows(std::path::Path::new(world), rows, &options, progress);
-    if let Some(bar) = &bar {
-        bar.finish_and_clear();
-    }
+/// Print a check's report (and write `--report`): exit 2 when any row is refused.
+fn finish_check(world: &str, checked: Result<gateway_world::check::CheckReport, Error>, report: Option<PathBuf>) -> ExitCode {
+    use gateway_world::check::REPORT_CAP;
     let checked = match checked {
         Ok(checked) => checked,
         Err(error) => return data_refused(error),
@@ -523,6 +633,26 @@ fn data_check(world: &str, rows: &[String], entity: Option<String>, mode: String
     }
     println!("{}", dumps(&checked.to_json(world), DumpOptions::PRETTY));
     ExitCode::from(if checked.refusal_count > 0 { 2 } else { 0 })
+}
+
+/// A local check of a world directory, with a progress bar over large inputs.
+pub(crate) fn check_with_bar(
+    root: &std::path::Path,
+    rows: &[String],
+    options: &gateway_world::check::CheckOptions,
+) -> Result<gateway_world::check::CheckReport, Error> {
+    let bar = progress_bar(rows);
+    let advance = |n: u64| {
+        if let Some(bar) = &bar {
+            bar.inc(n);
+        }
+    };
+    let progress: Option<&dyn Fn(u64)> = if bar.is_some() { Some(&advance) } else { None };
+    let checked = gateway_world::check::check_rows(root, rows, options, progress);
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    checked
 }
 
 /// The extraction policy from the world's `connector.toml`: `[api].envelope` and,
@@ -545,12 +675,17 @@ fn extract_policy(root: &std::path::Path, no_redact: bool) -> Result<gateway_wor
     Ok(Policy { envelope, redaction })
 }
 
-fn data_extract(world: &str, source: &str, shape: &str, entity: &str, out: Option<&str>, merge: &str, no_redact: bool) -> ExitCode {
+fn data_extract(
+    root: &std::path::Path,
+    source: &str,
+    shape: &str,
+    entity: &str,
+    out: Option<&str>,
+    merge: &str,
+    no_redact: bool,
+) -> ExitCode {
     use std::io::Write as _;
-    let root = PathBuf::from(world);
-    if !root.is_dir() {
-        return data_refused(not_a_directory(world));
-    }
+    let root = root.to_path_buf();
     let mut sink: Box<dyn std::io::Write> = match out {
         None | Some("-") => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
         Some(path) => match std::fs::File::create(path) {

@@ -592,5 +592,46 @@ fn two_hubs_share_postgres_and_s3() {
     assert!(!success && stderr.contains("409"), "{stderr}");
     ok(&b, &["bench", "secrets", "set", "--env", "demo-env", "--key", "K", "--value", "v"], work);
     assert!(ok(&a, &["bench", "secrets", "list", "--env", "demo-env"], work).starts_with("K  (rotated"));
+
+    // World data through both: rows uploaded through B (chunks into the bucket, applied
+    // by B), the batch followed and the world's data read through A.
+    let world = format!("helpdesk-{}", std::process::id());
+    let src = work.join("src");
+    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), &src.join("helpdesk"));
+    ok(&a, &["bench", "push", "helpdesk", "--slug", &world], &src);
+    let rows: String = (0..20)
+        .map(|i| {
+            format!(
+                "{{\"entity\": \"customers\", \"row\": {{\"id\": \"S{i}\", \"name\": \"N\", \"email\": \"s{i}@example.com\", \"tier\": \"pro\", \"created_at\": \"2026-01-02T09:00:00Z\"}}}}\n"
+            )
+        })
+        .collect();
+    std::fs::write(work.join("rows.jsonl"), rows).unwrap();
+    let cli = work.join("cli");
+    std::fs::create_dir_all(&cli).unwrap();
+    let imported = ok(&b, &["worlds", "data", "import", &world, "../rows.jsonl", "--chunk-rows", "5"], &cli);
+    assert!(imported.contains("\"state\": \"published\""), "{imported}");
+    let batch = field(&imported, "batchId");
+    assert!(ok(&a, &["worlds", "data", "status", &batch], &cli).contains("\"state\": \"published\""));
+    assert!(ok(&a, &["worlds", "data", "show", &world], &cli).contains("\"customers\": 23"));
+    let addr = moto.endpoint.trim_start_matches("http://");
+    let (status, listing) = http(addr, "GET", &format!("/{}?list-type=2&prefix=world-data/", moto.bucket), &[], b"");
+    let listing = String::from_utf8_lossy(&listing);
+    assert_eq!(status, 200, "{listing}");
+    assert_eq!(listing.matches("/chunks/").count(), 4, "four chunks in the bucket: {listing}");
+    assert_eq!(listing.matches("/snapshots/").count(), 1, "one snapshot in the bucket: {listing}");
     assert!(!data_a.join("objects").exists() && !data_b.join("objects").exists() && !data_b.join("hub.sqlite").exists());
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
 }

@@ -208,13 +208,6 @@ fn ustar_header(name: &[u8], mode: u32, size: u64, kind: u8) -> [u8; BLOCK] {
     block
 }
 
-fn pad(out: &mut Vec<u8>) {
-    let rem = out.len() % BLOCK;
-    if rem != 0 {
-        out.resize(out.len() + BLOCK - rem, 0);
-    }
-}
-
 /// One pax record `"<len> path=<value>\n"`, the length counting itself.
 fn pax_record(keyword: &str, value: &str) -> Vec<u8> {
     let base = keyword.len() + value.len() + 3;
@@ -229,29 +222,87 @@ fn pax_record(keyword: &str, value: &str) -> Vec<u8> {
     format!("{p} {keyword}={value}\n").into_bytes()
 }
 
-/// The uncompressed tar stream of the given files, as `tarfile` (PAX format) writes it.
-pub fn tar_bytes(files: &[(String, Vec<u8>)]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for (name, payload) in files {
+/// A tar stream as `tarfile` (PAX format) writes it, member by member, into `W`.
+pub struct TarWriter<W: Write> {
+    out: W,
+    written: u64,
+}
+
+impl<W: Write> TarWriter<W> {
+    /// A stream into `out`.
+    pub fn new(out: W) -> TarWriter<W> {
+        TarWriter { out, written: 0 }
+    }
+
+    fn put(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.out.write_all(bytes)?;
+        self.written += bytes.len() as u64;
+        Ok(())
+    }
+
+    fn pad(&mut self) -> std::io::Result<()> {
+        let rem = (self.written % BLOCK as u64) as usize;
+        if rem != 0 {
+            self.put(&vec![0u8; BLOCK - rem])?;
+        }
+        Ok(())
+    }
+
+    /// One regular file member of `size` bytes read from `payload`.
+    pub fn add(&mut self, name: &str, size: u64, payload: &mut dyn Read) -> std::io::Result<()> {
         let needs_pax = !name.is_ascii() || name.chars().count() > 100;
         if needs_pax {
             let records = pax_record("path", name);
-            out.extend_from_slice(&ustar_header(b"././@PaxHeader", 0, records.len() as u64, b'x'));
-            out.extend_from_slice(&records);
-            pad(&mut out);
+            self.put(&ustar_header(b"././@PaxHeader", 0, records.len() as u64, b'x'))?;
+            self.put(&records)?;
+            self.pad()?;
         }
         // Non-ASCII characters become '?' (encode("ascii", "replace")), then truncation.
         let mangled: Vec<u8> = name.chars().map(|c| if c.is_ascii() { c as u8 } else { b'?' }).collect();
-        out.extend_from_slice(&ustar_header(&mangled, 0o644, payload.len() as u64, b'0'));
-        out.extend_from_slice(payload);
-        pad(&mut out);
+        self.put(&ustar_header(&mangled, 0o644, size, b'0'))?;
+        let copied = std::io::copy(&mut payload.take(size), &mut self.out)?;
+        self.written += copied;
+        if copied != size {
+            return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, format!("{name} changed while it was archived")));
+        }
+        self.pad()
     }
-    out.resize(out.len() + 2 * BLOCK, 0);
-    let rem = out.len() % RECORD;
-    if rem != 0 {
-        out.resize(out.len() + RECORD - rem, 0);
+
+    /// The end-of-archive blocks and the record padding; the writer back.
+    pub fn finish(mut self) -> std::io::Result<W> {
+        self.put(&[0u8; 2 * BLOCK])?;
+        let rem = (self.written % RECORD as u64) as usize;
+        if rem != 0 {
+            self.put(&vec![0u8; RECORD - rem])?;
+        }
+        Ok(self.out)
     }
-    out
+}
+
+/// The uncompressed tar stream of the given files, as `tarfile` (PAX format) writes it.
+pub fn tar_bytes(files: &[(String, Vec<u8>)]) -> Vec<u8> {
+    let mut tar = TarWriter::new(Vec::new());
+    for (name, payload) in files {
+        tar.add(name, payload.len() as u64, &mut &payload[..]).expect("writing to memory");
+    }
+    tar.finish().expect("writing to memory")
+}
+
+/// The source tarball of the archive files under `root`, streamed into `out` through
+/// gzip (mtime 0, no name) at `level`: the same members in the same order as
+/// [`build_source_tarball`], which uses level 9 and holds it in memory. Files are read
+/// as they are written, so a large tree never has to fit in memory.
+pub fn write_source_tarball(root: &Path, out: impl Write, level: u32) -> Result<(), HubError> {
+    let encoder = flate2::GzBuilder::new().mtime(0).write(out, flate2::Compression::new(level));
+    let mut tar = TarWriter::new(encoder);
+    for file in collect_archive_files(root)? {
+        let mut input = fs::File::open(&file.path).map_err(|e| HubError::io(&file.path, e))?;
+        let size = input.metadata().map_err(|e| HubError::io(&file.path, e))?.len();
+        tar.add(&file.rel, size, &mut input).map_err(|e| HubError::io(&file.path, e))?;
+    }
+    let encoder = tar.finish().map_err(|e| HubError::io(root, e))?;
+    encoder.finish().map_err(|e| HubError::io(root, e))?;
+    Ok(())
 }
 
 /// gzip with mtime 0, no file name, level 9: `GzipFile(mtime=0, compresslevel=9)`.
@@ -417,6 +468,76 @@ pub fn safe_extract(tgz: &[u8], dest: &Path, limits: ExtractLimits) -> Result<us
     Ok(count)
 }
 
+/// [`safe_extract`] of a `.tar.gz` file, streamed: a first pass checks every member
+/// (names, kinds, limits) reading nothing into memory, a second writes them; a bundle
+/// never has to fit in memory.
+pub fn safe_extract_file(tgz: &Path, dest: &Path, limits: ExtractLimits) -> Result<usize, HubError> {
+    let open = || -> Result<tar::Archive<flate2::read::GzDecoder<std::io::BufReader<fs::File>>>, HubError> {
+        let file = fs::File::open(tgz).map_err(|e| HubError::io(tgz, e))?;
+        Ok(tar::Archive::new(flate2::read::GzDecoder::new(std::io::BufReader::new(file))))
+    };
+    let bad = |e: std::io::Error| HubError::UnsafeArchive(format!("unreadable archive: {e}"));
+    let mut members = 0usize;
+    let mut total: u64 = 0;
+    let mut planned: Vec<PathBuf> = Vec::new();
+    let mut archive = open()?;
+    for entry in archive.entries().map_err(bad)? {
+        let entry = entry.map_err(bad)?;
+        let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        let kind = entry.header().entry_type();
+        if kind.is_symlink() || kind.is_hard_link() {
+            return Err(HubError::UnsafeArchive(format!("refusing link member in archive: {name}")));
+        }
+        let rel = check_member_path(&name)?;
+        if kind.is_pax_global_extensions() || kind.is_pax_local_extensions() || kind.is_gnu_longname() {
+            continue;
+        }
+        if !(kind.is_dir() || kind.is_file() || kind == tar::EntryType::Continuous) {
+            return Err(HubError::UnsafeArchive(format!("refusing special member in archive: {name}")));
+        }
+        members += 1;
+        if members > limits.max_members {
+            return Err(HubError::UnsafeArchive(format!("archive has more than {} members", limits.max_members)));
+        }
+        total = total.saturating_add(entry.header().size().map_err(bad)?);
+        if total > limits.max_bytes {
+            return Err(HubError::UnsafeArchive(format!("archive expands past {} bytes", limits.max_bytes)));
+        }
+        planned.push(rel);
+    }
+    fs::create_dir_all(dest).map_err(|e| HubError::io(dest, e))?;
+    let dest = dest.canonicalize().map_err(|e| HubError::io(dest, e))?;
+    for rel in &planned {
+        let mut at = dest.clone();
+        for part in rel.components() {
+            at.push(part);
+            if fs::symlink_metadata(&at).map(|m| m.file_type().is_symlink()).unwrap_or(false) {
+                return Err(HubError::UnsafeArchive(format!("archive member escapes destination: {}", rel.display())));
+            }
+        }
+    }
+    let mut archive = open()?;
+    for entry in archive.entries().map_err(bad)? {
+        let mut entry = entry.map_err(bad)?;
+        let kind = entry.header().entry_type();
+        if kind.is_pax_global_extensions() || kind.is_pax_local_extensions() || kind.is_gnu_longname() {
+            continue;
+        }
+        let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        let target = dest.join(check_member_path(&name)?);
+        if kind.is_dir() {
+            fs::create_dir_all(&target).map_err(|e| HubError::io(&target, e))?;
+            continue;
+        }
+        if let Some(parent) = target.parent() {
+            fs::create_dir_all(parent).map_err(|e| HubError::io(parent, e))?;
+        }
+        let mut out = fs::File::create(&target).map_err(|e| HubError::io(&target, e))?;
+        std::io::copy(&mut entry, &mut out).map_err(|e| HubError::io(&target, e))?;
+    }
+    Ok(members)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -435,6 +556,30 @@ mod tests {
         assert!(check_member_path("../x").is_err());
         assert!(check_member_path("/etc/passwd").is_err());
         assert!(check_member_path("a/../../x").is_err());
+    }
+
+    #[test]
+    fn streamed_tarball_is_the_in_memory_one() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("a.py"), "print(1)\n").unwrap();
+        fs::create_dir_all(dir.path().join("pkg")).unwrap();
+        fs::write(dir.path().join(format!("pkg/{}.py", "é".repeat(60))), vec![7u8; 3000]).unwrap();
+        let mut streamed = Vec::new();
+        write_source_tarball(dir.path(), &mut streamed, 9).unwrap();
+        assert_eq!(streamed, build_source_tarball(dir.path()).unwrap());
+    }
+
+    #[test]
+    fn streamed_extraction_matches() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = vec![("a.py".to_string(), b"print(1)\n".to_vec()), (format!("pkg/{}.py", "é".repeat(60)), b"x".to_vec())];
+        let tgz = dir.path().join("b.tar.gz");
+        fs::write(&tgz, gzip_bytes(&tar_bytes(&files))).unwrap();
+        assert_eq!(safe_extract_file(&tgz, &dir.path().join("out"), ExtractLimits::default()).unwrap(), 2);
+        assert!(dir.path().join(format!("out/pkg/{}.py", "é".repeat(60))).is_file());
+        let small = ExtractLimits { max_members: 1, ..ExtractLimits::default() };
+        assert!(safe_extract_file(&tgz, &dir.path().join("out2"), small).is_err());
+        assert!(!dir.path().join("out2/a.py").exists(), "nothing written when refused");
     }
 
     #[test]

@@ -52,6 +52,8 @@ pub mod store;
 pub mod util;
 pub mod versioning;
 pub mod wheel;
+pub mod world_data;
+pub mod world_data_client;
 pub mod world_facts;
 pub mod worlds;
 
@@ -142,6 +144,7 @@ impl HubConfig {
             public_url,
             limits,
             worlds: Some(Arc::new(worlds::Worlds::embedded(&self.data.join("host"), self.host_secret()?))),
+            scratch: Some(self.data.join("work")),
         })
     }
 }

@@ -28,6 +28,7 @@ use std::time::Duration;
 mod agents;
 mod connectors;
 mod evaluations;
+mod world_data;
 
 /// The migrations, in order: `(version, SQL)`.
 const MIGRATIONS: &[(i64, &str)] = &[
@@ -35,6 +36,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (2, include_str!("../migrations/postgres/0002_documents.sql")),
     (3, include_str!("../migrations/postgres/0003_evaluations.sql")),
     (4, include_str!("../migrations/postgres/0004_agents.sql")),
+    (5, include_str!("../migrations/postgres/0005_world_data.sql")),
     (6, include_str!("../migrations/postgres/0006_connectors.sql")),
 ];
 

@@ -205,6 +205,14 @@ impl ObjectStore for S3Objects {
             Err(e) => Err(e.into()),
         }
     }
+
+    async fn delete(&self, key: &str) -> StoreResult<()> {
+        let path = self.path(key)?;
+        match self.store.delete(&path).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use std::time::Duration;
 mod agents;
 mod connectors;
 mod evaluations;
+mod world_data;
 
 /// The migrations, in order: `(version, SQL)`.
 const MIGRATIONS: &[(i64, &str)] = &[
@@ -21,6 +22,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (2, include_str!("../migrations/sqlite/0002_documents.sql")),
     (3, include_str!("../migrations/sqlite/0003_evaluations.sql")),
     (4, include_str!("../migrations/sqlite/0004_agents.sql")),
+    (5, include_str!("../migrations/sqlite/0005_world_data.sql")),
     (6, include_str!("../migrations/sqlite/0006_connectors.sql")),
 ];
 

@@ -176,10 +176,16 @@ pub struct WheelDecl {
 
 /// The metadata store (evaluations and the environment views' reads included: see
 /// [`crate::evaluations::EvaluationStore`]; the agents platform: [`crate::agents::AgentStore`];
-/// workspace connectors: [`crate::connectors::ConnectorStore`]).
+/// workspace connectors: [`crate::connectors::ConnectorStore`]; world data batches:
+/// [`crate::world_data::WorldDataStore`]).
 #[async_trait]
 pub trait MetaStore:
-    crate::evaluations::EvaluationStore + crate::agents::AgentStore + crate::connectors::ConnectorStore + Send + Sync
+    crate::evaluations::EvaluationStore
+    + crate::agents::AgentStore
+    + crate::connectors::ConnectorStore
+    + crate::world_data::WorldDataStore
+    + Send
+    + Sync
 {
     /// How many API keys exist.
     async fn key_count(&self) -> StoreResult<i64>;
@@ -283,6 +289,8 @@ pub trait ObjectStore: Send + Sync {
     async fn open(&self, key: &str) -> StoreResult<Option<ByteStream>>;
     /// An object's size, if it exists.
     async fn size(&self, key: &str) -> StoreResult<Option<u64>>;
+    /// Remove an object (one that is not there is no error).
+    async fn delete(&self, key: &str) -> StoreResult<()>;
 }
 
 /// Object keys are ours (`bundles/<container>/<version>.tar.gz`), but are checked anyway.
@@ -397,6 +405,15 @@ impl ObjectStore for LocalObjects {
         match tokio::fs::metadata(&path).await {
             Ok(meta) => Ok(Some(meta.len())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(HubError::io(&path, e)),
+        }
+    }
+
+    async fn delete(&self, key: &str) -> StoreResult<()> {
+        let path = self.path(key)?;
+        match tokio::fs::remove_file(&path).await {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(HubError::io(&path, e)),
         }
     }

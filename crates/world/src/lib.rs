@@ -14,7 +14,9 @@
 //! knows nothing of clap, axum or the network. Those live in the `serve`, `hub`
 //! and `cli` crates, which call into this one.
 
+pub mod batch;
 pub mod check;
+pub mod chunks;
 pub mod compiler;
 pub mod data;
 pub mod dialect;

@@ -253,7 +253,8 @@ pub fn format_utc(secs: i64) -> String {
     format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
-fn write_sidecar(snapshot: &Path, contract_digest: &str, digest: &str, counts: Value) -> Result<Value> {
+/// Write a snapshot's `state.json` sidecar (its file's sha256 read now); returns it.
+pub fn write_sidecar(snapshot: &Path, contract_digest: &str, digest: &str, counts: Value) -> Result<Value> {
     let sha = file_sha256(snapshot).map_err(|e| io_error(e, snapshot))?;
     let sidecar = object([
         ("contractHash", Value::str(contract_digest)),

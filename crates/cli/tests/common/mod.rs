@@ -42,12 +42,18 @@ pub fn field(json: &str, key: &str) -> String {
 }
 
 pub fn start(data: &Path) -> Server {
+    start_with(data, &[])
+}
+
+/// [`start`] with more `hub serve` flags.
+pub fn start_with(data: &Path, extra: &[&str]) -> Server {
     let keys = Command::new(GATEWAY).args(["hub", "keys", "create", "--project", "p1", "--data"]).arg(data).output().unwrap();
     assert!(keys.status.success(), "{}", String::from_utf8_lossy(&keys.stderr));
     let out = String::from_utf8(keys.stdout).unwrap();
     let mut child = Command::new(GATEWAY)
         .args(["hub", "serve", "--addr", "127.0.0.1:0", "--data"])
         .arg(data)
+        .args(extra)
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()

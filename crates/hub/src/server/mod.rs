@@ -37,6 +37,7 @@ mod task_sets;
 mod tasks;
 mod versions;
 mod web;
+mod world_data;
 
 use objects::*;
 use refs::*;
@@ -53,11 +54,19 @@ pub struct Limits {
     pub max_object_bytes: usize,
     /// How long presigned URLs stay valid, in seconds.
     pub url_ttl_secs: u64,
+    /// Largest world data chunk (`limits.chunkBytes`): its gzipped upload, and its
+    /// JSONL once gunzipped.
+    pub chunk_bytes: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_json_bytes: 32 * 1024 * 1024, max_object_bytes: 1024 * 1024 * 1024, url_ttl_secs: 3600 }
+        Limits {
+            max_json_bytes: 32 * 1024 * 1024,
+            max_object_bytes: 1024 * 1024 * 1024,
+            url_ttl_secs: 3600,
+            chunk_bytes: gateway_world::chunks::CHUNK_BYTES,
+        }
     }
 }
 
@@ -168,6 +177,9 @@ pub struct Hub {
     pub limits: Limits,
     /// Live sessions (an embedded World Host and registered ones); None: no sessions.
     pub worlds: Option<Arc<crate::worlds::Worlds>>,
+    /// Where world data batches are applied (extracted versions, chunks, snapshots);
+    /// None: under the process's temporary directory.
+    pub scratch: Option<std::path::PathBuf>,
 }
 
 type Answer = Result<(u16, Value), HubError>;
@@ -290,6 +302,9 @@ async fn route(hub: &Hub, method: &Method, path: &str, query: &BTreeMap<String, 
             _ => {}
         }
         if let Some(answer) = world_route(hub, method, &segments, query, headers, body, &base_url).await {
+            return answer;
+        }
+        if let Some(answer) = world_data::route(hub, method, &segments, query, headers, body, &base_url).await {
             return answer;
         }
         if let Some(answer) = environments::route(hub, method, &segments, query, headers, body).await {

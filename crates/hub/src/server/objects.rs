@@ -43,8 +43,22 @@ pub(super) async fn object_route(
     match method.as_str() {
         "PUT" => {
             verify_signature(hub, "PUT", &key, query)?;
+            // A world data chunk's URL names its batch, chunk and registered size.
+            let chunk = query.get("chunk").cloned();
+            let limit = match &chunk {
+                Some(_) => query.get("size").and_then(|s| s.parse::<usize>().ok()).unwrap_or(0),
+                None => hub.limits.max_object_bytes,
+            };
+            let announced = headers.get("content-length").and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+            if let (Some(_), Some(length)) = (&chunk, announced) {
+                if length > limit as u64 {
+                    return Err(HubError::TooLarge(format!(
+                        "chunk body of {length} bytes is over the {limit} bytes it was registered with: register the chunk as it is"
+                    )));
+                }
+            }
             let mut writer = hub.objects.writer(&key).await?;
-            let actual = match receive(body, writer.as_mut(), hub.limits.max_object_bytes).await {
+            let actual = match receive(body, writer.as_mut(), limit).await {
                 Ok(actual) => actual,
                 Err(error) => {
                     writer.abort().await?;
@@ -53,9 +67,15 @@ pub(super) async fn object_route(
             };
             let expected = query.get("checksum").cloned().unwrap_or_default();
             let header = headers.get("x-amz-checksum-sha256").map(|h| h.to_str().unwrap_or_default().to_string());
+            let hex_of = |b64: &str| base64::engine::general_purpose::STANDARD.decode(b64).map(hex::encode).unwrap_or_default();
             let refusal = match header {
                 Some(header) if header != actual => Some(HubError::BadDigest(format!(
                     "x-amz-checksum-sha256 {header} does not match the body's sha256 {actual}: the upload was corrupted or the header is wrong"
+                ))),
+                _ if actual != expected && chunk.is_some() => Some(HubError::BadDigest(format!(
+                    "chunk body sha256 {} is not the digest it was registered with ({}): the chunk changed or the upload was corrupted; register and upload it again",
+                    hex_of(&actual),
+                    hex_of(&expected)
                 ))),
                 _ if actual != expected => Some(HubError::BadDigest(format!(
                     "body sha256 {actual} is not the announced bundleSha256 {expected}: rebuild the bundle and push again"
@@ -67,17 +87,27 @@ pub(super) async fn object_route(
                 return Err(refusal);
             }
             writer.commit().await?;
-            let version_id = query.get("version").cloned().unwrap_or_default();
-            let wheel = query.get("artifact").map(String::as_str) == Some("wheel");
-            hub.meta.mark_uploaded(&version_id, wheel).await?;
+            match &chunk {
+                Some(chunk_id) => {
+                    let batch_id = query.get("batch").cloned().unwrap_or_default();
+                    hub.meta.mark_data_chunk_uploaded(&batch_id, chunk_id).await?;
+                }
+                None => {
+                    let version_id = query.get("version").cloned().unwrap_or_default();
+                    let wheel = query.get("artifact").map(String::as_str) == Some("wheel");
+                    hub.meta.mark_uploaded(&version_id, wheel).await?;
+                }
+            }
             Ok(json_response(200, &object([("uploaded", Value::Bool(true)), ("key", Value::str(key)), ("sha256", Value::str(actual))])))
         }
         "GET" => {
             verify_signature(hub, "GET", &key, query)?;
             let stream = hub.objects.open(&key).await?.ok_or_else(|| HubError::NotFound(format!("object {key} not found")))?;
             let mut response = Response::new(Body::from_stream(stream));
-            let kind = if key.ends_with(".whl") {
+            let kind = if key.ends_with(".whl") || key.ends_with(".sqlite") {
                 "application/octet-stream"
+            } else if key.ends_with(".jsonl") {
+                "application/x-ndjson"
             } else if key.starts_with("drive/") && key.ends_with(".json") {
                 "application/json"
             } else if key.starts_with("drive/") {

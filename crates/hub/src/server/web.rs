@@ -458,6 +458,7 @@ mod tests {
                 public_url: None,
                 limits: Limits::default(),
                 worlds: None,
+                scratch: None,
             };
             let (project, public, secret) = crate::create_key(hub.meta.as_ref(), "p").await.unwrap();
             let hash = hash_secret(&secret);

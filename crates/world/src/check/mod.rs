@@ -29,6 +29,7 @@ use memory::{Decision, Tuple, UniquePlans};
 use rusqlite::{Connection, OpenFlags};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
+use std::sync::Arc;
 
 mod held;
 mod memory;
@@ -38,6 +39,7 @@ mod sql;
 use held::Held;
 pub use held::MEMORY_BUDGET;
 use references::{reference_refusals, Ref, RefPlans};
+pub(crate) use sql::Ledger;
 
 /// JSONL bytes per chunk before a new one starts.
 pub const CHUNK_BYTES: usize = 64 * 1024 * 1024;
@@ -464,11 +466,285 @@ impl Stage {
     }
 }
 
-/// Check rows files against the world at `root` without changing its data files.
-///
-/// Like the original this builds `db/state.sqlite` in the world when it is not
-/// current; the rows are applied to a scratch copy that is then discarded.
-pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progress: Option<Progress<'_>>) -> Result<CheckReport> {
+/// Where a batch's rows come from.
+pub(crate) enum Input<'a> {
+    /// Rows files (`-` is stdin, `.gz` gunzipped), positioned in the chunks of
+    /// `options.chunk_bytes` of JSONL the original's chunker would cut.
+    Files(&'a [String]),
+    /// Chunk files as a client uploaded them: each is one chunk (its ordinal) and a
+    /// row's index counts from 0 inside it.
+    Chunks(&'a [crate::batch::ChunkSpec]),
+}
+
+/// What is compiled once per contract for staging and applying rows.
+pub(crate) struct Engine<'c> {
+    pub(crate) contract: &'c Arc<Contract>,
+    pub(crate) validators: Validators,
+    ref_plans: RefPlans<'c>,
+    unique_plans: UniquePlans,
+    /// Per entity: the top-level members a row's store key, relationships and unique
+    /// tuples read, and whether more than the key's are read.
+    read_members: HashMap<&'c str, (Vec<String>, bool), foldhash::fast::RandomState>,
+}
+
+/// Rows read, shape-checked and merged by key: what the references step and the
+/// apply work on.
+pub(crate) struct Staging {
+    stage: Stage,
+    /// Rows read.
+    pub(crate) rows: usize,
+}
+
+impl Staging {
+    /// Refusals so far (the first [`REPORT_CAP`]) and how many rows were refused.
+    pub(crate) fn into_refusals(self) -> (Vec<Value>, usize) {
+        (self.stage.refusals, self.stage.refused)
+    }
+
+    /// How many rows were refused so far.
+    pub(crate) fn refused(&self) -> usize {
+        self.stage.refused
+    }
+
+    /// Record one more refusal.
+    pub(crate) fn refuse(&mut self, record: Value) {
+        self.stage.refuse(record);
+    }
+}
+
+impl<'c> Engine<'c> {
+    pub(crate) fn new(contract: &'c Arc<Contract>) -> Engine<'c> {
+        let unique_plans = UniquePlans::new(contract);
+        let read_members = contract
+            .entities
+            .iter()
+            .map(|entity| {
+                let mut names: Vec<String> = entity.primary_key.clone();
+                names.extend(entity.relationships.iter().flat_map(|r| r.fields.iter().cloned()));
+                names.extend(unique_plans.declared_members(&entity.name).map(str::to_string));
+                names.sort();
+                names.dedup();
+                let beyond_key = !entity.relationships.is_empty() || unique_plans.declared_members(&entity.name).next().is_some();
+                (entity.name.as_str(), (names, beyond_key))
+            })
+            .collect();
+        Engine { contract, validators: validators(contract), ref_plans: RefPlans::new(contract), unique_plans, read_members }
+    }
+
+    /// Stage every row of `input`: shape check, canonical text, store key, references
+    /// resolved, merged by key (`upsert` / `fill`). Refused rows become records.
+    pub(crate) fn stage(&self, input: Input<'_>, options: &CheckOptions, progress: Option<Progress<'_>>) -> Result<Staging> {
+        let contract = self.contract;
+        let validators = &self.validators;
+        let ref_plans = &self.ref_plans;
+        let unique_plans = &self.unique_plans;
+        let read_members = &self.read_members;
+        let mut stage = Stage { rows: Held::new(options.memory_budget), refusals: Vec::new(), refused: 0 };
+        let mut rows_read = 0usize;
+        // The position of the next row: chunk, index inside it, JSONL bytes it holds.
+        let cursor = std::cell::Cell::new((0usize, 0usize, 0usize));
+        let fixed = matches!(input, Input::Chunks(_));
+        let tagged = options.entity.is_none();
+        let merge_fill = options.merge == "fill";
+        let mut seen = Seen::default();
+        // A shape-checked row as staged (its position is set by the caller) and its store key.
+        let staged_row = |row: &Row| -> (String, Staged) {
+            let declared = contract.entity(&row.entity).expect("shape-checked entity");
+            let map = row.value.as_object().expect("shape-checked object");
+            let staged = Staged {
+                text: canonical_text(&row.value),
+                refs: ref_plans.resolve(&declared.name, map),
+                uniques: unique_plans.declared_tuples(&declared.name, &row.value),
+                chunk: 0,
+                index: 0,
+            };
+            (row_key(declared, map), staged)
+        };
+        // Runs on the reading threads: a plain row read from its text alone (see
+        // `Validator::scan`); None leaves it to `prepare`, which decides it exactly.
+        let prepare_text = |entity: &str, json: &str| -> Option<Prepared> {
+            if merge_fill {
+                return None;
+            }
+            let declared = contract.entity(entity)?;
+            let (wanted, beyond_key) = &read_members[declared.name.as_str()];
+            let scanned = validators.get(entity)?.scan(json, wanted)?;
+            let span = |field: &String| -> Option<&str> {
+                let slot = wanted.iter().position(|name| name == field)?;
+                scanned.members[slot].clone().map(|span| &scanned.text[span])
+            };
+            // The store key is the key members' canonical texts, but for a float (an
+            // integral one counts as an integer: the general way writes those).
+            let mut key = String::with_capacity(16);
+            key.push('[');
+            for (i, field) in declared.primary_key.iter().enumerate() {
+                let text = span(field)?;
+                if text.starts_with(['-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9']) && text.contains(['.', 'e', 'E']) {
+                    return None;
+                }
+                if i > 0 {
+                    key.push(',');
+                }
+                key.push_str(text);
+            }
+            key.push(']');
+            let (mut refs, mut uniques) = (Vec::new(), Vec::new());
+            if *beyond_key {
+                // The members those steps read, as the row holds them (an object member's
+                // order would differ from the row's: such rows go the general way).
+                let mut members = Map::with_capacity_and_hasher(wanted.len(), Default::default());
+                for name in wanted {
+                    if let Some(text) = span(name) {
+                        if text.starts_with('{') {
+                            return None;
+                        }
+                        members.insert(name.clone(), crate::json::parse_clean(text)?);
+                    }
+                }
+                refs = ref_plans.resolve(&declared.name, &members);
+                uniques = unique_plans.declared_tuples(&declared.name, &Value::Object(members));
+            }
+            let staged = Staged { text: scanned.text, refs, uniques, chunk: 0, index: 0 };
+            Some(Prepared::Accepted { entity: declared, key, staged, value: None })
+        };
+        // Runs on the reading threads: everything about a row that needs no other row.
+        let prepare = |row: Row| -> Prepared {
+            if row.problem.is_some() || shape_refusal_with(contract, Some(validators), 0, 0, &row.entity, &row.value).is_some() {
+                return Prepared::Row(row);
+            }
+            let (key, staged) = staged_row(&row);
+            let entity = contract.entity(&row.entity).expect("shape-checked entity");
+            Prepared::Accepted { entity, key, staged, value: merge_fill.then_some(row.value) }
+        };
+        let mut sink = |prepared: Prepared| -> Result<Flow> {
+            let (mut chunk, mut index, mut chunk_bytes) = cursor.get();
+            if fixed {
+                // A chunk file's row that JSON cannot carry (a client wrote it by hand):
+                // refused where it stands, never stored.
+                if let Prepared::Row(row) = &prepared {
+                    if row.problem.is_some() {
+                        if let Err(error) = encode_line(row, false) {
+                            let record = refusal(
+                                Some(chunk),
+                                Some(index),
+                                Some(&row.entity),
+                                Some(&row.value),
+                                None,
+                                &error.to_string(),
+                                Some(contract),
+                            );
+                            cursor.set((chunk, index + 1, chunk_bytes));
+                            rows_read += 1;
+                            stage.refuse(record);
+                            return Ok(Flow::More);
+                        }
+                    }
+                }
+            } else {
+                // Canonical text has the JSONL line's length (compact, unescaped; only the key order differs).
+                let (entity, row_len) = match &prepared {
+                    Prepared::Accepted { entity, staged, .. } => (entity.name.as_str(), staged.text.len()),
+                    Prepared::Row(row) if row.problem.is_some() => (row.entity.as_str(), 0),
+                    Prepared::Row(row) => (row.entity.as_str(), encoded_len(&row.value)),
+                };
+                let line_len = match &prepared {
+                    Prepared::Row(row) if row.problem.is_some() => encode_line(row, tagged)?.len(),
+                    _ if tagged => "{\"entity\":,\"row\":}".len() + string_len(entity) + row_len,
+                    _ => row_len,
+                };
+                let bytes = line_len + 1;
+                if chunk_bytes > 0 && chunk_bytes + bytes > options.chunk_bytes {
+                    chunk += 1;
+                    index = 0;
+                    chunk_bytes = 0;
+                }
+                chunk_bytes += bytes;
+            }
+            let position = index;
+            index += 1;
+            cursor.set((chunk, index, chunk_bytes));
+            rows_read += 1;
+            let (declared, key, mut staged, value) = match prepared {
+                Prepared::Accepted { entity, key, staged, value } => (entity, key, staged, value),
+                Prepared::Row(row) => {
+                    if let Some(record) = shape_refusal_with(contract, Some(validators), chunk, position, &row.entity, &row.value) {
+                        stage.refuse(record);
+                        return Ok(Flow::More);
+                    }
+                    // A row with a range problem its schema accepts.
+                    let (key, staged) = staged_row(&row);
+                    (contract.entity(&row.entity).expect("shape-checked entity"), key, staged, merge_fill.then_some(row.value))
+                }
+            };
+            staged.chunk = chunk;
+            staged.index = position;
+            let name = declared.name.as_str();
+            stage.rows.hold(name, key, merge_fill, |first| match first {
+                Some(mut first) if merge_fill => {
+                    let mut merged = first.value();
+                    if let (Value::Object(first), Some(Value::Object(later))) = (&mut merged, value) {
+                        for (name, value) in later {
+                            first.entry(name).or_insert(value);
+                        }
+                    }
+                    first.refs = ref_plans.resolve(name, merged.as_object().expect("object"));
+                    first.uniques = unique_plans.declared_tuples(name, &merged);
+                    first.text = crate::json::canonical(&merged);
+                    first
+                }
+                _ => staged,
+            })?;
+            Ok(Flow::More)
+        };
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(options.threads.max(1));
+        let scan = options.scan.then_some(&prepare_text as _);
+        match input {
+            Input::Files(sources) => {
+                read_rows_prepared(sources, options.entity.as_deref(), &mut seen, progress, threads, scan, &prepare, &mut sink)?;
+            }
+            Input::Chunks(specs) => {
+                for spec in specs {
+                    // The sink reads the chunk and index it is given through these.
+                    cursor.set((spec.ordinal, 0, 0));
+                    let source = [spec.path.to_string_lossy().into_owned()];
+                    read_rows_prepared(&source, spec.entity.as_deref(), &mut seen, progress, threads, scan, &prepare, &mut sink)?;
+                }
+            }
+        }
+        stage.rows.finish()?;
+        Ok(Staging { stage, rows: rows_read })
+    }
+
+    /// The references step against the snapshot behind `snapshot`: every held row
+    /// pointing at a key neither the batch nor the parent holds is refused and dropped.
+    pub(crate) fn references(&self, staging: &mut Staging, snapshot: &Connection, mode: &str) -> Result<()> {
+        for record in reference_refusals(self.contract, snapshot, &mut staging.stage.rows, mode)? {
+            staging.stage.refuse(record);
+        }
+        Ok(())
+    }
+
+    /// Apply the staged rows to `store` for real, in one transaction: committed when
+    /// `commit` says so given the refusal the apply met (if any), rolled back
+    /// otherwise. Every written row gets its lineage under the ledger row `batch_id`.
+    /// Returns the apply's refusal, if any.
+    pub(crate) fn write(
+        &self,
+        staging: &Staging,
+        store: &Store,
+        mode: &str,
+        batch: &Ledger<'_>,
+        commit: impl FnOnce(Option<&Value>) -> bool,
+    ) -> Result<sql::Written> {
+        sql::write(self.contract, &self.validators, store, &staging.stage.rows, mode, batch, commit)
+    }
+}
+
+/// The references step and the apply of staged rows against the snapshot at
+/// `parent`: the apply decided in memory (an `append`) or in a scratch copy of
+/// `parent` (a `replace`, or what memory cannot decide). Nothing is written.
+fn decide(engine: &Engine<'_>, mut staging: Staging, parent: &Path, options: &CheckOptions) -> Result<CheckReport> {
+    let contract = engine.contract;
     let timing = std::env::var_os("GATEWAY_TIMING").is_some();
     let clock = std::time::Instant::now();
     let lap = |what: &str| {
@@ -476,189 +752,14 @@ pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progr
             eprintln!("{what}: {:.3}s", clock.elapsed().as_secs_f64());
         }
     };
-    let contract = check_bundle(root)?;
-    lap("check_bundle");
-    let mut stage = Stage { rows: Held::new(options.memory_budget), refusals: Vec::new(), refused: 0 };
-    let mut rows_read = 0usize;
-    let (mut chunk, mut index, mut chunk_bytes) = (0usize, 0usize, 0usize);
-    let tagged = options.entity.is_none();
-    let merge_fill = options.merge == "fill";
-    let mut seen = Seen::default();
-    let validators = validators(&contract);
-    let ref_plans = RefPlans::new(&contract);
-    let unique_plans = UniquePlans::new(&contract);
-    // A shape-checked row as staged (its position is set by the caller) and its store key.
-    let staged_row = |row: &Row| -> (String, Staged) {
-        let declared = contract.entity(&row.entity).expect("shape-checked entity");
-        let map = row.value.as_object().expect("shape-checked object");
-        let staged = Staged {
-            text: canonical_text(&row.value),
-            refs: ref_plans.resolve(&declared.name, map),
-            uniques: unique_plans.declared_tuples(&declared.name, &row.value),
-            chunk: 0,
-            index: 0,
-        };
-        (row_key(declared, map), staged)
-    };
-    // Per entity: the top-level members a row's store key, relationships and unique
-    // tuples read, and whether more than the key's are read.
-    let read_members: HashMap<&str, (Vec<String>, bool), foldhash::fast::RandomState> = contract
-        .entities
-        .iter()
-        .map(|entity| {
-            let mut names: Vec<String> = entity.primary_key.clone();
-            names.extend(entity.relationships.iter().flat_map(|r| r.fields.iter().cloned()));
-            names.extend(unique_plans.declared_members(&entity.name).map(str::to_string));
-            names.sort();
-            names.dedup();
-            let beyond_key = !entity.relationships.is_empty() || unique_plans.declared_members(&entity.name).next().is_some();
-            (entity.name.as_str(), (names, beyond_key))
-        })
-        .collect();
-    // Runs on the reading threads: a plain row read from its text alone (see
-    // `Validator::scan`); None leaves it to `prepare`, which decides it exactly.
-    let prepare_text = |entity: &str, json: &str| -> Option<Prepared> {
-        if merge_fill {
-            return None;
-        }
-        let declared = contract.entity(entity)?;
-        let (wanted, beyond_key) = &read_members[declared.name.as_str()];
-        let scanned = validators.get(entity)?.scan(json, wanted)?;
-        let span = |field: &String| -> Option<&str> {
-            let slot = wanted.iter().position(|name| name == field)?;
-            scanned.members[slot].clone().map(|span| &scanned.text[span])
-        };
-        // The store key is the key members' canonical texts, but for a float (an
-        // integral one counts as an integer: the general way writes those).
-        let mut key = String::with_capacity(16);
-        key.push('[');
-        for (i, field) in declared.primary_key.iter().enumerate() {
-            let text = span(field)?;
-            if text.starts_with(['-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9']) && text.contains(['.', 'e', 'E']) {
-                return None;
-            }
-            if i > 0 {
-                key.push(',');
-            }
-            key.push_str(text);
-        }
-        key.push(']');
-        let (mut refs, mut uniques) = (Vec::new(), Vec::new());
-        if *beyond_key {
-            // The members those steps read, as the row holds them (an object member's
-            // order would differ from the row's: such rows go the general way).
-            let mut members = Map::with_capacity_and_hasher(wanted.len(), Default::default());
-            for name in wanted {
-                if let Some(text) = span(name) {
-                    if text.starts_with('{') {
-                        return None;
-                    }
-                    members.insert(name.clone(), crate::json::parse_clean(text)?);
-                }
-            }
-            refs = ref_plans.resolve(&declared.name, &members);
-            uniques = unique_plans.declared_tuples(&declared.name, &Value::Object(members));
-        }
-        let staged = Staged { text: scanned.text, refs, uniques, chunk: 0, index: 0 };
-        Some(Prepared::Accepted { entity: declared, key, staged, value: None })
-    };
-    // Runs on the reading threads: everything about a row that needs no other row.
-    let prepare = |row: Row| -> Prepared {
-        if row.problem.is_some() || shape_refusal_with(&contract, Some(&validators), 0, 0, &row.entity, &row.value).is_some() {
-            return Prepared::Row(row);
-        }
-        let (key, staged) = staged_row(&row);
-        let entity = contract.entity(&row.entity).expect("shape-checked entity");
-        Prepared::Accepted { entity, key, staged, value: merge_fill.then_some(row.value) }
-    };
-    let mut sink = |prepared: Prepared| -> Result<Flow> {
-        // Canonical text has the JSONL line's length (compact, unescaped; only the key order differs).
-        let (entity, row_len) = match &prepared {
-            Prepared::Accepted { entity, staged, .. } => (entity.name.as_str(), staged.text.len()),
-            Prepared::Row(row) if row.problem.is_some() => (row.entity.as_str(), 0),
-            Prepared::Row(row) => (row.entity.as_str(), encoded_len(&row.value)),
-        };
-        let line_len = match &prepared {
-            Prepared::Row(row) if row.problem.is_some() => encode_line(row, tagged)?.len(),
-            _ if tagged => "{\"entity\":,\"row\":}".len() + string_len(entity) + row_len,
-            _ => row_len,
-        };
-        let bytes = line_len + 1;
-        if chunk_bytes > 0 && chunk_bytes + bytes > options.chunk_bytes {
-            chunk += 1;
-            index = 0;
-            chunk_bytes = 0;
-        }
-        chunk_bytes += bytes;
-        let position = index;
-        index += 1;
-        rows_read += 1;
-        let (declared, key, mut staged, value) = match prepared {
-            Prepared::Accepted { entity, key, staged, value } => (entity, key, staged, value),
-            Prepared::Row(row) => {
-                if let Some(record) = shape_refusal_with(&contract, Some(&validators), chunk, position, &row.entity, &row.value) {
-                    stage.refuse(record);
-                    return Ok(Flow::More);
-                }
-                // A row with a range problem its schema accepts.
-                let (key, staged) = staged_row(&row);
-                (contract.entity(&row.entity).expect("shape-checked entity"), key, staged, merge_fill.then_some(row.value))
-            }
-        };
-        staged.chunk = chunk;
-        staged.index = position;
-        let name = declared.name.as_str();
-        stage.rows.hold(name, key, merge_fill, |first| match first {
-            Some(mut first) if merge_fill => {
-                let mut merged = first.value();
-                if let (Value::Object(first), Some(Value::Object(later))) = (&mut merged, value) {
-                    for (name, value) in later {
-                        first.entry(name).or_insert(value);
-                    }
-                }
-                first.refs = ref_plans.resolve(name, merged.as_object().expect("object"));
-                first.uniques = unique_plans.declared_tuples(name, &merged);
-                first.text = crate::json::canonical(&merged);
-                first
-            }
-            _ => staged,
-        })?;
-        Ok(Flow::More)
-    };
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(options.threads.max(1));
-    read_rows_prepared(
-        sources,
-        options.entity.as_deref(),
-        &mut seen,
-        progress,
-        threads,
-        options.scan.then_some(&prepare_text as _),
-        &prepare,
-        &mut sink,
-    )?;
-    stage.rows.finish()?;
-    if rows_read == 0 {
-        return Ok(CheckReport { rows: 0, refusals: Vec::new(), refusal_count: 0, entity_counts: object::<_, String>([]) });
-    }
-    if !matches!(options.mode.as_str(), "append" | "replace") {
-        return Err(ContractError::new("mode", "mode must be append or replace", "/mode").into());
-    }
-    if !MERGES.contains(&options.merge.as_str()) {
-        return Err(ContractError::new("merge", "merge must be upsert or fill", "/merge").into());
-    }
-    lap("stage");
-    build_default(root, &contract, false)?;
-    let source = default_snapshot(root);
-    let snapshot = Connection::open_with_flags(&source, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+    let snapshot = Connection::open_with_flags(parent, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
     // One read transaction for the whole check: without it every lookup takes and drops
     // the file lock and SQLite empties its page cache in between.
     snapshot.execute_batch("PRAGMA cache_size = -16384; BEGIN")?;
-    for record in reference_refusals(&contract, &snapshot, &mut stage.rows, &options.mode)? {
-        stage.refuse(record);
-    }
+    engine.references(&mut staging, &snapshot, &options.mode)?;
     lap("references");
     let decided = if options.mode == "append" && !options.exact {
-        memory::apply(&contract, &validators, &unique_plans, &snapshot, &stage.rows)?
+        memory::apply(contract, &engine.validators, &engine.unique_plans, &snapshot, &staging.stage.rows)?
     } else {
         Decision::Undecided
     };
@@ -668,23 +769,60 @@ pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progr
         Decision::Refused(record) => Err(record),
         Decision::Undecided => {
             let scratch = crate::data::tempfile_dir::Scratch::new("gateway-check")?;
-            let parent = scratch.path().join("state.sqlite");
-            std::fs::copy(&source, &parent).map_err(|e| Error::io(e, &source))?;
-            let store = Store::open(&parent, contract.clone(), false)?;
-            sql::apply(&contract, &validators, &store, &stage.rows, &options.mode)?
+            let copy = scratch.path().join("state.sqlite");
+            std::fs::copy(parent, &copy).map_err(|e| Error::io(e, parent))?;
+            let store = Store::open(&copy, contract.clone(), false)?;
+            sql::apply(contract, &engine.validators, &store, &staging.stage.rows, &options.mode)?
         }
     };
     let (refused, entity_counts) = match outcome {
         Ok(counts) => (None, counts),
         // A refused batch leaves the parent's counts.
-        Err(record) => (Some(record), memory::counts(&contract, &snapshot, &Default::default())?),
+        Err(record) => (Some(record), memory::counts(contract, &snapshot, &Default::default())?),
     };
     drop(snapshot);
     if let Some(record) = refused {
-        stage.refuse(record);
+        staging.refuse(record);
     }
     lap("apply");
-    Ok(CheckReport { rows: rows_read, refusals: stage.refusals, refusal_count: stage.refused, entity_counts })
+    let rows = staging.rows;
+    let (refusals, refusal_count) = staging.into_refusals();
+    Ok(CheckReport { rows, refusals, refusal_count, entity_counts })
+}
+
+/// The original's refusals of an unknown mode or merge (after the rows are read).
+pub(crate) fn check_flags(options: &CheckOptions) -> Result<()> {
+    if !matches!(options.mode.as_str(), "append" | "replace") {
+        return Err(ContractError::new("mode", "mode must be append or replace", "/mode").into());
+    }
+    if !MERGES.contains(&options.merge.as_str()) {
+        return Err(ContractError::new("merge", "merge must be upsert or fill", "/merge").into());
+    }
+    Ok(())
+}
+
+/// Check rows files against the world at `root` without changing its data files.
+///
+/// Like the original this builds `db/state.sqlite` in the world when it is not
+/// current; the rows are applied to a scratch copy that is then discarded.
+pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progress: Option<Progress<'_>>) -> Result<CheckReport> {
+    let timing = std::env::var_os("GATEWAY_TIMING").is_some();
+    let clock = std::time::Instant::now();
+    let contract = check_bundle(root)?;
+    if timing {
+        eprintln!("check_bundle: {:.3}s", clock.elapsed().as_secs_f64());
+    }
+    let engine = Engine::new(&contract);
+    let staging = engine.stage(Input::Files(sources), options, progress)?;
+    if staging.rows == 0 {
+        return Ok(CheckReport { rows: 0, refusals: Vec::new(), refusal_count: 0, entity_counts: object::<_, String>([]) });
+    }
+    check_flags(options)?;
+    if timing {
+        eprintln!("stage: {:.3}s", clock.elapsed().as_secs_f64());
+    }
+    build_default(root, &contract, false)?;
+    decide(&engine, staging, &default_snapshot(root), options)
 }
 
 #[cfg(test)]

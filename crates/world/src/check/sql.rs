@@ -1,7 +1,9 @@
-//! The exact apply: the staged rows applied to a scratch copy of the snapshot in one
-//! rolled-back SQLite transaction, so every constraint speaks with SQLite's own
-//! judgement. Used for `replace` and whenever the in-memory apply
-//! ([`super::memory`]) cannot decide a case exactly.
+//! The exact apply: the staged rows applied to a copy of the snapshot in one SQLite
+//! transaction, so every constraint speaks with SQLite's own judgement. A check
+//! (`apply`) uses it for `replace` and whenever the in-memory apply
+//! ([`super::memory`]) cannot decide a case exactly, and throws the copy away; a
+//! batch (`write`, [`crate::batch`]) commits it, with the ledger row and a lineage
+//! row per written row, as the store's own batches leave them.
 
 use super::held::Held;
 use super::{dependency_order, refusal, update_of, Staged, Update, Validators};
@@ -19,9 +21,93 @@ use std::collections::HashSet;
 pub(super) fn apply(contract: &Contract, validators: &Validators, store: &Store, held: &Held, mode: &str) -> Result<Result<Value, Value>> {
     let conn = store.connection();
     conn.execute_batch("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -32768; BEGIN")?;
-    match apply_rows(contract, validators, conn, held, mode)? {
+    match apply_rows(contract, validators, conn, held, mode, None)? {
         Some(refused) => Ok(Err(refused)),
         None => Ok(Ok(store.counts_value()?)),
+    }
+}
+
+/// The ledger row a written batch leaves in `_gateway_batches`.
+#[derive(Debug, Clone)]
+pub(crate) struct Ledger<'a> {
+    /// The batch id (the lineage rows point at it).
+    pub(crate) id: &'a str,
+    /// What the batch is, as a digest.
+    pub(crate) digest: &'a str,
+    /// Canonical JSON of the batch's envelope (id, target, mapping, coverage).
+    pub(crate) metadata: String,
+}
+
+/// Lineage rows written as rows are: `(batch, ordinal, entity, key, source)`.
+struct Lineage<'c> {
+    statement: rusqlite::Statement<'c>,
+    batch: String,
+    ordinal: i64,
+    /// Rows inserted or updated so far.
+    upserts: usize,
+}
+
+impl Lineage<'_> {
+    /// One written row; `text` is its canonical payload (None for a delete).
+    fn record(&mut self, entity: &str, key: &str, text: Option<&str>) -> Result<()> {
+        let identity = match text {
+            Some(text) => crate::files::sha256_hex(text.as_bytes())[..16].to_string(),
+            None => "replace".to_string(),
+        };
+        let source = crate::json::canonical(&crate::json::object([("record", Value::Str(format!("data-import:{entity}:{identity}")))]));
+        self.statement.execute(rusqlite::params![self.batch, self.ordinal, entity, key, source])?;
+        self.ordinal += 1;
+        self.upserts += usize::from(text.is_some());
+        Ok(())
+    }
+}
+
+/// What [`write`] did.
+#[derive(Debug)]
+pub(crate) struct Written {
+    /// The apply's refusal, if any.
+    pub(crate) refusal: Option<Value>,
+    /// Whether the transaction was committed.
+    pub(crate) committed: bool,
+    /// Rows inserted or updated.
+    pub(crate) upserts: usize,
+    /// Row counts after the apply, when it met no refusal.
+    pub(crate) counts: Option<Value>,
+}
+
+/// Apply the held rows to `store` for real: one transaction holding the ledger row,
+/// every write and its lineage. `commit` sees the apply's refusal (if any) and says
+/// whether to keep the transaction.
+pub(crate) fn write(
+    contract: &Contract,
+    validators: &Validators,
+    store: &Store,
+    held: &Held,
+    mode: &str,
+    ledger: &Ledger<'_>,
+    commit: impl FnOnce(Option<&Value>) -> bool,
+) -> Result<Written> {
+    let conn = store.connection();
+    // The file is private to its builder until it is complete: rollback, no durability.
+    conn.execute_batch("PRAGMA journal_mode = MEMORY; PRAGMA synchronous = OFF; PRAGMA cache_size = -65536; BEGIN IMMEDIATE")?;
+    let applied = (|| {
+        conn.execute("INSERT INTO _gateway_batches VALUES (?1, ?2, ?3)", rusqlite::params![ledger.id, ledger.digest, ledger.metadata])?;
+        let statement = conn.prepare("INSERT INTO _gateway_lineage VALUES (?1, ?2, ?3, ?4, ?5)")?;
+        let mut lineage = Lineage { statement, batch: ledger.id.to_string(), ordinal: 0, upserts: 0 };
+        let refusal = apply_rows(contract, validators, conn, held, mode, Some(&mut lineage))?;
+        let counts = if refusal.is_none() { Some(store.counts_value()?) } else { None };
+        Ok((refusal, lineage.upserts, counts))
+    })();
+    match applied {
+        Ok((refusal, upserts, counts)) => {
+            let committed = commit(refusal.as_ref());
+            conn.execute_batch(if committed { "COMMIT" } else { "ROLLBACK" })?;
+            Ok(Written { refusal, committed, upserts, counts })
+        }
+        Err(error) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(error)
+        }
     }
 }
 
@@ -29,7 +115,14 @@ fn is_constraint(error: &rusqlite::Error) -> bool {
     matches!(error, rusqlite::Error::SqliteFailure(failure, _) if failure.code == rusqlite::ErrorCode::ConstraintViolation)
 }
 
-fn apply_rows(contract: &Contract, validators: &Validators, conn: &rusqlite::Connection, held: &Held, mode: &str) -> Result<Option<Value>> {
+fn apply_rows(
+    contract: &Contract,
+    validators: &Validators,
+    conn: &rusqlite::Connection,
+    held: &Held,
+    mode: &str,
+    mut lineage: Option<&mut Lineage<'_>>,
+) -> Result<Option<Value>> {
     use crate::compiler::quote;
     use rusqlite::OptionalExtension as _;
     let order: Vec<String> = dependency_order(contract).into_iter().filter(|n| held.has_entity(n)).collect();
@@ -57,6 +150,9 @@ fn apply_rows(contract: &Contract, validators: &Validators, conn: &rusqlite::Con
             for key in doomed {
                 delete.execute([&key])?;
                 deleted.insert(name.clone());
+                if let Some(lineage) = lineage.as_deref_mut() {
+                    lineage.record(name, &key, None)?;
+                }
             }
         }
     }
@@ -83,7 +179,12 @@ fn apply_rows(contract: &Contract, validators: &Validators, conn: &rusqlite::Con
             };
             let Some(existing) = existing else {
                 return match insert.execute([key, &staged.text]) {
-                    Ok(_) => Ok(true),
+                    Ok(_) => {
+                        if let Some(lineage) = lineage.as_deref_mut() {
+                            lineage.record(name, key, Some(&staged.text))?;
+                        }
+                        Ok(true)
+                    }
                     Err(error) if is_constraint(&error) => {
                         refused = Some(row_refusal(name, staged, None, CONFLICT));
                         Ok(false)
@@ -99,8 +200,12 @@ fn apply_rows(contract: &Contract, validators: &Validators, conn: &rusqlite::Con
                 }
                 Update::Merged { merged, .. } => merged,
             };
-            match update.execute([&crate::json::canonical(&merged), key]) {
+            let text = crate::json::canonical(&merged);
+            match update.execute([&text, key]) {
                 Ok(_) => {
+                    if let Some(lineage) = lineage.as_deref_mut() {
+                        lineage.record(name, key, Some(&text))?;
+                    }
                     updated.push((name, staged.clone(), merged));
                     Ok(true)
                 }

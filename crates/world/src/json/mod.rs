@@ -60,6 +60,13 @@ impl Value {
             _ => None,
         }
     }
+    /// The integer, if this is an integer (never a float or a boolean).
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Value::Int(n) => Some(*n),
+            _ => None,
+        }
+    }
     /// A member of an object (None for non-objects).
     pub fn get(&self, key: &str) -> Option<&Value> {
         self.as_object().and_then(|map| map.get(key))

@@ -1,0 +1,324 @@
+//! [`WorldDataStore`] on PostgreSQL: the tables of migration 0005 (the SQLite ones,
+//! column for column). A chunk registration and a `complete` lock the batch's row
+//! (`FOR UPDATE`), so concurrent calls through several hub processes are decided one
+//! at a time; the apply lock is one `INSERT … ON CONFLICT … WHERE` statement.
+
+use super::{PostgresStore, Tx};
+use crate::error::HubError;
+use crate::store::StoreResult;
+use crate::world_data::*;
+use async_trait::async_trait;
+use sqlx::postgres::PgRow;
+use sqlx::Row;
+
+const BATCH_COLUMNS: &str = "id, project_id, container_id, state, phase, mode, merge, atomic, publish, dry_run, message, \
+     base_version_id, result, refusals, report_key, version_id, error, lease_until, created_at, updated_at, completed_at, seq";
+
+fn batch_row(r: &PgRow) -> Result<DataBatch, sqlx::Error> {
+    Ok(DataBatch {
+        id: r.try_get(0)?,
+        project_id: r.try_get(1)?,
+        container_id: r.try_get(2)?,
+        state: r.try_get(3)?,
+        phase: r.try_get(4)?,
+        mode: r.try_get(5)?,
+        merge: r.try_get(6)?,
+        atomic: r.try_get::<i64, _>(7)? != 0,
+        publish: r.try_get(8)?,
+        dry_run: r.try_get::<i64, _>(9)? != 0,
+        message: r.try_get(10)?,
+        base_version_id: r.try_get(11)?,
+        result: r.try_get(12)?,
+        refusals: r.try_get(13)?,
+        report_key: r.try_get(14)?,
+        version_id: r.try_get(15)?,
+        error: r.try_get(16)?,
+        lease_until: r.try_get(17)?,
+        created_at: r.try_get(18)?,
+        updated_at: r.try_get(19)?,
+        completed_at: r.try_get(20)?,
+        seq: r.try_get(21)?,
+    })
+}
+
+const CHUNK_COLUMNS: &str = "batch_id, ordinal, id, digest, bytes, rows, entity, uploaded, created_at";
+
+fn chunk_row(r: &PgRow) -> Result<DataChunk, sqlx::Error> {
+    Ok(DataChunk {
+        batch_id: r.try_get(0)?,
+        ordinal: r.try_get(1)?,
+        id: r.try_get(2)?,
+        digest: r.try_get(3)?,
+        bytes: r.try_get(4)?,
+        rows: r.try_get(5)?,
+        entity: r.try_get(6)?,
+        uploaded: r.try_get::<i64, _>(7)? != 0,
+        created_at: r.try_get(8)?,
+    })
+}
+
+const HEAD_COLUMNS: &str =
+    "container_id, base_version_id, snapshot_key, batch_digest, contract_hash, entity_counts, file_sha256, pending, updated_at";
+
+fn head_row(r: &PgRow) -> Result<DataHead, sqlx::Error> {
+    Ok(DataHead {
+        container_id: r.try_get(0)?,
+        base_version_id: r.try_get(1)?,
+        snapshot_key: r.try_get(2)?,
+        batch_digest: r.try_get(3)?,
+        contract_hash: r.try_get(4)?,
+        entity_counts: r.try_get(5)?,
+        file_sha256: r.try_get(6)?,
+        pending: r.try_get::<i64, _>(7)? != 0,
+        updated_at: r.try_get(8)?,
+    })
+}
+
+async fn get_batch_locked(tx: &mut Tx, filter: &str, binds: &[&str]) -> StoreResult<Option<DataBatch>> {
+    let sql = format!("SELECT {BATCH_COLUMNS} FROM world_data_batches WHERE {filter} FOR UPDATE");
+    let mut query = sqlx::query(&sql);
+    for bind in binds {
+        query = query.bind(*bind);
+    }
+    let row = query.fetch_optional(&mut **tx).await?;
+    Ok(row.as_ref().map(batch_row).transpose()?)
+}
+
+async fn get_chunks(tx: &mut Tx, batch_id: &str) -> StoreResult<Vec<DataChunk>> {
+    let rows = sqlx::query(&format!("SELECT {CHUNK_COLUMNS} FROM world_data_chunks WHERE batch_id = $1 ORDER BY ordinal"))
+        .bind(batch_id)
+        .fetch_all(&mut **tx)
+        .await?;
+    Ok(rows.iter().map(chunk_row).collect::<Result<Vec<_>, _>>()?)
+}
+
+async fn write_batch(tx: &mut Tx, b: &DataBatch) -> StoreResult<()> {
+    sqlx::query(
+        "UPDATE world_data_batches SET state = $1, phase = $2, base_version_id = $3, result = $4, refusals = $5, report_key = $6, \
+         version_id = $7, error = $8, lease_until = $9, updated_at = $10, completed_at = $11 WHERE id = $12",
+    )
+    .bind(&b.state)
+    .bind(&b.phase)
+    .bind(&b.base_version_id)
+    .bind(&b.result)
+    .bind(&b.refusals)
+    .bind(&b.report_key)
+    .bind(&b.version_id)
+    .bind(&b.error)
+    .bind(b.lease_until)
+    .bind(&b.updated_at)
+    .bind(&b.completed_at)
+    .bind(&b.id)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+#[async_trait]
+impl WorldDataStore for PostgresStore {
+    async fn create_data_batch(&self, b: DataBatch) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO world_data_batches (id, project_id, container_id, state, phase, mode, merge, atomic, publish, dry_run, \
+             message, base_version_id, result, refusals, report_key, version_id, error, lease_until, created_at, updated_at, \
+             completed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)",
+        )
+        .bind(&b.id)
+        .bind(&b.project_id)
+        .bind(&b.container_id)
+        .bind(&b.state)
+        .bind(&b.phase)
+        .bind(&b.mode)
+        .bind(&b.merge)
+        .bind(b.atomic as i64)
+        .bind(&b.publish)
+        .bind(b.dry_run as i64)
+        .bind(&b.message)
+        .bind(&b.base_version_id)
+        .bind(&b.result)
+        .bind(&b.refusals)
+        .bind(&b.report_key)
+        .bind(&b.version_id)
+        .bind(&b.error)
+        .bind(b.lease_until)
+        .bind(&b.created_at)
+        .bind(&b.updated_at)
+        .bind(&b.completed_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn data_batch(&self, project_id: &str, id: &str) -> StoreResult<Option<DataBatch>> {
+        let row = sqlx::query(&format!("SELECT {BATCH_COLUMNS} FROM world_data_batches WHERE project_id = $1 AND id = $2"))
+            .bind(project_id)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.as_ref().map(batch_row).transpose()?)
+    }
+
+    async fn data_batches(&self, container_id: &str, before: Option<i64>, limit: i64) -> StoreResult<Vec<DataBatch>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {BATCH_COLUMNS} FROM world_data_batches WHERE container_id = $1 AND ($2::BIGINT IS NULL OR seq < $2) \
+             ORDER BY seq DESC LIMIT $3"
+        ))
+        .bind(container_id)
+        .bind(before)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(batch_row).collect::<Result<Vec<_>, _>>()?)
+    }
+
+    async fn register_data_chunk(&self, batch_id: &str, chunk: DataChunk, now: &str) -> StoreResult<(DataChunk, bool)> {
+        let mut tx = self.pool.begin().await?;
+        let mut batch =
+            get_batch_locked(&mut tx, "id = $1", &[batch_id]).await?.ok_or_else(|| HubError::NotFound(format!("no batch '{batch_id}'")))?;
+        let existing = sqlx::query(&format!("SELECT {CHUNK_COLUMNS} FROM world_data_chunks WHERE batch_id = $1 AND ordinal = $2"))
+            .bind(batch_id)
+            .bind(chunk.ordinal)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let existing = existing.as_ref().map(chunk_row).transpose()?;
+        let (stored, new) = batch.register(chunk, existing)?;
+        if new {
+            sqlx::query(&format!(
+                "INSERT INTO world_data_chunks ({CHUNK_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+                 ON CONFLICT (batch_id, ordinal) DO UPDATE SET id = excluded.id, digest = excluded.digest, bytes = excluded.bytes, \
+                 rows = excluded.rows, entity = excluded.entity, uploaded = excluded.uploaded, created_at = excluded.created_at"
+            ))
+            .bind(&stored.batch_id)
+            .bind(stored.ordinal)
+            .bind(&stored.id)
+            .bind(&stored.digest)
+            .bind(stored.bytes)
+            .bind(stored.rows)
+            .bind(&stored.entity)
+            .bind(stored.uploaded as i64)
+            .bind(&stored.created_at)
+            .execute(&mut *tx)
+            .await?;
+        }
+        batch.state = UPLOADING.into();
+        batch.updated_at = now.to_string();
+        write_batch(&mut tx, &batch).await?;
+        tx.commit().await?;
+        Ok((stored, new))
+    }
+
+    async fn data_chunks(&self, batch_id: &str) -> StoreResult<Vec<DataChunk>> {
+        let rows = sqlx::query(&format!("SELECT {CHUNK_COLUMNS} FROM world_data_chunks WHERE batch_id = $1 ORDER BY ordinal"))
+            .bind(batch_id)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(chunk_row).collect::<Result<Vec<_>, _>>()?)
+    }
+
+    async fn mark_data_chunk_uploaded(&self, batch_id: &str, chunk_id: &str) -> StoreResult<Option<DataChunk>> {
+        let row =
+            sqlx::query(&format!("UPDATE world_data_chunks SET uploaded = 1 WHERE batch_id = $1 AND id = $2 RETURNING {CHUNK_COLUMNS}"))
+                .bind(batch_id)
+                .bind(chunk_id)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(row.as_ref().map(chunk_row).transpose()?)
+    }
+
+    async fn complete_data_batch(&self, project_id: &str, id: &str, now: &str) -> StoreResult<DataBatch> {
+        let mut tx = self.pool.begin().await?;
+        let mut batch = get_batch_locked(&mut tx, "project_id = $1 AND id = $2", &[project_id, id])
+            .await?
+            .ok_or_else(|| HubError::NotFound(format!("no batch '{id}' in this project")))?;
+        let chunks = get_chunks(&mut tx, id).await?;
+        batch.complete(&chunks, now)?;
+        write_batch(&mut tx, &batch).await?;
+        tx.commit().await?;
+        Ok(batch)
+    }
+
+    async fn update_data_batch(&self, batch: &DataBatch) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await?;
+        write_batch(&mut tx, batch).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn publish_data_batches(
+        &self,
+        container_id: &str,
+        base_version_id: &str,
+        version_id: &str,
+        now: &str,
+    ) -> StoreResult<Vec<String>> {
+        let rows = sqlx::query(
+            "UPDATE world_data_batches SET state = $1, version_id = $2, updated_at = $3 WHERE container_id = $4 \
+             AND base_version_id = $5 AND state = $6 AND version_id IS NULL AND dry_run = 0 RETURNING id, seq",
+        )
+        .bind(PUBLISHED)
+        .bind(version_id)
+        .bind(now)
+        .bind(container_id)
+        .bind(base_version_id)
+        .bind(APPLIED)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut ids: Vec<(i64, String)> =
+            rows.iter().map(|r| Ok((r.try_get(1)?, r.try_get(0)?))).collect::<Result<Vec<_>, sqlx::Error>>()?;
+        ids.sort();
+        Ok(ids.into_iter().map(|(_, id)| id).collect())
+    }
+
+    async fn data_head(&self, container_id: &str) -> StoreResult<Option<DataHead>> {
+        let row = sqlx::query(&format!("SELECT {HEAD_COLUMNS} FROM world_data_heads WHERE container_id = $1"))
+            .bind(container_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.as_ref().map(head_row).transpose()?)
+    }
+
+    async fn put_data_head(&self, h: DataHead) -> StoreResult<()> {
+        sqlx::query(&format!(
+            "INSERT INTO world_data_heads ({HEAD_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+             ON CONFLICT (container_id) DO UPDATE SET base_version_id = excluded.base_version_id, \
+             snapshot_key = excluded.snapshot_key, batch_digest = excluded.batch_digest, contract_hash = excluded.contract_hash, \
+             entity_counts = excluded.entity_counts, file_sha256 = excluded.file_sha256, pending = excluded.pending, \
+             updated_at = excluded.updated_at"
+        ))
+        .bind(&h.container_id)
+        .bind(&h.base_version_id)
+        .bind(&h.snapshot_key)
+        .bind(&h.batch_digest)
+        .bind(&h.contract_hash)
+        .bind(&h.entity_counts)
+        .bind(&h.file_sha256)
+        .bind(h.pending as i64)
+        .bind(&h.updated_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn lock_data(&self, container_id: &str, holder: &str, lease_until: i64, now: i64) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "INSERT INTO world_data_locks (container_id, holder, lease_until) VALUES ($1, $2, $3) \
+             ON CONFLICT (container_id) DO UPDATE SET holder = excluded.holder, lease_until = excluded.lease_until \
+             WHERE world_data_locks.holder = excluded.holder OR world_data_locks.lease_until < $4",
+        )
+        .bind(container_id)
+        .bind(holder)
+        .bind(lease_until)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn unlock_data(&self, container_id: &str, holder: &str) -> StoreResult<()> {
+        sqlx::query("DELETE FROM world_data_locks WHERE container_id = $1 AND holder = $2")
+            .bind(container_id)
+            .bind(holder)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,1112 @@
+//! World data batches (spec §4, §9.6): rows imported into a hub world in chunks.
+//!
+//! `POST /api/public/worlds/{slug}/data/batches` opens a batch; each chunk is
+//! registered by digest (`uploaded: true` when the project's object store already
+//! holds that digest, else a signed PUT URL), PUT, marked uploaded; `complete` queues
+//! the apply, which runs here in the background: the world's data (its data head, or
+//! the main tip's snapshot) copied, the chunks fetched (digest checked, gunzipped
+//! within `limits.chunkBytes`), and `gateway_world::batch::build_batch` — the engine
+//! of `data check` — applies them atomically or per chunk. An applied batch moves the
+//! world's data head; `publish: now` then turns it into a data-only version of the
+//! world (the tip's files, the new `db/state.sqlite` with its sidecar and the
+//! `db/snapshot.json` pin, scenario snapshots rebuilt) on `main`; `later` batches wait
+//! for `POST …/data/publish`. `GET …/data` shows what the world holds.
+//!
+//! One applier at a time per world (a lease in the metadata store, renewed while it
+//! works, so a process that dies lets the next batch through); a batch whose applier
+//! stopped is reported failed once its lease is past.
+
+use super::*;
+use crate::world_data::*;
+use gateway_world::batch::{build_batch, BatchOptions, ChunkSpec};
+use std::path::PathBuf;
+use std::time::Duration;
+use tokio::io::AsyncWriteExt as _;
+
+/// Seconds an applier holds a world (and its batch) without renewing.
+const LEASE_SECS: u64 = 120;
+/// How often the applier renews.
+const RENEW_EVERY: Duration = Duration::from_secs(30);
+/// Chunks a batch may hold.
+const MAX_CHUNKS: i64 = 100_000;
+/// Refusal records a batch's status carries (the report holds up to 10,000).
+const STATUS_REFUSALS: usize = 200;
+/// Rows `GET …/data?entity=` answers at most.
+const SHOW_ROWS: usize = 10_000;
+/// gzip level of a data-only version's bundle (it is ours: no original bytes to match;
+/// a snapshot is most of it, and level 1 packs one several times faster than 6).
+const BUNDLE_LEVEL: u32 = 1;
+
+pub(super) async fn route(
+    hub: &Hub,
+    method: &Method,
+    segments: &[&str],
+    query: &BTreeMap<String, String>,
+    headers: &HeaderMap,
+    body: &[u8],
+    base_url: &str,
+) -> Option<Answer> {
+    let ["worlds", slug, "data", rest @ ..] = segments else { return None };
+    Some(dispatch(hub, method, slug, rest, query, headers, body, base_url).await)
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn dispatch(
+    hub: &Hub,
+    method: &Method,
+    slug: &str,
+    rest: &[&str],
+    query: &BTreeMap<String, String>,
+    headers: &HeaderMap,
+    body: &[u8],
+    base_url: &str,
+) -> Answer {
+    let project = authenticate(hub, headers).await?;
+    let world = container(hub, &project, Some(percent_decode(slug))).await?;
+    let p = project.as_str();
+    match (method.as_str(), rest) {
+        ("GET", []) => show(hub, &world, query.get("entity").map(String::as_str)).await,
+        ("POST", ["batches"]) => open_batch(hub, p, &world, &parse_body(body)?).await,
+        ("GET", ["batches"]) => list_batches(hub, &world, query).await,
+        ("GET", ["batches", id]) => status(hub, p, &world, id, base_url).await,
+        ("POST", ["batches", id, "chunks"]) => register_chunk(hub, p, &world, id, &parse_body(body)?, base_url).await,
+        ("POST", ["batches", id, "chunks", chunk, "uploaded"]) => chunk_uploaded(hub, p, &world, id, chunk).await,
+        ("POST", ["batches", id, "complete"]) => complete(hub, p, &world, id).await,
+        ("POST", ["publish"]) => publish(hub, &world, &parse_body(body)?).await,
+        _ => Err(HubError::NotFound(format!("no route for {method} /api/public/worlds/{slug}/data/{}", rest.join("/")))),
+    }
+}
+
+// ------------------------------------------------------------------ places
+
+/// Where this process applies batches.
+fn work_root(hub: &Hub) -> PathBuf {
+    hub.scratch.clone().unwrap_or_else(|| gateway_world::data::tempfile_dir::process_root().join("hub-work"))
+}
+
+/// A project's chunks, addressed by digest (a project never sees another's).
+fn chunk_key(project: &str, digest: &str) -> String {
+    format!("world-data/{}/chunks/{digest}.jsonl.gz", &hex::encode(Sha256::digest(project.as_bytes()))[..16])
+}
+
+fn snapshot_key(world: &Container, digest: &str) -> String {
+    format!("world-data/{}/snapshots/{digest}.sqlite", world.id)
+}
+
+fn report_key(world: &Container, batch: &str) -> String {
+    format!("world-data/{}/reports/{batch}.jsonl", world.id)
+}
+
+fn engine_error(what: &str, error: gateway_world::Error) -> HubError {
+    HubError::BadRequest(format!("{what}: {error}"))
+}
+
+/// Run blocking engine work off the async workers.
+async fn blocking<T: Send + 'static>(work: impl FnOnce() -> Result<T, HubError> + Send + 'static) -> Result<T, HubError> {
+    tokio::task::spawn_blocking(work).await.map_err(|e| HubError::Storage(format!("world data worker: {e}")))?
+}
+
+/// The world's `main` tip (or its newest READY version).
+async fn tip(hub: &Hub, world: &Container) -> Result<Version, HubError> {
+    Ok(resolve_ref(hub, world, "latest").await?.0)
+}
+
+/// A world's data head when it sits on `tip` (a head left on an older tip is stale:
+/// the branch moved past it).
+async fn current_head(hub: &Hub, world: &Container, tip: &Version) -> Result<Option<DataHead>, HubError> {
+    Ok(hub.meta.data_head(&world.id).await?.filter(|head| head.base_version_id == tip.id))
+}
+
+/// Copy an object into a file; its sha256 hex.
+async fn fetch_object(hub: &Hub, key: &str, dest: &Path) -> Result<String, HubError> {
+    use futures_util::StreamExt as _;
+    let mut stream = hub.objects.open(key).await?.ok_or_else(|| HubError::Storage(format!("object {key} is missing from the store")))?;
+    if let Some(parent) = dest.parent() {
+        tokio::fs::create_dir_all(parent).await.map_err(|e| HubError::io(parent, e))?;
+    }
+    let mut file = tokio::fs::File::create(dest).await.map_err(|e| HubError::io(dest, e))?;
+    let mut digest = Sha256::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk?;
+        digest.update(&chunk);
+        file.write_all(&chunk).await.map_err(|e| HubError::io(dest, e))?;
+    }
+    file.flush().await.map_err(|e| HubError::io(dest, e))?;
+    Ok(hex::encode(digest.finalize()))
+}
+
+/// Store a file as an object, streamed.
+async fn store_object(hub: &Hub, key: &str, path: &Path) -> Result<(), HubError> {
+    use tokio::io::AsyncReadExt as _;
+    let mut file = tokio::fs::File::open(path).await.map_err(|e| HubError::io(path, e))?;
+    let mut writer = hub.objects.writer(key).await?;
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        let n = match file.read(&mut buffer).await {
+            Ok(n) => n,
+            Err(e) => {
+                writer.abort().await?;
+                return Err(HubError::io(path, e));
+            }
+        };
+        if n == 0 {
+            break;
+        }
+        if let Err(error) = writer.write(axum::body::Bytes::copy_from_slice(&buffer[..n])).await {
+            writer.abort().await?;
+            return Err(error);
+        }
+    }
+    writer.commit().await
+}
+
+/// A version's files, extracted once per process under `<work>/trees/<versionId>`:
+/// for a schema world, compiled (generated artifacts) and its default snapshot built.
+struct Tree {
+    /// The extracted bundle.
+    bundle: PathBuf,
+    /// The schema world inside it (itself, or `server/world` of an api bundle).
+    world: Option<PathBuf>,
+}
+
+async fn tree(hub: &Hub, version: &Version) -> Result<Tree, HubError> {
+    let trees = work_root(hub).join("trees");
+    let dir = trees.join(&version.id);
+    if !dir.is_dir() {
+        let staging = trees.join(format!(".tmp-{}", crate::util::random_hex(8)));
+        let tgz = staging.join("bundle.tar.gz");
+        fetch_object(hub, &version.object_key, &tgz).await?;
+        let bundle = staging.join("bundle");
+        let id = version.id.clone();
+        let prepared = blocking(move || {
+            crate::archive::safe_extract_file(&tgz, &bundle, crate::archive::ExtractLimits::default())?;
+            let _ = std::fs::remove_file(&tgz);
+            if let Ok(world) = gateway_host::version::world_tree(&bundle) {
+                if gateway_world::data::world_kind(&world).ok() == Some("schema") {
+                    let what = format!("version {id} of this world does not compile");
+                    let contract = gateway_world::lifecycle::compile_bundle(&world, false).map_err(|e| engine_error(&what, e))?;
+                    gateway_world::snapshot::build_default(&world, &contract, false).map_err(|e| engine_error(&what, e))?;
+                }
+            }
+            Ok(())
+        })
+        .await;
+        match prepared {
+            Ok(()) => {
+                // Another request may have prepared it meanwhile: keep the first.
+                if std::fs::rename(&staging, &dir).is_err() {
+                    let _ = std::fs::remove_dir_all(&staging);
+                }
+            }
+            Err(error) => {
+                let _ = std::fs::remove_dir_all(&staging);
+                return Err(error);
+            }
+        }
+    }
+    // Mark it used, and let the least recently used trees go.
+    let _ = std::fs::write(dir.join(USED), b"");
+    evict(&trees, KEPT_TREES);
+    let bundle = dir.join("bundle");
+    let world = gateway_host::version::world_tree(&bundle).ok().filter(|w| gateway_world::data::world_kind(w).ok() == Some("schema"));
+    Ok(Tree { bundle, world })
+}
+
+/// Marks an entry of a cache directory used (its mtime is the last use).
+const USED: &str = ".used";
+/// Extracted versions kept per process.
+const KEPT_TREES: usize = 4;
+/// Snapshots kept for `data show` per process.
+const KEPT_SNAPSHOTS: usize = 4;
+/// An entry used this recently is never evicted (an apply may be reading it).
+const EVICT_AFTER: Duration = Duration::from_secs(600);
+
+/// Keep the `keep` most recently used entries of a cache directory (and any used in
+/// the last [`EVICT_AFTER`]); remove the rest.
+fn evict(cache: &Path, keep: usize) {
+    let Ok(entries) = std::fs::read_dir(cache) else { return };
+    let mut used: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .map(|e| {
+            let path = e.path();
+            let marker = if path.is_dir() { path.join(USED) } else { path.clone() };
+            let at = std::fs::metadata(&marker).and_then(|m| m.modified()).unwrap_or(std::time::UNIX_EPOCH);
+            (at, path)
+        })
+        .collect();
+    used.sort_by_key(|(at, _)| std::cmp::Reverse(*at));
+    let now = std::time::SystemTime::now();
+    for (at, path) in used.into_iter().skip(keep) {
+        if now.duration_since(at).unwrap_or_default() < EVICT_AFTER {
+            continue;
+        }
+        let _ = if path.is_dir() { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) };
+    }
+}
+
+/// The schema world of a tree, or the refusal naming what the world is.
+fn schema_world(tree: &Tree, world: &Container) -> Result<PathBuf, HubError> {
+    tree.world.clone().ok_or_else(|| {
+        let kind = gateway_world::data::world_kind(&tree.bundle).unwrap_or("unknown");
+        HubError::BadRequest(format!(
+            "'{}' is a {kind} world: data batches go into schema worlds (gateway-env.toml with [schema], pushed with `gateway bench push`)",
+            world.slug
+        ))
+    })
+}
+
+// ------------------------------------------------------------------ answers
+
+/// With `GATEWAY_TIMING` set, how long each step of an apply or a publish took (stderr).
+struct Laps {
+    started: std::time::Instant,
+    on: bool,
+    what: String,
+}
+
+impl Laps {
+    fn new(what: &str) -> Laps {
+        Laps { started: std::time::Instant::now(), on: std::env::var_os("GATEWAY_TIMING").is_some(), what: what.to_string() }
+    }
+
+    fn lap(&self, step: &str) {
+        if self.on {
+            eprintln!("{} {step}: {:.3}s", self.what, self.started.elapsed().as_secs_f64());
+        }
+    }
+}
+
+/// JSON as a batch keeps it: compact, member order kept (refusal records and counts
+/// read back in the order they were made).
+fn stored(value: &Value) -> String {
+    json::dumps(value, gateway_world::check::ROW_LINE)
+}
+
+fn int(n: impl TryInto<i64>) -> Value {
+    Value::Int(n.try_into().unwrap_or(i64::MAX))
+}
+
+/// A batch as `GET …/batches/{id}` answers it.
+async fn batch_json(hub: &Hub, world: &Container, batch: &DataBatch, base_url: &str, full: bool) -> Result<Value, HubError> {
+    let chunks = hub.meta.data_chunks(&batch.id).await?;
+    let mut out = Map::default();
+    let mut put = |k: &str, v: Value| {
+        out.insert(k.to_string(), v);
+    };
+    put("batchId", Value::str(&batch.id));
+    put("slug", Value::str(&world.slug));
+    put("state", Value::str(&batch.state));
+    put(
+        "progress",
+        object([
+            ("phase", batch.phase.as_ref().map_or(Value::Null, Value::str)),
+            ("chunks", int(chunks.len())),
+            ("uploadedChunks", int(chunks.iter().filter(|c| c.uploaded).count())),
+            ("rows", int(chunks.iter().map(|c| c.rows).sum::<i64>())),
+        ]),
+    );
+    put("mode", Value::str(&batch.mode));
+    put("merge", Value::str(&batch.merge));
+    put("atomic", Value::Bool(batch.atomic));
+    put("publish", Value::str(&batch.publish));
+    put("dryRun", Value::Bool(batch.dry_run));
+    put("message", str_or_null(&batch.message));
+    if let Some(Value::Object(map)) = batch.result.as_deref().and_then(json::parse_clean) {
+        for (k, v) in map {
+            put(&k, v);
+        }
+    }
+    if full {
+        if let Some(refusals) = batch.refusals.as_deref().and_then(json::parse_clean) {
+            put("refusals", refusals);
+        }
+        if let Some(key) = &batch.report_key {
+            put("reportUrl", Value::str(presign(hub, base_url, "GET", key, &[])));
+        }
+    }
+    put("baseVersionId", str_or_null(&batch.base_version_id));
+    put("versionId", str_or_null(&batch.version_id));
+    if let Some(error) = &batch.error {
+        put("error", Value::str(error));
+    }
+    put("createdAt", Value::str(&batch.created_at));
+    put("updatedAt", Value::str(&batch.updated_at));
+    put("completedAt", str_or_null(&batch.completed_at));
+    Ok(Value::Object(out))
+}
+
+async fn own_batch(hub: &Hub, project: &str, world: &Container, id: &str) -> Result<DataBatch, HubError> {
+    hub.meta
+        .data_batch(project, id)
+        .await?
+        .filter(|b| b.container_id == world.id)
+        .ok_or_else(|| HubError::NotFound(format!("no data batch '{id}' for world '{}'", world.slug)))
+}
+
+fn choice(body: &Map, key: &str, allowed: &[&str], default: &str) -> Result<String, HubError> {
+    let value = opt_str(body, key)?.unwrap_or_else(|| default.to_string());
+    if allowed.contains(&value.as_str()) {
+        Ok(value)
+    } else {
+        Err(HubError::BadRequest(format!("'{key}' must be {}, not '{value}'", allowed.join(" or "))))
+    }
+}
+
+fn flag(body: &Map, key: &str, default: bool) -> Result<bool, HubError> {
+    match body.get(key) {
+        None | Some(Value::Null) => Ok(default),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(_) => Err(HubError::BadRequest(format!("'{key}' must be true or false"))),
+    }
+}
+
+// ------------------------------------------------------------------ routes
+
+async fn open_batch(hub: &Hub, project: &str, world: &Container, body: &Map) -> Answer {
+    let mode = choice(body, "mode", &["append", "replace"], "append")?;
+    let merge = choice(body, "merge", &["upsert", "fill"], "upsert")?;
+    let publish = choice(body, "publish", &["now", "later"], "now")?;
+    let atomic = flag(body, "atomic", true)?;
+    let dry_run = flag(body, "dryRun", false)?;
+    let message = opt_str(body, "message")?.filter(|m| !m.is_empty());
+    let tip = tip(hub, world).await?;
+    schema_world(&tree(hub, &tip).await?, world)?;
+    let now = now_iso();
+    let batch = DataBatch {
+        id: new_id("wdb_"),
+        project_id: project.to_string(),
+        container_id: world.id.clone(),
+        state: OPEN.into(),
+        mode,
+        merge,
+        atomic,
+        publish,
+        dry_run,
+        message,
+        created_at: now.clone(),
+        updated_at: now,
+        ..DataBatch::default()
+    };
+    hub.meta.create_data_batch(batch.clone()).await?;
+    ok(object([
+        ("batchId", Value::str(&batch.id)),
+        ("slug", Value::str(&world.slug)),
+        ("state", Value::str(&batch.state)),
+        ("mode", Value::str(&batch.mode)),
+        ("merge", Value::str(&batch.merge)),
+        ("atomic", Value::Bool(batch.atomic)),
+        ("publish", Value::str(&batch.publish)),
+        ("dryRun", Value::Bool(batch.dry_run)),
+        ("limits", object([("chunkBytes", int(hub.limits.chunk_bytes)), ("maxChunks", int(MAX_CHUNKS))])),
+        ("createdAt", Value::str(&batch.created_at)),
+    ]))
+}
+
+async fn register_chunk(hub: &Hub, project: &str, world: &Container, id: &str, body: &Map, base_url: &str) -> Answer {
+    let batch = own_batch(hub, project, world, id).await?;
+    batch.accepts_chunks()?;
+    let number = |key: &str, min: i64| -> Result<i64, HubError> {
+        match body.get(key) {
+            Some(Value::Int(n)) if *n >= min => Ok(*n),
+            _ => Err(HubError::BadRequest(format!("'{key}' must be an integer of at least {min}"))),
+        }
+    };
+    let ordinal = number("ordinal", 0)?;
+    if ordinal >= MAX_CHUNKS {
+        return Err(HubError::BadRequest(format!("'ordinal' {ordinal} is past this hub's {MAX_CHUNKS} chunks per batch")));
+    }
+    let digest = req_str(body, "digest")?;
+    if digest.len() != 64 || !is_hex(&digest) {
+        return Err(HubError::BadRequest("'digest' must be the sha256 of the gzipped chunk, 64 lowercase hex characters".into()));
+    }
+    let bytes = number("bytes", 1)?;
+    if bytes as u64 > hub.limits.chunk_bytes as u64 {
+        return Err(HubError::TooLarge(format!(
+            "chunk {ordinal} is {bytes} bytes, over this hub's chunk limit of {} bytes (limits.chunkBytes): cut smaller chunks (--chunk-bytes)",
+            hub.limits.chunk_bytes
+        )));
+    }
+    let rows = number("rows", 0)?;
+    let entity = opt_str(body, "entity")?.filter(|e| !e.is_empty());
+    let key = chunk_key(project, &digest);
+    // Dedup: the project's store already holds these bytes (their digest was checked when they came).
+    let held = hub.objects.size(&key).await? == Some(bytes as u64);
+    let chunk = DataChunk {
+        batch_id: batch.id.clone(),
+        ordinal,
+        id: new_id("wdc_"),
+        digest: digest.clone(),
+        bytes,
+        rows,
+        entity,
+        uploaded: held,
+        created_at: now_iso(),
+    };
+    let (mut stored, _) = hub.meta.register_data_chunk(&batch.id, chunk, &now_iso()).await?;
+    if held && !stored.uploaded {
+        stored = hub.meta.mark_data_chunk_uploaded(&batch.id, &stored.id).await?.unwrap_or(stored);
+    }
+    let mut out = Map::default();
+    out.insert("chunkId".into(), Value::str(&stored.id));
+    out.insert("ordinal".into(), int(stored.ordinal));
+    out.insert("uploaded".into(), Value::Bool(stored.uploaded));
+    if !stored.uploaded {
+        use base64::Engine as _;
+        let raw = hex::decode(&digest).map_err(|_| HubError::BadRequest("'digest' is not hex".into()))?;
+        let checksum = base64::engine::general_purpose::STANDARD.encode(raw);
+        let size = bytes.to_string();
+        let url =
+            presign(hub, base_url, "PUT", &key, &[("checksum", &checksum), ("batch", &batch.id), ("chunk", &stored.id), ("size", &size)]);
+        out.insert("uploadUrl".into(), Value::str(url));
+        out.insert(
+            "uploadHeaders".into(),
+            object([
+                ("Content-Type", Value::str("application/gzip")),
+                ("Content-Length", Value::str(&size)),
+                ("x-amz-checksum-sha256", Value::str(&checksum)),
+            ]),
+        );
+    }
+    ok(Value::Object(out))
+}
+
+async fn chunk_uploaded(hub: &Hub, project: &str, world: &Container, id: &str, chunk_id: &str) -> Answer {
+    let batch = own_batch(hub, project, world, id).await?;
+    let chunks = hub.meta.data_chunks(&batch.id).await?;
+    let chunk = chunks
+        .iter()
+        .find(|c| c.id == chunk_id)
+        .ok_or_else(|| HubError::NotFound(format!("no chunk '{chunk_id}' in batch {}", batch.id)))?;
+    if hub.objects.size(&chunk_key(project, &chunk.digest)).await? != Some(chunk.bytes as u64) {
+        return Err(HubError::Conflict(format!(
+            "chunk {} of batch {} has no stored bytes: PUT them to its uploadUrl first",
+            chunk.ordinal, batch.id
+        )));
+    }
+    hub.meta.mark_data_chunk_uploaded(&batch.id, &chunk.id).await?;
+    ok(object([("chunkId", Value::str(&chunk.id)), ("ordinal", int(chunk.ordinal)), ("uploaded", Value::Bool(true))]))
+}
+
+async fn complete(hub: &Hub, project: &str, world: &Container, id: &str) -> Answer {
+    own_batch(hub, project, world, id).await?;
+    let mut batch = hub.meta.complete_data_batch(project, id, &now_iso()).await?;
+    batch.lease_until = Some((now_secs() + LEASE_SECS) as i64);
+    hub.meta.update_data_batch(&batch).await?;
+    tokio::spawn(run_apply(hub.clone(), batch.clone()));
+    ok(object([
+        ("batchId", Value::str(&batch.id)),
+        ("state", Value::str(&batch.state)),
+        ("progress", object([("phase", Value::str("queued"))])),
+    ]))
+}
+
+async fn status(hub: &Hub, project: &str, world: &Container, id: &str, base_url: &str) -> Answer {
+    let mut batch = own_batch(hub, project, world, id).await?;
+    if batch.state == APPLYING && batch.lease_until.is_some_and(|lease| lease < now_secs() as i64) {
+        // Its applier stopped renewing: the hub process went away mid-apply.
+        batch.state = FAILED.into();
+        batch.phase = None;
+        batch.error =
+            Some("the hub process applying this batch stopped before it finished; nothing was applied: import the rows again".into());
+        batch.updated_at = now_iso();
+        hub.meta.update_data_batch(&batch).await?;
+    }
+    ok(batch_json(hub, world, &batch, base_url, true).await?)
+}
+
+async fn list_batches(hub: &Hub, world: &Container, query: &BTreeMap<String, String>) -> Answer {
+    let limit = match query.get("limit") {
+        None => 50,
+        Some(raw) => {
+            raw.parse::<i64>().ok().filter(|n| (1..=500).contains(n)).ok_or_else(|| HubError::BadRequest("'limit' must be 1-500".into()))?
+        }
+    };
+    let before = match query.get("cursor").filter(|c| !c.is_empty()) {
+        None => None,
+        Some(raw) => Some(raw.parse::<i64>().map_err(|_| HubError::BadRequest(format!("'cursor' {raw} is not a cursor this hub gave")))?),
+    };
+    let batches = hub.meta.data_batches(&world.id, before, limit + 1).await?;
+    let more = batches.len() as i64 > limit;
+    let mut listed = Vec::new();
+    for batch in batches.iter().take(limit as usize) {
+        listed.push(batch_json(hub, world, batch, "", false).await?);
+    }
+    let next = if more { batches.get(limit as usize - 1).map(|b| Value::Str(b.seq.to_string())) } else { None };
+    ok(object([("slug", Value::str(&world.slug)), ("batches", Value::Array(listed)), ("nextCursor", next.unwrap_or(Value::Null))]))
+}
+
+async fn show(hub: &Hub, world: &Container, entity: Option<&str>) -> Answer {
+    let tip = tip(hub, world).await?;
+    let head = current_head(hub, world, &tip).await?;
+    let tree = tree(hub, &tip).await?;
+    let mut out = Map::default();
+    out.insert("slug".into(), Value::str(&world.slug));
+    out.insert("versionId".into(), Value::str(&tip.id));
+    match head {
+        Some(head) => {
+            let root = schema_world(&tree, world)?;
+            out.insert("kind".into(), Value::str("schema"));
+            out.insert("entityCounts".into(), opt_value(&head.entity_counts));
+            out.insert("batchDigest".into(), Value::str(&head.batch_digest));
+            out.insert("pending".into(), Value::Bool(head.pending));
+            if let Some(entity) = entity {
+                let cached = work_root(hub).join("snapshots").join(format!("{}.sqlite", head.batch_digest));
+                if !cached.is_file() {
+                    let partial = cached.with_extension(format!("part-{}", crate::util::random_hex(4)));
+                    let sha = fetch_object(hub, &head.snapshot_key, &partial).await?;
+                    if sha != head.file_sha256 {
+                        let _ = std::fs::remove_file(&partial);
+                        return Err(HubError::Storage(format!("snapshot {} does not match its sha256", head.snapshot_key)));
+                    }
+                    std::fs::rename(&partial, &cached).map_err(|e| HubError::io(&cached, e))?;
+                    evict(&work_root(hub).join("snapshots"), KEPT_SNAPSHOTS);
+                }
+                let name = entity.to_string();
+                let wanted = name.clone();
+                let (rows, total) = blocking(move || snapshot_rows(&root, &cached, &wanted)).await?;
+                insert_rows(&mut out, name, rows, total);
+            }
+        }
+        None => {
+            let root = tree.world.clone().unwrap_or_else(|| tree.bundle.clone());
+            let entity = entity.map(str::to_string);
+            let wanted = entity.clone();
+            let shown = blocking(move || {
+                let kind = gateway_world::data::world_kind(&root).map_err(|e| HubError::BadRequest(e.to_string()))?;
+                let counts = gateway_world::data::entity_counts(&root).map_err(|e| HubError::BadRequest(e.to_string()))?;
+                let rows = match &wanted {
+                    Some(entity) => {
+                        let rows = gateway_world::data::entity_rows(&root, entity).map_err(|e| HubError::BadRequest(e.to_string()))?;
+                        let total = rows.len();
+                        Some((rows.into_iter().take(SHOW_ROWS).collect::<Vec<_>>(), total))
+                    }
+                    None => None,
+                };
+                Ok((kind, counts, rows))
+            })
+            .await?;
+            out.insert("kind".into(), Value::str(shown.0));
+            out.insert("entityCounts".into(), shown.1);
+            if let Some((rows, total)) = shown.2 {
+                insert_rows(&mut out, entity.unwrap_or_default(), rows, total);
+            }
+        }
+    }
+    ok(Value::Object(out))
+}
+
+/// Up to [`SHOW_ROWS`] rows of `entity` from a snapshot, in key order, and how many it holds.
+fn snapshot_rows(root: &Path, snapshot: &Path, entity: &str) -> Result<(Vec<Value>, usize), HubError> {
+    let contract = gateway_world::lifecycle::check_bundle(root).map_err(|e| engine_error("the world does not compile", e))?;
+    if contract.entity(entity).is_none() {
+        let names: Vec<&str> = contract.entities.iter().map(|e| e.name.as_str()).collect();
+        return Err(HubError::BadRequest(format!("entity at /{entity}: Unknown entity {entity}; the world has {}", names.join(", "))));
+    }
+    let conn = rusqlite::Connection::open_with_flags(snapshot, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    let table = gateway_world::compiler::quote(entity);
+    let total: i64 = conn.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))?;
+    let mut statement = conn.prepare(&format!("SELECT payload FROM {table} ORDER BY _key LIMIT ?1"))?;
+    let rows = statement.query_map([SHOW_ROWS as i64], |r| r.get::<_, String>(0))?;
+    let mut out = Vec::new();
+    for row in rows {
+        out.extend(json::parse_clean(&row?));
+    }
+    Ok((out, total as usize))
+}
+
+fn insert_rows(out: &mut Map, entity: String, rows: Vec<Value>, total: usize) {
+    let shown = rows.len();
+    out.insert("entity".into(), Value::Str(entity));
+    out.insert("rows".into(), Value::Array(rows));
+    if total > shown {
+        out.insert("rowsTruncated".into(), Value::Bool(true));
+        out.insert("rowCount".into(), int(total));
+    }
+}
+
+// ------------------------------------------------------------------ the apply
+
+/// The batch as the applier holds it: its copy and the store's are written together.
+type Shared = Arc<tokio::sync::Mutex<DataBatch>>;
+
+async fn save(hub: &Hub, shared: &Shared, change: impl FnOnce(&mut DataBatch)) -> Result<(), HubError> {
+    let mut batch = shared.lock().await;
+    change(&mut batch);
+    batch.updated_at = now_iso();
+    hub.meta.update_data_batch(&batch).await
+}
+
+/// Apply a completed batch: wait for the world's lock, apply, publish if asked, and
+/// record the outcome (`failed` with the reason when anything goes wrong).
+async fn run_apply(hub: Hub, batch: DataBatch) {
+    let world_id = batch.container_id.clone();
+    let holder = batch.id.clone();
+    let shared: Shared = Arc::new(tokio::sync::Mutex::new(batch));
+    let lease = || (now_secs() + LEASE_SECS) as i64;
+    loop {
+        match hub.meta.lock_data(&world_id, &holder, lease(), now_secs() as i64).await {
+            Ok(true) => break,
+            Ok(false) => {
+                // Another batch of this world is applying: wait, keeping this one's lease.
+                let _ = save(&hub, &shared, |b| b.lease_until = Some(lease())).await;
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err(error) => {
+                let _ = save(&hub, &shared, |b| fail(b, &error.to_string())).await;
+                return;
+            }
+        }
+    }
+    let renewer = {
+        let (hub, shared, world_id, holder) = (hub.clone(), shared.clone(), world_id.clone(), holder.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(RENEW_EVERY).await;
+                let _ = hub.meta.lock_data(&world_id, &holder, lease(), now_secs() as i64).await;
+                let _ = save(&hub, &shared, |b| b.lease_until = Some(lease())).await;
+            }
+        })
+    };
+    let work = work_root(&hub).join("batches").join(&holder);
+    let applied = apply_locked(&hub, &shared, &work).await;
+    renewer.abort();
+    if let Err(error) = applied {
+        let _ = save(&hub, &shared, |b| fail(b, &error.to_string())).await;
+    }
+    let _ = hub.meta.unlock_data(&world_id, &holder).await;
+    let _ = tokio::fs::remove_dir_all(&work).await;
+}
+
+fn fail(batch: &mut DataBatch, why: &str) {
+    batch.state = FAILED.into();
+    batch.phase = None;
+    batch.lease_until = None;
+    batch.error = Some(why.to_string());
+}
+
+/// Everything the apply does while it holds the world's lock.
+async fn apply_locked(hub: &Hub, shared: &Shared, work: &Path) -> Result<(), HubError> {
+    let batch = shared.lock().await.clone();
+    let world = hub
+        .meta
+        .container_by_id(&batch.container_id)
+        .await?
+        .ok_or_else(|| HubError::NotFound(format!("world {} is gone", batch.container_id)))?;
+    save(hub, shared, |b| b.phase = Some("staging".into())).await?;
+    let tip = tip(hub, &world).await?;
+    let head = current_head(hub, &world, &tip).await?;
+    let chunks = hub.meta.data_chunks(&batch.id).await?;
+    if chunks.is_empty() {
+        // Nothing was sent: nothing changes, no version.
+        let result =
+            object([("rows", int(0)), ("appliedRows", int(0)), ("refusalCount", int(0)), ("appliedChunks", Value::Array(Vec::new()))]);
+        return save(hub, shared, |b| {
+            b.state = APPLIED.into();
+            b.phase = None;
+            b.lease_until = None;
+            b.base_version_id = Some(tip.id.clone());
+            b.result = Some(stored(&result));
+        })
+        .await;
+    }
+    let laps = Laps::new(&format!("apply {}", batch.id));
+    let tree = tree(hub, &tip).await?;
+    let root = schema_world(&tree, &world)?;
+    laps.lap("tree");
+    tokio::fs::create_dir_all(work).await.map_err(|e| HubError::io(work, e))?;
+    // The parent: the world's data head on this tip, else the tip's own snapshot.
+    let snapshot = work.join(gateway_world::snapshot::SNAPSHOT);
+    let parent_digest = match &head {
+        Some(head) => {
+            let sha = fetch_object(hub, &head.snapshot_key, &snapshot).await?;
+            if sha != head.file_sha256 {
+                return Err(HubError::Storage(format!("the world's data snapshot {} does not match its sha256", head.snapshot_key)));
+            }
+            head.batch_digest.clone()
+        }
+        None => {
+            let (root, snapshot) = (root.clone(), snapshot.clone());
+            blocking(move || {
+                let source = gateway_world::snapshot::default_snapshot(&root);
+                std::fs::copy(&source, &snapshot).map_err(|e| HubError::io(&source, e))?;
+                let sidecar = gateway_world::snapshot::read_sidecar(&source).map_err(|e| HubError::BadRequest(e.to_string()))?;
+                Ok(sidecar
+                    .and_then(|s| s.get("batchDigest").and_then(Value::as_str).map(str::to_string))
+                    .unwrap_or_else(|| gateway_world::snapshot::EMPTY_DIGEST.to_string()))
+            })
+            .await?
+        }
+    };
+    // The chunks: bytes checked against their digest, gunzipped within the chunk limit.
+    let project = batch.project_id.clone();
+    let mut specs = Vec::new();
+    for chunk in &chunks {
+        let gz = work.join(format!("{}.gz", gateway_world::chunks::chunk_name(chunk.ordinal as usize)));
+        let sha = fetch_object(hub, &chunk_key(&project, &chunk.digest), &gz).await?;
+        if sha != chunk.digest {
+            return Err(HubError::Storage(format!("chunk {} does not match its digest in the store", chunk.ordinal)));
+        }
+        let plain = gz.with_extension("");
+        let (from, to, cap, ordinal) = (gz.clone(), plain.clone(), hub.limits.chunk_bytes as u64, chunk.ordinal);
+        blocking(move || gunzip_capped(&from, &to, cap, ordinal)).await?;
+        let _ = tokio::fs::remove_file(&gz).await;
+        specs.push(ChunkSpec {
+            ordinal: chunk.ordinal as usize,
+            path: plain,
+            entity: chunk.entity.clone(),
+            digest: Some(chunk.digest.clone()),
+        });
+    }
+    laps.lap("parent and chunks");
+    save(hub, shared, |b| b.phase = Some("applying".into())).await?;
+    let options = BatchOptions {
+        mode: batch.mode.clone(),
+        merge: batch.merge.clone(),
+        atomic: batch.atomic,
+        batch_id: batch.id.clone(),
+        parent_digest: parent_digest.clone(),
+        dry_run: batch.dry_run,
+        memory_budget: gateway_world::check::MEMORY_BUDGET,
+    };
+    let outcome = {
+        let (root, snapshot) = (root.clone(), snapshot.clone());
+        blocking(move || {
+            let contract = gateway_world::lifecycle::check_bundle(&root).map_err(|e| engine_error("the world does not compile", e))?;
+            build_batch(&contract, &snapshot, &specs, &options).map_err(|e| engine_error("the batch could not be applied", e))
+        })
+        .await?
+    };
+    laps.lap("build_batch");
+    // The refusal report: up to 10,000 records, then the truncation marker.
+    let report = if outcome.refusal_count > 0 {
+        let path = work.join("refusals.jsonl");
+        let mut text = String::new();
+        for record in &outcome.refusals {
+            text.push_str(&json::dumps(record, gateway_world::check::ROW_LINE));
+            text.push('\n');
+        }
+        if outcome.refusal_count > outcome.refusals.len() {
+            let marker = object([("truncated", Value::Bool(true)), ("total", int(outcome.refusal_count))]);
+            text.push_str(&json::dumps(&marker, gateway_world::check::ROW_LINE));
+            text.push('\n');
+        }
+        tokio::fs::write(&path, text).await.map_err(|e| HubError::io(&path, e))?;
+        let key = report_key(&world, &batch.id);
+        store_object(hub, &key, &path).await?;
+        Some(key)
+    } else {
+        None
+    };
+    let result = object([
+        ("contractHash", Value::str(&outcome.contract_hash)),
+        ("batchDigest", Value::str(&outcome.batch_digest)),
+        ("parentBatchDigest", Value::str(&parent_digest)),
+        ("entityCounts", outcome.entity_counts.clone()),
+        ("rows", int(outcome.rows)),
+        ("appliedRows", int(outcome.applied_rows)),
+        ("refusalCount", int(outcome.refusal_count)),
+        ("appliedChunks", Value::Array(outcome.applied_chunks.iter().map(|n| int(*n)).collect())),
+    ]);
+    let refusals = Value::Array(outcome.refusals.iter().take(STATUS_REFUSALS).cloned().collect());
+    let moved = outcome.written && !outcome.applied_chunks.is_empty();
+    let refused = outcome.refusal_count > 0 && !moved;
+    save(hub, shared, |b| {
+        b.result = Some(stored(&result));
+        b.refusals = Some(stored(&refusals));
+        b.report_key = report.clone();
+        b.base_version_id = Some(tip.id.clone());
+    })
+    .await?;
+    if batch.dry_run || !moved {
+        return save(hub, shared, |b| {
+            b.state = if refused { REFUSED.into() } else { APPLIED.into() };
+            b.phase = None;
+            b.lease_until = None;
+        })
+        .await;
+    }
+    // The world's data moves: its head is the new snapshot (stored first; a head never
+    // names an object that is not there).
+    let key = snapshot_key(&world, &outcome.batch_digest);
+    store_object(hub, &key, &snapshot).await?;
+    laps.lap("snapshot stored");
+    let mut new_head = DataHead {
+        container_id: world.id.clone(),
+        base_version_id: tip.id.clone(),
+        snapshot_key: key,
+        batch_digest: outcome.batch_digest.clone(),
+        contract_hash: outcome.contract_hash.clone(),
+        entity_counts: stored(&outcome.entity_counts),
+        file_sha256: outcome.file_sha256.clone().unwrap_or_default(),
+        pending: true,
+        updated_at: now_iso(),
+    };
+    let previous = hub.meta.data_head(&world.id).await?;
+    if batch.publish != "now" {
+        hub.meta.put_data_head(new_head.clone()).await?;
+        forget_snapshot(hub, previous, &new_head).await;
+        return save(hub, shared, |b| {
+            b.state = APPLIED.into();
+            b.phase = None;
+            b.lease_until = None;
+        })
+        .await;
+    }
+    // Published now: the version first, then the head moves onto it. The batch stays
+    // `applying` meanwhile (a client polls until a terminal state); if the version cannot
+    // be made, the batch fails and the world's data is as it was.
+    save(hub, shared, |b| b.phase = Some("publishing".into())).await?;
+    let reason = batch.message.clone().unwrap_or_else(|| format!("data import {}", batch.id));
+    let version = publish_version(hub, &world, &tip, &tree, &root, work, &new_head, &reason).await?;
+    laps.lap("published");
+    new_head.base_version_id = version.id.clone();
+    new_head.pending = false;
+    new_head.updated_at = now_iso();
+    hub.meta.put_data_head(new_head.clone()).await?;
+    forget_snapshot(hub, previous, &new_head).await;
+    // `--publish later` batches applied on this tip before it are in the version too.
+    hub.meta.publish_data_batches(&world.id, &tip.id, &version.id, &now_iso()).await?;
+    save(hub, shared, |b| {
+        b.state = PUBLISHED.into();
+        b.version_id = Some(version.id.clone());
+        b.phase = None;
+        b.lease_until = None;
+    })
+    .await
+}
+
+/// Remove the snapshot object a world's previous head named, once the head has moved
+/// off it (the versions carry their own copies; a failure only leaves the object).
+async fn forget_snapshot(hub: &Hub, previous: Option<DataHead>, now: &DataHead) {
+    if let Some(previous) = previous.filter(|p| p.snapshot_key != now.snapshot_key) {
+        let _ = hub.objects.delete(&previous.snapshot_key).await;
+    }
+}
+
+/// Gunzip a chunk (every gzip member, as Python's `gzip` reads them) into `to`,
+/// refusing one that expands past `cap` bytes.
+fn gunzip_capped(from: &Path, to: &Path, cap: u64, ordinal: i64) -> Result<(), HubError> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(from).map_err(|e| HubError::io(from, e))?;
+    let mut decoder = flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file)).take(cap + 1);
+    let mut out = std::fs::File::create(to).map_err(|e| HubError::io(to, e))?;
+    let copied =
+        std::io::copy(&mut decoder, &mut out).map_err(|e| HubError::BadRequest(format!("chunk {ordinal} is not gzip over JSONL: {e}")))?;
+    if copied > cap {
+        return Err(HubError::TooLarge(format!(
+            "chunk {ordinal} expands to more than {cap} bytes of JSONL, this hub's chunk limit (limits.chunkBytes): cut smaller chunks (--chunk-bytes)"
+        )));
+    }
+    Ok(())
+}
+
+/// Turn the data head into a data-only version of the world on `main`: the tip's
+/// files, with the head's snapshot as `db/state.sqlite` (and its sidecar), the
+/// `db/snapshot.json` pin naming it, and the scenario snapshots rebuilt on it.
+#[allow(clippy::too_many_arguments)]
+async fn publish_version(
+    hub: &Hub,
+    world: &Container,
+    tip: &Version,
+    tree: &Tree,
+    root: &Path,
+    work: &Path,
+    head: &DataHead,
+    reason: &str,
+) -> Result<Version, HubError> {
+    let snapshot = work.join(gateway_world::snapshot::SNAPSHOT);
+    if !snapshot.is_file() {
+        let sha = fetch_object(hub, &head.snapshot_key, &snapshot).await?;
+        if sha != head.file_sha256 {
+            return Err(HubError::Storage(format!("the world's data snapshot {} does not match its sha256", head.snapshot_key)));
+        }
+    }
+    let bundle = work.join("bundle");
+    let tarball = work.join("bundle.tar.gz");
+    let (from, bundle_dir, world_rel) =
+        (tree.bundle.clone(), bundle.clone(), root.strip_prefix(&tree.bundle).unwrap_or(Path::new("")).to_path_buf());
+    let (head_owned, tarball_path) = (head.clone(), tarball.clone());
+    let (content_hash, manifest, sha256, size) = blocking(move || {
+        let laps = Laps::new("publish");
+        let skip = |rel: &Path| {
+            let name = rel.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            let in_world = rel.strip_prefix(&world_rel).ok();
+            let parent = in_world.and_then(Path::parent).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+            let snapshot_file = matches!(name, "state.sqlite" | "state.json") || name.starts_with(".state.sqlite.");
+            in_world.is_some()
+                && ((parent == "db" && (snapshot_file || name == "snapshot.json")) || (parent.starts_with("scenarios/") && snapshot_file))
+        };
+        copy_tree(&from, &bundle_dir, Path::new(""), &skip)?;
+        laps.lap("files copied");
+        let world = bundle_dir.join(&world_rel);
+        let db = world.join("db");
+        std::fs::create_dir_all(&db).map_err(|e| HubError::io(&db, e))?;
+        let target = gateway_world::snapshot::default_snapshot(&world);
+        std::fs::copy(&snapshot, &target).map_err(|e| HubError::io(&snapshot, e))?;
+        let counts = json::parse_clean(&head_owned.entity_counts).unwrap_or_default();
+        gateway_world::snapshot::write_sidecar(&target, &head_owned.contract_hash, &head_owned.batch_digest, counts.clone())
+            .map_err(|e| engine_error("the snapshot's sidecar", e))?;
+        let pin = object([
+            ("batchDigest", Value::str(&head_owned.batch_digest)),
+            ("contractHash", Value::str(&head_owned.contract_hash)),
+            ("entityCounts", counts),
+        ]);
+        let pin_text =
+            format!("{}\n", json::dumps(&pin, DumpOptions { sort_keys: false, ensure_ascii: true, indent: Some(1), compact: false }));
+        let pin_path = db.join("snapshot.json");
+        std::fs::write(&pin_path, pin_text).map_err(|e| HubError::io(&pin_path, e))?;
+        let contract = gateway_world::lifecycle::check_bundle(&world).map_err(|e| engine_error("the world does not compile", e))?;
+        laps.lap("snapshot, sidecar and pin");
+        gateway_world::snapshot::build_all(&world, &contract, false).map_err(|e| engine_error("the world's snapshots", e))?;
+        laps.lap("scenario snapshots");
+        let content_hash = crate::archive::compute_content_hash(&bundle_dir)?;
+        let manifest = Value::Array(crate::archive::build_file_manifest(&bundle_dir));
+        laps.lap("content hash and manifest");
+        let file = std::fs::File::create(&tarball_path).map_err(|e| HubError::io(&tarball_path, e))?;
+        let mut hashing = HashingFile { file: std::io::BufWriter::new(file), digest: Sha256::new(), bytes: 0 };
+        crate::archive::write_source_tarball(&bundle_dir, &mut hashing, BUNDLE_LEVEL)?;
+        use std::io::Write as _;
+        hashing.file.flush().map_err(|e| HubError::io(&tarball_path, e))?;
+        use base64::Engine as _;
+        let sha256 = base64::engine::general_purpose::STANDARD.encode(hashing.digest.finalize());
+        laps.lap("tarball");
+        Ok((content_hash, manifest, sha256, hashing.bytes))
+    })
+    .await?;
+    if size > hub.limits.max_object_bytes as u64 {
+        return Err(HubError::TooLarge(format!(
+            "the data-only version's bundle is {size} bytes, over this hub's {}-byte bundle limit (--max-bundle-mb)",
+            hub.limits.max_object_bytes
+        )));
+    }
+    let new = Version {
+        id: new_id("ver_"),
+        container_id: world.id.clone(),
+        content_hash: content_hash.clone(),
+        bundle_sha256: sha256,
+        bundle_size: size as i64,
+        semantic_version: tip.semantic_version.clone(),
+        pyproject_meta: tip.pyproject_meta.clone(),
+        file_manifest: json::canonical(&manifest),
+        state: "PENDING".into(),
+        change_reason: Some(reason.to_string()),
+        author: tip.author.clone(),
+        image_ref: tip.image_ref.clone(),
+        object_key: format!("bundles/{}/{}.tar.gz", world.id, content_hash),
+        uploaded: false,
+        requires_dist: tip.requires_dist.clone(),
+        pushed_branch: Some("main".into()),
+        created_at: now_iso(),
+        ..Version::default()
+    };
+    let (version, _) = hub.meta.create_version(new).await?;
+    if !version.uploaded || hub.objects.size(&version.object_key).await?.is_none() {
+        store_object(hub, &version.object_key, &tarball).await?;
+        hub.meta.mark_uploaded(&version.id, false).await?;
+    }
+    let done = hub.meta.finalize(&version.id, "main", Some(&tip.id), false).await.map_err(|error| match error {
+        HubError::Conflict(_) => HubError::Conflict(format!(
+            "'{}' main moved while the batch applied (it was {}): the data-only version was not published; import the rows onto the new tip",
+            world.slug, tip.id
+        )),
+        other => other,
+    })?;
+    Ok(done.version)
+}
+
+/// A file writer that hashes and counts what it writes.
+struct HashingFile {
+    file: std::io::BufWriter<std::fs::File>,
+    digest: Sha256,
+    bytes: u64,
+}
+
+impl std::io::Write for HashingFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.digest.update(&buf[..n]);
+        self.bytes += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+/// Copy a tree, leaving out what `skip` names (paths relative to the top).
+fn copy_tree(from: &Path, to: &Path, rel: &Path, skip: &dyn Fn(&Path) -> bool) -> Result<(), HubError> {
+    std::fs::create_dir_all(to).map_err(|e| HubError::io(to, e))?;
+    for entry in std::fs::read_dir(from).map_err(|e| HubError::io(from, e))? {
+        let entry = entry.map_err(|e| HubError::io(from, e))?;
+        let name = entry.file_name();
+        let child = rel.join(&name);
+        let kind = entry.file_type().map_err(|e| HubError::io(&entry.path(), e))?;
+        if kind.is_dir() {
+            copy_tree(&entry.path(), &to.join(&name), &child, skip)?;
+        } else if kind.is_file() && !skip(&child) {
+            std::fs::copy(entry.path(), to.join(&name)).map_err(|e| HubError::io(&entry.path(), e))?;
+        }
+    }
+    Ok(())
+}
+
+/// `POST …/data/publish`: every applied `--publish later` batch of the world, folded
+/// into one data-only version.
+async fn publish(hub: &Hub, world: &Container, body: &Map) -> Answer {
+    let message = opt_str(body, "message")?.filter(|m| !m.is_empty());
+    let holder = new_id("pub_");
+    if !hub.meta.lock_data(&world.id, &holder, (now_secs() + LEASE_SECS) as i64, now_secs() as i64).await? {
+        return Err(HubError::Conflict(format!(
+            "a data batch is being applied to '{}': publish once it is done (`gateway worlds data batches {}`)",
+            world.slug, world.slug
+        )));
+    }
+    let work = work_root(hub).join("batches").join(&holder);
+    let published = publish_locked(hub, world, message, &work).await;
+    let _ = hub.meta.unlock_data(&world.id, &holder).await;
+    let _ = tokio::fs::remove_dir_all(&work).await;
+    published
+}
+
+async fn publish_locked(hub: &Hub, world: &Container, message: Option<String>, work: &Path) -> Answer {
+    let tip = tip(hub, world).await?;
+    let head = hub.meta.data_head(&world.id).await?;
+    let Some(head) = head.filter(|h| h.pending) else {
+        return ok(object([
+            ("slug", Value::str(&world.slug)),
+            ("published", Value::Bool(false)),
+            ("versionId", Value::str(&tip.id)),
+            ("batches", Value::Array(Vec::new())),
+            ("message", Value::str("nothing to publish: no batch imported with --publish later is waiting")),
+        ]));
+    };
+    if head.base_version_id != tip.id {
+        return Err(HubError::Conflict(format!(
+            "'{}' main moved to {} since the waiting batches were applied on {}: their rows are not in it; import them again",
+            world.slug, tip.id, head.base_version_id
+        )));
+    }
+    let tree = tree(hub, &tip).await?;
+    let root = schema_world(&tree, world)?;
+    tokio::fs::create_dir_all(work).await.map_err(|e| HubError::io(work, e))?;
+    let reason = message.unwrap_or_else(|| "data publish".to_string());
+    let version = publish_version(hub, world, &tip, &tree, &root, work, &head, &reason).await?;
+    let mut moved = head.clone();
+    moved.base_version_id = version.id.clone();
+    moved.pending = false;
+    moved.updated_at = now_iso();
+    hub.meta.put_data_head(moved).await?;
+    let batches = hub.meta.publish_data_batches(&world.id, &tip.id, &version.id, &now_iso()).await?;
+    ok(object([
+        ("slug", Value::str(&world.slug)),
+        ("published", Value::Bool(true)),
+        ("versionId", Value::str(&version.id)),
+        ("contentHash", Value::str(&version.content_hash)),
+        ("state", Value::str(&version.state)),
+        ("batchDigest", Value::str(&head.batch_digest)),
+        ("entityCounts", opt_value(&head.entity_counts)),
+        ("batches", Value::Array(batches.into_iter().map(Value::Str).collect())),
+    ]))
+}

@@ -1,0 +1,345 @@
+//! [`WorldDataStore`] on SQLite: the tables of migration 0005. A chunk registration, a
+//! `complete` and the apply lock are each one `BEGIN IMMEDIATE` transaction, so they
+//! are decided on rows no other process changes meanwhile (the SQLite file is the lock).
+
+use super::SqliteStore;
+use crate::error::HubError;
+use crate::store::StoreResult;
+use crate::world_data::*;
+use async_trait::async_trait;
+use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
+
+const BATCH_COLUMNS: &str = "id, project_id, container_id, state, phase, mode, merge, atomic, publish, dry_run, message, \
+     base_version_id, result, refusals, report_key, version_id, error, lease_until, created_at, updated_at, completed_at, seq";
+
+fn batch_row(r: &Row) -> rusqlite::Result<DataBatch> {
+    Ok(DataBatch {
+        id: r.get(0)?,
+        project_id: r.get(1)?,
+        container_id: r.get(2)?,
+        state: r.get(3)?,
+        phase: r.get(4)?,
+        mode: r.get(5)?,
+        merge: r.get(6)?,
+        atomic: r.get::<_, i64>(7)? != 0,
+        publish: r.get(8)?,
+        dry_run: r.get::<_, i64>(9)? != 0,
+        message: r.get(10)?,
+        base_version_id: r.get(11)?,
+        result: r.get(12)?,
+        refusals: r.get(13)?,
+        report_key: r.get(14)?,
+        version_id: r.get(15)?,
+        error: r.get(16)?,
+        lease_until: r.get(17)?,
+        created_at: r.get(18)?,
+        updated_at: r.get(19)?,
+        completed_at: r.get(20)?,
+        seq: r.get(21)?,
+    })
+}
+
+const CHUNK_COLUMNS: &str = "batch_id, ordinal, id, digest, bytes, rows, entity, uploaded, created_at";
+
+fn chunk_row(r: &Row) -> rusqlite::Result<DataChunk> {
+    Ok(DataChunk {
+        batch_id: r.get(0)?,
+        ordinal: r.get(1)?,
+        id: r.get(2)?,
+        digest: r.get(3)?,
+        bytes: r.get(4)?,
+        rows: r.get(5)?,
+        entity: r.get(6)?,
+        uploaded: r.get::<_, i64>(7)? != 0,
+        created_at: r.get(8)?,
+    })
+}
+
+const HEAD_COLUMNS: &str =
+    "container_id, base_version_id, snapshot_key, batch_digest, contract_hash, entity_counts, file_sha256, pending, updated_at";
+
+fn head_row(r: &Row) -> rusqlite::Result<DataHead> {
+    Ok(DataHead {
+        container_id: r.get(0)?,
+        base_version_id: r.get(1)?,
+        snapshot_key: r.get(2)?,
+        batch_digest: r.get(3)?,
+        contract_hash: r.get(4)?,
+        entity_counts: r.get(5)?,
+        file_sha256: r.get(6)?,
+        pending: r.get::<_, i64>(7)? != 0,
+        updated_at: r.get(8)?,
+    })
+}
+
+fn get_batch(conn: &Connection, project_id: &str, id: &str) -> StoreResult<Option<DataBatch>> {
+    Ok(conn
+        .query_row(
+            &format!("SELECT {BATCH_COLUMNS} FROM world_data_batches WHERE project_id = ?1 AND id = ?2"),
+            [project_id, id],
+            batch_row,
+        )
+        .optional()?)
+}
+
+fn get_batch_by_id(conn: &Connection, id: &str) -> StoreResult<Option<DataBatch>> {
+    Ok(conn.query_row(&format!("SELECT {BATCH_COLUMNS} FROM world_data_batches WHERE id = ?1"), [id], batch_row).optional()?)
+}
+
+fn get_chunks(conn: &Connection, batch_id: &str) -> StoreResult<Vec<DataChunk>> {
+    let mut stmt = conn.prepare(&format!("SELECT {CHUNK_COLUMNS} FROM world_data_chunks WHERE batch_id = ?1 ORDER BY ordinal"))?;
+    let rows = stmt.query_map([batch_id], chunk_row)?;
+    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+fn write_batch(conn: &Connection, b: &DataBatch) -> StoreResult<()> {
+    conn.execute(
+        "UPDATE world_data_batches SET state = ?1, phase = ?2, base_version_id = ?3, result = ?4, refusals = ?5, report_key = ?6, \
+         version_id = ?7, error = ?8, lease_until = ?9, updated_at = ?10, completed_at = ?11 WHERE id = ?12",
+        params![
+            b.state,
+            b.phase,
+            b.base_version_id,
+            b.result,
+            b.refusals,
+            b.report_key,
+            b.version_id,
+            b.error,
+            b.lease_until,
+            b.updated_at,
+            b.completed_at,
+            b.id
+        ],
+    )?;
+    Ok(())
+}
+
+#[async_trait]
+impl WorldDataStore for SqliteStore {
+    async fn create_data_batch(&self, b: DataBatch) -> StoreResult<()> {
+        self.with(move |c| {
+            c.execute(
+                "INSERT INTO world_data_batches (id, project_id, container_id, state, phase, mode, merge, atomic, publish, dry_run, \
+                 message, base_version_id, result, refusals, report_key, version_id, error, lease_until, created_at, updated_at, \
+                 completed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
+                params![
+                    b.id,
+                    b.project_id,
+                    b.container_id,
+                    b.state,
+                    b.phase,
+                    b.mode,
+                    b.merge,
+                    b.atomic as i64,
+                    b.publish,
+                    b.dry_run as i64,
+                    b.message,
+                    b.base_version_id,
+                    b.result,
+                    b.refusals,
+                    b.report_key,
+                    b.version_id,
+                    b.error,
+                    b.lease_until,
+                    b.created_at,
+                    b.updated_at,
+                    b.completed_at
+                ],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn data_batch(&self, project_id: &str, id: &str) -> StoreResult<Option<DataBatch>> {
+        let (project_id, id) = (project_id.to_string(), id.to_string());
+        self.with(move |c| get_batch(c, &project_id, &id)).await
+    }
+
+    async fn data_batches(&self, container_id: &str, before: Option<i64>, limit: i64) -> StoreResult<Vec<DataBatch>> {
+        let container_id = container_id.to_string();
+        self.with(move |c| {
+            let mut stmt = c.prepare(&format!(
+                "SELECT {BATCH_COLUMNS} FROM world_data_batches WHERE container_id = ?1 AND (?2 IS NULL OR seq < ?2) \
+                 ORDER BY seq DESC LIMIT ?3"
+            ))?;
+            let rows = stmt.query_map(params![container_id, before, limit], batch_row)?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .await
+    }
+
+    async fn register_data_chunk(&self, batch_id: &str, chunk: DataChunk, now: &str) -> StoreResult<(DataChunk, bool)> {
+        let (batch_id, now) = (batch_id.to_string(), now.to_string());
+        self.with(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let mut batch = get_batch_by_id(&tx, &batch_id)?.ok_or_else(|| HubError::NotFound(format!("no batch '{batch_id}'")))?;
+            let existing = tx
+                .query_row(
+                    &format!("SELECT {CHUNK_COLUMNS} FROM world_data_chunks WHERE batch_id = ?1 AND ordinal = ?2"),
+                    params![batch_id, chunk.ordinal],
+                    chunk_row,
+                )
+                .optional()?;
+            let (stored, new) = batch.register(chunk, existing)?;
+            if new {
+                tx.execute(
+                    &format!(
+                        "INSERT INTO world_data_chunks ({CHUNK_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) \
+                         ON CONFLICT (batch_id, ordinal) DO UPDATE SET id = excluded.id, digest = excluded.digest, \
+                         bytes = excluded.bytes, rows = excluded.rows, entity = excluded.entity, uploaded = excluded.uploaded, \
+                         created_at = excluded.created_at"
+                    ),
+                    params![
+                        stored.batch_id,
+                        stored.ordinal,
+                        stored.id,
+                        stored.digest,
+                        stored.bytes,
+                        stored.rows,
+                        stored.entity,
+                        stored.uploaded as i64,
+                        stored.created_at
+                    ],
+                )?;
+            }
+            batch.state = UPLOADING.into();
+            batch.updated_at = now;
+            write_batch(&tx, &batch)?;
+            tx.commit()?;
+            Ok((stored, new))
+        })
+        .await
+    }
+
+    async fn data_chunks(&self, batch_id: &str) -> StoreResult<Vec<DataChunk>> {
+        let batch_id = batch_id.to_string();
+        self.with(move |c| get_chunks(c, &batch_id)).await
+    }
+
+    async fn mark_data_chunk_uploaded(&self, batch_id: &str, chunk_id: &str) -> StoreResult<Option<DataChunk>> {
+        let (batch_id, chunk_id) = (batch_id.to_string(), chunk_id.to_string());
+        self.with(move |c| {
+            c.execute("UPDATE world_data_chunks SET uploaded = 1 WHERE batch_id = ?1 AND id = ?2", [&batch_id, &chunk_id])?;
+            Ok(c.query_row(
+                &format!("SELECT {CHUNK_COLUMNS} FROM world_data_chunks WHERE batch_id = ?1 AND id = ?2"),
+                [&batch_id, &chunk_id],
+                chunk_row,
+            )
+            .optional()?)
+        })
+        .await
+    }
+
+    async fn complete_data_batch(&self, project_id: &str, id: &str, now: &str) -> StoreResult<DataBatch> {
+        let (project_id, id, now) = (project_id.to_string(), id.to_string(), now.to_string());
+        self.with(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let mut batch =
+                get_batch(&tx, &project_id, &id)?.ok_or_else(|| HubError::NotFound(format!("no batch '{id}' in this project")))?;
+            let chunks = get_chunks(&tx, &id)?;
+            batch.complete(&chunks, &now)?;
+            write_batch(&tx, &batch)?;
+            tx.commit()?;
+            Ok(batch)
+        })
+        .await
+    }
+
+    async fn update_data_batch(&self, batch: &DataBatch) -> StoreResult<()> {
+        let batch = batch.clone();
+        self.with(move |c| write_batch(c, &batch)).await
+    }
+
+    async fn publish_data_batches(
+        &self,
+        container_id: &str,
+        base_version_id: &str,
+        version_id: &str,
+        now: &str,
+    ) -> StoreResult<Vec<String>> {
+        let (container_id, base, version, now) =
+            (container_id.to_string(), base_version_id.to_string(), version_id.to_string(), now.to_string());
+        self.with(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let ids: Vec<String> = {
+                let mut stmt = tx.prepare(
+                    "SELECT id FROM world_data_batches WHERE container_id = ?1 AND base_version_id = ?2 AND state = ?3 \
+                     AND version_id IS NULL AND dry_run = 0 ORDER BY seq",
+                )?;
+                let rows = stmt.query_map(params![container_id, base, APPLIED], |r| r.get(0))?;
+                rows.collect::<rusqlite::Result<Vec<_>>>()?
+            };
+            for id in &ids {
+                tx.execute(
+                    "UPDATE world_data_batches SET state = ?1, version_id = ?2, updated_at = ?3 WHERE id = ?4",
+                    params![PUBLISHED, version, now, id],
+                )?;
+            }
+            tx.commit()?;
+            Ok(ids)
+        })
+        .await
+    }
+
+    async fn data_head(&self, container_id: &str) -> StoreResult<Option<DataHead>> {
+        let container_id = container_id.to_string();
+        self.with(move |c| {
+            Ok(c.query_row(&format!("SELECT {HEAD_COLUMNS} FROM world_data_heads WHERE container_id = ?1"), [&container_id], head_row)
+                .optional()?)
+        })
+        .await
+    }
+
+    async fn put_data_head(&self, h: DataHead) -> StoreResult<()> {
+        self.with(move |c| {
+            c.execute(
+                &format!(
+                    "INSERT INTO world_data_heads ({HEAD_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) \
+                     ON CONFLICT (container_id) DO UPDATE SET base_version_id = excluded.base_version_id, \
+                     snapshot_key = excluded.snapshot_key, batch_digest = excluded.batch_digest, \
+                     contract_hash = excluded.contract_hash, entity_counts = excluded.entity_counts, \
+                     file_sha256 = excluded.file_sha256, pending = excluded.pending, updated_at = excluded.updated_at"
+                ),
+                params![
+                    h.container_id,
+                    h.base_version_id,
+                    h.snapshot_key,
+                    h.batch_digest,
+                    h.contract_hash,
+                    h.entity_counts,
+                    h.file_sha256,
+                    h.pending as i64,
+                    h.updated_at
+                ],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn lock_data(&self, container_id: &str, holder: &str, lease_until: i64, now: i64) -> StoreResult<bool> {
+        let (container_id, holder) = (container_id.to_string(), holder.to_string());
+        self.with(move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let taken = tx.execute(
+                "INSERT INTO world_data_locks (container_id, holder, lease_until) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (container_id) DO UPDATE SET holder = excluded.holder, lease_until = excluded.lease_until \
+                 WHERE world_data_locks.holder = excluded.holder OR world_data_locks.lease_until < ?4",
+                params![container_id, holder, lease_until, now],
+            )?;
+            tx.commit()?;
+            Ok(taken == 1)
+        })
+        .await
+    }
+
+    async fn unlock_data(&self, container_id: &str, holder: &str) -> StoreResult<()> {
+        let (container_id, holder) = (container_id.to_string(), holder.to_string());
+        self.with(move |c| {
+            c.execute("DELETE FROM world_data_locks WHERE container_id = ?1 AND holder = ?2", [&container_id, &holder])?;
+            Ok(())
+        })
+        .await
+    }
+}
