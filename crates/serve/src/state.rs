@@ -173,11 +173,14 @@ const MAX_GROUP: usize = 64;
 /// group's transaction and returns the row it wrote (or null).
 pub type WriteJob = Box<dyn FnOnce(&mut Store) -> Result<Value> + Send>;
 
+/// Where a queued write's outcome goes.
+type ReplySender = tokio::sync::oneshot::Sender<Result<Value>>;
+
 struct QueuedWrite {
     job: WriteJob,
     /// The entity it writes (its column caches are dropped after the commit).
     entity: Option<String>,
-    reply: tokio::sync::oneshot::Sender<Result<Value>>,
+    reply: ReplySender,
 }
 
 /// Writes waiting for the writer, and whether a drain task is running.
@@ -312,58 +315,14 @@ impl Db {
 
     /// Run a group of writes in one transaction and answer each after the commit.
     fn commit_group(&self, group: Vec<QueuedWrite>) {
-        let mut results = Vec::with_capacity(group.len());
-        let mut replies = Vec::with_capacity(group.len());
-        let mut touched: Option<std::collections::BTreeSet<String>> = Some(Default::default());
-        let committed = {
-            let mut store = self.lock_writer();
-            match store.begin_group() {
-                Err(error) => Err(error.to_string()),
-                Ok(()) => {
-                    let mut panicked = false;
-                    for write in group {
-                        let outcome = if panicked {
-                            Err(commit_failure("another write of its group panicked"))
-                        } else {
-                            let job = write.job;
-                            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&mut store))) {
-                                Ok(outcome) => outcome,
-                                Err(_) => {
-                                    panicked = true;
-                                    Err(commit_failure("the write panicked"))
-                                }
-                            }
-                        };
-                        if outcome.is_ok() {
-                            match (&write.entity, &mut touched) {
-                                (Some(entity), Some(set)) => {
-                                    set.insert(entity.clone());
-                                }
-                                (None, slot) => *slot = None,
-                                _ => {}
-                            }
-                        }
-                        results.push(outcome);
-                        replies.push(write.reply);
-                    }
-                    self.group_commits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    if panicked {
-                        // A panic may have left a batch half-applied: undo the group.
-                        store.abort_group();
-                        Err("a write of its group panicked; the group was rolled back".to_string())
-                    } else {
-                        store.commit_group().map_err(|e| e.to_string())
-                    }
-                }
-            }
-        };
+        let (ran, touched, committed) = self.run_group(group);
         // Caches are dropped after the commit, so no reader caches a column of the
         // old rows under the new generation.
         match touched {
             Some(entities) => entities.iter().for_each(|entity| self.invalidate(Some(entity))),
             None => self.invalidate(None),
         }
-        for (reply, result) in replies.into_iter().zip(results) {
+        for (reply, result) in ran {
             let answer = match (&committed, result) {
                 // A refused write changed nothing, whatever became of its group.
                 (_, Err(refused)) => Err(refused),
@@ -372,6 +331,55 @@ impl Db {
             };
             let _ = reply.send(answer);
         }
+    }
+
+    /// Each write of `group` as its own batch inside one transaction, then the
+    /// commit: every write's reply and outcome, the entities written (`None`: all),
+    /// and the commit's outcome.
+    #[allow(clippy::type_complexity)]
+    fn run_group(
+        &self,
+        group: Vec<QueuedWrite>,
+    ) -> (Vec<(ReplySender, Result<Value>)>, Option<std::collections::BTreeSet<String>>, std::result::Result<(), String>) {
+        let mut store = self.lock_writer();
+        if let Err(error) = store.begin_group() {
+            let reason = error.to_string();
+            let ran = group.into_iter().map(|write| (write.reply, Err(commit_failure(&reason)))).collect();
+            return (ran, Some(Default::default()), Err(reason));
+        }
+        let mut ran = Vec::with_capacity(group.len());
+        let mut touched = Some(std::collections::BTreeSet::new());
+        let mut panicked = false;
+        for write in group {
+            let outcome = if panicked {
+                Err(commit_failure("another write of its group panicked"))
+            } else {
+                let job = write.job;
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&mut store))).unwrap_or_else(|_| {
+                    panicked = true;
+                    Err(commit_failure("the write panicked"))
+                })
+            };
+            if outcome.is_ok() {
+                match (write.entity, &mut touched) {
+                    (Some(entity), Some(set)) => {
+                        set.insert(entity);
+                    }
+                    (None, slot) => *slot = None,
+                    _ => {}
+                }
+            }
+            ran.push((write.reply, outcome));
+        }
+        self.group_commits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let committed = if panicked {
+            // A panic may have left a batch half-applied: undo the group.
+            store.abort_group();
+            Err("a write of its group panicked; the group was rolled back".to_string())
+        } else {
+            store.commit_group().map_err(|e| e.to_string())
+        };
+        (ran, touched, committed)
     }
 
     fn column(&self, entity: &str, path: &str) -> Result<Arc<Column>> {

@@ -360,11 +360,6 @@ impl Store {
         self.highest.clear();
     }
 
-    /// Whether a group is open.
-    pub fn in_group(&self) -> bool {
-        self.grouped
-    }
-
     // -------------------------------------------------------------- batches
 
     /// Apply a batch atomically. An exact retry is a no-op; reusing its id with
