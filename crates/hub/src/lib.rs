@@ -43,6 +43,7 @@ pub mod gitignore;
 pub mod judge;
 pub mod platform_client;
 pub mod postgres;
+mod rows;
 pub mod s3;
 pub mod seed_diff;
 pub mod server;

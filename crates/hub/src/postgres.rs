@@ -16,11 +16,12 @@
 //! so of many finalizes from one stale base exactly one moves the branch.
 
 use crate::error::HubError;
+use crate::rows::*;
 use crate::sqlite::cas_decision;
 use crate::store::*;
 use crate::util::{new_id, now_iso};
 use async_trait::async_trait;
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{Postgres, Row, Transaction};
 use std::str::FromStr;
 use std::time::Duration;
@@ -110,85 +111,9 @@ impl PostgresStore {
 
 type Tx = Transaction<'static, Postgres>;
 
-const CONTAINER_COLUMNS: &str = "id, project_id, slug, name, description, tags, visibility, forked_from_version_id, created_at";
-
-fn container_row(r: &PgRow) -> Result<Container, sqlx::Error> {
-    Ok(Container {
-        id: r.try_get(0)?,
-        project_id: r.try_get(1)?,
-        slug: r.try_get(2)?,
-        name: r.try_get(3)?,
-        description: r.try_get(4)?,
-        tags: r.try_get(5)?,
-        visibility: r.try_get(6)?,
-        forked_from_version_id: r.try_get(7)?,
-        created_at: r.try_get(8)?,
-    })
-}
-
-const VERSION_COLUMNS: &str = "id, container_id, content_hash, bundle_sha256, bundle_size, semantic_version, pyproject_meta, \
-     file_manifest, state, change_reason, author, image_ref, object_key, uploaded, wheel_filename, wheel_sha256, wheel_size, \
-     wheel_uploaded, requires_dist, forked_from_version_id, pushed_branch, created_at, seq";
-
-fn version_row(r: &PgRow) -> Result<Version, sqlx::Error> {
-    Ok(Version {
-        id: r.try_get(0)?,
-        container_id: r.try_get(1)?,
-        content_hash: r.try_get(2)?,
-        bundle_sha256: r.try_get(3)?,
-        bundle_size: r.try_get(4)?,
-        semantic_version: r.try_get(5)?,
-        pyproject_meta: r.try_get(6)?,
-        file_manifest: r.try_get(7)?,
-        state: r.try_get(8)?,
-        change_reason: r.try_get(9)?,
-        author: r.try_get(10)?,
-        image_ref: r.try_get(11)?,
-        object_key: r.try_get(12)?,
-        uploaded: r.try_get::<i64, _>(13)? != 0,
-        wheel_filename: r.try_get(14)?,
-        wheel_sha256: r.try_get(15)?,
-        wheel_size: r.try_get(16)?,
-        wheel_uploaded: r.try_get::<i64, _>(17)? != 0,
-        requires_dist: r.try_get(18)?,
-        forked_from_version_id: r.try_get(19)?,
-        pushed_branch: r.try_get(20)?,
-        created_at: r.try_get(21)?,
-        seq: r.try_get(22)?,
-    })
-}
-
-const REF_COLUMNS: &str = "container_id, name, kind, version_id, created_at, updated_at";
-
-fn ref_row(r: &PgRow) -> Result<Ref, sqlx::Error> {
-    Ok(Ref {
-        container_id: r.try_get(0)?,
-        name: r.try_get(1)?,
-        kind: r.try_get(2)?,
-        version_id: r.try_get(3)?,
-        created_at: r.try_get(4)?,
-        updated_at: r.try_get(5)?,
-    })
-}
-
-fn proposal_row(r: &PgRow) -> Result<Proposal, sqlx::Error> {
-    Ok(Proposal {
-        id: r.try_get(0)?,
-        container_id: r.try_get(1)?,
-        title: r.try_get(2)?,
-        change_reason: r.try_get(3)?,
-        base_version_id: r.try_get(4)?,
-        target_branch: r.try_get(5)?,
-        source_branch: r.try_get(6)?,
-        changes: r.try_get(7)?,
-        status: r.try_get(8)?,
-        created_at: r.try_get(9)?,
-    })
-}
-
 async fn get_version(tx: &mut Tx, id: &str) -> StoreResult<Option<Version>> {
     let row = sqlx::query(&format!("SELECT {VERSION_COLUMNS} FROM versions WHERE id = $1")).bind(id).fetch_optional(&mut **tx).await?;
-    Ok(row.as_ref().map(version_row).transpose()?)
+    Ok(row.as_ref().map(from_postgres).transpose()?)
 }
 
 async fn get_ref(tx: &mut Tx, container_id: &str, name: &str) -> StoreResult<Option<Ref>> {
@@ -197,7 +122,7 @@ async fn get_ref(tx: &mut Tx, container_id: &str, name: &str) -> StoreResult<Opt
         .bind(name)
         .fetch_optional(&mut **tx)
         .await?;
-    Ok(row.as_ref().map(ref_row).transpose()?)
+    Ok(row.as_ref().map(from_postgres).transpose()?)
 }
 
 /// Lock a container's row for the rest of the transaction: ref changes of one container
@@ -315,7 +240,7 @@ impl MetaStore for PostgresStore {
             .fetch_one(&mut *tx)
             .await?;
         tx.commit().await?;
-        Ok((container_row(&row)?, false))
+        Ok((from_postgres(&row)?, false))
     }
 
     async fn container(&self, project_id: &str, slug: &str) -> StoreResult<Option<Container>> {
@@ -324,13 +249,13 @@ impl MetaStore for PostgresStore {
             .bind(slug)
             .fetch_optional(&self.pool)
             .await?;
-        Ok(row.as_ref().map(container_row).transpose()?)
+        Ok(row.as_ref().map(from_postgres).transpose()?)
     }
 
     async fn container_by_id(&self, id: &str) -> StoreResult<Option<Container>> {
         let row =
             sqlx::query(&format!("SELECT {CONTAINER_COLUMNS} FROM containers WHERE id = $1")).bind(id).fetch_optional(&self.pool).await?;
-        Ok(row.as_ref().map(container_row).transpose()?)
+        Ok(row.as_ref().map(from_postgres).transpose()?)
     }
 
     async fn create_version(&self, new: Version) -> StoreResult<(Version, bool)> {
@@ -347,7 +272,7 @@ impl MetaStore for PostgresStore {
             .bind(&new.content_hash)
             .fetch_one(&mut *tx)
             .await?;
-        let mut existing = version_row(&row)?;
+        let mut existing: Version = from_postgres(&row)?;
         if !existing.uploaded {
             sqlx::query("UPDATE versions SET bundle_sha256 = $1, bundle_size = $2 WHERE id = $3")
                 .bind(&new.bundle_sha256)
@@ -364,7 +289,7 @@ impl MetaStore for PostgresStore {
 
     async fn version(&self, id: &str) -> StoreResult<Option<Version>> {
         let row = sqlx::query(&format!("SELECT {VERSION_COLUMNS} FROM versions WHERE id = $1")).bind(id).fetch_optional(&self.pool).await?;
-        Ok(row.as_ref().map(version_row).transpose()?)
+        Ok(row.as_ref().map(from_postgres).transpose()?)
     }
 
     async fn mark_uploaded(&self, version_id: &str, wheel: bool) -> StoreResult<()> {
@@ -455,7 +380,7 @@ impl MetaStore for PostgresStore {
             .bind(limit)
             .fetch_all(&self.pool)
             .await?;
-        Ok(rows.iter().map(version_row).collect::<Result<Vec<_>, _>>()?)
+        Ok(rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?)
     }
 
     async fn refs(&self, container_id: &str) -> StoreResult<Vec<Ref>> {
@@ -466,7 +391,7 @@ impl MetaStore for PostgresStore {
         .bind(container_id)
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows.iter().map(ref_row).collect::<Result<Vec<_>, _>>()?)
+        Ok(rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?)
     }
 
     async fn get_ref(&self, container_id: &str, name: &str) -> StoreResult<Option<Ref>> {
@@ -475,7 +400,7 @@ impl MetaStore for PostgresStore {
             .bind(name)
             .fetch_optional(&self.pool)
             .await?;
-        Ok(row.as_ref().map(ref_row).transpose()?)
+        Ok(row.as_ref().map(from_postgres).transpose()?)
     }
 
     async fn create_ref(&self, new: Ref) -> StoreResult<()> {
@@ -555,14 +480,13 @@ impl MetaStore for PostgresStore {
     }
 
     async fn proposals(&self, container_id: &str) -> StoreResult<Vec<Proposal>> {
-        let rows = sqlx::query(
-            "SELECT id, container_id, title, change_reason, base_version_id, target_branch, source_branch, changes, status, created_at \
-             FROM proposals WHERE container_id = $1 ORDER BY created_at COLLATE \"C\" DESC, id COLLATE \"C\"",
-        )
+        let rows = sqlx::query(&format!(
+            "SELECT {PROPOSAL_COLUMNS} FROM proposals WHERE container_id = $1 ORDER BY created_at COLLATE \"C\" DESC, id COLLATE \"C\""
+        ))
         .bind(container_id)
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows.iter().map(proposal_row).collect::<Result<Vec<_>, _>>()?)
+        Ok(rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?)
     }
 
     async fn put_secret(&self, container_id: &str, key: &str, sealed: Vec<u8>) -> StoreResult<bool> {

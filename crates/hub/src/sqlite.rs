@@ -3,10 +3,11 @@
 //! holds even between several processes sharing the file.
 
 use crate::error::HubError;
+use crate::rows::*;
 use crate::store::*;
 use crate::util::{new_id, now_iso};
 use async_trait::async_trait;
-use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -84,76 +85,13 @@ impl SqliteStore {
     }
 }
 
-const CONTAINER_COLUMNS: &str = "id, project_id, slug, name, description, tags, visibility, forked_from_version_id, created_at";
-
-fn container_row(r: &Row) -> rusqlite::Result<Container> {
-    Ok(Container {
-        id: r.get(0)?,
-        project_id: r.get(1)?,
-        slug: r.get(2)?,
-        name: r.get(3)?,
-        description: r.get(4)?,
-        tags: r.get(5)?,
-        visibility: r.get(6)?,
-        forked_from_version_id: r.get(7)?,
-        created_at: r.get(8)?,
-    })
-}
-
-const VERSION_COLUMNS: &str = "id, container_id, content_hash, bundle_sha256, bundle_size, semantic_version, pyproject_meta, \
-     file_manifest, state, change_reason, author, image_ref, object_key, uploaded, wheel_filename, wheel_sha256, wheel_size, \
-     wheel_uploaded, requires_dist, forked_from_version_id, pushed_branch, created_at, seq";
-
-fn version_row(r: &Row) -> rusqlite::Result<Version> {
-    Ok(Version {
-        id: r.get(0)?,
-        container_id: r.get(1)?,
-        content_hash: r.get(2)?,
-        bundle_sha256: r.get(3)?,
-        bundle_size: r.get(4)?,
-        semantic_version: r.get(5)?,
-        pyproject_meta: r.get(6)?,
-        file_manifest: r.get(7)?,
-        state: r.get(8)?,
-        change_reason: r.get(9)?,
-        author: r.get(10)?,
-        image_ref: r.get(11)?,
-        object_key: r.get(12)?,
-        uploaded: r.get::<_, i64>(13)? != 0,
-        wheel_filename: r.get(14)?,
-        wheel_sha256: r.get(15)?,
-        wheel_size: r.get(16)?,
-        wheel_uploaded: r.get::<_, i64>(17)? != 0,
-        requires_dist: r.get(18)?,
-        forked_from_version_id: r.get(19)?,
-        pushed_branch: r.get(20)?,
-        created_at: r.get(21)?,
-        seq: r.get(22)?,
-    })
-}
-
-fn ref_row(r: &Row) -> rusqlite::Result<Ref> {
-    Ok(Ref {
-        container_id: r.get(0)?,
-        name: r.get(1)?,
-        kind: r.get(2)?,
-        version_id: r.get(3)?,
-        created_at: r.get(4)?,
-        updated_at: r.get(5)?,
-    })
-}
-
 fn get_version(conn: &Connection, id: &str) -> StoreResult<Option<Version>> {
-    Ok(conn.query_row(&format!("SELECT {VERSION_COLUMNS} FROM versions WHERE id = ?1"), [id], version_row).optional()?)
+    Ok(conn.query_row(&format!("SELECT {VERSION_COLUMNS} FROM versions WHERE id = ?1"), [id], from_sqlite).optional()?)
 }
 
 fn get_ref(conn: &Connection, container_id: &str, name: &str) -> StoreResult<Option<Ref>> {
     Ok(conn
-        .query_row(
-            "SELECT container_id, name, kind, version_id, created_at, updated_at FROM refs WHERE container_id = ?1 AND name = ?2",
-            [container_id, name],
-            ref_row,
-        )
+        .query_row(&format!("SELECT {REF_COLUMNS} FROM refs WHERE container_id = ?1 AND name = ?2"), [container_id, name], from_sqlite)
         .optional()?)
 }
 
@@ -274,7 +212,7 @@ impl MetaStore for SqliteStore {
                 .query_row(
                     &format!("SELECT {CONTAINER_COLUMNS} FROM containers WHERE project_id = ?1 AND slug = ?2"),
                     [&new.project_id, &new.slug],
-                    container_row,
+                    from_sqlite,
                 )
                 .optional()?;
             if let Some(found) = found {
@@ -293,7 +231,7 @@ impl MetaStore for SqliteStore {
             Ok(c.query_row(
                 &format!("SELECT {CONTAINER_COLUMNS} FROM containers WHERE project_id = ?1 AND slug = ?2"),
                 [&project_id, &slug],
-                container_row,
+                from_sqlite,
             )
             .optional()?)
         })
@@ -303,7 +241,7 @@ impl MetaStore for SqliteStore {
     async fn container_by_id(&self, id: &str) -> StoreResult<Option<Container>> {
         let id = id.to_string();
         self.with(move |c| {
-            Ok(c.query_row(&format!("SELECT {CONTAINER_COLUMNS} FROM containers WHERE id = ?1"), [&id], container_row).optional()?)
+            Ok(c.query_row(&format!("SELECT {CONTAINER_COLUMNS} FROM containers WHERE id = ?1"), [&id], from_sqlite).optional()?)
         })
         .await
     }
@@ -311,11 +249,11 @@ impl MetaStore for SqliteStore {
     async fn create_version(&self, new: Version) -> StoreResult<(Version, bool)> {
         self.with(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let existing = tx
+            let existing: Option<Version> = tx
                 .query_row(
                     &format!("SELECT {VERSION_COLUMNS} FROM versions WHERE container_id = ?1 AND content_hash = ?2"),
                     [&new.container_id, &new.content_hash],
-                    version_row,
+                    from_sqlite,
                 )
                 .optional()?;
             if let Some(mut existing) = existing {
@@ -420,7 +358,7 @@ impl MetaStore for SqliteStore {
                 VersionFilter::HashPrefix(p) => (format!("{base} AND substr(content_hash, 1, length(?2)) = ?2"), p),
             };
             let mut stmt = c.prepare(&format!("{sql} ORDER BY seq DESC LIMIT ?3"))?;
-            let rows = stmt.query_map(params![container_id, arg, limit], version_row)?;
+            let rows = stmt.query_map(params![container_id, arg, limit], from_sqlite)?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         })
         .await
@@ -429,11 +367,10 @@ impl MetaStore for SqliteStore {
     async fn refs(&self, container_id: &str) -> StoreResult<Vec<Ref>> {
         let container_id = container_id.to_string();
         self.with(move |c| {
-            let mut stmt = c.prepare(
-                "SELECT container_id, name, kind, version_id, created_at, updated_at FROM refs WHERE container_id = ?1 \
-                 ORDER BY CASE kind WHEN 'branch' THEN 0 ELSE 1 END, name",
-            )?;
-            let rows = stmt.query_map([&container_id], ref_row)?;
+            let mut stmt = c.prepare(&format!(
+                "SELECT {REF_COLUMNS} FROM refs WHERE container_id = ?1 ORDER BY CASE kind WHEN 'branch' THEN 0 ELSE 1 END, name"
+            ))?;
+            let rows = stmt.query_map([&container_id], from_sqlite)?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         })
         .await
@@ -519,24 +456,9 @@ impl MetaStore for SqliteStore {
     async fn proposals(&self, container_id: &str) -> StoreResult<Vec<Proposal>> {
         let container_id = container_id.to_string();
         self.with(move |c| {
-            let mut stmt = c.prepare(
-                "SELECT id, container_id, title, change_reason, base_version_id, target_branch, source_branch, changes, status, created_at \
-                 FROM proposals WHERE container_id = ?1 ORDER BY created_at DESC, id",
-            )?;
-            let rows = stmt.query_map([&container_id], |r| {
-                Ok(Proposal {
-                    id: r.get(0)?,
-                    container_id: r.get(1)?,
-                    title: r.get(2)?,
-                    change_reason: r.get(3)?,
-                    base_version_id: r.get(4)?,
-                    target_branch: r.get(5)?,
-                    source_branch: r.get(6)?,
-                    changes: r.get(7)?,
-                    status: r.get(8)?,
-                    created_at: r.get(9)?,
-                })
-            })?;
+            let mut stmt =
+                c.prepare(&format!("SELECT {PROPOSAL_COLUMNS} FROM proposals WHERE container_id = ?1 ORDER BY created_at DESC, id"))?;
+            let rows = stmt.query_map([&container_id], from_sqlite)?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         })
         .await

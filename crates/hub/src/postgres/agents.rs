@@ -4,108 +4,14 @@
 //! run number is taken under an advisory lock per project; upserts are single
 //! `INSERT … ON CONFLICT` statements.
 
-use super::evaluations::{evaluation_row, EVALUATION_COLUMNS};
 use super::{PostgresStore, Tx};
 use crate::agents::*;
 use crate::error::HubError;
-use crate::evaluations::SampleSums;
+use crate::evaluations::{Evaluation, SampleSums};
+use crate::rows::*;
 use crate::store::StoreResult;
 use async_trait::async_trait;
-use sqlx::postgres::PgRow;
 use sqlx::Row;
-
-const SECRET_COLUMNS: &str = "name, scope, description, created_at, updated_at";
-
-fn secret_row(r: &PgRow) -> Result<ProjectSecret, sqlx::Error> {
-    Ok(ProjectSecret {
-        name: r.try_get(0)?,
-        scope: r.try_get(1)?,
-        description: r.try_get(2)?,
-        created_at: r.try_get(3)?,
-        updated_at: r.try_get(4)?,
-    })
-}
-
-const AGENT_COLUMNS: &str = "id, project_id, name, image, body, created_at, updated_at, seq";
-
-fn agent_row(r: &PgRow) -> Result<Agent, sqlx::Error> {
-    Ok(Agent {
-        id: r.try_get(0)?,
-        project_id: r.try_get(1)?,
-        name: r.try_get(2)?,
-        image: r.try_get(3)?,
-        body: r.try_get(4)?,
-        created_at: r.try_get(5)?,
-        updated_at: r.try_get(6)?,
-        seq: r.try_get(7)?,
-    })
-}
-
-const DATASET_COLUMNS: &str = "id, project_id, name, description, item_count, created_at, updated_at, seq";
-
-fn dataset_row(r: &PgRow) -> Result<Dataset, sqlx::Error> {
-    Ok(Dataset {
-        id: r.try_get(0)?,
-        project_id: r.try_get(1)?,
-        name: r.try_get(2)?,
-        description: r.try_get(3)?,
-        item_count: r.try_get(4)?,
-        created_at: r.try_get(5)?,
-        updated_at: r.try_get(6)?,
-        seq: r.try_get(7)?,
-    })
-}
-
-const RUN_COLUMNS: &str = "id, project_id, run_number, kind, source, name, state, algorithm_name, agent_id, dataset_id, config, \
-     job_id, worker_id, lease_expires, attempts, algo_state, result, metrics, metric_points, rollouts, details, created_at, \
-     started_at, heartbeat_at, finished_at, seq";
-
-fn run_row(r: &PgRow) -> Result<Run, sqlx::Error> {
-    Ok(Run {
-        id: r.try_get(0)?,
-        project_id: r.try_get(1)?,
-        run_number: r.try_get(2)?,
-        kind: r.try_get(3)?,
-        source: r.try_get(4)?,
-        name: r.try_get(5)?,
-        state: r.try_get(6)?,
-        algorithm_name: r.try_get(7)?,
-        agent_id: r.try_get(8)?,
-        dataset_id: r.try_get(9)?,
-        config: r.try_get(10)?,
-        job_id: r.try_get(11)?,
-        worker_id: r.try_get(12)?,
-        lease_expires: r.try_get(13)?,
-        attempts: r.try_get(14)?,
-        algo_state: r.try_get(15)?,
-        result: r.try_get(16)?,
-        metrics: r.try_get(17)?,
-        metric_points: r.try_get(18)?,
-        rollouts: r.try_get(19)?,
-        details: r.try_get(20)?,
-        created_at: r.try_get(21)?,
-        started_at: r.try_get(22)?,
-        heartbeat_at: r.try_get(23)?,
-        finished_at: r.try_get(24)?,
-        seq: r.try_get(25)?,
-    })
-}
-
-const BUILD_COLUMNS: &str = "id, project_id, agent_id, build_hash, version, commit_sha, body, created_at, seq";
-
-fn build_row(r: &PgRow) -> Result<AgentBuild, sqlx::Error> {
-    Ok(AgentBuild {
-        id: r.try_get(0)?,
-        project_id: r.try_get(1)?,
-        agent_id: r.try_get(2)?,
-        build_hash: r.try_get(3)?,
-        version: r.try_get(4)?,
-        commit_sha: r.try_get(5)?,
-        body: r.try_get(6)?,
-        created_at: r.try_get(7)?,
-        seq: r.try_get(8)?,
-    })
-}
 
 /// A run by id, else by job id; its row locked until the transaction ends when `lock`.
 async fn get_run(tx: &mut Tx, project_id: &str, id: &str, lock: bool) -> StoreResult<Option<Run>> {
@@ -117,7 +23,7 @@ async fn get_run(tx: &mut Tx, project_id: &str, id: &str, lock: bool) -> StoreRe
     .bind(id)
     .fetch_optional(&mut **tx)
     .await?;
-    Ok(row.as_ref().map(run_row).transpose()?)
+    Ok(row.as_ref().map(from_postgres).transpose()?)
 }
 
 /// Write back every column a change or a claim may move.
@@ -186,7 +92,7 @@ impl AgentStore for PostgresStore {
             .bind(project_id)
             .fetch_all(&self.pool)
             .await?;
-        Ok(rows.iter().map(secret_row).collect::<Result<Vec<_>, _>>()?)
+        Ok(rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?)
     }
 
     async fn project_secret_values(&self, project_id: &str) -> StoreResult<Vec<(ProjectSecret, Vec<u8>)>> {
@@ -195,7 +101,7 @@ impl AgentStore for PostgresStore {
                 .bind(project_id)
                 .fetch_all(&self.pool)
                 .await?;
-        Ok(rows.iter().map(|r| Ok((secret_row(r)?, r.try_get(5)?))).collect::<Result<Vec<_>, sqlx::Error>>()?)
+        Ok(rows.iter().map(|r| Ok((from_postgres(r)?, r.try_get(5)?))).collect::<Result<Vec<_>, sqlx::Error>>()?)
     }
 
     async fn delete_project_secret(&self, project_id: &str, name: &str) -> StoreResult<bool> {
@@ -222,7 +128,7 @@ impl AgentStore for PostgresStore {
         .bind(&a.updated_at)
         .fetch_one(&self.pool)
         .await?;
-        Ok((agent_row(&row)?, row.try_get(8)?))
+        Ok((from_postgres(&row)?, row.try_get(8)?))
     }
 
     async fn agents(&self, project_id: &str) -> StoreResult<Vec<Agent>> {
@@ -230,7 +136,7 @@ impl AgentStore for PostgresStore {
             .bind(project_id)
             .fetch_all(&self.pool)
             .await?;
-        Ok(rows.iter().map(agent_row).collect::<Result<Vec<_>, _>>()?)
+        Ok(rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?)
     }
 
     async fn agent(&self, project_id: &str, id_or_name: &str) -> StoreResult<Option<Agent>> {
@@ -241,7 +147,7 @@ impl AgentStore for PostgresStore {
         .bind(id_or_name)
         .fetch_optional(&self.pool)
         .await?;
-        Ok(row.as_ref().map(agent_row).transpose()?)
+        Ok(row.as_ref().map(from_postgres).transpose()?)
     }
 
     async fn put_dataset(&self, d: Dataset, items: Vec<String>) -> StoreResult<(Dataset, bool)> {
@@ -260,7 +166,7 @@ impl AgentStore for PostgresStore {
         .bind(&d.updated_at)
         .fetch_one(&mut *tx)
         .await?;
-        let (stored, created): (Dataset, bool) = (dataset_row(&row)?, row.try_get(8)?);
+        let (stored, created): (Dataset, bool) = (from_postgres(&row)?, row.try_get(8)?);
         sqlx::query("DELETE FROM dataset_items WHERE dataset_id = $1").bind(&stored.id).execute(&mut *tx).await?;
         let indexes: Vec<i64> = (0..items.len() as i64).collect();
         sqlx::query("INSERT INTO dataset_items (dataset_id, idx, input) SELECT $1, t.idx, t.input FROM UNNEST($2::BIGINT[], $3::TEXT[]) AS t(idx, input)")
@@ -278,7 +184,7 @@ impl AgentStore for PostgresStore {
             .bind(project_id)
             .fetch_all(&self.pool)
             .await?;
-        Ok(rows.iter().map(dataset_row).collect::<Result<Vec<_>, _>>()?)
+        Ok(rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?)
     }
 
     async fn dataset(&self, project_id: &str, id_or_name: &str) -> StoreResult<Option<Dataset>> {
@@ -289,7 +195,7 @@ impl AgentStore for PostgresStore {
         .bind(id_or_name)
         .fetch_optional(&self.pool)
         .await?;
-        Ok(row.as_ref().map(dataset_row).transpose()?)
+        Ok(row.as_ref().map(from_postgres).transpose()?)
     }
 
     async fn dataset_items(&self, dataset_id: &str, offset: i64, limit: i64) -> StoreResult<Vec<(i64, String)>> {
@@ -369,7 +275,7 @@ impl AgentStore for PostgresStore {
         .bind(limit)
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows.iter().map(run_row).collect::<Result<Vec<_>, _>>()?)
+        Ok(rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?)
     }
 
     async fn claim_run(
@@ -393,7 +299,7 @@ impl AgentStore for PostgresStore {
         .await?;
         let mut taken = None;
         for row in &rows {
-            let mut run = run_row(row)?;
+            let mut run: Run = from_postgres(row)?;
             match run.claimable(now.secs) {
                 Claimable::Take => {
                     run.take(worker_id, lease_secs, &now);
@@ -467,7 +373,7 @@ impl AgentStore for PostgresStore {
                 .fetch_one(&mut *tx)
                 .await?;
         tx.commit().await?;
-        Ok((build_row(&row)?, done.rows_affected() == 1))
+        Ok((from_postgres(&row)?, done.rows_affected() == 1))
     }
 
     async fn build(&self, project_id: &str, id_or_hash: &str) -> StoreResult<Option<AgentBuild>> {
@@ -479,7 +385,7 @@ impl AgentStore for PostgresStore {
         .bind(id_or_hash)
         .fetch_optional(&self.pool)
         .await?;
-        Ok(row.as_ref().map(build_row).transpose()?)
+        Ok(row.as_ref().map(from_postgres).transpose()?)
     }
 
     async fn builds_by_commit(&self, project_id: &str, prefix: &str, limit: i64) -> StoreResult<Vec<AgentBuild>> {
@@ -492,7 +398,7 @@ impl AgentStore for PostgresStore {
         .bind(limit)
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows.iter().map(build_row).collect::<Result<Vec<_>, _>>()?)
+        Ok(rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?)
     }
 
     async fn builds_by_version(&self, project_id: &str, agent_id: &str, version: &str, limit: i64) -> StoreResult<Vec<AgentBuild>> {
@@ -505,7 +411,7 @@ impl AgentStore for PostgresStore {
         .bind(limit)
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows.iter().map(build_row).collect::<Result<Vec<_>, _>>()?)
+        Ok(rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?)
     }
 
     async fn build_evaluations(&self, project_id: &str, keys: Vec<String>, limit: i64) -> StoreResult<Vec<BuildEvaluation>> {
@@ -522,7 +428,7 @@ impl AgentStore for PostgresStore {
         .await?;
         let mut out = Vec::new();
         for row in &rows {
-            let evaluation = evaluation_row(row)?;
+            let evaluation: Evaluation = from_postgres(row)?;
             let sums = sqlx::query(
                 "SELECT COUNT(*), COUNT(*) - COUNT(reward), COALESCE(SUM(reward), 0.0), COALESCE(SUM(reward * reward), 0.0), \
                  COUNT(score), COALESCE(SUM(score), 0.0), COUNT(passed), COUNT(*) FILTER (WHERE passed = 1) \

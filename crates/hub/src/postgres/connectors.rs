@@ -6,58 +6,22 @@
 use super::{PostgresStore, Tx};
 use crate::connectors::*;
 use crate::error::HubError;
+use crate::rows::*;
 use crate::store::StoreResult;
 use async_trait::async_trait;
-use sqlx::postgres::PgRow;
 use sqlx::Row;
 
-const REPO_COLUMNS: &str =
-    "r.id, r.project_id, r.slug, r.name, r.description, r.tags, r.readme, r.is_public, r.scope, r.head_commit_id, r.cloned_from, r.created_at, r.updated_at";
-const COMMIT_COLUMNS: &str = "c.id, c.repo_id, c.commit_hash, c.parent_hash, c.message, c.source, c.labels, c.metadata, c.created_at";
 const MATCHES: &str = "($2::TEXT IS NULL OR lower(r.slug) LIKE $2 ESCAPE '\\' OR lower(r.name) LIKE $2 ESCAPE '\\' \
      OR lower(coalesce(r.description, '')) LIKE $2 ESCAPE '\\')";
 
-fn repo_row(r: &PgRow) -> Result<ConnectorRepo, sqlx::Error> {
-    Ok(ConnectorRepo {
-        id: r.try_get(0)?,
-        project_id: r.try_get(1)?,
-        slug: r.try_get(2)?,
-        name: r.try_get(3)?,
-        description: r.try_get(4)?,
-        tags: r.try_get(5)?,
-        readme: r.try_get(6)?,
-        is_public: r.try_get::<i64, _>(7)? != 0,
-        scope: r.try_get(8)?,
-        head_commit_id: r.try_get(9)?,
-        cloned_from: r.try_get(10)?,
-        created_at: r.try_get(11)?,
-        updated_at: r.try_get(12)?,
-    })
-}
-
-fn commit_row(r: &PgRow, at: usize, with_files: bool) -> Result<ConnectorCommit, sqlx::Error> {
-    Ok(ConnectorCommit {
-        id: r.try_get(at)?,
-        repo_id: r.try_get(at + 1)?,
-        commit_hash: r.try_get(at + 2)?,
-        parent_hash: r.try_get(at + 3)?,
-        message: r.try_get(at + 4)?,
-        source: r.try_get(at + 5)?,
-        labels: r.try_get(at + 6)?,
-        metadata: r.try_get(at + 7)?,
-        created_at: r.try_get(at + 8)?,
-        files: if with_files { r.try_get(at + 9)? } else { String::new() },
-    })
-}
-
 impl PostgresStore {
     async fn commit_where(&self, sql: &str, repo_id: &str, value: &str) -> StoreResult<Vec<ConnectorCommit>> {
-        let rows = sqlx::query(&format!("SELECT {COMMIT_COLUMNS}, c.files FROM connector_commits c {sql}"))
+        let rows = sqlx::query(&format!("SELECT {COMMIT_COLUMNS}, {COMMIT_FILES} FROM connector_commits c {sql}"))
             .bind(repo_id)
             .bind(value)
             .fetch_all(&self.pool)
             .await?;
-        Ok(rows.iter().map(|r| commit_row(r, 0, true)).collect::<Result<Vec<_>, _>>()?)
+        Ok(rows.iter().map(|r| read_commit(r, 0, true)).collect::<Result<Vec<_>, _>>()?)
     }
 }
 
@@ -81,7 +45,7 @@ impl ConnectorStore for PostgresStore {
             .bind(slug)
             .fetch_optional(&self.pool)
             .await?;
-        Ok(row.as_ref().map(repo_row).transpose()?)
+        Ok(row.as_ref().map(from_postgres).transpose()?)
     }
 
     async fn connector_repo_by_id(&self, id: &str) -> StoreResult<Option<(ConnectorRepo, String)>> {
@@ -92,7 +56,7 @@ impl ConnectorStore for PostgresStore {
         .fetch_optional(&self.pool)
         .await?;
         Ok(match row {
-            Some(row) => Some((repo_row(&row)?, row.try_get(13)?)),
+            Some(row) => Some((from_postgres(&row)?, row.try_get(13)?)),
             None => None,
         })
     }
@@ -125,7 +89,7 @@ impl ConnectorStore for PostgresStore {
         .bind(offset)
         .fetch_all(&self.pool)
         .await?;
-        Ok((rows.iter().map(repo_row).collect::<Result<Vec<_>, _>>()?, total))
+        Ok((rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?, total))
     }
 
     async fn connector_hub(&self, project_id: &str, query: Option<&str>) -> StoreResult<Vec<HubRow>> {
@@ -144,9 +108,9 @@ impl ConnectorStore for PostgresStore {
         for row in &rows {
             let head: Option<String> = row.try_get(14)?;
             out.push(HubRow {
-                repo: repo_row(row)?,
+                repo: from_postgres(row)?,
                 org_name: row.try_get(13)?,
-                head: if head.is_some() { Some(commit_row(row, 14, false)?) } else { None },
+                head: if head.is_some() { Some(read_commit(row, 14, false)?) } else { None },
             });
         }
         Ok(out)

@@ -4,58 +4,13 @@
 //! finalize each lock their evaluation's row (`SELECT … FOR UPDATE`), so a batch never
 //! lands on an evaluation finalized meanwhile, whichever process serves it.
 
-use super::{container_row, version_row, PostgresStore, Tx, CONTAINER_COLUMNS, VERSION_COLUMNS};
+use super::{PostgresStore, Tx};
 use crate::error::HubError;
 use crate::evaluations::*;
+use crate::rows::*;
 use crate::store::{Container, StoreResult, Version};
 use async_trait::async_trait;
-use sqlx::postgres::PgRow;
 use sqlx::Row;
-
-pub(super) const EVALUATION_COLUMNS: &str = "id, project_id, container_id, version_id, model, run_id, status, num_examples, \
-     rollouts_per_example, details, metrics, cost, sample_count, created_at, completed_at, seq";
-
-pub(super) fn evaluation_row(r: &PgRow) -> Result<Evaluation, sqlx::Error> {
-    Ok(Evaluation {
-        id: r.try_get(0)?,
-        project_id: r.try_get(1)?,
-        container_id: r.try_get(2)?,
-        version_id: r.try_get(3)?,
-        model: r.try_get(4)?,
-        run_id: r.try_get(5)?,
-        status: r.try_get(6)?,
-        num_examples: r.try_get(7)?,
-        rollouts_per_example: r.try_get(8)?,
-        details: r.try_get(9)?,
-        metrics: r.try_get(10)?,
-        cost: r.try_get(11)?,
-        sample_count: r.try_get(12)?,
-        created_at: r.try_get(13)?,
-        completed_at: r.try_get(14)?,
-        seq: r.try_get(15)?,
-    })
-}
-
-const SAMPLE_COLUMNS: &str =
-    "id, evaluation_id, container_id, version_id, task, example_id, rollout_index, reward, score, correct, passed, body, created_at";
-
-fn sample_row(r: &PgRow) -> Result<Sample, sqlx::Error> {
-    Ok(Sample {
-        id: r.try_get(0)?,
-        evaluation_id: r.try_get(1)?,
-        container_id: r.try_get(2)?,
-        version_id: r.try_get(3)?,
-        task: r.try_get(4)?,
-        example_id: r.try_get(5)?,
-        rollout_index: r.try_get(6)?,
-        reward: r.try_get(7)?,
-        score: r.try_get(8)?,
-        correct: r.try_get::<Option<i64>, _>(9)?.map(|c| c != 0),
-        passed: r.try_get::<Option<i64>, _>(10)?.map(|p| p != 0),
-        body: r.try_get(11)?,
-        created_at: r.try_get(12)?,
-    })
-}
 
 /// The evaluation, its row locked until the transaction ends.
 async fn lock_evaluation(tx: &mut Tx, id: &str) -> StoreResult<Evaluation> {
@@ -64,7 +19,7 @@ async fn lock_evaluation(tx: &mut Tx, id: &str) -> StoreResult<Evaluation> {
         .fetch_optional(&mut **tx)
         .await?;
     let row = row.ok_or_else(|| HubError::NotFound(format!("no evaluation '{id}'")))?;
-    Ok(evaluation_row(&row)?)
+    Ok(from_postgres(&row)?)
 }
 
 fn finalized(evaluation: &Evaluation) -> HubError {
@@ -86,7 +41,7 @@ impl EvaluationStore for PostgresStore {
         .bind(limit)
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows.iter().map(container_row).collect::<Result<Vec<_>, _>>()?)
+        Ok(rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?)
     }
 
     async fn container_versions(&self, container_id: &str, limit: i64) -> StoreResult<Vec<Version>> {
@@ -95,7 +50,7 @@ impl EvaluationStore for PostgresStore {
             .bind(limit)
             .fetch_all(&self.pool)
             .await?;
-        Ok(rows.iter().map(version_row).collect::<Result<Vec<_>, _>>()?)
+        Ok(rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?)
     }
 
     async fn ready_version_count(&self, container_id: &str) -> StoreResult<i64> {
@@ -135,7 +90,7 @@ impl EvaluationStore for PostgresStore {
     async fn evaluation(&self, id: &str) -> StoreResult<Option<Evaluation>> {
         let row =
             sqlx::query(&format!("SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE id = $1")).bind(id).fetch_optional(&self.pool).await?;
-        Ok(row.as_ref().map(evaluation_row).transpose()?)
+        Ok(row.as_ref().map(from_postgres).transpose()?)
     }
 
     async fn add_samples(&self, evaluation_id: &str, samples: Vec<Sample>) -> StoreResult<i64> {
@@ -200,7 +155,7 @@ impl EvaluationStore for PostgresStore {
         .bind(id)
         .fetch_one(&mut *tx)
         .await?;
-        let done = evaluation_row(&row)?;
+        let done = from_postgres(&row)?;
         tx.commit().await?;
         Ok(done)
     }
@@ -211,7 +166,7 @@ impl EvaluationStore for PostgresStore {
             .bind(limit)
             .fetch_all(&self.pool)
             .await?;
-        Ok(rows.iter().map(evaluation_row).collect::<Result<Vec<_>, _>>()?)
+        Ok(rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?)
     }
 
     async fn evaluation_count(&self, container_id: &str) -> StoreResult<i64> {
@@ -225,7 +180,7 @@ impl EvaluationStore for PostgresStore {
             .bind(limit)
             .fetch_all(&self.pool)
             .await?;
-        Ok(rows.iter().map(sample_row).collect::<Result<Vec<_>, _>>()?)
+        Ok(rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?)
     }
 
     async fn task_sums(&self, container_id: &str) -> StoreResult<Vec<TaskVersionSums>> {
@@ -271,7 +226,7 @@ impl EvaluationStore for PostgresStore {
         .bind(limit)
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows.iter().map(evaluation_row).collect::<Result<Vec<_>, _>>()?)
+        Ok(rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?)
     }
 
     async fn samples_after(&self, evaluation_id: &str, after: i64, limit: i64) -> StoreResult<Vec<(i64, Sample)>> {
@@ -283,7 +238,7 @@ impl EvaluationStore for PostgresStore {
         .bind(limit)
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows.iter().map(|r| Ok((r.try_get(13)?, sample_row(r)?))).collect::<Result<Vec<_>, sqlx::Error>>()?)
+        Ok(rows.iter().map(|r| Ok((r.try_get(13)?, from_postgres(r)?))).collect::<Result<Vec<_>, sqlx::Error>>()?)
     }
 
     async fn sample(&self, id: &str) -> StoreResult<Option<Sample>> {
@@ -291,6 +246,6 @@ impl EvaluationStore for PostgresStore {
             .bind(id)
             .fetch_optional(&self.pool)
             .await?;
-        Ok(row.as_ref().map(sample_row).transpose()?)
+        Ok(row.as_ref().map(from_postgres).transpose()?)
     }
 }

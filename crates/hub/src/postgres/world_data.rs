@@ -5,74 +5,11 @@
 
 use super::{PostgresStore, Tx};
 use crate::error::HubError;
+use crate::rows::*;
 use crate::store::StoreResult;
 use crate::world_data::*;
 use async_trait::async_trait;
-use sqlx::postgres::PgRow;
 use sqlx::Row;
-
-const BATCH_COLUMNS: &str = "id, project_id, container_id, state, phase, mode, merge, atomic, publish, dry_run, message, \
-     base_version_id, result, refusals, report_key, version_id, error, lease_until, created_at, updated_at, completed_at, seq";
-
-fn batch_row(r: &PgRow) -> Result<DataBatch, sqlx::Error> {
-    Ok(DataBatch {
-        id: r.try_get(0)?,
-        project_id: r.try_get(1)?,
-        container_id: r.try_get(2)?,
-        state: r.try_get(3)?,
-        phase: r.try_get(4)?,
-        mode: r.try_get(5)?,
-        merge: r.try_get(6)?,
-        atomic: r.try_get::<i64, _>(7)? != 0,
-        publish: r.try_get(8)?,
-        dry_run: r.try_get::<i64, _>(9)? != 0,
-        message: r.try_get(10)?,
-        base_version_id: r.try_get(11)?,
-        result: r.try_get(12)?,
-        refusals: r.try_get(13)?,
-        report_key: r.try_get(14)?,
-        version_id: r.try_get(15)?,
-        error: r.try_get(16)?,
-        lease_until: r.try_get(17)?,
-        created_at: r.try_get(18)?,
-        updated_at: r.try_get(19)?,
-        completed_at: r.try_get(20)?,
-        seq: r.try_get(21)?,
-    })
-}
-
-const CHUNK_COLUMNS: &str = "batch_id, ordinal, id, digest, bytes, rows, entity, uploaded, created_at";
-
-fn chunk_row(r: &PgRow) -> Result<DataChunk, sqlx::Error> {
-    Ok(DataChunk {
-        batch_id: r.try_get(0)?,
-        ordinal: r.try_get(1)?,
-        id: r.try_get(2)?,
-        digest: r.try_get(3)?,
-        bytes: r.try_get(4)?,
-        rows: r.try_get(5)?,
-        entity: r.try_get(6)?,
-        uploaded: r.try_get::<i64, _>(7)? != 0,
-        created_at: r.try_get(8)?,
-    })
-}
-
-const HEAD_COLUMNS: &str =
-    "container_id, base_version_id, snapshot_key, batch_digest, contract_hash, entity_counts, file_sha256, pending, updated_at";
-
-fn head_row(r: &PgRow) -> Result<DataHead, sqlx::Error> {
-    Ok(DataHead {
-        container_id: r.try_get(0)?,
-        base_version_id: r.try_get(1)?,
-        snapshot_key: r.try_get(2)?,
-        batch_digest: r.try_get(3)?,
-        contract_hash: r.try_get(4)?,
-        entity_counts: r.try_get(5)?,
-        file_sha256: r.try_get(6)?,
-        pending: r.try_get::<i64, _>(7)? != 0,
-        updated_at: r.try_get(8)?,
-    })
-}
 
 async fn get_batch_locked(tx: &mut Tx, filter: &str, binds: &[&str]) -> StoreResult<Option<DataBatch>> {
     let sql = format!("SELECT {BATCH_COLUMNS} FROM world_data_batches WHERE {filter} FOR UPDATE");
@@ -81,7 +18,7 @@ async fn get_batch_locked(tx: &mut Tx, filter: &str, binds: &[&str]) -> StoreRes
         query = query.bind(*bind);
     }
     let row = query.fetch_optional(&mut **tx).await?;
-    Ok(row.as_ref().map(batch_row).transpose()?)
+    Ok(row.as_ref().map(from_postgres).transpose()?)
 }
 
 async fn get_chunks(tx: &mut Tx, batch_id: &str) -> StoreResult<Vec<DataChunk>> {
@@ -89,7 +26,7 @@ async fn get_chunks(tx: &mut Tx, batch_id: &str) -> StoreResult<Vec<DataChunk>> 
         .bind(batch_id)
         .fetch_all(&mut **tx)
         .await?;
-    Ok(rows.iter().map(chunk_row).collect::<Result<Vec<_>, _>>()?)
+    Ok(rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?)
 }
 
 async fn write_batch(tx: &mut Tx, b: &DataBatch) -> StoreResult<()> {
@@ -154,7 +91,7 @@ impl WorldDataStore for PostgresStore {
             .bind(id)
             .fetch_optional(&self.pool)
             .await?;
-        Ok(row.as_ref().map(batch_row).transpose()?)
+        Ok(row.as_ref().map(from_postgres).transpose()?)
     }
 
     async fn data_batches(&self, container_id: &str, before: Option<i64>, limit: i64) -> StoreResult<Vec<DataBatch>> {
@@ -167,7 +104,7 @@ impl WorldDataStore for PostgresStore {
         .bind(limit)
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows.iter().map(batch_row).collect::<Result<Vec<_>, _>>()?)
+        Ok(rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?)
     }
 
     async fn register_data_chunk(&self, batch_id: &str, chunk: DataChunk, now: &str) -> StoreResult<(DataChunk, bool)> {
@@ -179,7 +116,7 @@ impl WorldDataStore for PostgresStore {
             .bind(chunk.ordinal)
             .fetch_optional(&mut *tx)
             .await?;
-        let existing = existing.as_ref().map(chunk_row).transpose()?;
+        let existing = existing.as_ref().map(from_postgres).transpose()?;
         let (stored, new) = batch.register(chunk, existing)?;
         if new {
             sqlx::query(&format!(
@@ -211,7 +148,7 @@ impl WorldDataStore for PostgresStore {
             .bind(batch_id)
             .fetch_all(&self.pool)
             .await?;
-        Ok(rows.iter().map(chunk_row).collect::<Result<Vec<_>, _>>()?)
+        Ok(rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?)
     }
 
     async fn mark_data_chunk_uploaded(&self, batch_id: &str, chunk_id: &str) -> StoreResult<Option<DataChunk>> {
@@ -221,7 +158,7 @@ impl WorldDataStore for PostgresStore {
                 .bind(chunk_id)
                 .fetch_optional(&self.pool)
                 .await?;
-        Ok(row.as_ref().map(chunk_row).transpose()?)
+        Ok(row.as_ref().map(from_postgres).transpose()?)
     }
 
     async fn complete_data_batch(&self, project_id: &str, id: &str, now: &str) -> StoreResult<DataBatch> {
@@ -273,7 +210,7 @@ impl WorldDataStore for PostgresStore {
             .bind(container_id)
             .fetch_optional(&self.pool)
             .await?;
-        Ok(row.as_ref().map(head_row).transpose()?)
+        Ok(row.as_ref().map(from_postgres).transpose()?)
     }
 
     async fn put_data_head(&self, h: DataHead) -> StoreResult<()> {

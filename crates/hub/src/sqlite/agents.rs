@@ -2,108 +2,21 @@
 //! `BEGIN IMMEDIATE` transaction, so a claim, a run change or a run number is decided
 //! on rows no other process changes meanwhile (the SQLite file is the lock).
 
-use super::evaluations::{evaluation_row, EVALUATION_COLUMNS};
 use super::SqliteStore;
 use crate::agents::*;
 use crate::error::HubError;
-use crate::evaluations::SampleSums;
+use crate::evaluations::{Evaluation, SampleSums};
+use crate::rows::*;
 use crate::store::StoreResult;
 use async_trait::async_trait;
-use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
-
-const SECRET_COLUMNS: &str = "name, scope, description, created_at, updated_at";
-
-fn secret_row(r: &Row) -> rusqlite::Result<ProjectSecret> {
-    Ok(ProjectSecret { name: r.get(0)?, scope: r.get(1)?, description: r.get(2)?, created_at: r.get(3)?, updated_at: r.get(4)? })
-}
-
-const AGENT_COLUMNS: &str = "id, project_id, name, image, body, created_at, updated_at, seq";
-
-fn agent_row(r: &Row) -> rusqlite::Result<Agent> {
-    Ok(Agent {
-        id: r.get(0)?,
-        project_id: r.get(1)?,
-        name: r.get(2)?,
-        image: r.get(3)?,
-        body: r.get(4)?,
-        created_at: r.get(5)?,
-        updated_at: r.get(6)?,
-        seq: r.get(7)?,
-    })
-}
-
-const DATASET_COLUMNS: &str = "id, project_id, name, description, item_count, created_at, updated_at, seq";
-
-fn dataset_row(r: &Row) -> rusqlite::Result<Dataset> {
-    Ok(Dataset {
-        id: r.get(0)?,
-        project_id: r.get(1)?,
-        name: r.get(2)?,
-        description: r.get(3)?,
-        item_count: r.get(4)?,
-        created_at: r.get(5)?,
-        updated_at: r.get(6)?,
-        seq: r.get(7)?,
-    })
-}
-
-const RUN_COLUMNS: &str = "id, project_id, run_number, kind, source, name, state, algorithm_name, agent_id, dataset_id, config, \
-     job_id, worker_id, lease_expires, attempts, algo_state, result, metrics, metric_points, rollouts, details, created_at, \
-     started_at, heartbeat_at, finished_at, seq";
-
-fn run_row(r: &Row) -> rusqlite::Result<Run> {
-    Ok(Run {
-        id: r.get(0)?,
-        project_id: r.get(1)?,
-        run_number: r.get(2)?,
-        kind: r.get(3)?,
-        source: r.get(4)?,
-        name: r.get(5)?,
-        state: r.get(6)?,
-        algorithm_name: r.get(7)?,
-        agent_id: r.get(8)?,
-        dataset_id: r.get(9)?,
-        config: r.get(10)?,
-        job_id: r.get(11)?,
-        worker_id: r.get(12)?,
-        lease_expires: r.get(13)?,
-        attempts: r.get(14)?,
-        algo_state: r.get(15)?,
-        result: r.get(16)?,
-        metrics: r.get(17)?,
-        metric_points: r.get(18)?,
-        rollouts: r.get(19)?,
-        details: r.get(20)?,
-        created_at: r.get(21)?,
-        started_at: r.get(22)?,
-        heartbeat_at: r.get(23)?,
-        finished_at: r.get(24)?,
-        seq: r.get(25)?,
-    })
-}
-
-const BUILD_COLUMNS: &str = "id, project_id, agent_id, build_hash, version, commit_sha, body, created_at, seq";
-
-fn build_row(r: &Row) -> rusqlite::Result<AgentBuild> {
-    Ok(AgentBuild {
-        id: r.get(0)?,
-        project_id: r.get(1)?,
-        agent_id: r.get(2)?,
-        build_hash: r.get(3)?,
-        version: r.get(4)?,
-        commit_sha: r.get(5)?,
-        body: r.get(6)?,
-        created_at: r.get(7)?,
-        seq: r.get(8)?,
-    })
-}
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 fn get_run(conn: &Connection, project_id: &str, id: &str) -> StoreResult<Option<Run>> {
     Ok(conn
         .query_row(
             &format!("SELECT {RUN_COLUMNS} FROM runs WHERE project_id = ?1 AND (id = ?2 OR job_id = ?2) ORDER BY id = ?2 DESC LIMIT 1"),
             params![project_id, id],
-            run_row,
+            from_sqlite,
         )
         .optional()?)
 }
@@ -173,7 +86,7 @@ impl AgentStore for SqliteStore {
         let project_id = project_id.to_string();
         self.with(move |c| {
             let mut stmt = c.prepare(&format!("SELECT {SECRET_COLUMNS} FROM project_secrets WHERE project_id = ?1 ORDER BY name"))?;
-            let rows = stmt.query_map([&project_id], secret_row)?;
+            let rows = stmt.query_map([&project_id], from_sqlite)?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         })
         .await
@@ -184,7 +97,7 @@ impl AgentStore for SqliteStore {
         self.with(move |c| {
             let mut stmt =
                 c.prepare(&format!("SELECT {SECRET_COLUMNS}, sealed FROM project_secrets WHERE project_id = ?1 ORDER BY name"))?;
-            let rows = stmt.query_map([&project_id], |r| Ok((secret_row(r)?, r.get(5)?)))?;
+            let rows = stmt.query_map([&project_id], |r| Ok((from_sqlite(r)?, r.get(5)?)))?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         })
         .await
@@ -212,7 +125,7 @@ impl AgentStore for SqliteStore {
             let stored = tx.query_row(
                 &format!("SELECT {AGENT_COLUMNS} FROM agents WHERE project_id = ?1 AND name = ?2"),
                 [&a.project_id, &a.name],
-                agent_row,
+                from_sqlite,
             )?;
             tx.commit()?;
             Ok((stored, updated == 0))
@@ -224,7 +137,7 @@ impl AgentStore for SqliteStore {
         let project_id = project_id.to_string();
         self.with(move |c| {
             let mut stmt = c.prepare(&format!("SELECT {AGENT_COLUMNS} FROM agents WHERE project_id = ?1 ORDER BY name"))?;
-            let rows = stmt.query_map([&project_id], agent_row)?;
+            let rows = stmt.query_map([&project_id], from_sqlite)?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         })
         .await
@@ -238,7 +151,7 @@ impl AgentStore for SqliteStore {
                     "SELECT {AGENT_COLUMNS} FROM agents WHERE project_id = ?1 AND (id = ?2 OR name = ?2) ORDER BY id = ?2 DESC LIMIT 1"
                 ),
                 [&project_id, &key],
-                agent_row,
+                from_sqlite,
             )
             .optional()?)
         })
@@ -276,7 +189,7 @@ impl AgentStore for SqliteStore {
                     insert.execute(params![id, idx as i64, input])?;
                 }
             }
-            let stored = tx.query_row(&format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE id = ?1"), [&id], dataset_row)?;
+            let stored = tx.query_row(&format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE id = ?1"), [&id], from_sqlite)?;
             tx.commit()?;
             Ok((stored, created))
         })
@@ -287,7 +200,7 @@ impl AgentStore for SqliteStore {
         let project_id = project_id.to_string();
         self.with(move |c| {
             let mut stmt = c.prepare(&format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE project_id = ?1 ORDER BY seq"))?;
-            let rows = stmt.query_map([&project_id], dataset_row)?;
+            let rows = stmt.query_map([&project_id], from_sqlite)?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         })
         .await
@@ -301,7 +214,7 @@ impl AgentStore for SqliteStore {
                     "SELECT {DATASET_COLUMNS} FROM datasets WHERE project_id = ?1 AND (id = ?2 OR name = ?2) ORDER BY id = ?2 DESC LIMIT 1"
                 ),
                 [&project_id, &key],
-                dataset_row,
+                from_sqlite,
             )
             .optional()?)
         })
@@ -381,7 +294,7 @@ impl AgentStore for SqliteStore {
                 "SELECT {RUN_COLUMNS} FROM runs WHERE project_id = ?1 AND kind = 'run' AND (?2 IS NULL OR source = ?2) \
                  ORDER BY seq DESC LIMIT ?3"
             ))?;
-            let rows = stmt.query_map(params![project_id, source, limit], run_row)?;
+            let rows = stmt.query_map(params![project_id, source, limit], from_sqlite)?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         })
         .await
@@ -403,7 +316,7 @@ impl AgentStore for SqliteStore {
                     "SELECT {RUN_COLUMNS} FROM runs WHERE project_id = ?1 AND source = 'platform' \
                      AND (state = 'pending' OR (state = 'running' AND lease_expires <= ?2)) ORDER BY seq LIMIT 64"
                 ))?;
-                let rows = stmt.query_map(params![project_id, now.secs], run_row)?;
+                let rows = stmt.query_map(params![project_id, now.secs], from_sqlite)?;
                 rows.collect::<rusqlite::Result<Vec<_>>>()?
             };
             let mut taken = None;
@@ -467,7 +380,7 @@ impl AgentStore for SqliteStore {
             let stored = tx.query_row(
                 &format!("SELECT {BUILD_COLUMNS} FROM agent_builds WHERE project_id = ?1 AND agent_id = ?2 AND build_hash = ?3"),
                 [&b.project_id, &b.agent_id, &b.build_hash],
-                build_row,
+                from_sqlite,
             )?;
             tx.commit()?;
             Ok((stored, inserted == 1))
@@ -484,7 +397,7 @@ impl AgentStore for SqliteStore {
                      ORDER BY id = ?2 DESC, seq DESC LIMIT 1"
                 ),
                 [&project_id, &key],
-                build_row,
+                from_sqlite,
             )
             .optional()?)
         })
@@ -498,7 +411,7 @@ impl AgentStore for SqliteStore {
                 "SELECT {BUILD_COLUMNS} FROM agent_builds WHERE project_id = ?1 AND commit_sha >= ?2 \
                  AND substr(commit_sha, 1, length(?2)) = ?2 ORDER BY seq DESC LIMIT ?3"
             ))?;
-            let rows = stmt.query_map(params![project_id, prefix, limit], build_row)?;
+            let rows = stmt.query_map(params![project_id, prefix, limit], from_sqlite)?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         })
         .await
@@ -510,7 +423,7 @@ impl AgentStore for SqliteStore {
             let mut stmt = c.prepare(&format!(
                 "SELECT {BUILD_COLUMNS} FROM agent_builds WHERE project_id = ?1 AND agent_id = ?2 AND version = ?3 ORDER BY seq DESC LIMIT ?4"
             ))?;
-            let rows = stmt.query_map(params![project_id, agent_id, version, limit], build_row)?;
+            let rows = stmt.query_map(params![project_id, agent_id, version, limit], from_sqlite)?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         })
         .await
@@ -534,7 +447,7 @@ impl AgentStore for SqliteStore {
                 for key in &keys {
                     values.push(key);
                 }
-                let rows = stmt.query_map(values.as_slice(), evaluation_row)?;
+                let rows = stmt.query_map(values.as_slice(), from_sqlite::<Evaluation>)?;
                 rows.collect::<rusqlite::Result<Vec<_>>>()?
             };
             let mut sums_of = c.prepare(

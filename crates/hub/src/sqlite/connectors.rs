@@ -6,58 +6,20 @@
 use super::SqliteStore;
 use crate::connectors::*;
 use crate::error::HubError;
+use crate::rows::*;
 use crate::store::StoreResult;
 use async_trait::async_trait;
-use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
-
-const REPO_COLUMNS: &str =
-    "r.id, r.project_id, r.slug, r.name, r.description, r.tags, r.readme, r.is_public, r.scope, r.head_commit_id, r.cloned_from, r.created_at, r.updated_at";
-/// A commit's columns; `files` is read only where asked for.
-const COMMIT_COLUMNS: &str = "c.id, c.repo_id, c.commit_hash, c.parent_hash, c.message, c.source, c.labels, c.metadata, c.created_at";
-
-fn repo_row(r: &Row) -> rusqlite::Result<ConnectorRepo> {
-    Ok(ConnectorRepo {
-        id: r.get(0)?,
-        project_id: r.get(1)?,
-        slug: r.get(2)?,
-        name: r.get(3)?,
-        description: r.get(4)?,
-        tags: r.get(5)?,
-        readme: r.get(6)?,
-        is_public: r.get::<_, i64>(7)? != 0,
-        scope: r.get(8)?,
-        head_commit_id: r.get(9)?,
-        cloned_from: r.get(10)?,
-        created_at: r.get(11)?,
-        updated_at: r.get(12)?,
-    })
-}
-
-/// A commit from [`COMMIT_COLUMNS`] starting at column `at`, then `files` if `with_files`.
-fn commit_row(r: &Row, at: usize, with_files: bool) -> rusqlite::Result<ConnectorCommit> {
-    Ok(ConnectorCommit {
-        id: r.get(at)?,
-        repo_id: r.get(at + 1)?,
-        commit_hash: r.get(at + 2)?,
-        parent_hash: r.get(at + 3)?,
-        message: r.get(at + 4)?,
-        source: r.get(at + 5)?,
-        labels: r.get(at + 6)?,
-        metadata: r.get(at + 7)?,
-        created_at: r.get(at + 8)?,
-        files: if with_files { r.get(at + 9)? } else { String::new() },
-    })
-}
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 fn find_commit(c: &Connection, repo_id: &str, version: Option<&str>) -> StoreResult<Option<ConnectorCommit>> {
-    let select = format!("SELECT {COMMIT_COLUMNS}, c.files FROM connector_commits c");
+    let select = format!("SELECT {COMMIT_COLUMNS}, {COMMIT_FILES} FROM connector_commits c");
     let one = |sql: &str, value: &str| -> StoreResult<Option<ConnectorCommit>> {
-        Ok(c.query_row(&format!("{select} {sql}"), params![repo_id, value], |r| commit_row(r, 0, true)).optional()?)
+        Ok(c.query_row(&format!("{select} {sql}"), params![repo_id, value], |r| read_commit(r, 0, true)).optional()?)
     };
     let Some(version) = version.filter(|v| !v.is_empty()) else {
         return Ok(c
             .query_row(&format!("{select} JOIN connector_repos r ON r.head_commit_id = c.id WHERE r.id = ?1"), params![repo_id], |r| {
-                commit_row(r, 0, true)
+                read_commit(r, 0, true)
             })
             .optional()?);
     };
@@ -70,7 +32,7 @@ fn find_commit(c: &Connection, repo_id: &str, version: Option<&str>) -> StoreRes
     if version.len() >= 7 && version.bytes().all(|b| b.is_ascii_hexdigit()) {
         let prefix = format!("{}%", version.to_ascii_lowercase());
         let mut stmt = c.prepare(&format!("{select} WHERE c.repo_id = ?1 AND c.commit_hash LIKE ?2 LIMIT 2"))?;
-        let found = stmt.query_map(params![repo_id, prefix], |r| commit_row(r, 0, true))?.collect::<rusqlite::Result<Vec<_>>>()?;
+        let found = stmt.query_map(params![repo_id, prefix], |r| read_commit(r, 0, true))?.collect::<rusqlite::Result<Vec<_>>>()?;
         if found.len() > 1 {
             return Err(HubError::BadRequest(format!("version '{version}' names more than one commit: give more of the hash")));
         }
@@ -87,7 +49,7 @@ impl ConnectorStore for SqliteStore {
             Ok(c.query_row(
                 &format!("SELECT {REPO_COLUMNS} FROM connector_repos r WHERE r.project_id = ?1 AND r.slug = ?2"),
                 params![project_id, slug],
-                repo_row,
+                from_sqlite,
             )
             .optional()?)
         })
@@ -100,7 +62,7 @@ impl ConnectorStore for SqliteStore {
             Ok(c.query_row(
                 &format!("SELECT {REPO_COLUMNS}, p.name FROM connector_repos r JOIN projects p ON p.id = r.project_id WHERE r.id = ?1"),
                 params![id],
-                |r| Ok((repo_row(r)?, r.get(13)?)),
+                |r| Ok((from_sqlite(r)?, r.get(13)?)),
             )
             .optional()?)
         })
@@ -128,7 +90,7 @@ impl ConnectorStore for SqliteStore {
             )?;
             let mut stmt =
                 c.prepare(&format!("SELECT {REPO_COLUMNS} FROM connector_repos r WHERE {filter} ORDER BY r.slug LIMIT ?4 OFFSET ?5"))?;
-            let rows = stmt.query_map(params![project_id, pattern, public, limit, offset], repo_row)?;
+            let rows = stmt.query_map(params![project_id, pattern, public, limit, offset], from_sqlite)?;
             Ok((rows.collect::<rusqlite::Result<Vec<_>>>()?, total))
         })
         .await
@@ -148,7 +110,7 @@ impl ConnectorStore for SqliteStore {
             ))?;
             let rows = stmt.query_map(params![project_id, pattern], |r| {
                 let head: Option<String> = r.get(14)?;
-                Ok(HubRow { repo: repo_row(r)?, org_name: r.get(13)?, head: head.map(|_| commit_row(r, 14, false)).transpose()? })
+                Ok(HubRow { repo: from_sqlite(r)?, org_name: r.get(13)?, head: head.map(|_| read_commit(r, 14, false)).transpose()? })
             })?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         })

@@ -3,60 +3,16 @@
 //! run in `BEGIN IMMEDIATE` transactions like the rest of the store; a batch of
 //! samples and its evaluation's count change together or not at all.
 
-use super::{container_row, version_row, SqliteStore, CONTAINER_COLUMNS, VERSION_COLUMNS};
+use super::SqliteStore;
 use crate::error::HubError;
 use crate::evaluations::*;
+use crate::rows::*;
 use crate::store::{Container, StoreResult, Version};
 use async_trait::async_trait;
-use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
-
-pub(super) const EVALUATION_COLUMNS: &str = "id, project_id, container_id, version_id, model, run_id, status, num_examples, \
-     rollouts_per_example, details, metrics, cost, sample_count, created_at, completed_at, seq";
-
-pub(super) fn evaluation_row(r: &Row) -> rusqlite::Result<Evaluation> {
-    Ok(Evaluation {
-        id: r.get(0)?,
-        project_id: r.get(1)?,
-        container_id: r.get(2)?,
-        version_id: r.get(3)?,
-        model: r.get(4)?,
-        run_id: r.get(5)?,
-        status: r.get(6)?,
-        num_examples: r.get(7)?,
-        rollouts_per_example: r.get(8)?,
-        details: r.get(9)?,
-        metrics: r.get(10)?,
-        cost: r.get(11)?,
-        sample_count: r.get(12)?,
-        created_at: r.get(13)?,
-        completed_at: r.get(14)?,
-        seq: r.get(15)?,
-    })
-}
-
-const SAMPLE_COLUMNS: &str =
-    "id, evaluation_id, container_id, version_id, task, example_id, rollout_index, reward, score, correct, passed, body, created_at";
-
-fn sample_row(r: &Row) -> rusqlite::Result<Sample> {
-    Ok(Sample {
-        id: r.get(0)?,
-        evaluation_id: r.get(1)?,
-        container_id: r.get(2)?,
-        version_id: r.get(3)?,
-        task: r.get(4)?,
-        example_id: r.get(5)?,
-        rollout_index: r.get(6)?,
-        reward: r.get(7)?,
-        score: r.get(8)?,
-        correct: r.get::<_, Option<i64>>(9)?.map(|c| c != 0),
-        passed: r.get::<_, Option<i64>>(10)?.map(|p| p != 0),
-        body: r.get(11)?,
-        created_at: r.get(12)?,
-    })
-}
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 fn get_evaluation(conn: &Connection, id: &str) -> StoreResult<Option<Evaluation>> {
-    Ok(conn.query_row(&format!("SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE id = ?1"), [id], evaluation_row).optional()?)
+    Ok(conn.query_row(&format!("SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE id = ?1"), [id], from_sqlite).optional()?)
 }
 
 fn finalized(evaluation: &Evaluation) -> HubError {
@@ -74,7 +30,7 @@ impl EvaluationStore for SqliteStore {
             let mut stmt = c.prepare(&format!(
                 "SELECT {CONTAINER_COLUMNS} FROM containers WHERE project_id = ?1 AND (?2 IS NULL OR slug = ?2) ORDER BY slug LIMIT ?3"
             ))?;
-            let rows = stmt.query_map(params![project_id, slug, limit], container_row)?;
+            let rows = stmt.query_map(params![project_id, slug, limit], from_sqlite)?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         })
         .await
@@ -85,7 +41,7 @@ impl EvaluationStore for SqliteStore {
         self.with(move |c| {
             let mut stmt =
                 c.prepare(&format!("SELECT {VERSION_COLUMNS} FROM versions WHERE container_id = ?1 ORDER BY seq DESC LIMIT ?2"))?;
-            let rows = stmt.query_map(params![container_id, limit], version_row)?;
+            let rows = stmt.query_map(params![container_id, limit], from_sqlite)?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         })
         .await
@@ -206,7 +162,7 @@ impl EvaluationStore for SqliteStore {
         self.with(move |c| {
             let mut stmt =
                 c.prepare(&format!("SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE container_id = ?1 ORDER BY seq DESC LIMIT ?2"))?;
-            let rows = stmt.query_map(params![container_id, limit], evaluation_row)?;
+            let rows = stmt.query_map(params![container_id, limit], from_sqlite)?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         })
         .await
@@ -223,7 +179,7 @@ impl EvaluationStore for SqliteStore {
         self.with(move |c| {
             let mut stmt =
                 c.prepare(&format!("SELECT {SAMPLE_COLUMNS} FROM evaluation_samples WHERE evaluation_id = ?1 ORDER BY seq LIMIT ?2"))?;
-            let rows = stmt.query_map(params![evaluation_id, limit], sample_row)?;
+            let rows = stmt.query_map(params![evaluation_id, limit], from_sqlite)?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         })
         .await
@@ -265,7 +221,7 @@ impl EvaluationStore for SqliteStore {
             let mut stmt = c.prepare(&format!(
                 "SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE container_id = ?1 AND (?2 IS NULL OR seq < ?2) ORDER BY seq DESC LIMIT ?3"
             ))?;
-            let rows = stmt.query_map(params![container_id, before, limit], evaluation_row)?;
+            let rows = stmt.query_map(params![container_id, before, limit], from_sqlite)?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         })
         .await
@@ -277,7 +233,7 @@ impl EvaluationStore for SqliteStore {
             let mut stmt = c.prepare(&format!(
                 "SELECT {SAMPLE_COLUMNS}, seq FROM evaluation_samples WHERE evaluation_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3"
             ))?;
-            let rows = stmt.query_map(params![evaluation_id, after, limit], |r| Ok((r.get(13)?, sample_row(r)?)))?;
+            let rows = stmt.query_map(params![evaluation_id, after, limit], |r| Ok((r.get(13)?, from_sqlite(r)?)))?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         })
         .await
@@ -286,7 +242,7 @@ impl EvaluationStore for SqliteStore {
     async fn sample(&self, id: &str) -> StoreResult<Option<Sample>> {
         let id = id.to_string();
         self.with(move |c| {
-            Ok(c.query_row(&format!("SELECT {SAMPLE_COLUMNS} FROM evaluation_samples WHERE id = ?1"), [&id], sample_row).optional()?)
+            Ok(c.query_row(&format!("SELECT {SAMPLE_COLUMNS} FROM evaluation_samples WHERE id = ?1"), [&id], from_sqlite).optional()?)
         })
         .await
     }

@@ -4,91 +4,29 @@
 
 use super::SqliteStore;
 use crate::error::HubError;
+use crate::rows::*;
 use crate::store::StoreResult;
 use crate::world_data::*;
 use async_trait::async_trait;
-use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
-
-const BATCH_COLUMNS: &str = "id, project_id, container_id, state, phase, mode, merge, atomic, publish, dry_run, message, \
-     base_version_id, result, refusals, report_key, version_id, error, lease_until, created_at, updated_at, completed_at, seq";
-
-fn batch_row(r: &Row) -> rusqlite::Result<DataBatch> {
-    Ok(DataBatch {
-        id: r.get(0)?,
-        project_id: r.get(1)?,
-        container_id: r.get(2)?,
-        state: r.get(3)?,
-        phase: r.get(4)?,
-        mode: r.get(5)?,
-        merge: r.get(6)?,
-        atomic: r.get::<_, i64>(7)? != 0,
-        publish: r.get(8)?,
-        dry_run: r.get::<_, i64>(9)? != 0,
-        message: r.get(10)?,
-        base_version_id: r.get(11)?,
-        result: r.get(12)?,
-        refusals: r.get(13)?,
-        report_key: r.get(14)?,
-        version_id: r.get(15)?,
-        error: r.get(16)?,
-        lease_until: r.get(17)?,
-        created_at: r.get(18)?,
-        updated_at: r.get(19)?,
-        completed_at: r.get(20)?,
-        seq: r.get(21)?,
-    })
-}
-
-const CHUNK_COLUMNS: &str = "batch_id, ordinal, id, digest, bytes, rows, entity, uploaded, created_at";
-
-fn chunk_row(r: &Row) -> rusqlite::Result<DataChunk> {
-    Ok(DataChunk {
-        batch_id: r.get(0)?,
-        ordinal: r.get(1)?,
-        id: r.get(2)?,
-        digest: r.get(3)?,
-        bytes: r.get(4)?,
-        rows: r.get(5)?,
-        entity: r.get(6)?,
-        uploaded: r.get::<_, i64>(7)? != 0,
-        created_at: r.get(8)?,
-    })
-}
-
-const HEAD_COLUMNS: &str =
-    "container_id, base_version_id, snapshot_key, batch_digest, contract_hash, entity_counts, file_sha256, pending, updated_at";
-
-fn head_row(r: &Row) -> rusqlite::Result<DataHead> {
-    Ok(DataHead {
-        container_id: r.get(0)?,
-        base_version_id: r.get(1)?,
-        snapshot_key: r.get(2)?,
-        batch_digest: r.get(3)?,
-        contract_hash: r.get(4)?,
-        entity_counts: r.get(5)?,
-        file_sha256: r.get(6)?,
-        pending: r.get::<_, i64>(7)? != 0,
-        updated_at: r.get(8)?,
-    })
-}
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 fn get_batch(conn: &Connection, project_id: &str, id: &str) -> StoreResult<Option<DataBatch>> {
     Ok(conn
         .query_row(
             &format!("SELECT {BATCH_COLUMNS} FROM world_data_batches WHERE project_id = ?1 AND id = ?2"),
             [project_id, id],
-            batch_row,
+            from_sqlite,
         )
         .optional()?)
 }
 
 fn get_batch_by_id(conn: &Connection, id: &str) -> StoreResult<Option<DataBatch>> {
-    Ok(conn.query_row(&format!("SELECT {BATCH_COLUMNS} FROM world_data_batches WHERE id = ?1"), [id], batch_row).optional()?)
+    Ok(conn.query_row(&format!("SELECT {BATCH_COLUMNS} FROM world_data_batches WHERE id = ?1"), [id], from_sqlite).optional()?)
 }
 
 fn get_chunks(conn: &Connection, batch_id: &str) -> StoreResult<Vec<DataChunk>> {
     let mut stmt = conn.prepare(&format!("SELECT {CHUNK_COLUMNS} FROM world_data_chunks WHERE batch_id = ?1 ORDER BY ordinal"))?;
-    let rows = stmt.query_map([batch_id], chunk_row)?;
+    let rows = stmt.query_map([batch_id], from_sqlite)?;
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
 }
 
@@ -163,7 +101,7 @@ impl WorldDataStore for SqliteStore {
                 "SELECT {BATCH_COLUMNS} FROM world_data_batches WHERE container_id = ?1 AND (?2 IS NULL OR seq < ?2) \
                  ORDER BY seq DESC LIMIT ?3"
             ))?;
-            let rows = stmt.query_map(params![container_id, before, limit], batch_row)?;
+            let rows = stmt.query_map(params![container_id, before, limit], from_sqlite)?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         })
         .await
@@ -178,7 +116,7 @@ impl WorldDataStore for SqliteStore {
                 .query_row(
                     &format!("SELECT {CHUNK_COLUMNS} FROM world_data_chunks WHERE batch_id = ?1 AND ordinal = ?2"),
                     params![batch_id, chunk.ordinal],
-                    chunk_row,
+                    from_sqlite,
                 )
                 .optional()?;
             let (stored, new) = batch.register(chunk, existing)?;
@@ -224,7 +162,7 @@ impl WorldDataStore for SqliteStore {
             Ok(c.query_row(
                 &format!("SELECT {CHUNK_COLUMNS} FROM world_data_chunks WHERE batch_id = ?1 AND id = ?2"),
                 [&batch_id, &chunk_id],
-                chunk_row,
+                from_sqlite,
             )
             .optional()?)
         })
@@ -285,7 +223,7 @@ impl WorldDataStore for SqliteStore {
     async fn data_head(&self, container_id: &str) -> StoreResult<Option<DataHead>> {
         let container_id = container_id.to_string();
         self.with(move |c| {
-            Ok(c.query_row(&format!("SELECT {HEAD_COLUMNS} FROM world_data_heads WHERE container_id = ?1"), [&container_id], head_row)
+            Ok(c.query_row(&format!("SELECT {HEAD_COLUMNS} FROM world_data_heads WHERE container_id = ?1"), [&container_id], from_sqlite)
                 .optional()?)
         })
         .await
