@@ -41,6 +41,7 @@ pub mod evals_client;
 pub mod evaluations;
 pub mod gitignore;
 pub mod judge;
+mod migrations;
 pub mod platform_client;
 pub mod postgres;
 mod rows;

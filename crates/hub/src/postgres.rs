@@ -1,6 +1,6 @@
 //! [`MetaStore`] on PostgreSQL (`--database postgres://…`): the store several hub
-//! processes share. The schema is `migrations/postgres/*.sql` (column for column the
-//! SQLite one), applied at open under an advisory lock so processes starting together
+//! processes share. The schema is `migrations/*.sql` in the PostgreSQL text [`crate::migrations`]
+//! derives (column for column the SQLite one), applied at open under an advisory lock so processes starting together
 //! migrate once.
 //!
 //! Why sqlx (default features off: `postgres`, `runtime-tokio`, rustls TLS) rather than
@@ -16,6 +16,7 @@
 //! so of many finalizes from one stale base exactly one moves the branch.
 
 use crate::error::HubError;
+use crate::migrations::{postgres_dialect, MIGRATIONS};
 use crate::rows::*;
 use crate::sqlite::cas_decision;
 use crate::store::*;
@@ -30,16 +31,6 @@ mod agents;
 mod connectors;
 mod evaluations;
 mod world_data;
-
-/// The migrations, in order: `(version, SQL)`.
-const MIGRATIONS: &[(i64, &str)] = &[
-    (1, include_str!("../migrations/postgres/0001_init.sql")),
-    (2, include_str!("../migrations/postgres/0002_documents.sql")),
-    (3, include_str!("../migrations/postgres/0003_evaluations.sql")),
-    (4, include_str!("../migrations/postgres/0004_agents.sql")),
-    (5, include_str!("../migrations/postgres/0005_world_data.sql")),
-    (6, include_str!("../migrations/postgres/0006_connectors.sql")),
-];
 
 /// An arbitrary constant: the advisory lock key held while migrating.
 const MIGRATION_LOCK: i64 = 0x6761_7465_7761_7968;
@@ -93,10 +84,11 @@ impl PostgresStore {
             .execute(&mut *tx)
             .await?;
         for (version, sql) in MIGRATIONS {
+            let sql = postgres_dialect(sql);
             let done =
                 sqlx::query("SELECT version FROM schema_migrations WHERE version = $1").bind(version).fetch_optional(&mut *tx).await?;
             if done.is_none() {
-                sqlx::raw_sql(sql).execute(&mut *tx).await?;
+                sqlx::raw_sql(&sql).execute(&mut *tx).await?;
                 sqlx::query("INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)")
                     .bind(version)
                     .bind(now_iso())

@@ -3,6 +3,7 @@
 //! holds even between several processes sharing the file.
 
 use crate::error::HubError;
+use crate::migrations::MIGRATIONS;
 use crate::rows::*;
 use crate::store::*;
 use crate::util::{new_id, now_iso};
@@ -16,16 +17,6 @@ mod agents;
 mod connectors;
 mod evaluations;
 mod world_data;
-
-/// The migrations, in order: `(version, SQL)`.
-const MIGRATIONS: &[(i64, &str)] = &[
-    (1, include_str!("../migrations/sqlite/0001_init.sql")),
-    (2, include_str!("../migrations/sqlite/0002_documents.sql")),
-    (3, include_str!("../migrations/sqlite/0003_evaluations.sql")),
-    (4, include_str!("../migrations/sqlite/0004_agents.sql")),
-    (5, include_str!("../migrations/sqlite/0005_world_data.sql")),
-    (6, include_str!("../migrations/sqlite/0006_connectors.sql")),
-];
 
 /// The SQLite metadata store.
 #[derive(Clone)]

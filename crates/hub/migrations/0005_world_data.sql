@@ -3,7 +3,6 @@
 -- a world's data head (the snapshot its applied batches left, on top of a version, and
 -- whether batches wait for `data publish`); and the lock one applier holds on a world
 -- at a time (a lease, so a process that dies lets the next take over).
--- Kept column-for-column equal to postgres/0005_world_data.sql.
 CREATE TABLE world_data_batches (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     id TEXT NOT NULL UNIQUE,

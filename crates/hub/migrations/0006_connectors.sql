@@ -1,10 +1,8 @@
 -- Workspace connectors (spec §3): repos of template files owned by a project, and their
--- commits (the whole file set each, as a JSON object path → text). Kept column-for-column
--- equal to sqlite/0006_connectors.sql (INTEGER becomes BIGINT; is_public stays a 0/1
--- integer). `head_commit_id` moves only by a compare-and-set inside one transaction; a
--- label names the newest commit pushed with it.
+-- commits (the whole file set each, as a JSON object path → text). `head_commit_id` moves
+-- only by a compare-and-set inside one transaction; a label names the newest commit pushed with it.
 CREATE TABLE connector_repos (
-    seq BIGSERIAL PRIMARY KEY,
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
     id TEXT NOT NULL UNIQUE,
     project_id TEXT NOT NULL REFERENCES projects(id),
     slug TEXT NOT NULL,
@@ -12,7 +10,7 @@ CREATE TABLE connector_repos (
     description TEXT,
     tags TEXT NOT NULL,
     readme TEXT,
-    is_public BIGINT NOT NULL,
+    is_public INTEGER NOT NULL,
     scope TEXT NOT NULL,
     head_commit_id TEXT,
     cloned_from TEXT,
@@ -22,7 +20,7 @@ CREATE TABLE connector_repos (
 );
 CREATE INDEX connector_repos_public ON connector_repos (is_public, slug);
 CREATE TABLE connector_commits (
-    seq BIGSERIAL PRIMARY KEY,
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
     id TEXT NOT NULL UNIQUE,
     repo_id TEXT NOT NULL REFERENCES connector_repos(id) ON DELETE CASCADE,
     commit_hash TEXT NOT NULL,

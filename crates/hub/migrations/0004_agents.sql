@@ -2,19 +2,18 @@
 -- agents, datasets and their items, runs (queued platform runs, verify jobs, SDK runs)
 -- with the lease a worker holds, their metric points and rollouts, agent builds; and an
 -- index that finds the evaluations filed for a build (the release gate reads them).
--- Kept column-for-column equal to sqlite/0004_agents.sql (INTEGER becomes BIGINT, BLOB BYTEA).
 CREATE TABLE project_secrets (
     project_id TEXT NOT NULL REFERENCES projects(id),
     name TEXT NOT NULL,
     scope TEXT NOT NULL,
     description TEXT,
-    sealed BYTEA NOT NULL,
+    sealed BLOB NOT NULL,
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL,
     PRIMARY KEY (project_id, name)
 );
 CREATE TABLE agents (
-    seq BIGSERIAL PRIMARY KEY,
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
     id TEXT NOT NULL UNIQUE,
     project_id TEXT NOT NULL REFERENCES projects(id),
     name TEXT NOT NULL,
@@ -25,27 +24,27 @@ CREATE TABLE agents (
     UNIQUE (project_id, name)
 );
 CREATE TABLE datasets (
-    seq BIGSERIAL PRIMARY KEY,
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
     id TEXT NOT NULL UNIQUE,
     project_id TEXT NOT NULL REFERENCES projects(id),
     name TEXT NOT NULL,
     description TEXT,
-    item_count BIGINT NOT NULL,
+    item_count INTEGER NOT NULL,
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL,
     UNIQUE (project_id, name)
 );
 CREATE TABLE dataset_items (
     dataset_id TEXT NOT NULL REFERENCES datasets(id),
-    idx BIGINT NOT NULL,
+    idx INTEGER NOT NULL,
     input TEXT NOT NULL,
     PRIMARY KEY (dataset_id, idx)
 );
 CREATE TABLE runs (
-    seq BIGSERIAL PRIMARY KEY,
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
     id TEXT NOT NULL UNIQUE,
     project_id TEXT NOT NULL REFERENCES projects(id),
-    run_number BIGINT,
+    run_number INTEGER,
     kind TEXT NOT NULL,
     source TEXT NOT NULL,
     name TEXT,
@@ -56,13 +55,13 @@ CREATE TABLE runs (
     config TEXT NOT NULL,
     job_id TEXT NOT NULL UNIQUE,
     worker_id TEXT,
-    lease_expires BIGINT,
-    attempts BIGINT NOT NULL,
+    lease_expires INTEGER,
+    attempts INTEGER NOT NULL,
     algo_state TEXT,
     result TEXT,
     metrics TEXT NOT NULL,
-    metric_points BIGINT NOT NULL,
-    rollouts BIGINT NOT NULL,
+    metric_points INTEGER NOT NULL,
+    rollouts INTEGER NOT NULL,
     details TEXT NOT NULL,
     created_at TEXT NOT NULL,
     started_at TEXT,
@@ -73,14 +72,14 @@ CREATE TABLE runs (
 CREATE INDEX runs_by_project ON runs (project_id, kind, seq);
 CREATE INDEX runs_claimable ON runs (project_id, source, state, seq);
 CREATE TABLE run_metrics (
-    seq BIGSERIAL PRIMARY KEY,
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
     run_id TEXT NOT NULL REFERENCES runs(id),
     body TEXT NOT NULL,
     created_at TEXT NOT NULL
 );
 CREATE INDEX run_metrics_by_run ON run_metrics (run_id, seq);
 CREATE TABLE run_rollouts (
-    seq BIGSERIAL PRIMARY KEY,
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
     run_id TEXT NOT NULL REFERENCES runs(id),
     name TEXT,
     session_id TEXT NOT NULL,
@@ -88,7 +87,7 @@ CREATE TABLE run_rollouts (
 );
 CREATE INDEX run_rollouts_by_run ON run_rollouts (run_id, seq);
 CREATE TABLE agent_builds (
-    seq BIGSERIAL PRIMARY KEY,
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
     id TEXT NOT NULL UNIQUE,
     project_id TEXT NOT NULL REFERENCES projects(id),
     agent_id TEXT NOT NULL,
@@ -105,4 +104,5 @@ CREATE INDEX agent_builds_by_hash ON agent_builds (project_id, build_hash);
 -- An evaluation names its build in details.agentBuildId (the SDK's agent_build_id): the
 -- gate finds a build's evaluations through this expression index, the same expression
 -- in its query.
-CREATE INDEX evaluations_by_build ON evaluations (project_id, ((details::jsonb) ->> 'agentBuildId'), seq);
+CREATE INDEX evaluations_by_build ON evaluations (project_id, json_extract(details, '$.agentBuildId'), seq);
+-- postgres: CREATE INDEX evaluations_by_build ON evaluations (project_id, ((details::jsonb) ->> 'agentBuildId'), seq);

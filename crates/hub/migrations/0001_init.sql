@@ -1,4 +1,6 @@
--- The hub's metadata schema (SQLite). Kept column-for-column equal to postgres/0001_init.sql.
+-- The hub's metadata schema, in SQLite's dialect; PostgreSQL runs the text src/migrations.rs
+-- derives from it (TEXT stays TEXT, compared and ordered with COLLATE "C" in queries as SQLite's
+-- binary collation does; INTEGER becomes BIGINT, as SQLite integers are 64-bit; BLOB becomes BYTEA).
 CREATE TABLE projects (
     id TEXT PRIMARY KEY,
     name TEXT NOT NULL UNIQUE,

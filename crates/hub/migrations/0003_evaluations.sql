@@ -1,10 +1,9 @@
 -- Evaluations (spec §2): one run of a model against a pinned READY version, and its
--- scored samples. Kept column-for-column equal to sqlite/0003_evaluations.sql (INTEGER
--- becomes BIGINT, REAL becomes DOUBLE PRECISION, booleans stay 0/1 integers).
+-- scored samples.
 -- Samples carry their evaluation's container and version, so per-task performance
 -- reads one index; `task` is the grouping key (task, else exampleId, else '').
 CREATE TABLE evaluations (
-    seq BIGSERIAL PRIMARY KEY,
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
     id TEXT NOT NULL UNIQUE,
     project_id TEXT NOT NULL REFERENCES projects(id),
     container_id TEXT NOT NULL REFERENCES containers(id),
@@ -12,31 +11,32 @@ CREATE TABLE evaluations (
     model TEXT,
     run_id TEXT,
     status TEXT NOT NULL,
-    num_examples BIGINT,
-    rollouts_per_example BIGINT,
+    num_examples INTEGER,
+    rollouts_per_example INTEGER,
     details TEXT NOT NULL,
     metrics TEXT,
     cost TEXT,
-    sample_count BIGINT NOT NULL,
+    sample_count INTEGER NOT NULL,
     created_at TEXT NOT NULL,
     completed_at TEXT
 );
 CREATE INDEX evaluations_by_container ON evaluations (container_id, seq);
 CREATE TABLE evaluation_samples (
-    seq BIGSERIAL PRIMARY KEY,
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
     id TEXT NOT NULL UNIQUE,
     evaluation_id TEXT NOT NULL REFERENCES evaluations(id),
     container_id TEXT NOT NULL REFERENCES containers(id),
     version_id TEXT NOT NULL REFERENCES versions(id),
     task TEXT NOT NULL,
     example_id TEXT,
-    rollout_index BIGINT NOT NULL,
-    reward DOUBLE PRECISION,
-    score DOUBLE PRECISION,
-    correct BIGINT,
-    passed BIGINT,
+    rollout_index INTEGER NOT NULL,
+    reward REAL,
+    score REAL,
+    correct INTEGER,
+    passed INTEGER,
     body TEXT NOT NULL,
     created_at TEXT NOT NULL
 );
 CREATE INDEX evaluation_samples_by_evaluation ON evaluation_samples (evaluation_id, seq);
-CREATE INDEX evaluation_samples_by_task ON evaluation_samples (container_id, task COLLATE "C", version_id);
+CREATE INDEX evaluation_samples_by_task ON evaluation_samples (container_id, task, version_id);
+-- postgres: CREATE INDEX evaluation_samples_by_task ON evaluation_samples (container_id, task COLLATE "C", version_id);
