@@ -22,6 +22,8 @@ forbid() { # crate, then the dependencies it must not have (anywhere below it)
     fi
   done
 }
+# The shared leaf depends on no gateway crate and nothing async or HTTP.
+forbid gateway-common tokio axum hyper reqwest clap serde_json gateway-world gateway-connector gateway-serve gateway-host gateway-hub gateway-runner gateway-cli
 forbid gateway-world tokio axum hyper reqwest clap gateway-serve gateway-host gateway-hub gateway-runner gateway-cli
 forbid gateway-connector gateway-serve gateway-host gateway-hub gateway-runner gateway-cli clap axum
 forbid gateway-serve gateway-host gateway-hub gateway-runner gateway-cli clap

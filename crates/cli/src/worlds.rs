@@ -658,7 +658,7 @@ pub(crate) fn check_with_bar(
 /// The extraction policy from the world's `connector.toml`: `[api].envelope` and,
 /// unless `no_redact`, the `[redact]` policy.
 fn extract_policy(root: &std::path::Path, no_redact: bool) -> Result<gateway_world::extract::Policy, Error> {
-    use gateway_world::extract::{Policy, Redaction};
+    use gateway_world::extract::Policy;
     let path = root.join(gateway_connector::spec::SPEC);
     if !path.is_file() {
         return Ok(Policy::default());
@@ -666,12 +666,7 @@ fn extract_policy(root: &std::path::Path, no_redact: bool) -> Result<gateway_wor
     let text = std::fs::read_to_string(&path).map_err(|e| Error::io(e, &path))?;
     let table: toml::Table = text.parse().map_err(|e: toml::de::Error| Error::Io { message: e.message().to_string() })?;
     let envelope = table.get("api").and_then(|api| api.get("envelope")).and_then(|e| e.as_str()).unwrap_or_default().to_string();
-    let redaction = if no_redact {
-        None
-    } else {
-        let spec = gateway_connector::spec::parse_spec(&text)?;
-        Some(Redaction { slug: spec.slug, hash: spec.hash_fields, drop: spec.drop_fields, round: spec.round_fields })
-    };
+    let redaction = if no_redact { None } else { Some(gateway_connector::spec::parse_spec(&text)?.redaction) };
     Ok(Policy { envelope, redaction })
 }
 

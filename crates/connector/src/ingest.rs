@@ -188,26 +188,6 @@ fn mutations(root: &Path, spec: &Spec, contract: &Contract, prior: &[Value]) -> 
     Ok(out)
 }
 
-/// Copy a world for a scratch proof, leaving out captures, caches and snapshots.
-fn copy_tree(from: &Path, to: &Path) -> Result<()> {
-    std::fs::create_dir_all(to).map_err(|e| Error::io(e, to))?;
-    let entries = std::fs::read_dir(from).map_err(|e| Error::io(e, from))?;
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        if matches!(name.to_str(), Some(CAPTURES | "__pycache__" | "state.sqlite" | "state.json")) {
-            continue;
-        }
-        let source = entry.path();
-        let target = to.join(&name);
-        if source.is_dir() {
-            copy_tree(&source, &target)?;
-        } else {
-            std::fs::copy(&source, &target).map_err(|e| Error::io(e, &source))?;
-        }
-    }
-    Ok(())
-}
-
 /// Apply the world's data files in a scratch store, audit it, and count rows per entity.
 fn materialized_counts(world: &Path, contract: &Arc<Contract>) -> Result<Vec<(String, i64)>> {
     let scratch = Scratch::new("gateway-ingest")?;
@@ -269,9 +249,11 @@ pub fn ingest(world: &Path, batch_id: Option<&str>) -> Result<IngestOutcome> {
     let counts = {
         let scratch = Scratch::new("gateway-ingest")?;
         let staged = scratch.path().join("world");
-        copy_tree(world, &staged)?;
+        gateway_world::import::copy_tree(world, &staged)?;
         let staged_initial = staged.join("data/initial.json");
         std::fs::create_dir_all(staged.join("data")).map_err(|e| Error::io(e, &staged))?;
+        // The copy keeps links as links: unlink first, so the write never reaches through one.
+        let _ = std::fs::remove_file(&staged_initial);
         std::fs::write(&staged_initial, &text).map_err(|e| Error::io(e, &staged_initial))?;
         // The copy's schema and artifacts are the world's: so is its contract.
         materialized_counts(&staged, &contract)?

@@ -1,6 +1,7 @@
 //! Parsing `connector.toml` into a [`Spec`], with the original's refusals.
 
 use gateway_world::error::{fail, ContractError};
+use gateway_world::extract::Redaction;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use toml::Value as Toml;
@@ -109,12 +110,9 @@ pub struct Spec {
     pub cursor_field: Option<String>,
     /// Response header holding the next cursor.
     pub cursor_header: Option<String>,
-    /// Fields hashed by redaction.
-    pub hash_fields: BTreeSet<String>,
-    /// Fields dropped by redaction.
-    pub drop_fields: BTreeSet<String>,
-    /// Fields rounded by redaction (decimals kept).
-    pub round_fields: BTreeMap<String, i64>,
+    /// The `[redact]` policy (hash, drop, round), salted with the slug; the engine's
+    /// walker applies it to captures and extracts alike.
+    pub redaction: Redaction,
     /// Operations in declaration order.
     pub operations: Vec<Operation>,
     /// The whole parsed file, for sections other crates read (`[api]`, `[ui]`).
@@ -391,6 +389,7 @@ pub fn parse_spec(text: &str) -> Result<Spec, ContractError> {
     {
         return fail("spec", "A field is hashed, dropped or rounded, never two of those", "/redact");
     }
+    let redaction = Redaction { slug: slug.clone(), hash: hash_fields, drop: drop_fields, round: round_fields };
     let listed = match raw.get("operations") {
         Some(Toml::Array(items)) if !items.is_empty() => items,
         _ => return fail("spec", "Declare at least one [[operations]] entry", "/operations"),
@@ -449,9 +448,7 @@ pub fn parse_spec(text: &str) -> Result<Spec, ContractError> {
         cursor_param,
         cursor_field,
         cursor_header,
-        hash_fields,
-        drop_fields,
-        round_fields,
+        redaction,
         operations,
         raw,
     })

@@ -1,59 +1,7 @@
-//! The few URL pieces capture needs, spelled as Python's `urllib.parse` spells them.
+//! The few URL pieces capture needs, spelled as Python's `urllib.parse` spells them
+//! (the codecs themselves are `gateway_common::url`).
 
-/// Characters `quote` never escapes (RFC 3986 unreserved).
-fn unreserved(byte: u8) -> bool {
-    byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'.' | b'-' | b'~')
-}
-
-/// `urllib.parse.quote(text, safe="")`: every byte but the unreserved ones escaped.
-pub fn quote(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for &byte in text.as_bytes() {
-        if unreserved(byte) {
-            out.push(byte as char);
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
-}
-
-/// `urllib.parse.quote_plus`: as [`quote`], with spaces as `+`.
-pub fn quote_plus(text: &str) -> String {
-    text.split(' ').map(quote).collect::<Vec<_>>().join("+")
-}
-
-/// `urllib.parse.urlencode(pairs)`.
-pub fn urlencode(pairs: &[(String, String)]) -> String {
-    pairs.iter().map(|(k, v)| format!("{}={}", quote_plus(k), quote_plus(v))).collect::<Vec<_>>().join("&")
-}
-
-/// `urllib.parse.unquote_plus`: `+` → space, `%XX` decoded, invalid UTF-8 replaced.
-pub fn unquote_plus(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' => match text
-                .get(i + 1..i + 3)
-                .filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-            {
-                Some(value) => {
-                    out.push(value);
-                    i += 3;
-                    continue;
-                }
-                None => out.push(b'%'),
-            },
-            other => out.push(other),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
+pub use gateway_common::url::{quote_segment as quote, unquote_plus, urlencode};
 
 /// `urllib.parse.parse_qsl(query)`: name/value pairs, blank values left out.
 pub fn parse_qsl(query: &str) -> Vec<(String, String)> {

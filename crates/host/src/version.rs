@@ -205,21 +205,6 @@ pub fn local_fetch(url: &str, dest: &Path) -> Result<(), String> {
     let Some(path) = url.strip_prefix("file://") else {
         return Err(format!("this host fetches file:// URLs only, not {url}"));
     };
-    copy_tree(Path::new(path), dest).map_err(|e| e.to_string())
-}
-
-fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        let kind = entry.file_type()?;
-        let target = to.join(entry.file_name());
-        if kind.is_dir() {
-            copy_tree(&entry.path(), &target)?;
-        } else if kind.is_file() {
-            std::fs::copy(entry.path(), &target)?;
-        }
-        // Symlinks are not followed out of the world.
-    }
-    Ok(())
+    // Symlinks are not followed out of the world.
+    gateway_common::fs::copy_tree(Path::new(path), dest, gateway_common::fs::Symlinks::Skip, &|_| false).map_err(|e| e.to_string())
 }

@@ -7,8 +7,8 @@
 //! (`json.dumps(indent=1, sort_keys=True)` + newline). Printing is the CLI's.
 
 use crate::environments_client::{environment_path, EnvironmentsClient};
-use crate::sessions_client::quote;
 use crate::HubError;
+use gateway_common::url::quote;
 use gateway_connector::capture::{CAPTURES, MANIFEST};
 use gateway_world::json::{self, DumpOptions, Map, Value};
 use std::path::{Path, PathBuf};

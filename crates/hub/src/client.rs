@@ -6,9 +6,9 @@
 
 use crate::archive::{self, ExtractLimits};
 use crate::error::HubError;
-use crate::server::percent_encode;
 use crate::versioning;
 use base64::Engine as _;
+use gateway_common::url::{quote_plus, quote_segment};
 use gateway_world::json::{self, object, Map, Value};
 use sha2::{Digest, Sha256};
 use std::io::{IsTerminal, Read};
@@ -662,7 +662,7 @@ impl Client {
 
     /// `GET /refs?slug=`.
     pub fn list_refs(&self, slug: &str) -> Result<Value> {
-        self.get(&format!("{API}/refs?slug={}", form_encode(slug)))
+        self.get(&format!("{API}/refs?slug={}", quote_plus(slug)))
     }
 
     /// `POST /refs`: a branch (from the main tip unless pinned) or an immutable tag.
@@ -679,9 +679,9 @@ impl Client {
 
     /// `GET /log`: a branch's lineage, tip first.
     pub fn log(&self, slug: &str, branch: Option<&str>, limit: i64) -> Result<Value> {
-        let mut query = format!("slug={}&limit={limit}", form_encode(slug));
+        let mut query = format!("slug={}&limit={limit}", quote_plus(slug));
         if let Some(b) = branch.filter(|b| !b.is_empty()) {
-            query.push_str(&format!("&branch={}", form_encode(b)));
+            query.push_str(&format!("&branch={}", quote_plus(b)));
         }
         self.get(&format!("{API}/log?{query}"))
     }
@@ -820,7 +820,7 @@ impl Client {
 
     /// `GET /versions/diff`.
     pub fn diff(&self, base: &str, head: &str) -> Result<Value> {
-        self.get(&format!("{API}/versions/diff?base={}&head={}", form_encode(base), form_encode(head)))
+        self.get(&format!("{API}/versions/diff?base={}&head={}", quote_plus(base), quote_plus(head)))
     }
 
     /// `PUT /secrets`.
@@ -831,7 +831,7 @@ impl Client {
 
     /// `GET /secrets?slug=`: names and rotation times only.
     pub fn list_env_secret_keys(&self, slug: &str) -> Result<Value> {
-        self.get(&format!("{API}/secrets?slug={}", percent_encode(slug)))
+        self.get(&format!("{API}/secrets?slug={}", quote_segment(slug)))
     }
 
     /// `DELETE /secrets`.
@@ -882,13 +882,13 @@ impl Client {
             Value::Str(id) => id.clone(),
             other => json::dumps(other, json::DumpOptions::CLI),
         };
-        let download = self.get(&format!("{API}/versions/{}/download?artifact=wheel", percent_encode(&shown)))?;
+        let download = self.get(&format!("{API}/versions/{}/download?artifact=wheel", quote_segment(&shown)))?;
         let url = download.get("downloadUrl").and_then(Value::as_str).filter(|u| !u.is_empty()).ok_or_else(|| {
             fail(format!("{slug}@{reference} has no built wheel — push it with wheel=True (`gateway bench push --build-wheel`)"))
         })?;
         // The object key's basename is the canonical wheel name pip and uv parse.
         let path = reqwest::Url::parse(url).map(|u| u.path().to_string()).unwrap_or_default();
-        let name = crate::server::percent_decode(path.rsplit('/').next().unwrap_or_default());
+        let name = crate::server::unquote_plus(path.rsplit('/').next().unwrap_or_default());
         let name = if name.is_empty() { "pkg.whl".to_string() } else { name };
         let scratch = tempfile_dir("gateway-wheel-")?;
         let wheel = scratch.join(&name);
@@ -959,9 +959,4 @@ pub fn truthy(value: &Value) -> bool {
         Value::Array(a) => !a.is_empty(),
         Value::Object(o) => !o.is_empty(),
     }
-}
-
-/// `urlencode` of one value: `quote_plus` (spaces as `+`).
-pub fn form_encode(text: &str) -> String {
-    percent_encode(text).replace("%20", "+")
 }

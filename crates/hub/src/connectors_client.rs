@@ -4,9 +4,10 @@
 //! (`"<METHOD> <path> -> <code>: <first 500 characters>"`), and the gathering of a
 //! template's files from a template directory or the world directory it was authored in.
 
-use crate::client::{basic_auth, form_encode, EnvCredentials};
+use crate::client::{basic_auth, EnvCredentials};
 use crate::error::HubError;
-use crate::sessions_client::quote;
+use gateway_common::url::quote;
+use gateway_common::url::quote_plus;
 use gateway_world::json::{self, object, DumpOptions, Map, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -118,7 +119,7 @@ impl ConnectorsClient {
             return Err(fail("a connector slug is a single path segment"));
         }
         let path = format!("{CONNECTORS}/{}", quote(slug, ""));
-        let present: Vec<String> = query.iter().filter_map(|(k, v)| v.map(|v| format!("{}={}", form_encode(k), form_encode(v)))).collect();
+        let present: Vec<String> = query.iter().filter_map(|(k, v)| v.map(|v| format!("{}={}", quote_plus(k), quote_plus(v)))).collect();
         Ok(if present.is_empty() { path } else { format!("{path}?{}", present.join("&")) })
     }
 
@@ -126,7 +127,7 @@ impl ConnectorsClient {
     pub fn list(&self, query: Option<&str>, limit: i64, offset: i64, workspace_visible: Option<bool>) -> Result<Value> {
         let mut params = vec![format!("limit={limit}"), format!("offset={offset}")];
         if let Some(query) = query.filter(|q| !q.is_empty()) {
-            params.push(format!("query={}", form_encode(query)));
+            params.push(format!("query={}", quote_plus(query)));
         }
         if let Some(visible) = workspace_visible {
             params.push(format!("is_public={visible}"));
@@ -201,7 +202,7 @@ impl ConnectorsClient {
     /// The hub: this project's connectors and the published ones of others.
     pub fn hub(&self, query: Option<&str>) -> Result<Vec<Value>> {
         let path = match query.filter(|q| !q.is_empty()) {
-            Some(query) => format!("{HUB}?query={}", form_encode(query)),
+            Some(query) => format!("{HUB}?query={}", quote_plus(query)),
             None => HUB.to_string(),
         };
         let answer = self.request("GET", &path, None)?;

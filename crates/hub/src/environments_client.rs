@@ -13,9 +13,10 @@
 //! run`. It is not the server side of these endpoints (`server/environments.rs`),
 //! files no evaluations, and parses no command line (that is `gateway-cli`).
 
-use crate::client::{basic_auth, form_encode, truthy, EnvCredentials};
-use crate::sessions_client::quote;
+use crate::client::{basic_auth, truthy, EnvCredentials};
 use crate::HubError;
+use gateway_common::url::quote;
+use gateway_common::url::quote_plus;
 use gateway_world::json::{self, object, python_str, DumpOptions, Map, Value};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -460,7 +461,7 @@ impl EnvironmentsClient {
     pub fn list_environments(&self, slug: Option<&str>, limit: i64) -> Result<Value> {
         let mut query = format!("limit={limit}");
         if let Some(slug) = slug.filter(|s| !s.is_empty()) {
-            query.push_str(&format!("&slug={}", form_encode(slug)));
+            query.push_str(&format!("&slug={}", quote_plus(slug)));
         }
         self.get(&ENVIRONMENT_LIST, &format!("/api/public/environments?{query}"))
     }

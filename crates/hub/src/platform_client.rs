@@ -123,8 +123,10 @@ impl PlatformClient {
     pub fn request(&self, method: &str, path: &str, query: &[(&str, String)], body: Option<&Value>) -> Result<Reply, HubError> {
         let mut url = format!("{}{path}", self.base);
         if !query.is_empty() {
-            let pairs: Vec<String> =
-                query.iter().map(|(k, v)| format!("{}={}", crate::client::form_encode(k), crate::client::form_encode(v))).collect();
+            let pairs: Vec<String> = query
+                .iter()
+                .map(|(k, v)| format!("{}={}", gateway_common::url::quote_plus(k), gateway_common::url::quote_plus(v)))
+                .collect();
             url = format!("{url}?{}", pairs.join("&"));
         }
         let method = reqwest::Method::from_bytes(method.as_bytes()).map_err(|e| HubError::Client(e.to_string()))?;
@@ -171,7 +173,7 @@ fn without_url(error: reqwest::Error) -> String {
 
 /// A path segment for a name the API takes in its path (`secrets/{name}`).
 pub fn segment(name: &str) -> String {
-    crate::server::percent_encode(name)
+    gateway_common::url::quote_segment(name)
 }
 
 // ------------------------------------------------------------------ Python formatting

@@ -13,6 +13,7 @@ use crate::error::HubError;
 use crate::store::{check_object_key, ByteStream, ObjectStore, ObjectWriter, StoreResult};
 use async_trait::async_trait;
 use axum::body::Bytes;
+use gateway_common::url::unquote_plus;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path as ObjectPath;
 use object_store::ObjectStore as _;
@@ -48,28 +49,6 @@ pub struct S3Url {
     pub virtual_hosted: bool,
 }
 
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' if i + 2 < bytes.len() => match u8::from_str_radix(std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("zz"), 16) {
-                Ok(b) => {
-                    out.push(b);
-                    i += 3;
-                    continue;
-                }
-                Err(_) => out.push(b'%'),
-            },
-            b'+' => out.push(b' '),
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 impl S3Url {
     /// Parse an `s3://` URL, refusing what would be silently ignored.
     pub fn parse(url: &str) -> StoreResult<S3Url> {
@@ -91,7 +70,7 @@ impl S3Url {
         let mut parsed = S3Url { bucket: bucket.to_string(), prefix, ..S3Url::default() };
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-            let value = percent_decode(value);
+            let value = unquote_plus(value);
             match name {
                 "endpoint" => parsed.endpoint = Some(value),
                 "region" => parsed.region = Some(value),

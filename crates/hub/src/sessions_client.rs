@@ -9,7 +9,9 @@
 //! Playwright surface is not reproduced: [`Session::browser_surfaces`] stops where the
 //! original would launch one), and parses no command line (that is `gateway-cli`).
 
-use crate::client::{basic_auth, form_encode, truthy, EnvCredentials};
+use crate::client::{basic_auth, truthy, EnvCredentials};
+use gateway_common::url::quote;
+use gateway_common::url::quote_plus;
 use gateway_world::json::{self, object, python_repr, python_str, DumpOptions, Map, Value};
 use std::time::{Duration, Instant};
 
@@ -48,20 +50,6 @@ type Result<T> = std::result::Result<T, SessionError>;
 
 fn fail(message: impl Into<String>) -> SessionError {
     SessionError::Failed(message.into())
-}
-
-/// `urllib.parse.quote(text, safe)`: UTF-8 percent-encoding, keeping letters, digits,
-/// `_.-~` and the `safe` characters.
-pub fn quote(text: &str, safe: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || b"_.-~".contains(&b) || safe.as_bytes().contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// Python's `str()` of a member, or `""` when it is missing or falsy (`str(x or "")`).
@@ -298,7 +286,7 @@ impl SessionsClient {
         for (key, value) in metadata {
             params.push((format!("metadata.{key}"), value.clone()));
         }
-        let query: Vec<String> = params.iter().map(|(k, v)| format!("{}={}", form_encode(k), form_encode(v))).collect();
+        let query: Vec<String> = params.iter().map(|(k, v)| format!("{}={}", quote_plus(k), quote_plus(v))).collect();
         let path = if query.is_empty() { TASKS.to_string() } else { format!("{TASKS}?{}", query.join("&")) };
         task_page(&self.request("GET", &path, None)?)
     }
@@ -399,7 +387,7 @@ impl UiSurface {
             None => (full.clone(), String::new()),
         };
         let joiner = if before.contains('?') { '&' } else { '?' };
-        format!("{before}{joiner}token={}{fragment}", form_encode(&python_str(token)))
+        format!("{before}{joiner}token={}{fragment}", quote_plus(&python_str(token)))
     }
 }
 
@@ -963,7 +951,7 @@ mod tests {
     fn quoting_matches_urllib() {
         assert_eq!(quote("ws 2/x", "/"), "ws%202/x");
         assert_eq!(quote("t/1 é", ""), "t%2F1%20%C3%A9");
-        assert_eq!(form_encode("c/d=e f"), "c%2Fd%3De+f");
+        assert_eq!(quote_plus("c/d=e f"), "c%2Fd%3De+f");
     }
 
     #[test]

@@ -12,7 +12,7 @@
 
 use crate::client::{basic_auth, EnvCredentials};
 use crate::error::HubError;
-use crate::server::percent_encode;
+use crate::server::quote_segment;
 use gateway_world::chunks::{compress_chunk, cut_chunks, Chunk, ChunkOptions, RawChunk, CHUNK_BYTES};
 use gateway_world::json::{self, object, DumpOptions, Map, Value};
 use gateway_world::rows::Flow;
@@ -96,7 +96,7 @@ impl WorldDataClient {
     /// `/api/public/worlds/<slug without @ref>/data`.
     pub fn route(slug: &str) -> String {
         let bare = slug.split('@').next().unwrap_or_default();
-        format!("/api/public/worlds/{}/data", percent_encode(bare))
+        format!("/api/public/worlds/{}/data", quote_segment(bare))
     }
 
     fn post(&self, path: &str, body: Option<&Value>) -> Result<Value> {
@@ -154,7 +154,7 @@ impl WorldDataClient {
             query.push(format!("limit={limit}"));
         }
         if let Some(cursor) = cursor {
-            query.push(format!("cursor={}", crate::client::form_encode(cursor)));
+            query.push(format!("cursor={}", gateway_common::url::quote_plus(cursor)));
         }
         let query = if query.is_empty() { String::new() } else { format!("?{}", query.join("&")) };
         self.request(reqwest::Method::GET, &format!("{}/batches{query}", Self::route(slug)), None)
@@ -171,7 +171,7 @@ impl WorldDataClient {
 
     /// `GET …/data[?entity=]`.
     pub fn counts(&self, slug: &str, entity: Option<&str>) -> Result<Value> {
-        let query = entity.map(|e| format!("?entity={}", percent_encode(e))).unwrap_or_default();
+        let query = entity.map(|e| format!("?entity={}", quote_segment(e))).unwrap_or_default();
         self.request(reqwest::Method::GET, &format!("{}{query}", Self::route(slug)), None)
     }
 

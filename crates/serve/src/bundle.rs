@@ -394,27 +394,11 @@ impl Skip {
 }
 
 /// `shutil.copytree` (symlinks followed, file modes kept), leaving out entries
-/// whose name `ignored` accepts.
+/// whose name `ignored` accepts and the directories `skip` holds.
 fn copy_tree(source: &Path, target: &Path, ignored: &dyn Fn(&str) -> bool, skip: &Skip) -> Result<(), BundleError> {
-    io(std::fs::create_dir_all(target), target)?;
-    let mut entries: Vec<(String, PathBuf)> = io(std::fs::read_dir(source), source)?
-        .filter_map(|e| e.ok())
-        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
-        .collect();
-    entries.sort();
-    for (name, path) in entries {
-        if ignored(&name) || skip.holds(&path) {
-            continue;
-        }
-        let destination = target.join(&name);
-        let metadata = io(std::fs::metadata(&path), &path)?;
-        if metadata.is_dir() {
-            copy_tree(&path, &destination, ignored, skip)?;
-        } else {
-            io(std::fs::copy(&path, &destination), &path)?;
-        }
-    }
-    Ok(())
+    use gateway_common::fs::{copy_tree, Symlinks};
+    let leave_out = |entry: &gateway_common::fs::Entry| ignored(entry.name) || skip.holds(&source.join(entry.relative));
+    copy_tree(source, target, Symlinks::Follow, &leave_out).or_else(|e| io(Err(e.source), &e.path))
 }
 
 /// What `server/world` leaves out: the original's ignore list, plus the files a

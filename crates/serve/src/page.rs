@@ -137,22 +137,6 @@ pub fn paginate(rows: Vec<Value>, query: &[(String, String)], paging: &Paging) -
     Page { rows, total, offset, limit, style: paging.style.clone() }
 }
 
-/// `urllib.parse.urlencode` of pairs (quote_plus; safe: letters, digits, `_.-~`).
-pub fn urlencode(pairs: &[(String, String)]) -> String {
-    fn quote_plus(text: &str) -> String {
-        let mut out = String::new();
-        for b in text.bytes() {
-            match b {
-                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'.' | b'-' | b'~' => out.push(b as char),
-                b' ' => out.push('+'),
-                other => out.push_str(&format!("%{other:02X}")),
-            }
-        }
-        out
-    }
-    pairs.iter().map(|(k, v)| format!("{}={}", quote_plus(k), quote_plus(v))).collect::<Vec<_>>().join("&")
-}
-
 /// The request's absolute URL (without query) and query, for page links.
 pub type Link = (String, Vec<(String, String)>);
 
@@ -175,7 +159,7 @@ fn page_ref(page: &Page, offset: Option<i64>, paging: &Paging, link: Option<&Lin
         set(&paging.cursor_param, encode_cursor(offset));
     }
     set(&paging.limit_param, page.limit.to_string());
-    Value::Str(format!("{base}?{}", urlencode(&following)))
+    Value::Str(format!("{base}?{}", gateway_common::url::urlencode(&following)))
 }
 
 /// The page's cursor/total/previous as response headers, when the vendor sends them.
@@ -264,10 +248,5 @@ mod tests {
         assert_eq!(python_slice(10, -5, -3), (5, 7));
         assert_eq!(python_slice(3, 2, 10), (2, 3));
         assert_eq!(python_slice(3, 5, 7), (3, 3));
-    }
-
-    #[test]
-    fn urlencode_quotes_plus() {
-        assert_eq!(urlencode(&[("q".into(), "a b/c".into())]), "q=a+b%2Fc");
     }
 }

@@ -2,45 +2,13 @@
 //! credentials for every auth scheme, and the OAuth2 token endpoint.
 
 use base64::Engine as _;
+pub use gateway_common::url::{unquote, unquote_plus};
 use gateway_connector::spec::{Operation, Spec};
 use gateway_world::json::{dumps, object, DumpOptions, Value};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
-
-/// Python's `urllib.parse.unquote` (UTF-8, invalid sequences replaced).
-pub fn unquote(text: &str) -> String {
-    unquote_bytes(text.as_bytes(), false)
-}
-
-/// `unquote_plus`: also turns `+` into a space.
-pub fn unquote_plus(text: &str) -> String {
-    unquote_bytes(text.as_bytes(), true)
-}
-
-fn unquote_bytes(bytes: &[u8], plus: bool) -> String {
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' if i + 2 < bytes.len() && bytes[i + 1].is_ascii_hexdigit() && bytes[i + 2].is_ascii_hexdigit() => {
-                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("00");
-                out.push(u8::from_str_radix(hex, 16).unwrap_or(0));
-                i += 3;
-            }
-            b'+' if plus => {
-                out.push(b' ');
-                i += 1;
-            }
-            other => {
-                out.push(other);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
 
 /// Python's `{k: v[0] for k, v in parse_qs(query).items()}`: `&`-separated pairs,
 /// blank values dropped, the first value of a repeated name kept, first-seen order.

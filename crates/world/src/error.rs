@@ -125,6 +125,12 @@ impl Error {
     }
 }
 
+impl From<gateway_common::fs::PathError> for Error {
+    fn from(error: gateway_common::fs::PathError) -> Self {
+        Error::io(error.source, &error.path)
+    }
+}
+
 /// Result alias for engine operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

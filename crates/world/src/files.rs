@@ -2,7 +2,6 @@
 
 use crate::error::{fail, ContractError};
 use crate::json::{parse, ParseError, Value};
-use std::io::Write as _;
 use std::path::Path;
 
 /// Read a JSON document, refusing what the original refuses, located at the file name.
@@ -61,38 +60,7 @@ fn document_error(location: &str) -> ContractError {
     ContractError::new("document", "Cannot read valid UTF-8 JSON", location)
 }
 
-/// Write `bytes` to `path` atomically: a temporary file beside it, then a rename.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent)?;
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let temp = parent.join(format!(".{name}.{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut file = std::fs::File::create(&temp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&temp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    result
-}
-
-/// Lowercase hex SHA-256 of bytes.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    hex::encode(Sha256::digest(bytes))
-}
-
-/// Lowercase hex SHA-256 of a file's bytes, streamed.
-pub fn file_sha256(path: &Path) -> std::io::Result<String> {
-    use sha2::{Digest, Sha256};
-    let mut file = std::fs::File::open(path)?;
-    let mut hasher = Sha256::new();
-    std::io::copy(&mut file, &mut hasher)?;
-    Ok(hex::encode(hasher.finalize()))
-}
+pub use gateway_common::fs::{file_sha256, sha256_hex, write_atomic};
 
 /// Whether `path` is a symbolic link (dangling ones included).
 pub fn is_symlink(path: &Path) -> bool {

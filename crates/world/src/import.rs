@@ -267,29 +267,11 @@ fn ignored(name: &str) -> bool {
     SCRATCH_IGNORE.contains(&name) || name.starts_with(".state.sqlite.")
 }
 
-/// Copy a world into a scratch directory, leaving out captures, caches and snapshots.
+/// Copy a world into a scratch directory, leaving out captures, caches and snapshots;
+/// a symbolic link is copied as the link (the proof reads what the world reads).
 pub fn copy_tree(from: &Path, to: &Path) -> Result<()> {
-    std::fs::create_dir_all(to).map_err(|e| Error::io(e, to))?;
-    let entries = std::fs::read_dir(from).map_err(|e| Error::io(e, from))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| Error::io(e, from))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if ignored(&name) {
-            continue;
-        }
-        let source = entry.path();
-        let target = to.join(&name);
-        let kind = entry.file_type().map_err(|e| Error::io(e, &source))?;
-        if kind.is_symlink() {
-            let link = std::fs::read_link(&source).map_err(|e| Error::io(e, &source))?;
-            std::os::unix::fs::symlink(link, &target).map_err(|e| Error::io(e, &target))?;
-        } else if kind.is_dir() {
-            copy_tree(&source, &target)?;
-        } else {
-            std::fs::copy(&source, &target).map_err(|e| Error::io(e, &source))?;
-        }
-    }
-    Ok(())
+    use gateway_common::fs::{copy_tree, Symlinks};
+    copy_tree(from, to, Symlinks::Keep, &|entry| ignored(entry.name)).map_err(Error::from)
 }
 
 // ------------------------------------------------------------------ mock-tools

@@ -230,28 +230,7 @@ pub fn read_sidecar(snapshot: &Path) -> Result<Option<Value>, ContractError> {
     Ok(Some(sidecar))
 }
 
-/// Now, UTC, as `YYYY-MM-DDTHH:MM:SSZ`.
-pub fn utc_now_seconds() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
-    format_utc(secs)
-}
-
-/// Format Unix seconds as `YYYY-MM-DDTHH:MM:SSZ` (proleptic Gregorian, UTC).
-pub fn format_utc(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
-}
+pub use gateway_common::time::{format_utc, utc_now_seconds};
 
 /// Write a snapshot's `state.json` sidecar (its file's sha256 read now); returns it.
 pub fn write_sidecar(snapshot: &Path, contract_digest: &str, digest: &str, counts: Value) -> Result<Value> {

@@ -814,14 +814,7 @@ fn integer_of(value: Option<&Value>) -> Option<i64> {
     }
 }
 
-/// Fill `buf` with random bytes from the operating system.
-pub fn fill_random(buf: &mut [u8]) {
-    // The operating system's generator (getrandom(2)): no file to open per call,
-    // and no weaker fallback — without it there is nothing safe to hand out.
-    if let Err(error) = getrandom::fill(buf) {
-        panic!("the operating system's random source failed: {error}");
-    }
-}
+pub use gateway_common::random::fill_random;
 
 fn contextualize_mutation(error: Error, batch: &str, index: usize, mutation: &Value) -> Error {
     let Error::Contract(mut error) = error else { return error };

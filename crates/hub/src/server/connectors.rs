@@ -13,7 +13,7 @@
 //! it. `is_public` publishes it: every project then sees it in the hub listing and may
 //! clone it. Another project's unpublished connector is a 404, as if absent.
 
-use super::{authenticate, base_url, opt_bool, opt_str, parse_body, percent_decode, percent_encode, Answer, Hub};
+use super::{authenticate, base_url, opt_bool, opt_str, parse_body, quote_segment, unquote_plus, Answer, Hub};
 use crate::connectors::*;
 use crate::error::HubError;
 use crate::util::{new_id, now_iso};
@@ -50,7 +50,7 @@ pub(super) async fn route(
     Some(match (method.as_str(), segments) {
         ("GET", ["context", "connectors"]) => list(hub, p, query).await,
         ("GET", ["context", "connectors", slug]) => {
-            let slug = percent_decode(slug);
+            let slug = unquote_plus(slug);
             if query.get("exists").is_some_and(|v| v == "true") {
                 exists(hub, p, &slug).await
             } else {
@@ -58,10 +58,10 @@ pub(super) async fn route(
             }
         }
         ("POST", ["context", "connectors", slug]) => match parse_body(body) {
-            Ok(body) => push(hub, p, &percent_decode(slug), &body, &base_url(hub, headers)).await,
+            Ok(body) => push(hub, p, &unquote_plus(slug), &body, &base_url(hub, headers)).await,
             Err(e) => Err(e),
         },
-        ("DELETE", ["context", "connectors", slug]) => delete(hub, p, &percent_decode(slug)).await,
+        ("DELETE", ["context", "connectors", slug]) => delete(hub, p, &unquote_plus(slug)).await,
         ("GET", ["connectors", "hub"]) => hub_listing(hub, p, query.get("query").map(String::as_str)).await,
         ("POST", ["connectors", "clone"]) => match parse_body(body) {
             Ok(body) => clone(hub, p, &body).await,
@@ -306,7 +306,7 @@ fn scope_of(body: &Map) -> Result<String, HubError> {
 
 fn answer_commit(repo: &ConnectorRepo, commit: &ConnectorCommit, base_url: &str, created: bool) -> Value {
     object([
-        ("url", Value::Str(format!("{base_url}{CONNECTORS}/{}?version={}", percent_encode(&repo.slug), commit.commit_hash))),
+        ("url", Value::Str(format!("{base_url}{CONNECTORS}/{}?version={}", quote_segment(&repo.slug), commit.commit_hash))),
         ("status", Value::str("committed")),
         ("repoId", Value::str(&repo.id)),
         ("slug", Value::str(&repo.slug)),

@@ -64,7 +64,7 @@ async fn dispatch(
 ) -> Answer {
     let project = authenticate(hub, headers).await?;
     let p = project.as_str();
-    let id = |raw: &str| percent_decode(raw);
+    let id = |raw: &str| unquote_plus(raw);
     match (method.as_str(), segments) {
         ("POST", ["ingestion"]) => ingestion(hub, p, &parse_body(body)?).await,
         ("GET", ["environments"]) => list(hub, p, query).await,

@@ -14,6 +14,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::Response;
 use base64::Engine as _;
+pub(crate) use gateway_common::url::{quote_segment, unquote_plus};
 use gateway_world::json::{self, object, DumpOptions, Map, Value};
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
@@ -298,7 +299,7 @@ async fn route(hub: &Hub, method: &Method, path: &str, query: &BTreeMap<String, 
         let segments: Vec<&str> = rest.split('/').collect();
         match (method.as_str(), segments.as_slice()) {
             ("POST", ["world-hosts"]) => return sessions::heartbeat(hub, headers, &parse_body(body)?).await,
-            ("GET", ["world-sessions", sid, "host"]) => return sessions::session_host(hub, headers, &percent_decode(sid)).await,
+            ("GET", ["world-sessions", sid, "host"]) => return sessions::session_host(hub, headers, &unquote_plus(sid)).await,
             _ => {}
         }
         if let Some(answer) = world_route(hub, method, &segments, query, headers, body, &base_url).await {
@@ -344,9 +345,9 @@ async fn route(hub: &Hub, method: &Method, path: &str, query: &BTreeMap<String, 
         ("POST", ["run-configs"]) => upsert_run_config(hub, &project, &parse_body(body)?).await,
         ("DELETE", ["run-configs"]) => delete_run_config(hub, &project, &parse_body(body)?).await,
         ("POST", ["evaluations"]) => evaluations::create_evaluation(hub, &project, &parse_body(body)?).await,
-        ("POST", ["evaluations", id, "samples"]) => evaluations::add_samples(hub, &project, &percent_decode(id), &parse_body(body)?).await,
+        ("POST", ["evaluations", id, "samples"]) => evaluations::add_samples(hub, &project, &unquote_plus(id), &parse_body(body)?).await,
         ("POST", ["evaluations", id, "finalize"]) => {
-            evaluations::finalize_evaluation(hub, &project, &percent_decode(id), &parse_body(body)?).await
+            evaluations::finalize_evaluation(hub, &project, &unquote_plus(id), &parse_body(body)?).await
         }
         ("POST", ["run-configs", "dispatch"]) => environments::dispatch_run_config(hub, &project, &parse_body(body)?).await,
         _ => Err(HubError::NotFound(format!("no route for {method} {path}"))),
@@ -371,7 +372,7 @@ async fn world_route(
         Err(error) => return Some(Err(error)),
     };
     let p = project.as_str();
-    let id = |raw: &str| percent_decode(raw);
+    let id = |raw: &str| unquote_plus(raw);
     Some(match (method.as_str(), segments) {
         ("POST", ["world-sessions"]) => match parse_body(body) {
             Ok(body) => sessions::open_session(hub, p, &body, base_url).await,
@@ -425,44 +426,9 @@ fn parse_query(query: &str) -> BTreeMap<String, String> {
         .filter(|pair| !pair.is_empty())
         .map(|pair| {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            (percent_decode(k), percent_decode(v))
+            (unquote_plus(k), unquote_plus(v))
         })
         .collect()
-}
-
-/// `application/x-www-form-urlencoded` decoding (`+` is a space).
-pub fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => match u8::from_str_radix(std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("zz"), 16) {
-                Ok(b) => {
-                    out.push(b);
-                    i += 2;
-                }
-                Err(_) => out.push(b'%'),
-            },
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// Percent-encode everything but unreserved characters.
-pub fn percent_encode(text: &str) -> String {
-    let mut out = String::new();
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 fn parse_body(body: &[u8]) -> Result<Map, HubError> {
@@ -608,9 +574,9 @@ mod tests {
 
     #[test]
     fn query_codec() {
-        assert_eq!(percent_decode("a%2Fb+c"), "a/b c");
-        assert_eq!(percent_decode(&percent_encode("x+/=y")), "x+/=y");
-        assert_eq!(percent_decode("%"), "%");
+        assert_eq!(unquote_plus("a%2Fb+c"), "a/b c");
+        assert_eq!(unquote_plus(&quote_segment("x+/=y")), "x+/=y");
+        assert_eq!(unquote_plus("%"), "%");
     }
 
     #[test]

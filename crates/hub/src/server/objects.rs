@@ -10,8 +10,8 @@ pub(super) fn presign(hub: &Hub, base_url: &str, method: &str, key: &str, extra:
     params.sort();
     let canonical: String = params.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("&");
     let signature = hub.keys.sign(&format!("{method}\n{key}\n{canonical}"));
-    let query: String = params.iter().map(|(k, v)| format!("{k}={}", percent_encode(v))).collect::<Vec<_>>().join("&");
-    let path: String = key.split('/').map(percent_encode).collect::<Vec<_>>().join("/");
+    let query: String = params.iter().map(|(k, v)| format!("{k}={}", quote_segment(v))).collect::<Vec<_>>().join("&");
+    let path: String = key.split('/').map(quote_segment).collect::<Vec<_>>().join("/");
     format!("{base_url}/objects/{path}?{query}&signature={signature}")
 }
 
@@ -38,7 +38,7 @@ pub(super) async fn object_route(
     headers: &HeaderMap,
     body: Body,
 ) -> Result<Response, HubError> {
-    let key: String = path.trim_start_matches("/objects/").split('/').map(percent_decode).collect::<Vec<_>>().join("/");
+    let key: String = path.trim_start_matches("/objects/").split('/').map(unquote_plus).collect::<Vec<_>>().join("/");
     check_object_key(&key)?;
     match method.as_str() {
         "PUT" => {

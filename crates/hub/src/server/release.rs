@@ -58,7 +58,7 @@ pub(super) async fn route(
         ("GET", ["agent-builds", "gate-rule"]) => ok(rule_json(&rule(hub, project).await?, false)),
         ("PUT", ["agent-builds", "gate-rule"]) => set_rule(hub, project, &parse_body(body)?).await,
         ("GET", ["agent-builds", id]) => {
-            let id = percent_decode(id);
+            let id = unquote_plus(id);
             let build =
                 hub.meta.build(project, &id).await?.ok_or_else(|| HubError::NotFound(format!("no agent build '{id}' in this project")))?;
             ok(build_json(&build, true))

@@ -49,7 +49,7 @@ pub(super) async fn route(
     headers: &HeaderMap,
     body: &[u8],
 ) -> Answer {
-    let id = |raw: &str| percent_decode(raw);
+    let id = |raw: &str| unquote_plus(raw);
     match (method.as_str(), segments) {
         ("POST", ["runs", "start"]) => start(hub, project, &parse_body(body)?).await,
         ("POST", ["runs", "verify"]) => verify(hub, project, &parse_body(body)?).await,

@@ -94,7 +94,7 @@ pub(super) async fn answer(hub: &Hub, parts: Parts, body: Body) -> Response {
                     Some(q) => format!("{path}?{q}"),
                     None => path.clone(),
                 };
-                Ok(Page::Redirect(format!("/ui/login?next={}", percent_encode(&here)), None))
+                Ok(Page::Redirect(format!("/ui/login?next={}", quote_segment(&here)), None))
             }
             Err(error) => Err(error),
         },
@@ -116,7 +116,7 @@ pub(super) async fn answer(hub: &Hub, parts: Parts, body: Body) -> Response {
 
 /// The pages behind the sign-in, by path under `/ui/`.
 async fn route(hub: &Hub, project: &str, rest: &str, query: &BTreeMap<String, String>) -> Result<Page, HubError> {
-    let segments: Vec<String> = rest.split('/').map(percent_decode).collect();
+    let segments: Vec<String> = rest.split('/').map(unquote_plus).collect();
     let s: Vec<&str> = segments.iter().map(String::as_str).collect();
     let markup = match s.as_slice() {
         [""] => worlds::list(hub, project).await?,

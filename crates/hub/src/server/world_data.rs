@@ -62,7 +62,7 @@ async fn dispatch(
     base_url: &str,
 ) -> Answer {
     let project = authenticate(hub, headers).await?;
-    let world = container(hub, &project, Some(percent_decode(slug))).await?;
+    let world = container(hub, &project, Some(unquote_plus(slug))).await?;
     let p = project.as_str();
     match (method.as_str(), rest) {
         ("GET", []) => show(hub, &world, query.get("entity").map(String::as_str)).await,
@@ -937,7 +937,11 @@ async fn publish_version(
             in_world.is_some()
                 && ((parent == "db" && (snapshot_file || name == "snapshot.json")) || (parent.starts_with("scenarios/") && snapshot_file))
         };
-        copy_tree(&from, &bundle_dir, Path::new(""), &skip)?;
+        // Links are left out (never read through); `skip` names files.
+        gateway_common::fs::copy_tree(&from, &bundle_dir, gateway_common::fs::Symlinks::Skip, &|entry| {
+            !entry.is_dir && skip(entry.relative)
+        })
+        .map_err(|e| HubError::io(&e.path, e.source))?;
         laps.lap("files copied");
         let world = bundle_dir.join(&world_rel);
         let db = world.join("db");
@@ -1033,23 +1037,6 @@ impl std::io::Write for HashingFile {
     fn flush(&mut self) -> std::io::Result<()> {
         self.file.flush()
     }
-}
-
-/// Copy a tree, leaving out what `skip` names (paths relative to the top).
-fn copy_tree(from: &Path, to: &Path, rel: &Path, skip: &dyn Fn(&Path) -> bool) -> Result<(), HubError> {
-    std::fs::create_dir_all(to).map_err(|e| HubError::io(to, e))?;
-    for entry in std::fs::read_dir(from).map_err(|e| HubError::io(from, e))? {
-        let entry = entry.map_err(|e| HubError::io(from, e))?;
-        let name = entry.file_name();
-        let child = rel.join(&name);
-        let kind = entry.file_type().map_err(|e| HubError::io(&entry.path(), e))?;
-        if kind.is_dir() {
-            copy_tree(&entry.path(), &to.join(&name), &child, skip)?;
-        } else if kind.is_file() && !skip(&child) {
-            std::fs::copy(entry.path(), to.join(&name)).map_err(|e| HubError::io(&entry.path(), e))?;
-        }
-    }
-    Ok(())
 }
 
 /// `POST …/data/publish`: every applied `--publish later` batch of the world, folded

@@ -40,7 +40,7 @@ fn mean(sums: &SampleSums) -> Option<f64> {
 }
 
 fn eval_url(slug: &str, id: &str) -> String {
-    format!("/ui/w/{slug}/evaluations/{}", percent_encode(id))
+    format!("/ui/w/{slug}/evaluations/{}", quote_segment(id))
 }
 
 /// `/ui/w/{slug}/evaluations[?before=&limit=]`.
@@ -172,7 +172,7 @@ pub(super) async fn evaluation(
                             td.num { (s.reward.map(number).unwrap_or_else(|| "null".into())) }
                             td.num { (s.score.map(number).unwrap_or_default()) }
                             td { (s.correct.map(|c| c.to_string()).unwrap_or_default()) }
-                            td { a href={ (here) "/samples/" (percent_encode(&s.id)) } { "transcript" } }
+                            td { a href={ (here) "/samples/" (quote_segment(&s.id)) } { "transcript" } }
                         }
                     }
                 }

@@ -21,7 +21,7 @@ fn text_of(value: &Value, key: &str) -> String {
 }
 
 fn session_url(id: &str) -> String {
-    format!("/ui/sessions/{}", percent_encode(id))
+    format!("/ui/sessions/{}", quote_segment(id))
 }
 
 /// `/ui/sessions[?after=]`: sessions in the order they were opened.

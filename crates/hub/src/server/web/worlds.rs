@@ -140,7 +140,7 @@ fn manifest(version: &Version) -> Vec<(String, Option<i64>, String)> {
 
 /// A file's URL: each path segment percent-encoded.
 fn file_url(slug: &str, version: &str, path: &str) -> String {
-    let encoded: Vec<String> = path.split('/').map(percent_encode).collect();
+    let encoded: Vec<String> = path.split('/').map(quote_segment).collect();
     format!("/ui/w/{slug}/v/{version}/f/{}", encoded.join("/"))
 }
 
@@ -326,7 +326,7 @@ pub(super) async fn diff(hub: &Hub, project: &str, slug: &str, query: &BTreeMap<
                     tr { th { "Entity" } th { "Key" } th.num { "Added" } th.num { "Removed" } th.num { "Changed" } th.num { "Unchanged" } }
                     @for e in &entities {
                         tr {
-                            td { a href={ (here) "&entity=" (percent_encode(&e.entity)) "#rows" } { (e.entity) } }
+                            td { a href={ (here) "&entity=" (quote_segment(&e.entity)) "#rows" } { (e.entity) } }
                             td { code { (e.key_fields.join(", ")) } }
                             td.num { (e.added.len()) } td.num { (e.removed.len()) } td.num { (e.changed.len()) } td.num { (e.unchanged) }
                         }
@@ -334,7 +334,7 @@ pub(super) async fn diff(hub: &Hub, project: &str, slug: &str, query: &BTreeMap<
                 }
                 div #rows {
                     @for e in entities.iter().filter(|e| only.as_ref().is_none_or(|o| *o == e.entity)) {
-                        @if !e.is_empty() { (entity_rows(e, rows, &format!("{here}&entity={}", percent_encode(&e.entity)))) }
+                        @if !e.is_empty() { (entity_rows(e, rows, &format!("{here}&entity={}", quote_segment(&e.entity)))) }
                     }
                 }
             }
