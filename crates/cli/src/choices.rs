@@ -10,7 +10,8 @@
 use crate::exit::Status;
 use clap::ValueEnum;
 
-/// `--mode` of `data import|check`, `session seed`: how rows meet the world's.
+/// `--mode` of `data import|check`: how rows meet the world's. (`session seed --mode`
+/// is read after the session answers, where the original checks it.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Mode {
     /// Upsert by primary key.
@@ -206,7 +207,6 @@ pub fn refusal(command: &str, arg: &str, value: &str) -> Option<(String, Status)
         ("worlds data check", "--merge") => said("merge at /merge: merge must be upsert or fill"),
         ("worlds data extract", "--shape") => said("extract at /shape: shape must be one of tool-results, vendor-envelope, session-export"),
         ("worlds data extract", "--merge") => said("extract at /merge: merge must be one of fill, upsert"),
-        ("worlds session seed", "--mode") => said("mode must be append or replace"),
         ("worlds session browse", "--mode") => said("mode must be 'auto', 'hosted' or 'local'"),
         ("bench eval", "--kind") => said(&format!("unknown --kind '{value}' (auto|verifiers|verifiers-v1|harbor)")),
         ("bench push", "--visibility") => {

@@ -8,7 +8,7 @@
 //! a browser: `session browse` stops at the surfaces check (see its doc).
 
 use crate::args::HubUrl;
-use crate::choices::{Browse, Mode};
+use crate::choices::Browse;
 use crate::exit::Status;
 use crate::printer::{self, errln, outln};
 use clap::Subcommand;
@@ -108,9 +108,10 @@ pub enum SessionCommand {
         /// The entity bare-row files hold.
         #[arg(long)]
         entity: Option<String>,
-        /// append (upsert by primary key) | replace (named entities).
-        #[arg(long, value_enum, default_value = "append")]
-        mode: Mode,
+        /// append (upsert by primary key) | replace (named entities). Checked once the session
+        /// answers, as the original checks it (a bad one: exit 1 after that request).
+        #[arg(long, default_value = "append")]
+        mode: String,
         #[command(flatten)]
         host: HubUrl,
     },
@@ -442,8 +443,9 @@ fn session(command: SessionCommand) -> Outcome {
             let parsed = gateway_world::import::parse_rows(&sources, entity.as_deref()).map_err(|e| Exit::refused(e.to_string()))?;
             let rows = Value::Object(parsed.rows.into_iter().map(|(name, rows)| (name, Value::Array(rows))).collect());
             let client = client(host.as_deref())?;
-            let mode = gateway_world::plan::Mode::from(mode);
-            let result = client.attach(&session_id)?.seed(rows, mode)?;
+            let mut session = client.attach(&session_id)?;
+            let mode: gateway_world::plan::Mode = mode.parse().map_err(|_| Exit::refused("mode must be append or replace"))?;
+            let result = session.seed(rows, mode)?;
             printer::json(&object([("sessionId", Value::str(session_id)), ("mode", Value::str(mode.as_str())), ("result", result)]));
             Ok(())
         }
