@@ -4,11 +4,15 @@
 //! Failures print `Error: …` on stderr and exit 1; usage errors exit 2. What the
 //! evaluation commands do is gateway-runner's (`bench`, `harbor`, `verifiers`).
 
+use crate::args::HubUrl;
+use crate::choices::{EvalKind, Installer, RunConfigsAction, SecretsAction, Visibility};
+use crate::exit::Status;
+use crate::printer::{self, errln, outln};
 use clap::Subcommand;
 use gateway_hub::client::{read_local_meta, Client, PushOptions};
 use gateway_hub::HubError;
 use gateway_world::json::{dumps, DumpOptions, Map, Value};
-use std::io::Write;
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -30,9 +34,9 @@ pub enum BenchCommand {
         /// Tag (repeatable).
         #[arg(long = "tag")]
         tag: Vec<String>,
-        /// PRIVATE or PUBLIC.
-        #[arg(long)]
-        visibility: Option<String>,
+        /// Who may see the container.
+        #[arg(long, value_enum)]
+        visibility: Option<Visibility>,
         /// Patch-bump pyproject version before pushing.
         #[arg(long = "auto-bump")]
         auto_bump: bool,
@@ -60,9 +64,8 @@ pub enum BenchCommand {
         /// Attribution shown in History (default: GATEWAY_AUTHOR env).
         #[arg(long)]
         author: Option<String>,
-        /// Hub URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// Reconstruct a container version's source directory, addressed by name.
     Pull {
@@ -71,9 +74,8 @@ pub enum BenchCommand {
         /// Target dir (defaults to ./<slug>).
         #[arg(long, short = 't')]
         target: Option<PathBuf>,
-        /// Hub URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// Materialize a ref into a working dir and track it (pull + set base).
     Checkout {
@@ -82,18 +84,16 @@ pub enum BenchCommand {
         /// Target dir (defaults to ./<slug>).
         #[arg(long, short = 't')]
         target: Option<PathBuf>,
-        /// Hub URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// Where this dir stands: tracked branch, base version, local edits, remote tip.
     Status {
         /// Working dir (defaults to cwd).
         #[arg(default_value = ".")]
         path: PathBuf,
-        /// Hub URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// A branch's version lineage, tip first — hash, semver, author, reason.
     Log {
@@ -105,9 +105,8 @@ pub enum BenchCommand {
         /// Max entries.
         #[arg(long, short = 'n', default_value_t = 20)]
         limit: i64,
-        /// Hub URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// List branches/tags (the dir's current branch marked with *), or create one.
     Branch {
@@ -122,9 +121,8 @@ pub enum BenchCommand {
         /// Start version id (default: the main tip).
         #[arg(long = "from")]
         from_version: Option<String>,
-        /// Hub URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// Create an immutable tag pointing at a version.
     Tag {
@@ -139,9 +137,8 @@ pub enum BenchCommand {
         /// Version id to tag (default: main tip).
         #[arg(long)]
         version: Option<String>,
-        /// Hub URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// Fork a container into a new one (shares the bundle; records provenance).
     Fork {
@@ -150,9 +147,8 @@ pub enum BenchCommand {
         /// Target slug (defaults to <slug>-fork).
         #[arg(long)]
         into: Option<String>,
-        /// Hub URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// Per-file diff (added/removed/modified/unchanged) between two version ids.
     Diff {
@@ -160,9 +156,8 @@ pub enum BenchCommand {
         base: String,
         /// Head version id.
         head: String,
-        /// Hub URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// File local edits as a change proposal (a PR to the env) instead of pushing.
     Propose {
@@ -178,14 +173,14 @@ pub enum BenchCommand {
         /// Branch the proposal merges into (default main).
         #[arg(long, short = 'b')]
         branch: Option<String>,
-        /// Hub URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// Environment secrets — env vars every hosted run of the world receives (write-only).
     Secrets {
-        /// set | list | unset
-        action: String,
+        /// What to do.
+        #[arg(value_enum)]
+        action: SecretsAction,
         /// World slug the secret belongs to.
         #[arg(long, required = true)]
         env: String,
@@ -195,23 +190,21 @@ pub enum BenchCommand {
         /// Secret value for `set`; omit to read from stdin.
         #[arg(long)]
         value: Option<String>,
-        /// Hub URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// pip-install a container version's built wheel by name (wheel-url-direct).
     Install {
         /// Container slug, optionally slug@latest | @<semver> | @<hash>.
         slug: String,
-        /// Installer: uv or pip.
-        #[arg(long, default_value = "uv")]
-        tool: String,
+        /// Installer.
+        #[arg(long, value_enum, default_value = "uv")]
+        tool: Installer,
         /// Don't reinstall/upgrade if already present.
         #[arg(long = "no-upgrade")]
         no_upgrade: bool,
-        /// Hub URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// Run a local eval against a container version and harvest a version-pinned evaluation.
     ///
@@ -232,9 +225,9 @@ pub enum BenchCommand {
         /// verifiers env id to load (defaults to the slug).
         #[arg(long = "env-id")]
         env_id: Option<String>,
-        /// Environment kind: auto (pull + detect) | verifiers | verifiers-v1 | harbor.
-        #[arg(long, default_value = "auto")]
-        kind: String,
+        /// Environment kind (auto: pull and detect).
+        #[arg(long, value_enum, default_value = "auto")]
+        kind: EvalKind,
         /// harbor kind only: agent that runs the tasks (harbor agent name or acp: shorthand).
         #[arg(long, short = 'a', default_value = gateway_runner::harbor::DEFAULT_HARBOR_AGENT)]
         agent: String,
@@ -257,9 +250,8 @@ pub enum BenchCommand {
         /// is available). Writes a $GITHUB_STEP_SUMMARY table under GitHub Actions.
         #[arg(long = "fail-under", value_parser = crate::run::unit_interval)]
         fail_under: Option<f64>,
-        /// Hub URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// Harvest an EXISTING harbor jobs directory into a version-pinned evaluation.
     #[command(name = "harvest-harbor")]
@@ -277,9 +269,8 @@ pub enum BenchCommand {
         /// Environment RunResult id to back-link.
         #[arg(long = "run-id")]
         run_id: Option<String>,
-        /// Hub URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// Start a hosted run of a run config (this hub has no hosted runner: every model is
     /// answered `ok: false` with the reason, and the command exits 1).
@@ -292,16 +283,15 @@ pub enum BenchCommand {
         /// Pin to a specific READY version (default: head).
         #[arg(long = "version-id")]
         version_id: Option<String>,
-        /// Hub URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// Run configs — list them, create one for CI, delete one.
     #[command(name = "run-configs")]
     RunConfigs {
-        /// list | create | delete
-        #[arg(default_value = "list")]
-        action: String,
+        /// What to do.
+        #[arg(value_enum, default_value = "list")]
+        action: RunConfigsAction,
         /// Config name (create).
         #[arg(long)]
         name: Option<String>,
@@ -326,9 +316,8 @@ pub enum BenchCommand {
         /// Config id (delete/update).
         #[arg(long = "id")]
         config_id: Option<String>,
-        /// Hub URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
 }
 
@@ -344,12 +333,7 @@ impl From<HubError> for Failure {
     }
 }
 
-fn print_json(value: &Value) {
-    // A closed pipe (`| head`) is not an error worth a panic.
-    let _ = writeln!(std::io::stdout(), "{}", dumps(value, DumpOptions::PRETTY));
-}
-
-fn client(host: &Option<String>) -> Result<Client, Failure> {
+fn client(host: &HubUrl) -> Result<Client, Failure> {
     Ok(Client::from_env(host.as_deref())?)
 }
 
@@ -376,7 +360,7 @@ pub fn run(command: BenchCommand) -> ExitCode {
                 path,
                 model,
                 env_id,
-                kind,
+                kind: kind.into(),
                 agent,
                 num_examples,
                 rollouts,
@@ -384,19 +368,18 @@ pub fn run(command: BenchCommand) -> ExitCode {
                 output_dir,
                 resume,
                 fail_under,
-                host: host.filter(|h| !h.is_empty()),
+                host: host.given(),
             };
-            return match gateway_runner::bench::bench_eval(&request, &mut |line| eprintln!("{line}")) {
+            return match gateway_runner::bench::bench_eval(&request, &mut |line| errln!("{line}")) {
                 Ok(report) => crate::run::finish(&report),
                 Err(error) => runner_failure(error),
             };
         }
         BenchCommand::HarvestHarbor { jobs_dir, slug, model, rollouts, run_id, host } => {
-            let request =
-                gateway_runner::bench::HarvestRequest { jobs_dir, slug, model, rollouts, run_id, host: host.filter(|h| !h.is_empty()) };
+            let request = gateway_runner::bench::HarvestRequest { jobs_dir, slug, model, rollouts, run_id, host: host.given() };
             return match gateway_runner::bench::harvest_harbor(&request) {
                 Ok(result) => {
-                    print_json(&result);
+                    printer::json(&result);
                     ExitCode::SUCCESS
                 }
                 Err(error) => runner_failure(error),
@@ -407,18 +390,18 @@ pub fn run(command: BenchCommand) -> ExitCode {
     match execute(command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Hub(error)) => {
-            eprintln!("Error: {error}");
-            ExitCode::from(1)
+            printer::error(error);
+            Status::FAILED.into()
         }
         Err(Failure::Plain(message)) => {
             if !message.is_empty() {
-                eprintln!("{message}");
+                errln!("{message}");
             }
-            ExitCode::from(1)
+            Status::FAILED.into()
         }
         Err(Failure::Usage(message)) => {
-            eprintln!("Error: Invalid value: {message}");
-            ExitCode::from(2)
+            errln!("Error: Invalid value: {message}");
+            Status::USAGE.into()
         }
     }
 }
@@ -428,10 +411,10 @@ pub fn run(command: BenchCommand) -> ExitCode {
 fn runner_failure(error: gateway_runner::RunnerError) -> ExitCode {
     use gateway_runner::RunnerError as E;
     match error {
-        E::Config(message) | E::World(message) | E::Missing(message) => eprintln!("{message}"),
-        other => eprintln!("Error: {other}"),
+        E::Config(message) | E::World(message) | E::Missing(message) => errln!("{message}"),
+        other => printer::error(other),
     }
-    ExitCode::from(1)
+    Status::FAILED.into()
 }
 
 fn tracked_slug(slug: Option<String>, path: &Path) -> Result<String, Failure> {
@@ -461,18 +444,13 @@ fn execute(command: BenchCommand) -> Result<(), Failure> {
             author,
             host,
         } => {
-            if let Some(v) = &visibility {
-                if v != "PRIVATE" && v != "PUBLIC" {
-                    return Err(Failure::Usage(format!("--visibility must be PRIVATE or PUBLIC, not {v}")));
-                }
-            }
             let client = client(&host)?;
             let options = PushOptions {
                 slug,
                 name,
                 description,
                 tags: tag,
-                visibility,
+                visibility: visibility.map(Into::into),
                 auto_bump,
                 rc,
                 post,
@@ -483,27 +461,27 @@ fn execute(command: BenchCommand) -> Result<(), Failure> {
                 message,
                 author: author.or_else(|| std::env::var("GATEWAY_AUTHOR").ok()).filter(|a| !a.is_empty()),
             };
-            print_json(&client.push_world(&path, &options)?);
+            printer::json(&client.push_world(&path, &options)?);
         }
-        BenchCommand::Pull { slug, target, host } => print_json(&client(&host)?.pull(&slug, target.as_deref())?),
-        BenchCommand::Checkout { slug_ref, target, host } => print_json(&client(&host)?.pull(&slug_ref, target.as_deref())?),
+        BenchCommand::Pull { slug, target, host } => printer::json(&client(&host)?.pull(&slug, target.as_deref())?),
+        BenchCommand::Checkout { slug_ref, target, host } => printer::json(&client(&host)?.pull(&slug_ref, target.as_deref())?),
         BenchCommand::Status { path, host } => {
             let result = client(&host)?.status(&path)?;
-            print_json(&result);
+            printer::json(&result);
             if matches!(result.get("dirty"), Some(Value::Bool(true))) {
-                eprintln!("# local edits not pushed");
+                errln!("# local edits not pushed");
             }
             if matches!(result.get("behind"), Some(Value::Bool(true))) {
-                eprintln!("# branch tip moved past your base — `gateway bench pull` before pushing");
+                errln!("# branch tip moved past your base — `gateway bench pull` before pushing");
             }
         }
-        BenchCommand::Log { slug, branch, limit, host } => print_json(&client(&host)?.log(&slug, branch.as_deref(), limit)?),
+        BenchCommand::Log { slug, branch, limit, host } => printer::json(&client(&host)?.log(&slug, branch.as_deref(), limit)?),
         BenchCommand::Branch { name, path, slug, from_version, host } => {
             let client = client(&host)?;
             let meta = read_local_meta(&path).unwrap_or_default();
             let slug = tracked_slug(slug, &path)?;
             if let Some(name) = name.filter(|n| !n.is_empty()) {
-                print_json(&client.create_ref(&slug, &name, "branch", from_version.as_deref())?);
+                printer::json(&client.create_ref(&slug, &name, "branch", from_version.as_deref())?);
                 return Ok(());
             }
             let refs = client.list_refs(&slug)?;
@@ -520,31 +498,31 @@ fn execute(command: BenchCommand) -> Result<(), Failure> {
                 let marker = if kind == "branch" && Some(name.as_str()) == current { "*" } else { " " };
                 let hash: String = r.get("contentHash").and_then(Value::as_str).unwrap_or("").chars().take(12).collect();
                 let semver = r.get("semanticVersion").and_then(Value::as_str).unwrap_or("");
-                println!("{marker} {kind:<6} {name:<24} {hash:<12} {semver}");
+                outln!("{marker} {kind:<6} {name:<24} {hash:<12} {semver}");
             }
         }
         BenchCommand::Tag { name, path, slug, version, host } => {
             let client = client(&host)?;
             let slug = tracked_slug(slug, &path)?;
-            print_json(&client.create_ref(&slug, &name, "tag", version.as_deref())?);
+            printer::json(&client.create_ref(&slug, &name, "tag", version.as_deref())?);
         }
-        BenchCommand::Fork { slug, into, host } => print_json(&client(&host)?.fork(&slug, into.as_deref())?),
-        BenchCommand::Diff { base, head, host } => print_json(&client(&host)?.diff(&base, &head)?),
+        BenchCommand::Fork { slug, into, host } => printer::json(&client(&host)?.fork(&slug, into.as_deref())?),
+        BenchCommand::Diff { base, head, host } => printer::json(&client(&host)?.diff(&base, &head)?),
         BenchCommand::Propose { path, title, message, branch, host } => {
-            print_json(&client(&host)?.propose(&path, &title, &message, branch.as_deref())?)
+            printer::json(&client(&host)?.propose(&path, &title, &message, branch.as_deref())?)
         }
         BenchCommand::Secrets { action, env, key, value, host } => secrets(action, env, key, value, host)?,
-        BenchCommand::Install { slug, tool, no_upgrade, host } => print_json(&client(&host)?.install(&slug, &tool, no_upgrade)?),
+        BenchCommand::Install { slug, tool, no_upgrade, host } => printer::json(&client(&host)?.install(&slug, tool.into(), no_upgrade)?),
         BenchCommand::Dispatch { run_config_id, container_id, version_id, host } => {
             let result = client(&host)?.dispatch_run_config(&run_config_id, container_id.as_deref(), version_id.as_deref())?;
-            print_json(&result);
+            printer::json(&result);
             // Beyond the original (which prints and exits 0): a dispatch that started nothing fails.
             let runs = result.get("runs").and_then(Value::as_array).cloned().unwrap_or_default();
             let mut started = !runs.is_empty();
             for run in &runs {
                 if !run.get("ok").is_some_and(gateway_hub::client::truthy) {
                     started = false;
-                    eprintln!("dispatch: {} did not start: {}", field(run, "model"), field(run, "error"));
+                    errln!("dispatch: {} did not start: {}", field(run, "model"), field(run, "error"));
                 }
             }
             if !started {
@@ -554,12 +532,12 @@ fn execute(command: BenchCommand) -> Result<(), Failure> {
         BenchCommand::Eval { .. } | BenchCommand::HarvestHarbor { .. } => unreachable!("run() handles the evaluation commands"),
         BenchCommand::RunConfigs { action, name, models, parallelism, tasks, world_tasks, agent, auto_run_on_push, config_id, host } => {
             let client = client(&host)?;
-            match action.as_str() {
-                "list" => {
+            match action {
+                RunConfigsAction::List => {
                     let listed = client.list_run_configs()?;
                     let rows = listed.get("runConfigs").and_then(Value::as_array).cloned().unwrap_or_default();
                     if rows.is_empty() {
-                        println!("No run configs in this project.");
+                        outln!("No run configs in this project.");
                         return Ok(());
                     }
                     for row in rows {
@@ -573,15 +551,15 @@ fn execute(command: BenchCommand) -> Result<(), Failure> {
                             flags.push("auto-on-push".to_string());
                         }
                         let suffix = if flags.is_empty() { String::new() } else { format!("  [{}]", flags.join(", ")) };
-                        println!("{}  {}  ({}){suffix}", field(&row, "id"), field(&row, "name"), models_text(&row, true));
+                        outln!("{}  {}  ({}){suffix}", field(&row, "id"), field(&row, "name"), models_text(&row, true));
                     }
                 }
-                "delete" => {
+                RunConfigsAction::Delete => {
                     let id = config_id.filter(|i| !i.is_empty()).ok_or_else(|| Failure::Usage("--id is required for delete".into()))?;
                     client.delete_run_config(&id)?;
-                    println!("Deleted {id}.");
+                    outln!("Deleted {id}.");
                 }
-                "create" => {
+                RunConfigsAction::Create => {
                     let (Some(name), Some(models)) = (name.filter(|n| !n.is_empty()), models.filter(|m| !m.is_empty())) else {
                         return Err(Failure::Usage("--name and --models are required for create".into()));
                     };
@@ -612,9 +590,8 @@ fn execute(command: BenchCommand) -> Result<(), Failure> {
                         fields.insert("id".into(), Value::str(id));
                     }
                     let row = client.upsert_run_config(fields)?;
-                    println!("{}  {}  ({})", field(&row, "id"), field(&row, "name"), models_text(&row, false));
+                    outln!("{}  {}  ({})", field(&row, "id"), field(&row, "name"), models_text(&row, false));
                 }
-                _ => return Err(Failure::Usage("action must be one of: list | create | delete".into())),
             }
         }
     }
@@ -667,27 +644,25 @@ fn parse_world_task_refs(text: &str) -> Result<Value, String> {
     Ok(Value::Array(out))
 }
 
-fn secrets(action: String, env: String, key: Option<String>, value: Option<String>, host: Option<String>) -> Result<(), Failure> {
+fn secrets(action: SecretsAction, env: String, key: Option<String>, value: Option<String>, host: HubUrl) -> Result<(), Failure> {
     let client = client(&host)?;
-    if action == "list" {
+    if action == SecretsAction::List {
         let listed = client.list_env_secret_keys(&env)?;
         let rows = listed.get("secrets").and_then(Value::as_array).cloned().unwrap_or_default();
         if rows.is_empty() {
-            println!("No secrets on {env}.");
+            outln!("No secrets on {env}.");
             return Ok(());
         }
         for row in rows {
-            println!("{}  (rotated {})", field(&row, "key"), field(&row, "updatedAt"));
+            outln!("{}  (rotated {})", field(&row, "key"), field(&row, "updatedAt"));
         }
         return Ok(());
     }
-    if action != "set" && action != "unset" {
-        return Err(Failure::Usage("action must be one of: set | list | unset".into()));
-    }
-    let key = key.filter(|k| !k.is_empty()).ok_or_else(|| Failure::Usage(format!("--key is required for `{action}`")))?;
-    if action == "unset" {
+    let named = if action == SecretsAction::Set { "set" } else { "unset" };
+    let key = key.filter(|k| !k.is_empty()).ok_or_else(|| Failure::Usage(format!("--key is required for `{named}`")))?;
+    if action == SecretsAction::Unset {
         client.delete_env_secret(&env, &key)?;
-        println!("Deleted {key} from {env}.");
+        outln!("Deleted {key} from {env}.");
         return Ok(());
     }
     let secret = match value {
@@ -703,6 +678,6 @@ fn secrets(action: String, env: String, key: Option<String>, value: Option<Strin
     }
     let result = client.set_env_secret(&env, &key, &secret)?;
     let word = if result.get("created").is_some_and(gateway_hub::client::truthy) { "Added" } else { "Rotated" };
-    println!("{word} {key} on {env} — next hosted run receives it.");
+    outln!("{word} {key} on {env} — next hosted run receives it.");
     Ok(())
 }

@@ -4,12 +4,15 @@
 //! uncaught `ContractError` line (exit 1); route/entity add answer with the schema
 //! commands' JSON envelope.
 
+use crate::args::HubUrl;
+use crate::exit::Status;
+use crate::printer::{self, errln, out, outln};
 use clap::{Args, Subcommand};
 use gateway_connector::authoring::{compile_in_scratch, entity_add, route_add, EntityDecl, Payload, Route};
 use gateway_connector::capture::{capture, set_pair, CaptureRequest};
 use gateway_connector::skill::{install_skill, next_step, packaged_skills, skill_text, SKILL_NAME};
 use gateway_hub::captures_client::{CaptureOutcome, RemoteCapture};
-use gateway_world::json::{dumps, object, DumpOptions, Value};
+use gateway_world::json::{object, Value};
 use gateway_world::{ContractError, Error};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -47,9 +50,8 @@ pub enum ConnectorCommand {
         /// Seconds to wait for a --remote capture.
         #[arg(long, default_value_t = 900)]
         timeout: u64,
-        /// Hub URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// Seed data/initial.json from the successful captures, gated by the world's contract.
     Ingest {
@@ -184,8 +186,8 @@ pub struct SkillArgs {
 
 /// The original's uncaught refusal: one line on stderr, exit 1.
 fn refused(error: &dyn std::fmt::Display, kind: &str) -> ExitCode {
-    eprintln!("{kind}: {error}");
-    ExitCode::from(1)
+    errln!("{kind}: {error}");
+    Status::FAILED.into()
 }
 
 fn engine_refused(error: Error) -> ExitCode {
@@ -200,8 +202,8 @@ fn pairs(values: &[String], what: &str) -> Result<Vec<(String, String)>, ExitCod
     let mut out = Vec::new();
     for item in values {
         let Some((key, value)) = item.split_once('=') else {
-            eprintln!("error: Invalid value: {what} must look like name=value, got '{item}'");
-            return Err(ExitCode::from(2));
+            errln!("error: Invalid value: {what} must look like name=value, got '{item}'");
+            return Err(Status::USAGE.into());
         };
         set_pair(&mut out, key.trim(), value);
     }
@@ -211,9 +213,9 @@ fn pairs(values: &[String], what: &str) -> Result<Vec<(String, String)>, ExitCod
 fn envelope(outcome: Result<Value, ContractError>) -> ExitCode {
     let (value, code) = match outcome {
         Ok(value) => (value, ExitCode::SUCCESS),
-        Err(error) => (object([("status", Value::str("rejected")), ("error", error.detail())]), ExitCode::from(1)),
+        Err(error) => (object([("status", Value::str("rejected")), ("error", error.detail())]), Status::FAILED.into()),
     };
-    println!("{}", dumps(&value, DumpOptions::CLI));
+    printer::json_line(&value);
     code
 }
 
@@ -224,21 +226,21 @@ fn remote_capture(path: &Path, request: &RemoteCapture, host: Option<&str>) -> E
         return refused(&error, "ContractError");
     }
     let outcome = gateway_hub::environments_client::EnvironmentsClient::from_env(host)
-        .and_then(|client| client.remote_capture(path, request, &mut |line| eprintln!("{line}")));
+        .and_then(|client| client.remote_capture(path, request, &mut |line| errln!("{line}")));
     match outcome {
         Ok(CaptureOutcome::Written(files)) => {
             for file in files {
-                println!("{}", file.strip_prefix(path).unwrap_or(&file).to_string_lossy().replace('\\', "/"));
+                outln!("{}", file.strip_prefix(path).unwrap_or(&file).to_string_lossy().replace('\\', "/"));
             }
             ExitCode::SUCCESS
         }
         Ok(CaptureOutcome::Refused(line)) => {
-            eprintln!("{line}");
-            ExitCode::from(1)
+            errln!("{line}");
+            Status::FAILED.into()
         }
         Err(error) => {
-            eprintln!("{error}");
-            ExitCode::from(1)
+            errln!("{error}");
+            Status::FAILED.into()
         }
     }
 }
@@ -247,10 +249,10 @@ pub fn run(command: ConnectorCommand) -> ExitCode {
     match command {
         ConnectorCommand::Validate { path } => match gateway_connector::spec::load_spec(&path) {
             Ok(spec) => {
-                println!("{}  {}  auth={}", spec.slug, spec.base_url, spec.scheme);
+                outln!("{}  {}  auth={}", spec.slug, spec.base_url, spec.scheme);
                 for op in &spec.operations {
                     let target = op.entity.as_ref().map(|e| format!(" -> {e}")).unwrap_or_default();
-                    println!("  {}: {} {}{target}", op.name, op.method, op.path);
+                    outln!("  {}: {} {}{target}", op.name, op.method, op.path);
                 }
                 ExitCode::SUCCESS
             }
@@ -266,10 +268,10 @@ pub fn run(command: ConnectorCommand) -> ExitCode {
                 return remote_capture(&path, &request, host.as_deref());
             }
             let request = CaptureRequest { op, args, params, max_pages };
-            match capture(&path, &request, &mut |line| eprintln!("# {line}")) {
+            match capture(&path, &request, &mut |line| errln!("# {line}")) {
                 Ok(written) => {
                     for file in written {
-                        println!("{}", file.strip_prefix(&path).unwrap_or(&file).to_string_lossy());
+                        outln!("{}", file.strip_prefix(&path).unwrap_or(&file).to_string_lossy());
                     }
                     ExitCode::SUCCESS
                 }
@@ -278,11 +280,11 @@ pub fn run(command: ConnectorCommand) -> ExitCode {
         }
         ConnectorCommand::Ingest { path, batch_id } => match gateway_connector::ingest::ingest(&path, batch_id.as_deref()) {
             Ok(outcome) => {
-                println!("batch {}: {} mutations", outcome.batch, outcome.mutations);
+                outln!("batch {}: {} mutations", outcome.batch, outcome.mutations);
                 let mut counts = outcome.entity_counts;
                 counts.sort();
                 for (entity, count) in counts {
-                    println!("  {entity}: {count}");
+                    outln!("  {entity}: {count}");
                 }
                 ExitCode::SUCCESS
             }
@@ -316,21 +318,21 @@ fn conform(path: &Path, openapi: &[PathBuf], out: Option<&Path>, limit: Option<u
         Err(error) => return refused(&error, "Error"),
     };
     for line in report.lines() {
-        println!("{line}");
+        outln!("{line}");
     }
     for note in &report.notes {
-        eprintln!("# note: {note}");
+        errln!("# note: {note}");
     }
-    println!("{}", dumps(&report.summary(), DumpOptions { sort_keys: false, ensure_ascii: true, indent: None, compact: false }));
+    printer::json_python(&report.summary());
     if let Some(out) = out {
         if let Err(error) = std::fs::write(out, report.to_text()) {
-            eprintln!("Error: {}: {error}", out.display());
-            return ExitCode::from(1);
+            errln!("Error: {}: {error}", out.display());
+            return Status::FAILED.into();
         }
-        println!("report: {}", out.display());
+        outln!("report: {}", out.display());
     }
     if report.failed() {
-        ExitCode::from(1)
+        Status::FAILED.into()
     } else {
         ExitCode::SUCCESS
     }
@@ -343,16 +345,16 @@ pub fn entity(command: EntityCommand) -> ExitCode {
         (_, Some(f), _) => Payload::Fields(f),
         (_, _, Some(s)) => Payload::Schema(s),
         _ => {
-            eprintln!("error: one of --ref, --fields or --schema gives the payload");
-            return ExitCode::from(2);
+            errln!("error: one of --ref, --fields or --schema gives the payload");
+            return Status::USAGE.into();
         }
     };
     let split = |text: &str| text.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect::<Vec<_>>();
     let mut relationships = Vec::new();
     for item in &relationship {
         let Some((field, target)) = item.split_once("->") else {
-            eprintln!("error: --relationship must look like FIELD->entity, got '{item}'");
-            return ExitCode::from(2);
+            errln!("error: --relationship must look like FIELD->entity, got '{item}'");
+            return Status::USAGE.into();
         };
         relationships.push((field.trim().to_string(), target.trim().to_string()));
     }
@@ -377,37 +379,37 @@ fn print_or_install(name: &str, install: Option<&Path>, force: bool) -> ExitCode
     let text = match skill_text(name) {
         Ok(text) => text,
         Err(message) => {
-            eprintln!("{message}");
-            return ExitCode::from(1);
+            errln!("{message}");
+            return Status::FAILED.into();
         }
     };
     let Some(install) = install else {
-        print!("{text}");
+        out!("{text}");
         return ExitCode::SUCCESS;
     };
     let report = match install_skill(install, name, force) {
         Ok(report) => report,
         Err(message) => {
-            eprintln!("{message}");
-            return ExitCode::from(1);
+            errln!("{message}");
+            return Status::FAILED.into();
         }
     };
     if !report.conflicts.is_empty() {
-        eprintln!("Refusing to overwrite files that differ from the packaged skill:");
+        errln!("Refusing to overwrite files that differ from the packaged skill:");
         for relative in &report.conflicts {
-            eprintln!("  {}", shown(install, relative));
+            errln!("  {}", shown(install, relative));
         }
-        eprintln!("Pass --force to replace them.");
-        return ExitCode::from(1);
+        errln!("Pass --force to replace them.");
+        return Status::FAILED.into();
     }
     for relative in &report.written {
-        println!("wrote {}", shown(install, relative));
+        outln!("wrote {}", shown(install, relative));
     }
     for relative in &report.unchanged {
-        println!("unchanged {}", shown(install, relative));
+        outln!("unchanged {}", shown(install, relative));
     }
     if let Some(step) = next_step(name) {
-        println!("next: {step}");
+        outln!("next: {step}");
     }
     ExitCode::SUCCESS
 }
@@ -415,10 +417,10 @@ fn print_or_install(name: &str, install: Option<&Path>, force: bool) -> ExitCode
 pub fn skill(args: SkillArgs) -> ExitCode {
     if args.list || (args.name.is_none() && args.install.is_none()) {
         for name in packaged_skills() {
-            println!("{name}");
+            outln!("{name}");
         }
         if args.name.is_none() && !args.list {
-            eprintln!("Name one to print it, or --install DIR to land every skill in a repository.");
+            errln!("Name one to print it, or --install DIR to land every skill in a repository.");
         }
         return ExitCode::SUCCESS;
     }

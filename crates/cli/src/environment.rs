@@ -9,11 +9,14 @@
 //! original's pydantic model and the multi-request flows live in
 //! `gateway_hub::environments_client`.
 
+use crate::args::HubUrl;
+use crate::exit::Status;
+use crate::printer::{self, errln, outln};
 use clap::Subcommand;
 use gateway_hub::environments_client::{verdict_lines, EnvironmentsClient, LinkOptions, RunWait};
 use gateway_hub::HubError;
-use gateway_world::json::{dumps, python_str, DumpOptions, Value};
-use std::io::Write;
+use gateway_world::json::{python_str, Value};
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -28,25 +31,22 @@ pub enum EnvironmentCommand {
         /// Max environments to list.
         #[arg(long, short = 'n', default_value_t = 50, allow_negative_numbers = true)]
         limit: i64,
-        /// Platform URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// Show one environment with its version history and rollout count.
     Get {
         /// Environment (container) id.
         container_id: String,
-        /// Platform URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// Show the environment's linked task set and its tasks.
     Tasks {
         /// Environment (container) id.
         container_id: String,
-        /// Platform URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// Dispatch hosted rollouts — one runner job per model — and (by default) wait for the verdicts.
     Run {
@@ -73,9 +73,8 @@ pub enum EnvironmentCommand {
         /// Seconds to wait before giving up (with --wait).
         #[arg(long = "wait-timeout", default_value_t = 1200, allow_negative_numbers = true)]
         wait_timeout: i64,
-        /// Platform URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// One run's verdict: status, avgReward, settled, per-task rollouts.
     RunStatus {
@@ -84,9 +83,8 @@ pub enum EnvironmentCommand {
         /// Block server-side up to N seconds (max 50) for it to settle.
         #[arg(long, short = 'w', default_value_t = 0, allow_negative_numbers = true)]
         wait: i64,
-        /// Platform URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// Create/fill a scenario set and attach it (idempotent: reuses the linked set, skips existing task names).
     LinkTaskSet {
@@ -107,25 +105,22 @@ pub enum EnvironmentCommand {
         /// Unlink the environment's task set and exit.
         #[arg(long)]
         detach: bool,
-        /// Platform URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// Show per-task performance across rollouts (nulls kept as their own category).
     Performance {
         /// Environment (container) id.
         container_id: String,
-        /// Platform URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// List the environment's rollouts (evaluations), newest first.
     Rollouts {
         /// Environment (container) id.
         container_id: String,
-        /// Platform URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// Show the scored samples of one rollout (reward/score/correct + sub-rewards).
     Samples {
@@ -136,9 +131,8 @@ pub enum EnvironmentCommand {
         /// Max samples to return.
         #[arg(long, short = 'n', default_value_t = 200, allow_negative_numbers = true)]
         limit: i64,
-        /// Platform URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// Create a task in a task set (a kind='tasks' dataset item). Requires a secret key.
     CreateTask {
@@ -153,21 +147,18 @@ pub enum EnvironmentCommand {
         /// Optional expected output.
         #[arg(long = "expected-output")]
         expected_output: Option<String>,
-        /// Platform URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// Show the project's Environment Agent config and recent runs.
     AgentStatus {
-        /// Platform URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// Enqueue a manual Environment Agent run. Requires a saved config and a secret key.
     AgentTrigger {
-        /// Platform URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
 }
 
@@ -180,13 +171,8 @@ impl From<HubError> for Failed {
     }
 }
 
-fn print_json(value: &Value) {
-    // A closed pipe (`| head`) is not worth a panic.
-    let _ = writeln!(std::io::stdout(), "{}", dumps(value, DumpOptions::PRETTY));
-}
-
 fn note(line: &str) {
-    let _ = writeln!(std::io::stderr(), "{line}");
+    errln!("{line}");
 }
 
 fn client(host: Option<&str>) -> Result<EnvironmentsClient, Failed> {
@@ -196,33 +182,35 @@ fn client(host: Option<&str>) -> Result<EnvironmentsClient, Failed> {
 /// Run one `environment` command.
 pub fn run(command: EnvironmentCommand) -> ExitCode {
     match execute(command) {
-        Ok(code) => ExitCode::from(code),
+        Ok(status) => status.into(),
         Err(Failed(message)) => {
             if !message.is_empty() {
                 note(&message);
             }
-            ExitCode::from(1)
+            Status::FAILED.into()
         }
     }
 }
 
-fn execute(command: EnvironmentCommand) -> Result<u8, Failed> {
+fn execute(command: EnvironmentCommand) -> Result<Status, Failed> {
     match command {
-        EnvironmentCommand::List { slug, limit, host } => print_json(&client(host.as_deref())?.list_environments(slug.as_deref(), limit)?),
-        EnvironmentCommand::Get { container_id, host } => print_json(&client(host.as_deref())?.get_environment(&container_id)?),
-        EnvironmentCommand::Tasks { container_id, host } => print_json(&client(host.as_deref())?.get_task_set(&container_id)?),
-        EnvironmentCommand::Performance { container_id, host } => print_json(&client(host.as_deref())?.get_performance(&container_id)?),
-        EnvironmentCommand::Rollouts { container_id, host } => print_json(&client(host.as_deref())?.list_rollouts(&container_id)?),
+        EnvironmentCommand::List { slug, limit, host } => {
+            printer::json(&client(host.as_deref())?.list_environments(slug.as_deref(), limit)?)
+        }
+        EnvironmentCommand::Get { container_id, host } => printer::json(&client(host.as_deref())?.get_environment(&container_id)?),
+        EnvironmentCommand::Tasks { container_id, host } => printer::json(&client(host.as_deref())?.get_task_set(&container_id)?),
+        EnvironmentCommand::Performance { container_id, host } => printer::json(&client(host.as_deref())?.get_performance(&container_id)?),
+        EnvironmentCommand::Rollouts { container_id, host } => printer::json(&client(host.as_deref())?.list_rollouts(&container_id)?),
         EnvironmentCommand::Samples { container_id, evaluation_id, limit, host } => {
-            print_json(&client(host.as_deref())?.get_rollout_samples(&container_id, &evaluation_id, limit)?)
+            printer::json(&client(host.as_deref())?.get_rollout_samples(&container_id, &evaluation_id, limit)?)
         }
         EnvironmentCommand::CreateTask { dataset_id, name, prompt, expected_output, host } => {
             let expected = expected_output.map(Value::Str);
-            print_json(&client(host.as_deref())?.create_task(&dataset_id, &name, &prompt, expected.as_ref(), None)?)
+            printer::json(&client(host.as_deref())?.create_task(&dataset_id, &name, &prompt, expected.as_ref(), None)?)
         }
-        EnvironmentCommand::AgentStatus { host } => print_json(&client(host.as_deref())?.get_agent()?),
-        EnvironmentCommand::AgentTrigger { host } => print_json(&client(host.as_deref())?.trigger_agent()?),
-        EnvironmentCommand::RunStatus { run_id, wait, host } => print_json(&client(host.as_deref())?.get_run(&run_id, wait)?),
+        EnvironmentCommand::AgentStatus { host } => printer::json(&client(host.as_deref())?.get_agent()?),
+        EnvironmentCommand::AgentTrigger { host } => printer::json(&client(host.as_deref())?.trigger_agent()?),
+        EnvironmentCommand::RunStatus { run_id, wait, host } => printer::json(&client(host.as_deref())?.get_run(&run_id, wait)?),
         EnvironmentCommand::LinkTaskSet { environment, tasks, name, description, fresh, detach, host } => {
             let client = client(host.as_deref())?;
             let container_id = client.resolve_environment_id(&environment)?;
@@ -232,7 +220,7 @@ fn execute(command: EnvironmentCommand) -> Result<u8, Failed> {
                 let options = LinkOptions { tasks: tasks.as_deref(), name: name.as_deref(), description: description.as_deref(), fresh };
                 client.fill_and_link(&environment, &container_id, &options, &mut |line| note(line))?
             };
-            print_json(&linked);
+            printer::json(&linked);
         }
         EnvironmentCommand::Run { environment, model, version_id, num_examples, rollouts, wait: _, no_wait, wait_timeout, host } => {
             return run_environment(
@@ -247,7 +235,7 @@ fn execute(command: EnvironmentCommand) -> Result<u8, Failed> {
             );
         }
     }
-    Ok(0)
+    Ok(Status::OK)
 }
 
 /// `environment run`: dispatch, print it, name the models that were not dispatched; then
@@ -264,11 +252,11 @@ fn run_environment(
     rollouts: Option<i64>,
     wait: bool,
     wait_timeout: i64,
-) -> Result<u8, Failed> {
+) -> Result<Status, Failed> {
     let client = client(host)?;
     let container_id = client.resolve_environment_id(environment)?;
     let dispatch = client.run_evaluation(&container_id, models, version_id, num_examples, rollouts)?;
-    print_json(&dispatch);
+    printer::json(&dispatch);
     let runs: Vec<&Value> = dispatch.get("runs").and_then(Value::as_array).into_iter().flatten().collect();
     let ok = |run: &Value| matches!(run.get("ok"), Some(Value::Bool(true)));
     let run_id = |run: &Value| run.get("runId").and_then(Value::as_str).unwrap_or_default().to_string();
@@ -278,7 +266,7 @@ fn run_environment(
         note(&format!("# {}: {}", member("model"), member("error")));
     }
     if !wait || dispatched.is_empty() {
-        return Ok(if dispatched.is_empty() { 1 } else { 0 });
+        return Ok(if dispatched.is_empty() { Status::FAILED } else { Status::OK });
     }
     let deadline = Instant::now() + Duration::from_secs(wait_timeout.max(0) as u64);
     let mut failed = false;
@@ -288,7 +276,7 @@ fn run_environment(
             RunWait::Settled(verdict) => {
                 let (lines, passed) = verdict_lines(model, &verdict);
                 for line in lines {
-                    let _ = writeln!(std::io::stdout(), "{line}");
+                    outln!("{line}");
                 }
                 failed = failed || !passed;
             }
@@ -298,5 +286,5 @@ fn run_environment(
             }
         }
     }
-    Ok(if failed { 1 } else { 0 })
+    Ok(if failed { Status::FAILED } else { Status::OK })
 }

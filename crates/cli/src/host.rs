@@ -3,6 +3,8 @@
 //! heartbeat so the hub places sessions on it. Parsing and printing only: the
 //! host is `gateway-host`, its HTTP fetch and heartbeat `gateway-hub::worlds`.
 
+use crate::exit::Status;
+use crate::printer::{self, errln};
 use clap::Subcommand;
 use gateway_host::server::ServerConfig;
 use gateway_host::{HostConfig, WorldHost};
@@ -15,39 +17,33 @@ use std::time::Duration;
 pub enum HostCommand {
     /// Serve live world sessions: the control plane (/__host/*, behind
     /// X-Host-Secret) and each session's API (Host `w-<sid>-api.<domain>` or /s/<sid>/).
-    ///
-    /// Example:
-    ///   WORLDS_HOST_SECRET=s3cret gateway host serve --addr 0.0.0.0:8080 \
-    ///       --platform http://hub:8090 --advertise http://10.0.0.5:8080
-    ///
-    /// Exit codes: 0 after a drain (SIGTERM), 1 when it cannot start.
     Serve {
         /// Address to listen on.
         #[arg(long, default_value = "127.0.0.1:8080")]
         addr: String,
-        /// Where cached versions and sessions live.
-        #[arg(long, env = "WORLDS_HOST_ROOT", default_value_os_t = default_root())]
+        /// Where cached versions and sessions live (default: ~/.gateway/host).
+        #[arg(long, env = "WORLDS_HOST_ROOT", hide_env_values = true, default_value_os_t = default_root(), hide_default_value = true)]
         root: PathBuf,
         /// The control-plane secret (required).
         #[arg(long, env = "WORLDS_HOST_SECRET", hide_env_values = true)]
         secret: Option<String>,
         /// The domain sessions are named under (`w-<sid>-api.<domain>`).
-        #[arg(long, env = "WORLDS_INGRESS_DOMAIN", default_value = "localhost")]
+        #[arg(long, env = "WORLDS_INGRESS_DOMAIN", hide_env_values = true, default_value = "localhost")]
         domain: String,
         /// The hub to register with by heartbeat (its base URL).
-        #[arg(long, env = "WORLDS_PLATFORM_URL")]
+        #[arg(long, env = "WORLDS_PLATFORM_URL", hide_env_values = true)]
         platform: Option<String>,
         /// The URL the hub reaches this host at (default: http://<addr>).
-        #[arg(long, env = "WORLDS_HOST_ADVERTISE_URL")]
+        #[arg(long, env = "WORLDS_HOST_ADVERTISE_URL", hide_env_values = true)]
         advertise: Option<String>,
         /// Sessions held before new ones are refused (503 at_capacity).
-        #[arg(long = "max-sessions", env = "WORLDS_HOST_MAX_SESSIONS", default_value_t = gateway_host::host::DEFAULT_MAX_SESSIONS)]
+        #[arg(long = "max-sessions", env = "WORLDS_HOST_MAX_SESSIONS", hide_env_values = true, default_value_t = gateway_host::host::DEFAULT_MAX_SESSIONS)]
         max_sessions: usize,
         /// Lease of a session no call renews, in seconds.
-        #[arg(long = "lease-seconds", env = "WORLDS_HOST_LEASE_S", default_value_t = gateway_host::host::DEFAULT_LEASE_SECONDS)]
+        #[arg(long = "lease-seconds", env = "WORLDS_HOST_LEASE_S", hide_env_values = true, default_value_t = gateway_host::host::DEFAULT_LEASE_SECONDS)]
         lease_seconds: f64,
         /// Seconds between heartbeats.
-        #[arg(long = "heartbeat-seconds", env = "WORLDS_HOST_HEARTBEAT_S", default_value_t = 10.0)]
+        #[arg(long = "heartbeat-seconds", env = "WORLDS_HOST_HEARTBEAT_S", hide_env_values = true, default_value_t = 10.0)]
         heartbeat_seconds: f64,
         /// Seconds a drain waits for sessions to close before exiting.
         #[arg(long = "drain-seconds", default_value_t = 45.0)]
@@ -74,26 +70,26 @@ pub fn run(command: HostCommand) -> ExitCode {
         drain_seconds,
     } = command;
     let Some(secret) = secret.filter(|s| !s.is_empty()) else {
-        eprintln!("Error: the world host needs a control-plane secret: --secret or WORLDS_HOST_SECRET");
-        return ExitCode::from(1);
+        errln!("Error: the world host needs a control-plane secret: --secret or WORLDS_HOST_SECRET");
+        return Status::FAILED.into();
     };
     let Ok(addr) = addr.parse::<std::net::SocketAddr>() else {
-        eprintln!("Error: Invalid value: --addr must be HOST:PORT, not {addr}");
-        return ExitCode::from(2);
+        errln!("Error: Invalid value: --addr must be HOST:PORT, not {addr}");
+        return Status::USAGE.into();
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
-            eprintln!("Error: {error}");
-            return ExitCode::from(1);
+            printer::error(error);
+            return Status::FAILED.into();
         }
     };
     runtime.block_on(async move {
         let listener = match tokio::net::TcpListener::bind(addr).await {
             Ok(listener) => listener,
             Err(error) => {
-                eprintln!("Error: cannot listen on {addr}: {error}");
-                return ExitCode::from(1);
+                errln!("Error: cannot listen on {addr}: {error}");
+                return Status::FAILED.into();
             }
         };
         let bound = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
@@ -112,7 +108,7 @@ pub fn run(command: HostCommand) -> ExitCode {
                 Duration::from_secs_f64(heartbeat_seconds.max(0.1)),
             )
         });
-        eprintln!("gateway world host listening on http://{bound}");
+        errln!("gateway world host listening on http://{bound}");
         let drained = {
             let host = host.clone();
             let (platform, secret) = (platform.clone(), secret.clone());
@@ -124,7 +120,7 @@ pub fn run(command: HostCommand) -> ExitCode {
                 if let Some(platform) = &platform {
                     let _ = gateway_hub::worlds::heartbeat_once(&reqwest_client(), &host, platform, &secret).await;
                 }
-                eprintln!("draining: {} sessions", host.session_count());
+                errln!("draining: {} sessions", host.session_count());
                 let deadline = tokio::time::Instant::now() + Duration::from_secs_f64(drain_seconds.max(0.0));
                 while host.session_count() > 0 && tokio::time::Instant::now() < deadline {
                     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -138,8 +134,8 @@ pub fn run(command: HostCommand) -> ExitCode {
         match served {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
-                eprintln!("Error: {error}");
-                ExitCode::from(1)
+                printer::error(error);
+                Status::FAILED.into()
             }
         }
     })

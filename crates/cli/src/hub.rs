@@ -1,11 +1,13 @@
 //! `gateway hub serve|keys` (the self-hosted hub) and `gateway auth login|logout|status`
 //! (`~/.gateway/config.json`, as the original writes it).
 
+use crate::exit::Status;
+use crate::printer::{self, err, errln, out, outln};
 use clap::Subcommand;
 use gateway_hub::server::Limits;
 use gateway_hub::HubConfig;
 use gateway_world::json::{dumps, object, DumpOptions, Value};
-use std::io::{BufRead, Write};
+use std::io::BufRead;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -16,8 +18,8 @@ pub enum HubCommand {
         /// Address to listen on.
         #[arg(long, default_value = "127.0.0.1:8090")]
         addr: String,
-        /// Data directory: keys, and by default the database and the bundles.
-        #[arg(long, default_value_os_t = default_data())]
+        /// Data directory: keys, and by default the database and the bundles (default: ~/.gateway/hub).
+        #[arg(long, default_value_os_t = default_data(), hide_default_value = true)]
         data: PathBuf,
         /// Metadata database URL (default sqlite:<data>/hub.sqlite).
         #[arg(long)]
@@ -54,8 +56,8 @@ pub enum KeysCommand {
         /// Project name.
         #[arg(long, default_value = "default")]
         project: String,
-        /// Data directory of the hub.
-        #[arg(long, default_value_os_t = default_data())]
+        /// Data directory of the hub (default: ~/.gateway/hub).
+        #[arg(long, default_value_os_t = default_data(), hide_default_value = true)]
         data: PathBuf,
         /// Metadata database URL (as given to `hub serve`).
         #[arg(long)]
@@ -100,14 +102,14 @@ pub fn run(command: HubCommand) -> ExitCode {
     match command {
         HubCommand::Serve { addr, data, database, objects, public_url, max_bundle_mb, max_chunk_bytes, no_host } => {
             let Ok(addr) = addr.parse::<std::net::SocketAddr>() else {
-                eprintln!("Error: Invalid value: --addr must be HOST:PORT, not {addr}");
-                return ExitCode::from(2);
+                errln!("Error: Invalid value: --addr must be HOST:PORT, not {addr}");
+                return Status::USAGE.into();
             };
             let chunk_bytes = match gateway_world::chunks::parse_size(&max_chunk_bytes) {
                 Ok(size) if size > 0 => size,
                 _ => {
-                    eprintln!("Error: Invalid value: --max-chunk-bytes takes a size like 64MiB or 1000000, not {max_chunk_bytes}");
-                    return ExitCode::from(2);
+                    errln!("Error: Invalid value: --max-chunk-bytes takes a size like 64MiB or 1000000, not {max_chunk_bytes}");
+                    return Status::USAGE.into();
                 }
             };
             let database_flag = if database.is_some() { " --database <the same URL>" } else { "" };
@@ -119,7 +121,7 @@ pub fn run(command: HubCommand) -> ExitCode {
                     hub.worlds = Some(std::sync::Arc::new(gateway_hub::worlds::Worlds::remote_only(&config.data.join("host"), config.host_secret()?)));
                 }
                 if hub.meta.key_count().await? == 0 {
-                    eprintln!(
+                    errln!(
                         "No API keys yet: every call will be refused (401). Create one with\n  gateway hub keys create --data {}{database_flag} [--project NAME]\nthen point clients at this hub with GATEWAY_HOST=http://{addr} GATEWAY_PUBLIC_KEY=… GATEWAY_SECRET_KEY=…",
                         data.display()
                     );
@@ -128,15 +130,15 @@ pub fn run(command: HubCommand) -> ExitCode {
                     .await
                     .map_err(|e| gateway_hub::HubError::Storage(format!("cannot listen on {addr}: {e}")))?;
                 let bound = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
-                eprintln!("gateway hub listening on http://{bound}");
-                eprintln!("web pages: http://{bound}/ (sign in with a project's public and secret key)");
+                errln!("gateway hub listening on http://{bound}");
+                errln!("web pages: http://{bound}/ (sign in with a project's public and secret key)");
                 gateway_hub::server::serve_until(hub, listener, crate::shutdown_signal()).await
             });
             match result {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => {
-                    eprintln!("Error: {error}");
-                    ExitCode::from(1)
+                    printer::error(error);
+                    Status::FAILED.into()
                 }
             }
         }
@@ -154,14 +156,14 @@ pub fn run(command: HubCommand) -> ExitCode {
                         ("publicKey", Value::str(public.clone())),
                         ("secretKey", Value::str(secret.clone())),
                     ]);
-                    println!("{}", dumps(&out, DumpOptions::PRETTY));
-                    eprintln!("# The secret key is shown once (the hub keeps only its hash). Use it with:");
-                    eprintln!("#   export GATEWAY_PUBLIC_KEY={public} GATEWAY_SECRET_KEY={secret}");
+                    printer::json(&out);
+                    errln!("# The secret key is shown once (the hub keeps only its hash). Use it with:");
+                    errln!("#   export GATEWAY_PUBLIC_KEY={public} GATEWAY_SECRET_KEY={secret}");
                     ExitCode::SUCCESS
                 }
                 Err(error) => {
-                    eprintln!("Error: {error}");
-                    ExitCode::from(1)
+                    printer::error(error);
+                    Status::FAILED.into()
                 }
             }
         }
@@ -173,8 +175,7 @@ fn config_file() -> PathBuf {
 }
 
 fn prompt(label: &str) -> String {
-    print!("{label}: ");
-    let _ = std::io::stdout().flush();
+    out!("{label}: ");
     let mut line = String::new();
     let _ = std::io::stdin().lock().read_line(&mut line);
     line.trim_end_matches(['\n', '\r']).to_string()
@@ -184,11 +185,9 @@ fn prompt(label: &str) -> String {
 /// of stdin (piped input, as the original's hidden prompt reads it).
 pub(crate) fn prompt_secret(label: &str, to_stderr: bool) -> std::io::Result<String> {
     if to_stderr {
-        eprint!("{label}: ");
-        let _ = std::io::stderr().flush();
+        err!("{label}: ");
     } else {
-        print!("{label}: ");
-        let _ = std::io::stdout().flush();
+        out!("{label}: ");
     }
     read_secret()
 }
@@ -209,13 +208,11 @@ fn read_secret() -> std::io::Result<String> {
 /// (so a piped run's stdout is byte for byte the original's).
 pub(crate) fn prompt_secret_like_click(label: &str) -> std::io::Result<String> {
     use std::io::IsTerminal;
-    print!("{label}:");
-    let _ = std::io::stdout().flush();
+    out!("{label}:");
     if std::io::stdin().is_terminal() {
-        print!(" ");
-        let _ = std::io::stdout().flush();
+        out!(" ");
     } else {
-        eprint!(" ");
+        err!(" ");
     }
     read_secret()
 }
@@ -234,12 +231,12 @@ pub fn auth(command: AuthCommand) -> ExitCode {
             ]);
             match save_config(&config) {
                 Ok(()) => {
-                    println!("Credentials saved to ~/.gateway/config.json");
+                    outln!("Credentials saved to ~/.gateway/config.json");
                     ExitCode::SUCCESS
                 }
                 Err(error) => {
-                    eprintln!("Error: {error}");
-                    ExitCode::from(1)
+                    printer::error(error);
+                    Status::FAILED.into()
                 }
             }
         }
@@ -247,12 +244,12 @@ pub fn auth(command: AuthCommand) -> ExitCode {
             let path = config_file();
             if path.exists() {
                 if let Err(error) = std::fs::remove_file(&path) {
-                    eprintln!("Error: {}: {error}", path.display());
-                    return ExitCode::from(1);
+                    errln!("Error: {}: {error}", path.display());
+                    return Status::FAILED.into();
                 }
-                println!("Credentials cleared.");
+                outln!("Credentials cleared.");
             } else {
-                println!("No credentials stored.");
+                outln!("No credentials stored.");
             }
             ExitCode::SUCCESS
         }
@@ -266,10 +263,10 @@ pub fn auth(command: AuthCommand) -> ExitCode {
             let has_key = config.get("api_key").is_some_and(gateway_hub::client::truthy);
             match host {
                 Some(host) => {
-                    println!("Host: {host}");
-                    println!("API key: {}", if has_key { "configured" } else { "not set" });
+                    outln!("Host: {host}");
+                    outln!("API key: {}", if has_key { "configured" } else { "not set" });
                 }
-                None => println!("No credentials stored. Run `gateway auth login`."),
+                None => outln!("No credentials stored. Run `gateway auth login`."),
             }
             ExitCode::SUCCESS
         }

@@ -9,20 +9,26 @@
 // `{entity: [rows]}`, `./<slug>`), not rustdoc markup.
 #![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags, rustdoc::bare_urls)]
 
+mod args;
 mod bench;
+mod choices;
 mod connector;
 mod environment;
+mod exit;
+mod help;
 mod host;
 mod hub;
 mod mcp;
 mod platform;
+mod printer;
 mod run;
 mod session;
 mod workspace;
 mod world_data;
 mod worlds;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use std::ffi::OsString;
 use std::process::ExitCode;
 
 // Rows checks and serving allocate many small values per row and request; mimalloc
@@ -135,13 +141,92 @@ pub(crate) async fn shutdown_signal() {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let cli = match parse(&args) {
+        Ok(cli) => cli,
+        Err(status) => return status,
+    };
     gateway_world::data::tempfile_dir::sweep_stale();
     let code = run(cli);
     // Every temporary directory of this process lives under one, removed here (a
     // killed process's is swept by the next one to start).
     gateway_world::data::tempfile_dir::remove_process_root();
     code
+}
+
+/// The command line read against the command tree (with its help texts); a usage error
+/// printed (`--help` and `--version` too), as clap prints it or, for a value the
+/// original refused by hand, as the original words it.
+fn parse(args: &[OsString]) -> Result<Cli, ExitCode> {
+    read(args).map_err(|said| {
+        match &said {
+            Said::Clap(error) => {
+                let _ = error.print();
+            }
+            Said::Original(message, _) => printer::err_line(message),
+        }
+        said.status().into()
+    })
+}
+
+/// Why the command line did not make a command.
+enum Said {
+    /// clap's words: help, the version, or a usage error.
+    Clap(clap::Error),
+    /// The original's own refusal of a value, and its exit status.
+    Original(String, exit::Status),
+}
+
+impl Said {
+    fn status(&self) -> exit::Status {
+        match self {
+            Said::Clap(error) if !error.use_stderr() => exit::Status::OK,
+            Said::Clap(_) => exit::Status::USAGE,
+            Said::Original(_, status) => *status,
+        }
+    }
+}
+
+fn read(args: &[OsString]) -> Result<Cli, Said> {
+    let command = help::decorate(Cli::command());
+    let error = match command.clone().try_get_matches_from(args) {
+        Ok(matches) => match Cli::from_arg_matches(&matches) {
+            Ok(cli) => return Ok(cli),
+            Err(error) => error.with_cmd(&command),
+        },
+        Err(error) => error,
+    };
+    Err(match original_refusal(&error, &command, args) {
+        Some((message, status)) => Said::Original(message, status),
+        None => Said::Clap(error),
+    })
+}
+
+/// A bad value of a flag whose values the original checked by hand: its words.
+fn original_refusal(error: &clap::Error, command: &clap::Command, args: &[OsString]) -> Option<(String, exit::Status)> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if error.kind() != ErrorKind::InvalidValue {
+        return None;
+    }
+    let text = |kind| match error.get(kind) {
+        Some(ContextValue::String(text)) => Some(text.clone()),
+        _ => None,
+    };
+    let (arg, value) = (text(ContextKind::InvalidArg)?, text(ContextKind::InvalidValue)?);
+    choices::refusal(&command_path(command, args), &arg, &value)
+}
+
+/// The subcommands named on the command line, space-separated (`worlds data import`).
+fn command_path(command: &clap::Command, args: &[OsString]) -> String {
+    let mut path = Vec::new();
+    let mut current = command;
+    for arg in args.iter().skip(1).filter_map(|a| a.to_str()) {
+        if let Some(sub) = current.find_subcommand(arg) {
+            path.push(sub.get_name().to_string());
+            current = sub;
+        }
+    }
+    path.join(" ")
 }
 
 fn run(cli: Cli) -> ExitCode {
@@ -164,9 +249,11 @@ fn run(cli: Cli) -> ExitCode {
             // Into a buffer first: clap_complete panics on a closed stdout (`| head`).
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "gateway", &mut script);
-            use std::io::Write;
-            let _ = std::io::stdout().write_all(&script);
+            printer::out_text(String::from_utf8_lossy(&script));
             ExitCode::SUCCESS
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

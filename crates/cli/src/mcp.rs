@@ -3,6 +3,8 @@
 //! the server are gateway-host's (`mcp::open_local`, `mcp::serve_stdio`).
 //! Stdout carries the protocol; everything said to a person goes to stderr.
 
+use crate::exit::Status;
+use crate::printer::errln;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -27,23 +29,23 @@ pub fn run(args: McpArgs) -> ExitCode {
     let local = match gateway_host::mcp::open_local(&args.path, args.task.as_deref(), args.task_file.as_deref()) {
         Ok(local) => local,
         Err(error) => {
-            eprintln!("worlds mcp refused: {error}");
-            return ExitCode::from(1);
+            errln!("worlds mcp refused: {error}");
+            return Status::FAILED.into();
         }
     };
     let options = gateway_host::mcp::McpOptions { controls: args.controls };
     let server = match gateway_host::mcp::WorldMcp::new(local.host.clone(), &local.session_id, options) {
         Ok(server) => server,
         Err(error) => {
-            eprintln!("worlds mcp refused: {error}");
-            return ExitCode::from(1);
+            errln!("worlds mcp refused: {error}");
+            return Status::FAILED.into();
         }
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
-            eprintln!("worlds mcp could not start: {error}");
-            return ExitCode::from(1);
+            errln!("worlds mcp could not start: {error}");
+            return Status::FAILED.into();
         }
     };
     let served = runtime.block_on(gateway_host::mcp::serve_stdio(server));
@@ -53,8 +55,8 @@ pub fn run(args: McpArgs) -> ExitCode {
     match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("worlds mcp stopped: {error}");
-            ExitCode::from(1)
+            errln!("worlds mcp stopped: {error}");
+            Status::FAILED.into()
         }
     }
 }

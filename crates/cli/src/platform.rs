@@ -10,6 +10,8 @@
 //! schema check and the gate's rendering live in `gateway_hub::platform_client` and
 //! `gateway_hub::agent_project`.
 
+use crate::exit::Status;
+use crate::printer::{err_line as err, out_line as out};
 use clap::Subcommand;
 use gateway_hub::agent_project::{self as project, AgentManifest};
 use gateway_hub::platform_client::{
@@ -241,28 +243,20 @@ pub enum ReleaseCommand {
     },
 }
 
-fn out(line: impl AsRef<str>) {
-    let _ = writeln!(std::io::stdout(), "{}", line.as_ref());
-}
-
-fn err(line: impl AsRef<str>) {
-    let _ = writeln!(std::io::stderr(), "{}", line.as_ref());
-}
-
 /// A command's end: the line on stderr already printed, the exit code.
-type Outcome = Result<(), u8>;
+type Outcome = Result<(), Status>;
 
-fn fail(line: impl AsRef<str>) -> u8 {
+fn fail(line: impl std::fmt::Display) -> Status {
     err(line);
-    1
+    Status::FAILED
 }
 
 fn finish(outcome: Outcome) -> ExitCode {
-    ExitCode::from(outcome.err().unwrap_or(0))
+    outcome.err().unwrap_or(Status::OK).into()
 }
 
 /// The httpx client of a command: credentials resolved as the original resolves them.
-fn client(connection: &Connection, timeout: Duration) -> Result<PlatformClient, u8> {
+fn client(connection: &Connection, timeout: Duration) -> Result<PlatformClient, Status> {
     let credentials = Credentials::resolve(connection.host.as_deref(), connection.api_key.as_deref()).map_err(fail)?;
     PlatformClient::new(&credentials, timeout).map_err(|e| fail(e.to_string()))
 }
@@ -270,11 +264,11 @@ fn client(connection: &Connection, timeout: Duration) -> Result<PlatformClient, 
 const TIMEOUT: Duration = Duration::from_secs(30);
 
 /// `Failed (HTTP n): body` and exit 1.
-fn failed(reply: &Reply) -> u8 {
+fn failed(reply: &Reply) -> Status {
     fail(format!("Failed (HTTP {}): {}", reply.status, reply.text))
 }
 
-fn send(result: Result<Reply, gateway_hub::HubError>) -> Result<Reply, u8> {
+fn send(result: Result<Reply, gateway_hub::HubError>) -> Result<Reply, Status> {
     result.map_err(|e| fail(e.to_string()))
 }
 
@@ -339,7 +333,7 @@ fn register(client: &PlatformClient, manifest: &AgentManifest, image: &str, dige
             Some(body) => err(format!("  {}", dumps(&body, DumpOptions::PRETTY))),
             None => err(format!("  {}", reply.text)),
         }
-        return Err(1);
+        return Err(Status::FAILED);
     }
     let body = reply.json().unwrap_or_default();
     let compatible: Vec<String> =
@@ -492,7 +486,7 @@ pub fn secret(command: SecretCommand) -> ExitCode {
         SecretCommand::Delete { name, connection } => {
             let client = match client(&connection, TIMEOUT) {
                 Ok(client) => client,
-                Err(code) => return ExitCode::from(code),
+                Err(status) => return status.into(),
             };
             send(client.delete(&format!("/api/public/secrets/{}", platform::segment(&name)))).and_then(|reply| {
                 if reply.status == 200 || reply.status == 204 {
@@ -662,7 +656,7 @@ fn run_start(
     } else {
         err(format!("Failed (HTTP {}):", reply.status));
         err(format!("  {}", reply.text));
-        Err(1)
+        Err(Status::FAILED)
     }
 }
 
@@ -769,7 +763,7 @@ fn validate_against(agent: &str, items: &[Value], connection: &Connection) -> Ou
         if errors.len() > 10 {
             err(format!("  ... and {} more", errors.len() - 10));
         }
-        return Err(1);
+        return Err(Status::FAILED);
     }
     out(format!("  All {} items valid.", items.len()));
     Ok(())
@@ -784,12 +778,12 @@ pub fn release(command: ReleaseCommand) -> ExitCode {
         Ok(query) => query,
         Err(message) => {
             err(format!("Error: {message}"));
-            return ExitCode::from(2);
+            return Status::USAGE.into();
         }
     };
     let client = match client(&connection, TIMEOUT) {
         Ok(client) => client,
-        Err(code) => return ExitCode::from(code),
+        Err(status) => return status.into(),
     };
     let progress = |result: &Value| {
         if as_json {
@@ -818,15 +812,16 @@ pub fn release(command: ReleaseCommand) -> ExitCode {
         Ok(result) => result,
         Err(GateError::NotFound(message)) => {
             err(format!("Error: {message}"));
-            return ExitCode::from(2);
+            return Status::UNTESTED.into();
         }
         Err(GateError::Status(reply)) => {
+            // As the original: a gate the platform would not answer is not a pass.
             err(format!("Failed (HTTP {}): {}", reply.status, reply.text));
-            return ExitCode::from(2);
+            return Status::UNTESTED.into();
         }
         Err(GateError::Transport(message)) => {
             err(message);
-            return ExitCode::from(1);
+            return Status::FAILED.into();
         }
     };
     out(if as_json { platform::render_json(&result) } else { platform::render_table(&result) });
@@ -837,10 +832,10 @@ pub fn release(command: ReleaseCommand) -> ExitCode {
         }
     }
     match platform::exit_code_for(&result) {
-        Ok(code) => ExitCode::from(code),
+        Ok(code) => Status::from_code(code).into(),
         Err(message) => {
             err(format!("Error: {message}"));
-            ExitCode::from(1)
+            Status::FAILED.into()
         }
     }
 }

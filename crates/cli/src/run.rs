@@ -2,9 +2,12 @@
 //! ours beyond them), the result printed as indented JSON, the gate's line on
 //! stderr and the exit code. What a run does is gateway-runner's (`flows`).
 
+use crate::args::HubUrl;
+use crate::exit::Status;
+use crate::printer::{self, errln};
 use gateway_runner::flows::{self, AgentChoice, ModelFlags, Report};
 use gateway_runner::run::RunOptions;
-use gateway_world::json::{dumps, DumpOptions};
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -96,9 +99,8 @@ pub struct RunArgs {
     /// Write each rollout's transcript here (`<task>.<rollout>.json`).
     #[arg(long = "output-dir", short = 'o')]
     pub output_dir: Option<PathBuf>,
-    /// Hub URL (default: GATEWAY_HOST).
-    #[arg(long, env = "GATEWAY_HOST")]
-    pub host: Option<String>,
+    #[command(flatten)]
+    pub host: HubUrl,
     #[command(flatten)]
     pub rollout: RolloutArgs,
 }
@@ -136,28 +138,27 @@ pub struct CiArgs {
     /// Where transcripts go (under world-runs/ci--<slug>--<branch>/).
     #[arg(long = "output-dir", short = 'o', default_value = "./outputs")]
     pub output_dir: PathBuf,
-    /// Hub URL (default: GATEWAY_HOST).
-    #[arg(long, env = "GATEWAY_HOST")]
-    pub host: Option<String>,
+    #[command(flatten)]
+    pub host: HubUrl,
     #[command(flatten)]
     pub rollout: RolloutArgs,
 }
 
 fn note(line: &str) {
-    eprintln!("{line}");
+    errln!("{line}");
 }
 
 /// Print the result, then the gate's verdict: exit 1 under the bar.
 pub(crate) fn finish(report: &Report) -> ExitCode {
-    println!("{}", dumps(&report.result, DumpOptions::PRETTY));
+    printer::json(&report.result);
     let verdict = gateway_runner::gate::finish(&report.result, &report.gate);
     if let Some(message) = &verdict.message {
-        eprintln!("{message}");
+        errln!("{message}");
     }
     if verdict.pass {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(1)
+        Status::UNDER_BAR.into()
     }
 }
 
@@ -179,14 +180,14 @@ pub fn run(args: RunArgs) -> ExitCode {
         model: args.rollout.model(args.model),
         no_file: args.no_file,
         fail_under: args.fail_under,
-        host: args.host.filter(|h| !h.is_empty()),
+        host: args.host.given(),
         options: args.rollout.options(args.output_dir),
     };
     match flows::worlds_run(&request, &mut note) {
         Ok(report) => finish(&report),
         Err(error) => {
-            eprintln!("{error}");
-            ExitCode::from(1)
+            errln!("{error}");
+            Status::FAILED.into()
         }
     }
 }
@@ -203,14 +204,14 @@ pub fn ci(args: CiArgs) -> ExitCode {
         num_examples: args.num_examples,
         message: args.message,
         output_dir: args.output_dir,
-        host: args.host.filter(|h| !h.is_empty()),
+        host: args.host.given(),
         options: args.rollout.options(None),
     };
     match flows::worlds_ci(&request, &mut note) {
         Ok(report) => finish(&report),
         Err(error) => {
-            eprintln!("{error}");
-            ExitCode::from(1)
+            errln!("{error}");
+            Status::FAILED.into()
         }
     }
 }

@@ -7,9 +7,13 @@
 //! what is printed live in `gateway_hub::sessions_client`. This module does not drive
 //! a browser: `session browse` stops at the surfaces check (see its doc).
 
+use crate::args::HubUrl;
+use crate::choices::Browse;
+use crate::exit::Status;
+use crate::printer::{self, errln, outln};
 use clap::Subcommand;
 use gateway_hub::sessions_client::{self as sessions, SessionError, SessionsClient, WorldPin, READY_TIMEOUT_SEC};
-use gateway_world::json::{dumps, object, DumpOptions, Value};
+use gateway_world::json::{object, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -41,30 +45,26 @@ pub enum SessionCommand {
         /// Return as soon as the platform accepts the session.
         #[arg(long = "no-wait")]
         no_wait: bool,
-        /// Platform URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// Print a session's state, tools and surfaces.
     Status {
         session_id: String,
-        /// Platform URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// Dump the world's state right now — every entity's rows, what a grader reads.
     State {
         session_id: String,
-        /// Platform URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// Put the world back to its opening state (snapshot plus the task's seed).
     Reset {
         session_id: String,
-        /// Platform URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// Run the session's task grader against the world's current state and print {reward, rewards, raw}.
     Grade {
@@ -72,25 +72,23 @@ pub enum SessionCommand {
         /// Seconds to wait for the grade; defaults to the grader's budget (a rubric judge gets 15 min).
         #[arg(long, allow_negative_numbers = true)]
         timeout: Option<f64>,
-        /// Platform URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// Open the session's UI in its browser surface (this build checks the surfaces and stops).
     Browse {
         session_id: String,
-        /// hosted | local | auto (prefers hosted).
-        #[arg(long, default_value = "auto")]
-        mode: String,
+        /// Where the UI opens (auto prefers hosted).
+        #[arg(long, value_enum, default_value = "auto")]
+        mode: Browse,
         /// UI path to open instead of the declared entry.
         #[arg(long)]
         path: Option<String>,
         /// Write a PNG of the page here.
         #[arg(long)]
         screenshot: Option<String>,
-        /// Platform URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// End a session.
     Close {
@@ -98,9 +96,8 @@ pub enum SessionCommand {
         /// Hand the container back to the warm pool.
         #[arg(long = "keep-warm")]
         keep_warm: bool,
-        /// Platform URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// Put rows into a LIVE session's world and wait for the engine's answer.
     Seed {
@@ -111,12 +108,12 @@ pub enum SessionCommand {
         /// The entity bare-row files hold.
         #[arg(long)]
         entity: Option<String>,
-        /// append (upsert by primary key) | replace (named entities).
+        /// append (upsert by primary key) | replace (named entities). Checked once the session
+        /// answers, as the original checks it (a bad one: exit 1 after that request).
         #[arg(long, default_value = "append")]
         mode: String,
-        /// Platform URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// The session's call log as JSONL, one {seq, kind, tool, args, result, error, completedAt} per line.
     Export {
@@ -124,9 +121,8 @@ pub enum SessionCommand {
         /// Write the JSONL here instead of stdout.
         #[arg(long)]
         out: Option<PathBuf>,
-        /// Platform URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// A session's task: promote an inline one into a stored task.
     Task {
@@ -152,9 +148,8 @@ pub enum SessionTaskCommand {
         /// Version note.
         #[arg(long, short = 'm')]
         message: Option<String>,
-        /// Platform URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
 }
 
@@ -173,9 +168,8 @@ pub enum TaskCommand {
         /// Version note.
         #[arg(long, short = 'm')]
         message: Option<String>,
-        /// Platform URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// Change a task: a new --spec appends a version; --name / --world / --no-world change in place.
     Update {
@@ -195,9 +189,8 @@ pub enum TaskCommand {
         /// Version note.
         #[arg(long, short = 'm')]
         message: Option<String>,
-        /// Platform URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// The project's stored tasks, newest change first.
     List {
@@ -211,9 +204,8 @@ pub enum TaskCommand {
         page: Option<i64>,
         #[arg(long, allow_negative_numbers = true)]
         limit: Option<i64>,
-        /// Platform URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// One task: its current (or --version) spec and its version history.
     Show {
@@ -221,9 +213,8 @@ pub enum TaskCommand {
         /// Show this version's spec instead of the current.
         #[arg(long, allow_negative_numbers = true)]
         version: Option<i64>,
-        /// Platform URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// Check a task fits a world version without opening a session; exit 1 when it does not.
     Validate {
@@ -243,17 +234,13 @@ pub enum TaskCommand {
         /// Against this exact world version.
         #[arg(long = "version-id")]
         version_id: Option<String>,
-        /// Platform URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// Grade a world state with a task spec's grader, offline (beyond the original).
     ///
     /// Prints {"reward": R, "rewards": {…}} (rewards in check order), or the spec's
     /// refusal ({"status": "rejected", "error": {…}}) and exits 1.
-    ///
-    /// Example:
-    ///   gateway worlds task grade task.json --state state.json
     Grade {
         /// The task spec (JSON).
         spec: PathBuf,
@@ -264,25 +251,24 @@ pub enum TaskCommand {
     /// Remove a stored task and all its versions. Open sessions keep their copy.
     Delete {
         task_id: String,
-        /// Platform URL (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
 }
 
 /// How a command ends when it does not succeed: a line on stderr and an exit code.
 struct Exit {
-    code: u8,
+    status: Status,
     message: String,
 }
 
 impl Exit {
     fn usage(message: impl Into<String>) -> Exit {
-        Exit { code: 2, message: message.into() }
+        Exit { status: Status::USAGE, message: message.into() }
     }
 
     fn refused(message: impl Into<String>) -> Exit {
-        Exit { code: 1, message: message.into() }
+        Exit { status: Status::FAILED, message: message.into() }
     }
 }
 
@@ -297,18 +283,13 @@ type Outcome = Result<(), Exit>;
 fn finish(outcome: Outcome) -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
-        Err(Exit { code, message }) => {
+        Err(Exit { status, message }) => {
             if !message.is_empty() {
-                eprintln!("{message}");
+                errln!("{message}");
             }
-            ExitCode::from(code)
+            status.into()
         }
     }
-}
-
-fn print_json(value: &Value) {
-    // A closed pipe (`| head`) is not worth a panic.
-    let _ = writeln!(std::io::stdout(), "{}", dumps(value, DumpOptions::PRETTY));
 }
 
 /// `str(Path(text))`: pathlib's spelling of a path (no `.` parts, no repeated or
@@ -403,14 +384,14 @@ fn session(command: SessionCommand) -> Outcome {
                     Err(SessionError::Timeout(message)) => {
                         // Still coming (a cold pod): print where it will answer so the
                         // caller polls instead of losing the id.
-                        print_json(&session.descriptor(false)?);
+                        printer::json(&session.descriptor(false)?);
                         return Err(Exit::refused(format!("{message} Poll `gateway worlds session status {}` until ready.", session.id())));
                     }
                     Err(error) => return Err(error.into()),
                 }
             }
             let ready = session.is_ready();
-            print_json(&session.descriptor(ready)?);
+            printer::json(&session.descriptor(ready)?);
             Ok(())
         }
         SessionCommand::Status { session_id, host } => {
@@ -418,19 +399,19 @@ fn session(command: SessionCommand) -> Outcome {
             let mut session = client.attach(&session_id)?;
             let mut out = session.status()?.clone();
             out.extend(session.surfaces_json()?);
-            print_json(&Value::Object(out));
+            printer::json(&Value::Object(out));
             Ok(())
         }
         SessionCommand::State { session_id, host } => {
             let client = client(host.as_deref())?;
             let state = client.attach(&session_id)?.world_state()?;
-            print_json(&state);
+            printer::json(&state);
             Ok(())
         }
         SessionCommand::Reset { session_id, host } => {
             let client = client(host.as_deref())?;
             client.attach(&session_id)?.reset()?;
-            print_json(&object([("sessionId", Value::str(session_id)), ("reset", Value::Bool(true))]));
+            printer::json(&object([("sessionId", Value::str(session_id)), ("reset", Value::Bool(true))]));
             Ok(())
         }
         SessionCommand::Grade { session_id, timeout, host } => {
@@ -439,13 +420,13 @@ fn session(command: SessionCommand) -> Outcome {
             }
             let client = client(host.as_deref())?;
             let raw = client.attach(&session_id)?.grade(timeout)?;
-            print_json(&sessions::grade_report(&session_id, &raw));
+            printer::json(&sessions::grade_report(&session_id, &raw));
             Ok(())
         }
         SessionCommand::Browse { session_id, mode, path: _, screenshot: _, host } => {
             let client = client(host.as_deref())?;
             let mut session = client.attach(&session_id)?;
-            session.browser_surfaces(&mode)?;
+            session.browser_surfaces(mode.into())?;
             Err(Exit::refused(format!(
                 "Driving a world UI is not supported by this client (the original drives it with Playwright): \
                  open the `ui.entry` or `browser.wsUrl` that `gateway worlds session status {session_id}` prints with your own browser."
@@ -454,7 +435,7 @@ fn session(command: SessionCommand) -> Outcome {
         SessionCommand::Close { session_id, keep_warm, host } => {
             let client = client(host.as_deref())?;
             let closed = client.attach(&session_id)?.close(keep_warm)?;
-            print_json(&closed);
+            printer::json(&closed);
             Ok(())
         }
         SessionCommand::Seed { session_id, rows, entity, mode, host } => {
@@ -462,8 +443,10 @@ fn session(command: SessionCommand) -> Outcome {
             let parsed = gateway_world::import::parse_rows(&sources, entity.as_deref()).map_err(|e| Exit::refused(e.to_string()))?;
             let rows = Value::Object(parsed.rows.into_iter().map(|(name, rows)| (name, Value::Array(rows))).collect());
             let client = client(host.as_deref())?;
-            let result = client.attach(&session_id)?.seed(rows, &mode)?;
-            print_json(&object([("sessionId", Value::str(session_id)), ("mode", Value::str(mode)), ("result", result)]));
+            let mut session = client.attach(&session_id)?;
+            let mode: gateway_world::plan::Mode = mode.parse().map_err(|_| Exit::refused("mode must be append or replace"))?;
+            let result = session.seed(rows, mode)?;
+            printer::json(&object([("sessionId", Value::str(session_id)), ("mode", Value::str(mode.as_str())), ("result", result)]));
             Ok(())
         }
         SessionCommand::Export { session_id, out, host } => {
@@ -480,7 +463,7 @@ fn session(command: SessionCommand) -> Outcome {
                 }
                 Some(out) => {
                     std::fs::write(&out, text).map_err(|e| Exit::refused(format!("{}: {e}", python_path(&out))))?;
-                    let _ = writeln!(std::io::stdout(), "wrote {} calls to {}", lines.len(), python_path(&out));
+                    outln!("wrote {} calls to {}", lines.len(), python_path(&out));
                 }
             }
             Ok(())
@@ -489,7 +472,7 @@ fn session(command: SessionCommand) -> Outcome {
             let pin = world_pin(world.as_deref(), no_world)?;
             let client = client(host.as_deref())?;
             let saved = client.attach(&session_id)?.save_task(name.as_deref(), &pin, message.as_deref())?;
-            print_json(&saved);
+            printer::json(&saved);
             Ok(())
         }
     }
@@ -500,7 +483,7 @@ fn task(command: TaskCommand) -> Outcome {
         TaskCommand::Create { spec, name, world, message, host } => {
             let parsed = read_spec(&spec, "spec")?;
             let client = client(host.as_deref())?;
-            print_json(&client.create_task(&parsed, name.as_deref(), world.as_deref(), message.as_deref())?);
+            printer::json(&client.create_task(&parsed, name.as_deref(), world.as_deref(), message.as_deref())?);
             Ok(())
         }
         TaskCommand::Update { task_id, spec, name, world, no_world, message, host } => {
@@ -510,7 +493,7 @@ fn task(command: TaskCommand) -> Outcome {
             }
             let parsed = spec.as_deref().map(|path| read_spec(path, "--spec")).transpose()?;
             let client = client(host.as_deref())?;
-            print_json(&client.update_task(&task_id, parsed.as_ref(), name.as_deref(), &pin, message.as_deref())?);
+            printer::json(&client.update_task(&task_id, parsed.as_ref(), name.as_deref(), &pin, message.as_deref())?);
             Ok(())
         }
         TaskCommand::List { world, metadata, page, limit, host } => {
@@ -526,15 +509,23 @@ fn task(command: TaskCommand) -> Outcome {
                 }
             }
             let client = client(host.as_deref())?;
-            print_json(&client.list_tasks(world.as_deref(), &pairs, page, limit)?);
+            printer::json(&client.list_tasks(world.as_deref(), &pairs, page, limit)?);
             Ok(())
         }
         TaskCommand::Show { task_id, version, host } => {
             let client = client(host.as_deref())?;
-            print_json(&client.get_task(&task_id, version)?);
+            printer::json(&client.get_task(&task_id, version)?);
             Ok(())
         }
-        TaskCommand::Validate { task_id, path: Some(world_dir), .. } => local_validate(Path::new(&task_id), &world_dir),
+        TaskCommand::Validate { task_id, path: Some(world_dir), version, world, version_id, host: _ } => {
+            // Offline, against a directory: the stored-task flags have nothing to act on.
+            if version.is_some() || world.is_some() || version_id.is_some() {
+                return Err(Exit::usage(
+                    "--path validates a spec file against a world directory: --version, --world and --version-id do not apply",
+                ));
+            }
+            local_validate(Path::new(&task_id), &world_dir)
+        }
         TaskCommand::Grade { spec, state } => offline_grade(&spec, &state),
         TaskCommand::Validate { task_id, path: None, version, world, version_id, host } => {
             if world.as_deref().is_some_and(|w| !w.is_empty()) && version_id.as_deref().is_some_and(|v| !v.is_empty()) {
@@ -542,7 +533,7 @@ fn task(command: TaskCommand) -> Outcome {
             }
             let client = client(host.as_deref())?;
             let (printed, ok) = client.validate_task(&task_id, version, world.as_deref(), version_id.as_deref())?;
-            print_json(&printed);
+            printer::json(&printed);
             if ok {
                 Ok(())
             } else {
@@ -551,7 +542,7 @@ fn task(command: TaskCommand) -> Outcome {
         }
         TaskCommand::Delete { task_id, host } => {
             let client = client(host.as_deref())?;
-            print_json(&client.delete_task(&task_id)?);
+            printer::json(&client.delete_task(&task_id)?);
             Ok(())
         }
     }
@@ -565,7 +556,7 @@ fn read_document(path: &Path) -> Result<Value, Exit> {
 
 fn rejected(error: &gateway_world::ContractError) -> Exit {
     let envelope = gateway_world::json::object([("status", Value::str("rejected")), ("error", error.detail())]);
-    println!("{}", dumps(&envelope, DumpOptions::CLI));
+    printer::json_line(&envelope);
     Exit::refused("")
 }
 
@@ -576,7 +567,7 @@ fn offline_grade(spec: &Path, state: &Path) -> Result<(), Exit> {
     let options = gateway_world::task::GraderOptions::default();
     let graded = gateway_world::task::grade(&spec, &state, &options).map_err(|e| rejected(&e.to_contract_error()))?;
     // json.dumps(grade): the rewards in check order.
-    println!("{}", dumps(&graded, DumpOptions { sort_keys: false, ensure_ascii: true, indent: None, compact: false }));
+    printer::json_python(&graded);
     Ok(())
 }
 
@@ -613,7 +604,7 @@ fn local_validate(spec_path: &Path, world: &Path) -> Result<(), Exit> {
     out.insert("checked".into(), Value::str("entities"));
     out.insert("problems".into(), Value::Array(problems));
     out.insert("entities".into(), Value::Array(entities.into_iter().map(Value::Str).collect()));
-    print_json(&Value::Object(out));
+    printer::json(&Value::Object(out));
     if ok {
         Ok(())
     } else {

@@ -2,6 +2,9 @@
 //! workspace:<slug>`: the workspace-connector commands, printed as the original prints
 //! them (refusals on stderr, exit 1; `list`'s table; `pull`'s file lines).
 
+use crate::args::HubUrl;
+use crate::exit::Status;
+use crate::printer::{self, errln, outln};
 use clap::Args;
 use gateway_hub::connectors_client::{collect_template, ConnectorsClient, PushOptions};
 use gateway_world::json::{dumps, object, DumpOptions, Value};
@@ -34,9 +37,8 @@ pub struct PublishArgs {
     /// Own it in this project rather than the org.
     #[arg(long)]
     project_scope: bool,
-    /// Hub URL (default: GATEWAY_HOST).
-    #[arg(long)]
-    host: Option<String>,
+    #[command(flatten)]
+    host: HubUrl,
 }
 
 #[derive(Debug, Args)]
@@ -47,9 +49,8 @@ pub struct ListArgs {
     /// Filter by slug, name or description.
     #[arg(long)]
     query: Option<String>,
-    /// Hub URL (default: GATEWAY_HOST).
-    #[arg(long)]
-    host: Option<String>,
+    #[command(flatten)]
+    host: HubUrl,
 }
 
 #[derive(Debug, Args)]
@@ -62,9 +63,8 @@ pub struct PullArgs {
     /// A label or commit hash; the head by default.
     #[arg(long)]
     version: Option<String>,
-    /// Hub URL (default: GATEWAY_HOST).
-    #[arg(long)]
-    host: Option<String>,
+    #[command(flatten)]
+    host: HubUrl,
 }
 
 #[derive(Debug, Args)]
@@ -80,14 +80,13 @@ pub struct CloneArgs {
     /// Own it in this project rather than the org.
     #[arg(long)]
     project_scope: bool,
-    /// Hub URL (default: GATEWAY_HOST).
-    #[arg(long)]
-    host: Option<String>,
+    #[command(flatten)]
+    host: HubUrl,
 }
 
 fn failed(message: impl std::fmt::Display) -> ExitCode {
-    eprintln!("{message}");
-    ExitCode::from(1)
+    errln!("{message}");
+    Status::FAILED.into()
 }
 
 fn client(host: Option<&str>) -> Result<ConnectorsClient, ExitCode> {
@@ -166,12 +165,12 @@ pub fn publish(args: PublishArgs) -> ExitCode {
             let head = client.pull(&slug, None)?;
             for stale in head.files.keys().filter(|path| !gathered.files.contains_key(*path)) {
                 files.insert(stale.clone(), None);
-                eprintln!("# removing {stale}");
+                errln!("# removing {stale}");
             }
             parent = head.commit.get("commitHash").and_then(Value::as_str).filter(|h| h.chars().count() >= 8).map(str::to_string);
         }
         for left in &gathered.skipped {
-            eprintln!("# left behind: {left}");
+            errln!("# left behind: {left}");
         }
         let options = PushOptions {
             message: args.message.clone().unwrap_or_else(|| format!("publish {slug}")),
@@ -190,7 +189,7 @@ pub fn publish(args: PublishArgs) -> ExitCode {
     };
     let status = result.get("status").and_then(Value::as_str).filter(|s| !s.is_empty()).unwrap_or("committed").to_string();
     let commit = [text(&result, "commitHash"), text(&result, "commitId")].into_iter().find(|s| !s.is_empty()).unwrap_or_default();
-    println!("{}", format!("{status} {slug} {commit} {}", text(&result, "url")).trim_end());
+    outln!("{}", format!("{status} {slug} {commit} {}", text(&result, "url")).trim_end());
     ExitCode::SUCCESS
 }
 
@@ -207,7 +206,7 @@ pub fn list(args: ListArgs) -> ExitCode {
         rows.retain(is_own);
     }
     if rows.is_empty() {
-        eprintln!("no connectors{}", if args.hub { " in the hub" } else { "; `gateway worlds connector publish` adds one" });
+        errln!("no connectors{}", if args.hub { " in the hub" } else { "; `gateway worlds connector publish` adds one" });
         return ExitCode::SUCCESS;
     }
     let mut header: Vec<String> = ["slug", "name", "vendor", "auth", "entities", "operations", "visibility"].map(String::from).to_vec();
@@ -233,7 +232,7 @@ pub fn list(args: ListArgs) -> ExitCode {
             line
         })
         .collect();
-    println!("{}", table(&header, &lines));
+    outln!("{}", table(&header, &lines));
     ExitCode::SUCCESS
 }
 
@@ -263,9 +262,9 @@ pub fn pull(args: PullArgs) -> ExitCode {
         if let Err(error) = written {
             return failed(format!("{}: {error}", target.display()));
         }
-        println!("{relative}");
+        outln!("{relative}");
     }
-    eprintln!("# {} @ {} -> {}", args.slug, pulled.commit_label(), out.display());
+    errln!("# {} @ {} -> {}", args.slug, pulled.commit_label(), out.display());
     ExitCode::SUCCESS
 }
 
@@ -289,11 +288,11 @@ pub fn clone(args: CloneArgs) -> ExitCode {
                 [] => return failed(format!("{}: not in the hub; `gateway worlds connector list --hub` shows what is", args.source)),
                 [one] => (*one).clone(),
                 several => {
-                    eprintln!("{} names {} hub connectors; clone by repo id instead:", args.source, several.len());
+                    errln!("{} names {} hub connectors; clone by repo id instead:", args.source, several.len());
                     for row in several {
-                        eprintln!("  {}  {}", text(row, "id"), text(row, "orgName"));
+                        errln!("  {}  {}", text(row, "id"), text(row, "orgName"));
                     }
-                    return ExitCode::from(1);
+                    return Status::FAILED.into();
                 }
             }
         }
@@ -303,7 +302,7 @@ pub fn clone(args: CloneArgs) -> ExitCode {
         Ok(result) => result,
         Err(error) => return failed(error),
     };
-    println!(
+    outln!(
         "cloned {} from {} -> {} ({}) commit {}",
         text(&chosen, "slug"),
         text(&chosen, "orgName"),
@@ -318,8 +317,8 @@ pub fn clone(args: CloneArgs) -> ExitCode {
 /// then initialised as the original's `init_bundle_from_files` does.
 pub fn init_from_workspace(path: &Path, slug: &str, name: Option<&str>, host: Option<&str>) -> ExitCode {
     if slug.is_empty() {
-        eprintln!("error: Invalid value: workspace:<slug> needs the connector's slug");
-        return ExitCode::from(2);
+        errln!("error: Invalid value: workspace:<slug> needs the connector's slug");
+        return Status::USAGE.into();
     }
     let pulled = match client(host).and_then(|client| client.pull(slug, None).map_err(failed)) {
         Ok(pulled) => pulled,
@@ -333,12 +332,12 @@ pub fn init_from_workspace(path: &Path, slug: &str, name: Option<&str>, host: Op
                 ("domain", contract.target().clone()),
                 ("connector", object([("slug", Value::str(slug)), ("commit", Value::Str(pulled.commit_label()))])),
             ]);
-            println!("{}", dumps(&answer, DumpOptions::CLI));
+            printer::json_line(&answer);
             ExitCode::SUCCESS
         }
         Err(Error::Contract(error)) => {
-            println!("{}", dumps(&object([("status", Value::str("rejected")), ("error", error.detail())]), DumpOptions::CLI));
-            ExitCode::from(1)
+            printer::json_line(&object([("status", Value::str("rejected")), ("error", error.detail())]));
+            Status::FAILED.into()
         }
         Err(other) => failed(other),
     }

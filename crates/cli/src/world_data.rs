@@ -3,22 +3,17 @@
 //! `check`, `extract` and `import --dry-run` run against. Printing and exit codes only:
 //! the flow is `gateway_hub::world_data_client`.
 
+use crate::exit::Status;
+use crate::printer::{self, errln};
 use gateway_hub::world_data_client::{self as client, Bar, Flags, ImportOptions, Manifest, TtyLines, WorldDataClient, MANIFEST_DIR};
-use gateway_world::json::{dumps, object, DumpOptions, Value};
+use gateway_world::json::{object, Value};
 use gateway_world::Error;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// `json.dumps(x)`: Python's default separators.
-const PYTHON_DUMPS: DumpOptions = DumpOptions { sort_keys: false, ensure_ascii: true, indent: None, compact: false };
-
 fn refused(message: impl std::fmt::Display) -> ExitCode {
-    eprintln!("{message}");
-    ExitCode::from(1)
-}
-
-fn print_pretty(value: &Value) {
-    println!("{}", dumps(value, DumpOptions::PRETTY));
+    errln!("{message}");
+    Status::FAILED.into()
 }
 
 /// Run `work` on the world directory `world`, or on the platform world `world`
@@ -59,7 +54,7 @@ pub fn show(world: &str, entity: Option<&str>, host: Option<&str>) -> ExitCode {
         out.push(("entity", Value::str(entity)));
         out.push(("rows", field("rows")));
     }
-    print_pretty(&object(out));
+    printer::json(&object(out));
     ExitCode::SUCCESS
 }
 
@@ -84,7 +79,7 @@ pub fn status(batch_id: &str, world: Option<String>, host: Option<&str>) -> Exit
     };
     match client.status(&slug, batch_id) {
         Ok(answer) => {
-            print_pretty(&answer);
+            printer::json(&answer);
             ExitCode::SUCCESS
         }
         Err(error) => refused(error),
@@ -99,7 +94,7 @@ pub fn batches(world: &str, limit: Option<i64>, host: Option<&str>) -> ExitCode 
     };
     match client.batches(world, limit, None) {
         Ok(answer) => {
-            print_pretty(&answer);
+            printer::json(&answer);
             ExitCode::SUCCESS
         }
         Err(error) => refused(error),
@@ -114,7 +109,7 @@ pub fn publish(world: &str, message: Option<&str>, host: Option<&str>) -> ExitCo
     };
     match client.publish(world, message) {
         Ok(answer) => {
-            print_pretty(&answer);
+            printer::json(&answer);
             ExitCode::SUCCESS
         }
         Err(error) => refused(error),
@@ -126,10 +121,10 @@ pub struct Import {
     pub slug: String,
     pub rows: Vec<String>,
     pub entity: Option<String>,
-    pub mode: String,
-    pub merge: String,
+    pub mode: gateway_world::plan::Mode,
+    pub merge: gateway_world::check::Merge,
     pub atomic: bool,
-    pub publish: String,
+    pub publish: gateway_hub::world_data_client::Publish,
     pub chunk_bytes: Option<usize>,
     pub chunk_rows: Option<i64>,
     pub parallel: i64,
@@ -137,7 +132,7 @@ pub struct Import {
     pub wait: bool,
     pub report: Option<PathBuf>,
     pub message: Option<String>,
-    pub host: Option<String>,
+    pub host: crate::args::HubUrl,
 }
 
 /// `data import <slug> ROWS…`: upload in chunks, complete, wait; exit 0 applied or
@@ -176,7 +171,7 @@ pub fn import(request: Import) -> ExitCode {
         Err(error) => return refused(error),
     };
     if !request.wait {
-        println!("{}", dumps(&object([("batchId", Value::Str(manifest.batch_id())), ("state", Value::str("queued"))]), PYTHON_DUMPS));
+        printer::json_python(&object([("batchId", Value::Str(manifest.batch_id())), ("state", Value::str("queued"))]));
         return ExitCode::SUCCESS;
     }
     let status = match client::wait(&client, &request.slug, &manifest.batch_id(), &TtyLines) {
@@ -192,10 +187,10 @@ pub fn import(request: Import) -> ExitCode {
     if let Value::Object(map) = &status {
         out.extend(map.iter().map(|(k, v)| (k.clone(), v.clone())));
     }
-    print_pretty(&object(out));
+    printer::json(&object(out));
     match status.get("state").and_then(Value::as_str) {
         Some("applied" | "published") => ExitCode::SUCCESS,
-        Some("refused") => ExitCode::from(2),
-        _ => ExitCode::from(1),
+        Some("refused") => Status::ROWS_REFUSED.into(),
+        _ => Status::FAILED.into(),
     }
 }

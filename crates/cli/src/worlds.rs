@@ -1,7 +1,11 @@
 //! `gateway worlds …`: the world commands.
 
+use crate::args::HubUrl;
+use crate::choices::{Merge, Mode, Publish, Shape};
+use crate::exit::Status;
+use crate::printer::{self, errln, out, outln};
 use clap::Subcommand;
-use gateway_world::json::{dumps, object, DumpOptions, Value};
+use gateway_world::json::{dumps, object, Value};
 use gateway_world::{lifecycle, scaffold, Error};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -86,9 +90,8 @@ pub enum SchemaCommand {
         /// Environment name and package id.
         #[arg(long)]
         name: Option<String>,
-        /// Hub for `workspace:` connectors (default: GATEWAY_HOST).
-        #[arg(long)]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
         /// Also write a starter connector.toml (list/get/create routes per entity) when the
         /// template carries none, so `worlds serve` serves the world. The default for `custom`.
         #[arg(long, conflicts_with = "no_api")]
@@ -129,8 +132,8 @@ pub enum DataCommand {
         /// Print this entity's rows instead of counts.
         #[arg(long)]
         entity: Option<String>,
-        #[arg(long, env = "GATEWAY_HOST")]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// Put rows into a world through its own gate: a directory's data files, or a platform
     /// world's data in gzipped chunks (exit 0 applied or published, 2 refused, 1 error).
@@ -145,17 +148,17 @@ pub enum DataCommand {
         /// The entity bare-row files hold.
         #[arg(long)]
         entity: Option<String>,
-        /// append | replace, as the import would run.
-        #[arg(long, default_value = "append")]
-        mode: String,
-        /// upsert | fill, as the import would run.
-        #[arg(long, default_value = "upsert")]
-        merge: String,
+        /// As the import would run: append (upsert by primary key) | replace (named entities).
+        #[arg(long, value_enum, default_value = "append")]
+        mode: Mode,
+        /// As the import would run: upsert (last wins) | fill (first wins).
+        #[arg(long, value_enum, default_value = "upsert")]
+        merge: Merge,
         /// Write the refusals as JSONL here.
         #[arg(long)]
         report: Option<PathBuf>,
-        #[arg(long, env = "GATEWAY_HOST")]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// Rows out of a tool-results export, a vendor response or a session export, shaped for `data import`.
     Extract {
@@ -163,9 +166,9 @@ pub enum DataCommand {
         world: String,
         /// Input file, or - for stdin.
         source: String,
-        /// tool-results | vendor-envelope | session-export.
-        #[arg(long)]
-        shape: String,
+        /// What the input is.
+        #[arg(long, value_enum)]
+        shape: Shape,
         /// The entity the rows belong to.
         #[arg(long)]
         entity: String,
@@ -173,13 +176,13 @@ pub enum DataCommand {
         #[arg(long)]
         out: Option<String>,
         /// Dedupe by primary key: fill (first wins) | upsert (last wins).
-        #[arg(long, default_value = "fill")]
-        merge: String,
+        #[arg(long, value_enum, default_value = "fill")]
+        merge: Merge,
         /// Skip the world's [redact] policy.
         #[arg(long = "no-redact")]
         no_redact: bool,
-        #[arg(long, env = "GATEWAY_HOST")]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// One batch's state, progress, counts and first refusals.
     Status {
@@ -188,8 +191,8 @@ pub enum DataCommand {
         /// The world slug, when no manifest names it.
         #[arg(long)]
         world: Option<String>,
-        #[arg(long, env = "GATEWAY_HOST")]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// The world's data batches, newest first.
     Batches {
@@ -198,8 +201,8 @@ pub enum DataCommand {
         /// At most this many, newest first.
         #[arg(long)]
         limit: Option<i64>,
-        #[arg(long, env = "GATEWAY_HOST")]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
     /// Fold every applied `--publish later` batch into one data-only version.
     Publish {
@@ -208,8 +211,8 @@ pub enum DataCommand {
         /// Change reason for the version.
         #[arg(long, short = 'm')]
         message: Option<String>,
-        #[arg(long, env = "GATEWAY_HOST")]
-        host: Option<String>,
+        #[command(flatten)]
+        host: HubUrl,
     },
 }
 
@@ -225,11 +228,11 @@ pub struct ImportArgs {
     #[arg(long)]
     entity: Option<String>,
     /// append (upsert by primary key) | replace (named entities).
-    #[arg(long, default_value = "append")]
-    mode: String,
+    #[arg(long, value_enum, default_value = "append")]
+    mode: Mode,
     /// Inside the batch, by key: upsert (last wins) | fill (first wins, later add fields).
-    #[arg(long, default_value = "upsert")]
-    merge: String,
+    #[arg(long, value_enum, default_value = "upsert")]
+    merge: Merge,
     /// Rows per uploaded chunk (instead of --chunk-bytes).
     #[arg(long = "chunk-rows")]
     chunk_rows: Option<i64>,
@@ -249,8 +252,8 @@ pub struct ImportArgs {
     #[arg(long = "per-chunk", overrides_with = "atomic")]
     per_chunk: bool,
     /// now: a version per batch | later: fold with `data publish`.
-    #[arg(long, default_value = "now")]
-    publish: String,
+    #[arg(long, value_enum, default_value = "now")]
+    publish: Publish,
     /// Wait for the batch to apply (the default).
     #[arg(long, overrides_with = "no_wait")]
     wait: bool,
@@ -269,8 +272,8 @@ pub struct ImportArgs {
     /// A directory import's batch id (default `<package>.initial.v<N+1>` or `<package>.import.<N>`).
     #[arg(long = "batch-id")]
     batch_id: Option<String>,
-    #[arg(long, env = "GATEWAY_HOST")]
-    host: Option<String>,
+    #[command(flatten)]
+    host: HubUrl,
 }
 
 pub fn run(command: WorldsCommand) -> ExitCode {
@@ -304,21 +307,21 @@ fn serve(
     let mut app = match gateway_serve::server::load(&path, &options) {
         Ok(app) => app,
         Err(error) => {
-            eprintln!("world api refused: {error}");
+            errln!("world api refused: {error}");
             if !path.join("connector.toml").exists() {
-                eprintln!(
+                errln!(
                     "hint: `gateway worlds schema init NEW_DIR --connector TEMPLATE --api` writes a starter connector.toml; \
                      `gateway worlds connector skill` explains how to describe the vendor's API"
                 );
             }
-            return ExitCode::from(1);
+            return Status::FAILED.into();
         }
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
-            eprintln!("world api could not start: {error}");
-            return ExitCode::from(1);
+            errln!("world api could not start: {error}");
+            return Status::FAILED.into();
         }
     };
     let admin_key = admin_key.or_else(|| std::env::var("WORLD_ADMIN_KEY").ok().filter(|k| !k.is_empty()));
@@ -340,28 +343,24 @@ fn serve(
         let listener = match tokio::net::TcpListener::bind(addr).await {
             Ok(listener) => listener,
             Err(error) => {
-                eprintln!("world api could not listen on {addr}: {error}");
-                return ExitCode::from(1);
+                errln!("world api could not listen on {addr}: {error}");
+                return Status::FAILED.into();
             }
         };
         let bound = listener.local_addr().unwrap_or(addr);
-        eprintln!("world api listening on http://{bound}");
-        eprintln!(
+        errln!("world api listening on http://{bound}");
+        errln!(
             "  the vendor's API under http://{bound}{base_path}/ (OpenAPI: /openapi.json, docs: /docs; admin{admin_note}: /__world/state, /__world/reset, /__world/seed; health: /healthz)"
         );
         match gateway_serve::server::run(app, listener, crate::shutdown_signal()).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
-                eprintln!("world api stopped: {error}");
-                ExitCode::from(1)
+                errln!("world api stopped: {error}");
+                Status::FAILED.into()
             }
         }
     });
     served
-}
-
-fn print_line(value: &Value) {
-    println!("{}", dumps(value, DumpOptions::CLI));
 }
 
 /// The original's envelope for a refusal of the offline schema CLI: exit 1.
@@ -370,8 +369,8 @@ fn rejected(error: Error) -> ExitCode {
         Error::Contract(contract) => contract.detail(),
         other => object([("message", Value::Str(other.to_string()))]),
     };
-    print_line(&object([("status", Value::str("rejected")), ("error", detail)]));
-    ExitCode::from(1)
+    printer::json_line(&object([("status", Value::str("rejected")), ("error", detail)]));
+    Status::FAILED.into()
 }
 
 fn schema(command: SchemaCommand) -> ExitCode {
@@ -381,24 +380,24 @@ fn schema(command: SchemaCommand) -> ExitCode {
             // The original lets the error escape as a traceback whose last line this is.
             return match gateway_serve::bundle::build_api_bundle(&path, &out) {
                 Ok(bundle) => {
-                    println!("api bundle: {}", gateway_world::snapshot::display_path(&bundle));
+                    outln!("api bundle: {}", gateway_world::snapshot::display_path(&bundle));
                     ExitCode::SUCCESS
                 }
                 Err(error) => {
-                    eprintln!("{error}");
-                    ExitCode::from(1)
+                    errln!("{error}");
+                    Status::FAILED.into()
                 }
             };
         }
         SchemaCommand::Templates => {
             for slug in scaffold::list_templates() {
-                println!("{slug}");
+                outln!("{slug}");
             }
             return ExitCode::SUCCESS;
         }
         SchemaCommand::Describe { path } => match lifecycle::describe(&path) {
             Ok(text) => {
-                print!("{text}");
+                out!("{text}");
                 return ExitCode::SUCCESS;
             }
             Err(error) => Err(error),
@@ -410,9 +409,9 @@ fn schema(command: SchemaCommand) -> ExitCode {
             let starter_api = api || (!no_api && connector == scaffold::CUSTOM);
             let Some(template) = scaffold::Template::find(&connector) else {
                 let choices = scaffold::list_templates().into_iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ");
-                eprintln!("usage: gateway worlds schema init PATH [--connector TEMPLATE] [--name NAME]");
-                eprintln!("error: argument --connector: invalid choice: '{connector}' (choose from {choices}, or a template directory holding world.json)");
-                return ExitCode::from(2);
+                errln!("usage: gateway worlds schema init PATH [--connector TEMPLATE] [--name NAME]");
+                errln!("error: argument --connector: invalid choice: '{connector}' (choose from {choices}, or a template directory holding world.json)");
+                return Status::USAGE.into();
             };
             // As the original's CLI: an empty --name is not passed on (the default name).
             let name = name.filter(|n| !n.is_empty());
@@ -428,7 +427,7 @@ fn schema(command: SchemaCommand) -> ExitCode {
     };
     match outcome {
         Ok(value) => {
-            print_line(&value);
+            printer::json_line(&value);
             ExitCode::SUCCESS
         }
         Err(error) => rejected(error),
@@ -455,7 +454,7 @@ fn data(command: DataCommand) -> ExitCode {
             });
             match answer {
                 Ok(value) => {
-                    println!("{}", dumps(&value, DumpOptions::PRETTY));
+                    printer::json(&value);
                     ExitCode::SUCCESS
                 }
                 Err(error) => data_refused(error),
@@ -472,7 +471,7 @@ fn data(command: DataCommand) -> ExitCode {
         DataCommand::Extract { world, source, shape, entity, out, merge, no_redact, host } => {
             let mut code = ExitCode::SUCCESS;
             let root = crate::world_data::local_root(&world, host.as_deref(), |root| {
-                code = data_extract(root, &source, &shape, &entity, out.as_deref(), &merge, no_redact);
+                code = data_extract(root, &source, shape, &entity, out.as_deref(), merge, no_redact);
                 Ok(())
             });
             match root {
@@ -486,8 +485,8 @@ fn data(command: DataCommand) -> ExitCode {
     }
 }
 
-fn check_options(entity: Option<String>, mode: String, merge: String) -> gateway_world::check::CheckOptions {
-    let mut options = gateway_world::check::CheckOptions { entity, mode, merge, ..Default::default() };
+fn check_options(entity: Option<String>, mode: Mode, merge: Merge) -> gateway_world::check::CheckOptions {
+    let mut options = gateway_world::check::CheckOptions { entity, mode: mode.into(), merge: merge.into(), ..Default::default() };
     // Bytes of accepted rows held in memory before they move to a scratch file.
     if let Some(budget) = std::env::var("GATEWAY_ROWS_MEMORY").ok().and_then(|b| b.parse().ok()) {
         options.memory_budget = budget;
@@ -519,13 +518,6 @@ fn import(args: ImportArgs) -> ExitCode {
         batch_id,
         host,
     } = args;
-    if !["append", "replace"].contains(&mode.as_str())
-        || !["upsert", "fill"].contains(&merge.as_str())
-        || !["now", "later"].contains(&publish.as_str())
-    {
-        eprintln!("--mode is append|replace, --merge is upsert|fill, --publish is now|later");
-        return ExitCode::from(1);
-    }
     // As in the original, a bad size is refused before anything else (a directory too).
     let size = match chunk_bytes.as_deref().map(gateway_world::chunks::parse_size).transpose() {
         Ok(size) => size,
@@ -550,10 +542,10 @@ fn import(args: ImportArgs) -> ExitCode {
             slug: world,
             rows,
             entity,
-            mode,
-            merge,
+            mode: mode.into(),
+            merge: merge.into(),
             atomic,
-            publish,
+            publish: publish.into(),
             chunk_bytes: size,
             chunk_rows,
             parallel,
@@ -578,16 +570,16 @@ fn import(args: ImportArgs) -> ExitCode {
             }
             gateway_world::import::parse_rows(&rows, entity.as_deref())
         })
-        .and_then(|parsed| gateway_world::import::import_rows(&root, &parsed, &mode, batch_id.as_deref()));
+        .and_then(|parsed| gateway_world::import::import_rows(&root, &parsed, mode.into(), batch_id.as_deref()));
     match outcome {
         Ok(Value::Object(result)) => {
             let mut out = vec![("world".to_string(), Value::str(&world))];
             out.extend(result);
-            println!("{}", dumps(&object(out), DumpOptions::PRETTY));
+            printer::json(&object(out));
             ExitCode::SUCCESS
         }
         Ok(other) => {
-            println!("{}", dumps(&other, DumpOptions::PRETTY));
+            printer::json(&other);
             ExitCode::SUCCESS
         }
         Err(error) => data_refused(error),
@@ -596,8 +588,8 @@ fn import(args: ImportArgs) -> ExitCode {
 
 /// A `worlds data` refusal: the error's text on stderr, exit 1.
 pub(crate) fn data_refused(error: Error) -> ExitCode {
-    eprintln!("{error}");
-    ExitCode::from(1)
+    errln!("{error}");
+    Status::FAILED.into()
 }
 
 /// Inputs larger than this get a progress bar when stderr is a terminal.
@@ -631,8 +623,12 @@ fn finish_check(world: &str, checked: Result<gateway_world::check::CheckReport, 
             return data_refused(Error::io(error, &report));
         }
     }
-    println!("{}", dumps(&checked.to_json(world), DumpOptions::PRETTY));
-    ExitCode::from(if checked.refusal_count > 0 { 2 } else { 0 })
+    printer::json(&checked.to_json(world));
+    if checked.refusal_count > 0 {
+        Status::ROWS_REFUSED.into()
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 /// A local check of a world directory, with a progress bar over large inputs.
@@ -673,10 +669,10 @@ fn extract_policy(root: &std::path::Path, no_redact: bool) -> Result<gateway_wor
 fn data_extract(
     root: &std::path::Path,
     source: &str,
-    shape: &str,
+    shape: Shape,
     entity: &str,
     out: Option<&str>,
-    merge: &str,
+    merge: Merge,
     no_redact: bool,
 ) -> ExitCode {
     use std::io::Write as _;
@@ -689,15 +685,14 @@ fn data_extract(
         },
     };
     let policy = || extract_policy(&root, no_redact);
-    let outcome = gateway_world::extract::extract(&root, source, shape, entity, merge, &policy, &mut sink);
+    let outcome = gateway_world::extract::extract(&root, source, shape.into(), entity, merge.into(), &policy, &mut sink);
     let flushed = sink.flush();
     match outcome {
         Ok(summary) => {
             if let Err(error) = flushed {
                 return data_refused(Error::Io { message: error.to_string() });
             }
-            let options = DumpOptions { sort_keys: false, ensure_ascii: true, indent: None, compact: false };
-            eprintln!("{}", dumps(&summary.to_json(), options));
+            errln!("{}", dumps(&summary.to_json(), printer::PYTHON));
             ExitCode::SUCCESS
         }
         Err(error) => data_refused(error),

@@ -230,7 +230,7 @@ pub struct PushOptions {
     /// `--tag` (repeatable).
     pub tags: Vec<String>,
     /// `--visibility`.
-    pub visibility: Option<String>,
+    pub visibility: Option<Visibility>,
     /// `--auto-bump`.
     pub auto_bump: bool,
     /// `--rc`.
@@ -463,8 +463,8 @@ impl Client {
         if !options.tags.is_empty() {
             resolve.insert("tags".into(), Value::Array(options.tags.iter().cloned().map(Value::Str).collect()));
         }
-        if let Some(v) = options.visibility.clone().filter(|s| !s.is_empty()) {
-            resolve.insert("visibility".into(), Value::str(v));
+        if let Some(v) = options.visibility {
+            resolve.insert("visibility".into(), Value::str(v.as_str()));
         }
         let resolved = self.post(&format!("{API}/resolve"), &Value::Object(resolve))?;
         let container_id =
@@ -871,7 +871,7 @@ impl Client {
     /// file name and installed into the current Python environment with `uv pip
     /// install [--reinstall]` (`tool` = `uv`) or `pip install [--upgrade]` (anything
     /// else), as the original. `{slug, ref, versionId, tool, wheelFile}`.
-    pub fn install(&self, slug_ref: &str, tool: &str, no_upgrade: bool) -> Result<Value> {
+    pub fn install(&self, slug_ref: &str, tool: Installer, no_upgrade: bool) -> Result<Value> {
         let (slug, reference) = match slug_ref.rsplit_once('@') {
             Some((slug, reference)) => (slug.to_string(), reference.to_string()),
             None => (slug_ref.to_string(), "latest".to_string()),
@@ -888,7 +888,7 @@ impl Client {
         })?;
         // The object key's basename is the canonical wheel name pip and uv parse.
         let path = reqwest::Url::parse(url).map(|u| u.path().to_string()).unwrap_or_default();
-        let name = crate::server::unquote_plus(path.rsplit('/').next().unwrap_or_default());
+        let name = gateway_common::url::unquote_plus(path.rsplit('/').next().unwrap_or_default());
         let name = if name.is_empty() { "pkg.whl".to_string() } else { name };
         let scratch = tempfile_dir("gateway-wheel-")?;
         let wheel = scratch.join(&name);
@@ -899,7 +899,7 @@ impl Client {
             ("slug", Value::str(slug)),
             ("ref", Value::str(reference)),
             ("versionId", version_id),
-            ("tool", Value::str(tool)),
+            ("tool", Value::str(tool.as_str())),
             ("wheelFile", Value::str(name)),
         ]))
     }
@@ -925,10 +925,16 @@ fn tempfile_dir(prefix: &str) -> Result<PathBuf> {
 
 /// `uv pip install [--reinstall] WHEEL` or `pip install [--upgrade] WHEEL`, its output
 /// passed through; missing or failing, the original's words.
-fn run_installer(tool: &str, no_upgrade: bool, wheel: &Path) -> Result<()> {
-    let mut command: Vec<&str> = if tool == "uv" { vec!["uv", "pip", "install"] } else { vec!["pip", "install"] };
+fn run_installer(tool: Installer, no_upgrade: bool, wheel: &Path) -> Result<()> {
+    let mut command: Vec<&str> = match tool {
+        Installer::Uv => vec!["uv", "pip", "install"],
+        Installer::Pip => vec!["pip", "install"],
+    };
     if !no_upgrade {
-        command.push(if tool == "uv" { "--reinstall" } else { "--upgrade" });
+        command.push(match tool {
+            Installer::Uv => "--reinstall",
+            Installer::Pip => "--upgrade",
+        });
     }
     let status = std::process::Command::new(command[0])
         .args(&command[1..])
@@ -945,6 +951,45 @@ fn run_installer(tool: &str, no_upgrade: bool, wheel: &Path) -> Result<()> {
         Err(e) => Err(fail(format!("install failed ({e})"))),
         Ok(status) if !status.success() => Err(fail(format!("install failed (exit {})", status.code().unwrap_or(-1)))),
         Ok(_) => Ok(()),
+    }
+}
+
+/// Who may see a container.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Visibility {
+    /// This project only.
+    Private,
+    /// Everyone.
+    Public,
+}
+
+impl Visibility {
+    /// The wire spelling (`PRIVATE`, `PUBLIC`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Visibility::Private => "PRIVATE",
+            Visibility::Public => "PUBLIC",
+        }
+    }
+}
+
+/// The installer `bench install` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub enum Installer {
+    /// `uv pip install` (`--reinstall` unless `--no-upgrade`).
+    #[default]
+    Uv,
+    /// `pip install` (`--upgrade` unless `--no-upgrade`).
+    Pip,
+}
+
+impl Installer {
+    /// The original's spelling (`uv`, `pip`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Installer::Uv => "uv",
+            Installer::Pip => "pip",
+        }
     }
 }
 

@@ -556,11 +556,8 @@ impl Session<'_> {
     }
 
     /// `seed`: `{kind: "seed", args: {mode, rows}}` (mode `append` or `replace`).
-    pub fn seed(&mut self, rows: Value, mode: &str) -> Result<Value> {
-        if mode != "append" && mode != "replace" {
-            return Err(fail("mode must be append or replace"));
-        }
-        let args = object([("mode", Value::str(mode)), ("rows", rows)]);
+    pub fn seed(&mut self, rows: Value, mode: gateway_world::plan::Mode) -> Result<Value> {
+        let args = object([("mode", Value::str(mode.as_str())), ("rows", rows)]);
         self.exchange(&object([("kind", Value::str("seed")), ("args", args)]), Some(CALL_TIMEOUT_SEC))
     }
 
@@ -689,19 +686,28 @@ impl Session<'_> {
     /// The surfaces `session browse` would drive, with the original's refusals when the
     /// session has no UI (or no hosted browser for `--mode hosted`); the surfaces otherwise.
     /// As in the original, the surfaces are read (possibly re-fetched) before `mode` is checked.
-    pub fn browser_surfaces(&mut self, mode: &str) -> Result<Surfaces> {
+    pub fn browser_surfaces(&mut self, mode: BrowseMode) -> Result<Surfaces> {
         let surfaces = self.surfaces()?;
-        if !["auto", "hosted", "local"].contains(&mode) {
-            return Err(fail("mode must be 'auto', 'hosted' or 'local'"));
-        }
         if surfaces.ui.is_none() && surfaces.browser.is_none() {
             return Err(fail("World surface 'ui' is unavailable: open the session with surfaces=['ui'] on a world that declares [ui]"));
         }
-        if mode == "hosted" && surfaces.browser.is_none() {
+        if mode == BrowseMode::Hosted && surfaces.browser.is_none() {
             return Err(fail("World surface 'browser' is unavailable: open the session with surfaces=['browser'] to get a hosted browser"));
         }
         Ok(surfaces)
     }
+}
+
+/// Where `session browse` opens the world's UI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub enum BrowseMode {
+    /// The session's hosted browser.
+    Hosted,
+    /// A browser on this machine.
+    Local,
+    /// Hosted when the session has one, else local.
+    #[default]
+    Auto,
 }
 
 /// `named_rewards`: numeric entries of a nested `rewards` object, then numeric

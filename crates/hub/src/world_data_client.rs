@@ -12,9 +12,11 @@
 
 use crate::client::{basic_auth, EnvCredentials};
 use crate::error::HubError;
-use crate::server::quote_segment;
+use gateway_common::url::quote_segment;
+pub use gateway_world::check::Merge;
 use gateway_world::chunks::{compress_chunk, cut_chunks, Chunk, ChunkOptions, RawChunk, CHUNK_BYTES};
 use gateway_world::json::{self, object, DumpOptions, Map, Value};
+pub use gateway_world::plan::Mode;
 use gateway_world::rows::Flow;
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
@@ -106,11 +108,11 @@ impl WorldDataClient {
     /// `POST …/batches`.
     pub fn open_batch(&self, slug: &str, flags: &Flags, message: Option<&str>) -> Result<Value> {
         let mut body = vec![
-            ("mode", Value::str(&flags.mode)),
-            ("merge", Value::str(&flags.merge)),
+            ("mode", Value::str(flags.mode.as_str())),
+            ("merge", Value::str(flags.merge.as_str())),
             ("atomic", Value::Bool(flags.atomic)),
             ("dryRun", Value::Bool(flags.dry_run)),
-            ("publish", Value::str(&flags.publish)),
+            ("publish", Value::str(flags.publish.as_str())),
         ];
         if let Some(message) = message {
             body.push(("message", Value::str(message)));
@@ -234,17 +236,40 @@ fn now() -> String {
     gateway_world::snapshot::utc_now_seconds()
 }
 
+/// When an applied batch becomes a version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub enum Publish {
+    /// A data-only version per batch, as soon as it applies.
+    #[default]
+    Now,
+    /// Applied batches wait for `data publish` to fold them into one version.
+    Later,
+}
+
+impl Publish {
+    /// Every choice, in the original's order.
+    pub const ALL: [Publish; 2] = [Publish::Now, Publish::Later];
+
+    /// The original's spelling (`now`, `later`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Publish::Now => "now",
+            Publish::Later => "later",
+        }
+    }
+}
+
 /// The import's flags as the manifest records them.
 #[derive(Debug, Clone)]
 pub struct Flags {
-    /// `append` or `replace`.
-    pub mode: String,
-    /// `upsert` or `fill`.
-    pub merge: String,
+    /// How the rows meet the world's.
+    pub mode: Mode,
+    /// What a row repeating a key in the batch does.
+    pub merge: Merge,
     /// One refusal refuses the batch.
     pub atomic: bool,
-    /// `now` or `later`.
-    pub publish: String,
+    /// When the batch becomes a version.
+    pub publish: Publish,
     /// Always false on the wire (`--dry-run` runs locally).
     pub dry_run: bool,
     /// JSONL bytes per chunk.
@@ -258,10 +283,10 @@ pub struct Flags {
 impl Default for Flags {
     fn default() -> Self {
         Flags {
-            mode: "append".into(),
-            merge: "upsert".into(),
+            mode: Mode::Append,
+            merge: Merge::Upsert,
             atomic: true,
-            publish: "now".into(),
+            publish: Publish::Now,
             dry_run: false,
             chunk_bytes: CHUNK_BYTES,
             chunk_rows: None,
@@ -273,10 +298,10 @@ impl Default for Flags {
 impl Flags {
     fn to_json(&self) -> Value {
         object([
-            ("mode", Value::str(&self.mode)),
-            ("merge", Value::str(&self.merge)),
+            ("mode", Value::str(self.mode.as_str())),
+            ("merge", Value::str(self.merge.as_str())),
             ("atomic", Value::Bool(self.atomic)),
-            ("publish", Value::str(&self.publish)),
+            ("publish", Value::str(self.publish.as_str())),
             ("dryRun", Value::Bool(self.dry_run)),
             ("chunkBytes", Value::Int(self.chunk_bytes as i64)),
             ("chunkRows", self.chunk_rows.map_or(Value::Null, |n| Value::Int(n as i64))),
@@ -287,11 +312,16 @@ impl Flags {
     fn from_json(value: &Value) -> Result<Flags> {
         let text = |k: &str, default: &str| value.get(k).and_then(Value::as_str).unwrap_or(default).to_string();
         let size = |k: &str| value.get(k).and_then(Value::as_i64).filter(|n| *n > 0).map(|n| n as usize);
+        let refused = |e: gateway_world::ContractError| fail(format!("the manifest's flags: {}", e.message));
+        let publish = text("publish", "now");
         Ok(Flags {
-            mode: text("mode", "append"),
-            merge: text("merge", "upsert"),
+            mode: text("mode", "append").parse().map_err(refused)?,
+            merge: text("merge", "upsert").parse().map_err(refused)?,
             atomic: !matches!(value.get("atomic"), Some(Value::Bool(false))),
-            publish: text("publish", "now"),
+            publish: Publish::ALL
+                .into_iter()
+                .find(|p| p.as_str() == publish)
+                .ok_or_else(|| fail(format!("the manifest's flags: publish must be now or later, not {publish}")))?,
             dry_run: matches!(value.get("dryRun"), Some(Value::Bool(true))),
             chunk_bytes: size("chunkBytes").unwrap_or(CHUNK_BYTES),
             chunk_rows: size("chunkRows"),

@@ -309,7 +309,7 @@ fn world_data(hub: &Hub) {
     std::fs::write(&rows, (0..50).map(|i| format!("{}\n", customer(&format!("F{i}")))).collect::<String>()).unwrap();
     let data = WorldDataClient::new(&hub.api, &hub.one.0, &hub.one.1).unwrap();
     let options = ImportOptions {
-        flags: Flags { publish: "later".into(), chunk_bytes: 1024, ..Flags::default() },
+        flags: Flags { publish: gateway_hub::world_data_client::Publish::Later, chunk_bytes: 1024, ..Flags::default() },
         parallel: 3,
         resume: false,
         message: None,

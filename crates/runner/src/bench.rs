@@ -84,8 +84,8 @@ pub struct EvalRequest {
     pub model: String,
     /// `--env-id`.
     pub env_id: Option<String>,
-    /// `--kind`: auto | verifiers | verifiers-v1 | harbor.
-    pub kind: String,
+    /// `--kind`.
+    pub kind: EvalKind,
     /// `--agent` (harbor kind).
     pub agent: String,
     /// `--num-examples`.
@@ -121,6 +121,35 @@ fn harbor_job(request: &EvalRequest, src: &Path, jobs_dir: PathBuf, api_key: &st
     }
 }
 
+/// What `bench eval` runs the environment as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub enum EvalKind {
+    /// Pull the version and detect its kind.
+    #[default]
+    Auto,
+    /// A verifiers (v0) package: its own rollout loop.
+    Verifiers,
+    /// A verifiers v1 package (refused: not supported, as the original).
+    VerifiersV1,
+    /// A harbor task tree, run under harbor.
+    Harbor,
+}
+
+impl EvalKind {
+    /// Every kind, in the original's order.
+    pub const ALL: [EvalKind; 4] = [EvalKind::Auto, EvalKind::Verifiers, EvalKind::VerifiersV1, EvalKind::Harbor];
+
+    /// The original's spelling (`auto`, `verifiers`, `verifiers-v1`, `harbor`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EvalKind::Auto => "auto",
+            EvalKind::Verifiers => "verifiers",
+            EvalKind::VerifiersV1 => "verifiers-v1",
+            EvalKind::Harbor => "harbor",
+        }
+    }
+}
+
 /// Run a local eval and file it pinned to its version (see the module docs).
 pub fn bench_eval(request: &EvalRequest, note: &mut dyn FnMut(&str)) -> Result<Report, RunnerError> {
     if request.slug.is_some() == request.path.is_some() {
@@ -130,11 +159,8 @@ pub fn bench_eval(request: &EvalRequest, note: &mut dyn FnMut(&str)) -> Result<R
         .ok()
         .filter(|k| !k.is_empty())
         .ok_or_else(|| RunnerError::Config("OPENROUTER_API_KEY is required for `bench eval`.".into()))?;
-    let kind = request.kind.as_str();
-    if !matches!(kind, "auto" | "verifiers" | "verifiers-v1" | "harbor") {
-        return Err(RunnerError::Config(format!("unknown --kind '{kind}' (auto|verifiers|verifiers-v1|harbor)")));
-    }
-    if kind == "verifiers-v1" {
+    let kind = request.kind;
+    if kind == EvalKind::VerifiersV1 {
         return Err(RunnerError::World(VERIFIERS_V1.into()));
     }
     if let Some(path) = &request.path {
@@ -148,9 +174,9 @@ pub fn bench_eval(request: &EvalRequest, note: &mut dyn FnMut(&str)) -> Result<R
         .tempdir_in(gateway_world::data::tempfile_dir::process_root())
         .map_err(|e| RunnerError::io(Path::new("tmp"), e))?;
     let src = scratch.path().join("src");
-    let resolved_kind = if kind == "auto" || kind == "harbor" {
+    let resolved_kind = if matches!(kind, EvalKind::Auto | EvalKind::Harbor) {
         bench.pull(&format!("{slug}@{reference}"), Some(&src))?;
-        if kind == "auto" {
+        if kind == EvalKind::Auto {
             harbor::detect_env_kind(&src)
         } else {
             "harbor"
@@ -195,7 +221,7 @@ fn eval_path(request: &EvalRequest, path: &Path, api_key: &str, note: &mut dyn F
     if !src.is_dir() {
         return Err(RunnerError::Config(format!("--path is not a directory: {}", path.display())));
     }
-    let resolved_kind = if request.kind == "auto" { harbor::detect_env_kind(&src) } else { request.kind.as_str() };
+    let resolved_kind = if request.kind == EvalKind::Auto { harbor::detect_env_kind(&src) } else { request.kind.as_str() };
     match resolved_kind {
         "mock-tools" => return Err(RunnerError::World(MOCK_TOOLS.into())),
         "verifiers-v1" => return Err(RunnerError::World(VERIFIERS_V1.into())),

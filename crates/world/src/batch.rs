@@ -21,11 +21,12 @@
 //! sha256 of each applied chunk file ([`crate::snapshot::batch_digest`]), and it gets
 //! its `state.json` sidecar like any snapshot.
 
-use crate::check::{check_flags, CheckOptions, Engine, Input, REPORT_CAP};
+use crate::check::{CheckOptions, Engine, Input, Merge, REPORT_CAP};
 use crate::compiler::Contract;
 use crate::error::{ContractError, Error, Result};
 use crate::files::file_sha256;
 use crate::json::{canonical, object, Value};
+use crate::plan::Mode;
 use crate::snapshot::{batch_digest, write_sidecar};
 use crate::store::Store;
 use std::path::{Path, PathBuf};
@@ -48,10 +49,10 @@ pub struct ChunkSpec {
 /// How a batch applies.
 #[derive(Debug, Clone)]
 pub struct BatchOptions {
-    /// `append` or `replace`.
-    pub mode: String,
-    /// `upsert` or `fill`.
-    pub merge: String,
+    /// How the rows meet the parent snapshot's.
+    pub mode: Mode,
+    /// What a row repeating a key in the batch does.
+    pub merge: Merge,
     /// One transaction for the batch (true), or one per chunk.
     pub atomic: bool,
     /// The batch id: the ledger row, and part of the digest.
@@ -129,12 +130,11 @@ impl Refusals {
 pub fn build_batch(contract: &Arc<Contract>, snapshot: &Path, chunks: &[ChunkSpec], options: &BatchOptions) -> Result<BatchOutcome> {
     let check = CheckOptions {
         entity: None,
-        mode: options.mode.clone(),
-        merge: options.merge.clone(),
+        mode: options.mode,
+        merge: options.merge,
         memory_budget: options.memory_budget,
         ..CheckOptions::default()
     };
-    check_flags(&check)?;
     if options.batch_id.is_empty() {
         return Err(ContractError::new("input", "batchId must be a non-empty string", "/batchId").into());
     }
@@ -159,12 +159,13 @@ pub fn build_batch(contract: &Arc<Contract>, snapshot: &Path, chunks: &[ChunkSpe
     if options.atomic {
         let mut staging = engine.stage(Input::Chunks(chunks), &check, None)?;
         rows = staging.rows;
-        engine.references(&mut staging, store.connection(), &options.mode)?;
+        engine.references(&mut staging, store.connection(), options.mode.as_str())?;
         let digests = chunks.iter().map(digest_of).collect::<Result<Vec<String>>>()?;
         let digest = batch_digest(&options.parent_digest, &options.batch_id, &digests);
         let ledger = crate::check::Ledger { id: &options.batch_id, digest: &digest, metadata: envelope(&options.batch_id) };
         let clean = staging.refused() == 0;
-        let written = engine.write(&staging, &store, &options.mode, &ledger, |refused| clean && refused.is_none() && !options.dry_run)?;
+        let written =
+            engine.write(&staging, &store, options.mode.as_str(), &ledger, |refused| clean && refused.is_none() && !options.dry_run)?;
         refusals.extend(staging.into_refusals());
         if let Some(record) = written.refusal {
             refusals.push(record);
@@ -182,7 +183,7 @@ pub fn build_batch(contract: &Arc<Contract>, snapshot: &Path, chunks: &[ChunkSpe
         for chunk in chunks {
             let mut staging = engine.stage(Input::Chunks(std::slice::from_ref(chunk)), &check, None)?;
             rows += staging.rows;
-            engine.references(&mut staging, store.connection(), &options.mode)?;
+            engine.references(&mut staging, store.connection(), options.mode.as_str())?;
             let digest = digest_of(chunk)?;
             let id = format!("{}/{}", options.batch_id, chunk.ordinal);
             let ledger = crate::check::Ledger { id: &id, digest: &digest, metadata: envelope(&id) };
@@ -191,7 +192,7 @@ pub fn build_batch(contract: &Arc<Contract>, snapshot: &Path, chunks: &[ChunkSpe
             // the apply accepts, as `data check` counts them (and as the original's dry
             // run does), so later chunks see earlier ones; its file is removed at the end.
             let keep = |refused: Option<&Value>| refused.is_none() && (clean || options.dry_run);
-            let written = engine.write(&staging, &store, &options.mode, &ledger, keep)?;
+            let written = engine.write(&staging, &store, options.mode.as_str(), &ledger, keep)?;
             refusals.extend(staging.into_refusals());
             if let Some(record) = written.refusal {
                 refusals.push(record);
@@ -251,14 +252,13 @@ pub fn check_rows_per_chunk(root: &Path, sources: &[String], options: &CheckOpti
     if specs.is_empty() {
         return Ok(crate::check::CheckReport { rows: 0, refusals: Vec::new(), refusal_count: 0, entity_counts: object::<_, String>([]) });
     }
-    check_flags(options)?;
     crate::snapshot::build_default(root, &contract, false)?;
     let copy = scratch.path().join("state.sqlite");
     let source = crate::snapshot::default_snapshot(root);
     std::fs::copy(&source, &copy).map_err(|e| Error::io(e, &source))?;
     let batch = BatchOptions {
-        mode: options.mode.clone(),
-        merge: options.merge.clone(),
+        mode: options.mode,
+        merge: options.merge,
         atomic: false,
         batch_id: "check".into(),
         parent_digest: crate::snapshot::EMPTY_DIGEST.into(),

@@ -12,6 +12,7 @@
 //! `[redact]` policy is applied. The policy and the envelope come from the world's
 //! `connector.toml`, which this crate does not parse: the caller supplies them.
 
+pub use crate::check::Merge;
 use crate::compiler::build;
 use crate::error::{ContractError, Error, Result};
 use crate::files::sha256_hex;
@@ -26,6 +27,31 @@ use std::path::Path;
 pub const SHAPES: [&str; 3] = ["tool-results", "vendor-envelope", "session-export"];
 /// Dedupe rules.
 pub const MERGES: [&str; 2] = ["fill", "upsert"];
+
+/// What the input of an extraction is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Shape {
+    /// A tool-results export: `{tool, result}` lines or documents.
+    ToolResults,
+    /// A vendor response: the rows under the world's `[api].envelope`.
+    VendorEnvelope,
+    /// A session export: the call log's results.
+    SessionExport,
+}
+
+impl Shape {
+    /// Every shape, in the original's order.
+    pub const ALL: [Shape; 3] = [Shape::ToolResults, Shape::VendorEnvelope, Shape::SessionExport];
+
+    /// The original's spelling (`tool-results`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Shape::ToolResults => "tool-results",
+            Shape::VendorEnvelope => "vendor-envelope",
+            Shape::SessionExport => "session-export",
+        }
+    }
+}
 
 /// The world's `[redact]` policy.
 #[derive(Debug, Clone, Default)]
@@ -234,18 +260,12 @@ pub fn redact(value: &Value, policy: &Redaction, path: &str) -> Value {
 pub fn extract(
     world: &Path,
     source: &str,
-    shape: &str,
+    shape: Shape,
     entity: &str,
-    merge: &str,
+    merge: Merge,
     policy: &dyn Fn() -> Result<Policy>,
     out: &mut dyn Write,
 ) -> Result<Summary> {
-    if !SHAPES.contains(&shape) {
-        return Err(extract_error(format!("shape must be one of {}", SHAPES.join(", ")), "/shape"));
-    }
-    if !MERGES.contains(&merge) {
-        return Err(extract_error(format!("merge must be one of {}", MERGES.join(", ")), "/merge"));
-    }
     let contract = build(world)?;
     let Some(declared) = contract.entity(entity) else {
         let names: Vec<&str> = contract.entities.iter().map(|e| e.name.as_str()).collect();
@@ -289,7 +309,7 @@ pub fn extract(
         }
         let key = dumps(&Value::Array(keys.iter().map(|k| row[k].clone()).collect()), key_options);
         match held.get_mut(&key) {
-            Some(slot) if merge == "upsert" => *slot = row,
+            Some(slot) if merge == Merge::Upsert => *slot = row,
             Some(first) => {
                 for (name, value) in row {
                     first.entry(name).or_insert(value);
@@ -302,9 +322,9 @@ pub fn extract(
         Ok(())
     };
     match shape {
-        "tool-results" => tool_results(&mut reader, source, &keys, &mut take)?,
-        "vendor-envelope" => vendor_envelope(&mut reader, source, &envelope, &mut take)?,
-        _ => session_export(&mut reader, source, &envelope, &mut take)?,
+        Shape::ToolResults => tool_results(&mut reader, source, &keys, &mut take)?,
+        Shape::VendorEnvelope => vendor_envelope(&mut reader, source, &envelope, &mut take)?,
+        Shape::SessionExport => session_export(&mut reader, source, &envelope, &mut take)?,
     }
     for (_, row) in held {
         let mut row = Value::Object(row);

@@ -17,7 +17,7 @@ use crate::data::{entity_counts, refuse_kind};
 use crate::error::{ContractError, Error, Result};
 use crate::files::{read_json, sha256_hex, write_atomic};
 use crate::json::{dumps, encoded, object, python_float_repr, DumpOptions, Value};
-use crate::plan::{held_from, plan, Rows, MODES};
+use crate::plan::{held_from, plan, Mode, Rows};
 use crate::rows::{count_rows, plain, read_rows, Flow, Seen};
 use crate::snapshot::{build_default, default_snapshot, sidecar_path};
 use crate::world::World;
@@ -106,15 +106,13 @@ pub fn refuse_large(root: &Path, sources: &[String], entity: Option<&str>) -> Re
 }
 
 /// Write `rows` into the world at `root` the way its kind seeds.
-pub fn import_rows(root: &Path, parsed: &ParsedRows, mode: &str, batch_id: Option<&str>) -> Result<Value> {
+pub fn import_rows(root: &Path, parsed: &ParsedRows, mode: Mode, batch_id: Option<&str>) -> Result<Value> {
     import_into(&World::open(root)?, parsed, mode, batch_id)
 }
 
 /// [`import_rows`] into an opened world: its contract is built at most once.
-pub fn import_into(world: &World, parsed: &ParsedRows, mode: &str, batch_id: Option<&str>) -> Result<Value> {
-    if !MODES.contains(&mode) {
-        return Err(ContractError::new("mode", format!("mode must be one of {}", MODES.join(", ")), "/mode").into());
-    }
+pub fn import_into(world: &World, parsed: &ParsedRows, mode: Mode, batch_id: Option<&str>) -> Result<Value> {
+    let mode = mode.as_str();
     match world.kind() {
         "schema" => import_schema(world, parsed, mode, batch_id),
         "mock-tools" => import_mock_tools(world.root(), &parsed.rows, mode),

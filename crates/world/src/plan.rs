@@ -20,6 +20,47 @@ pub type Held = IndexMap<HeldKey, Value>;
 /// The modes rows can be planned in.
 pub const MODES: [&str; 2] = ["append", "replace"];
 
+/// How rows meet what the world already holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub enum Mode {
+    /// Upsert by primary key.
+    #[default]
+    Append,
+    /// The named entities' rows are replaced by the batch's.
+    Replace,
+}
+
+impl Mode {
+    /// Every mode, in the original's order.
+    pub const ALL: [Mode; 2] = [Mode::Append, Mode::Replace];
+
+    /// The original's spelling (`append`, `replace`): on the wire and in records.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Append => "append",
+            Mode::Replace => "replace",
+        }
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = ContractError;
+
+    /// A stored or sent spelling; anything else is the engine's refusal.
+    fn from_str(text: &str) -> Result<Mode, ContractError> {
+        Mode::ALL
+            .into_iter()
+            .find(|mode| mode.as_str() == text)
+            .ok_or_else(|| ContractError::new("mode", "mode must be append or replace", "/mode"))
+    }
+}
+
 /// The planning key of a row (None when the entity is unknown or a key field is missing).
 /// Note `1` and `1.0` are different keys here, as in the original.
 pub fn plan_key(contract: &Contract, entity: &str, row: &Value) -> Option<Vec<String>> {

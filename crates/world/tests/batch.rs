@@ -66,8 +66,8 @@ fn chunks(dir: &Path, name: &str, lines: &[String], chunk_rows: usize) -> (Strin
 
 fn options(atomic: bool) -> BatchOptions {
     BatchOptions {
-        mode: "append".into(),
-        merge: "upsert".into(),
+        mode: gateway_world::plan::Mode::Append,
+        merge: gateway_world::check::Merge::Upsert,
         atomic,
         batch_id: "b1".into(),
         parent_digest: EMPTY_DIGEST.into(),
@@ -196,7 +196,7 @@ fn replace_and_fill() {
     // Replace customers while tickets still reference them: the store's own refusal.
     let (_, specs) = chunks(dir.path(), "replace", &[customer("R1", "r1@example.com")], 10);
     let snapshot = parent(&root, "replace");
-    let replace = BatchOptions { mode: "replace".into(), ..options(true) };
+    let replace = BatchOptions { mode: gateway_world::plan::Mode::Replace, ..options(true) };
     let outcome = build_batch(&contract, &snapshot, &specs, &replace).unwrap();
     assert_eq!(outcome.refusal_count, 1, "{:?}", outcome.refusals);
     assert!(!outcome.written);
@@ -207,7 +207,7 @@ fn replace_and_fill() {
     ];
     let (_, specs) = chunks(dir.path(), "fill", &lines, 10);
     let snapshot = parent(&root, "fill");
-    let fill = BatchOptions { merge: "fill".into(), ..options(true) };
+    let fill = BatchOptions { merge: gateway_world::check::Merge::Fill, ..options(true) };
     let outcome = build_batch(&contract, &snapshot, &specs, &fill).unwrap();
     assert_eq!(outcome.refusal_count, 0, "{:?}", outcome.refusals);
     let payload: String = rusqlite::Connection::open(&snapshot)

@@ -162,7 +162,7 @@ fn rows_read_from_their_text_agree_with_rows_parsed() {
         .map(|i| format!(r#"{{"id":"B{i}","name":"N","email":"b{i}@x.io","tier":"pro","created_at":"2026-01-02T09:00:00Z"}}"#))
         .collect();
     every_way(&root, "bare", &bare, CheckOptions { entity: Some("customers".into()), ..options.clone() });
-    every_way(&root, "fill", &lines, CheckOptions { merge: "fill".into(), ..options.clone() });
+    every_way(&root, "fill", &lines, CheckOptions { merge: gateway_world::check::Merge::Fill, ..options.clone() });
     // The same rows as a document `{entity: [rows]}` (rows as written, grouped by entity).
     let mut groups: Vec<(String, Vec<String>)> = Vec::new();
     for line in &lines {

@@ -32,7 +32,7 @@ fn an_import_builds_the_contract_once() {
     let parsed = gateway_world::import::parse_rows(&[rows.display().to_string()], Some("customers")).unwrap();
 
     let before = gateway_world::world::contract_builds();
-    let outcome = gateway_world::import::import_rows(&world, &parsed, "append", None).unwrap();
+    let outcome = gateway_world::import::import_rows(&world, &parsed, gateway_world::plan::Mode::Append, None).unwrap();
     let builds = gateway_world::world::contract_builds() - before;
 
     assert!(matches!(outcome.get("changed"), Some(gateway_world::Value::Bool(true))), "{outcome:?}");

@@ -761,8 +761,9 @@ async fn apply_locked(hub: &Hub, shared: &Shared, work: &Path) -> Result<(), Hub
     laps.lap("parent and chunks");
     save(hub, shared, |b| b.phase = Some("applying".into())).await?;
     let options = BatchOptions {
-        mode: batch.mode.clone(),
-        merge: batch.merge.clone(),
+        // Checked when the batch was registered; a stored spelling is one of these.
+        mode: batch.mode.parse().map_err(|e: gateway_world::ContractError| HubError::BadRequest(e.to_string()))?,
+        merge: batch.merge.parse().map_err(|e: gateway_world::ContractError| HubError::BadRequest(e.to_string()))?,
         atomic: batch.atomic,
         batch_id: batch.id.clone(),
         parent_digest: parent_digest.clone(),

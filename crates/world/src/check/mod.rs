@@ -21,6 +21,7 @@ use crate::dialect::validate;
 use crate::error::{ContractError, Error, Result};
 use crate::json::{dumps, object, DumpOptions, Map, Value};
 use crate::lifecycle::check_bundle;
+pub use crate::plan::Mode;
 use crate::rows::{plain, read_rows_prepared, Flow, Progress, Row, Seen};
 use crate::snapshot::{build_default, default_snapshot};
 use crate::store::{key_of, Store};
@@ -50,6 +51,47 @@ pub const PRINT_CAP: usize = 200;
 /// Merge rules for rows repeating a key inside one batch.
 pub const MERGES: [&str; 2] = ["upsert", "fill"];
 
+/// What a row repeating a key already held in the batch does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub enum Merge {
+    /// The last row wins.
+    #[default]
+    Upsert,
+    /// The first row wins; later ones only add the fields it lacks.
+    Fill,
+}
+
+impl Merge {
+    /// Every rule, in the original's order.
+    pub const ALL: [Merge; 2] = [Merge::Upsert, Merge::Fill];
+
+    /// The original's spelling (`upsert`, `fill`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Merge::Upsert => "upsert",
+            Merge::Fill => "fill",
+        }
+    }
+}
+
+impl std::fmt::Display for Merge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Merge {
+    type Err = ContractError;
+
+    /// A stored or sent spelling; anything else is the engine's refusal.
+    fn from_str(text: &str) -> std::result::Result<Merge, ContractError> {
+        Merge::ALL
+            .into_iter()
+            .find(|merge| merge.as_str() == text)
+            .ok_or_else(|| ContractError::new("merge", "merge must be upsert or fill", "/merge"))
+    }
+}
+
 /// `json.dumps(x, ensure_ascii=False, separators=(",", ":"))`: one JSONL line.
 pub const ROW_LINE: DumpOptions = DumpOptions { sort_keys: false, ensure_ascii: false, indent: None, compact: true };
 
@@ -58,10 +100,10 @@ pub const ROW_LINE: DumpOptions = DumpOptions { sort_keys: false, ensure_ascii: 
 pub struct CheckOptions {
     /// The entity bare-row files hold.
     pub entity: Option<String>,
-    /// `append` or `replace`.
-    pub mode: String,
-    /// `upsert` or `fill`.
-    pub merge: String,
+    /// How the rows meet the world's.
+    pub mode: Mode,
+    /// What a row repeating a key in the batch does.
+    pub merge: Merge,
     /// JSONL bytes per chunk.
     pub chunk_bytes: usize,
     /// Bytes of accepted rows held in memory; past it they move to a scratch file.
@@ -82,8 +124,8 @@ impl Default for CheckOptions {
     fn default() -> Self {
         CheckOptions {
             entity: None,
-            mode: "append".into(),
-            merge: "upsert".into(),
+            mode: Mode::Append,
+            merge: Merge::Upsert,
             chunk_bytes: CHUNK_BYTES,
             memory_budget: MEMORY_BUDGET,
             threads: 4,
@@ -545,7 +587,7 @@ impl<'c> Engine<'c> {
         let cursor = std::cell::Cell::new((0usize, 0usize, 0usize));
         let fixed = matches!(input, Input::Chunks(_));
         let tagged = options.entity.is_none();
-        let merge_fill = options.merge == "fill";
+        let merge_fill = options.merge == Merge::Fill;
         let mut seen = Seen::default();
         // A shape-checked row as staged (its position is set by the caller) and its store key.
         let staged_row = |row: &Row| -> (String, Staged) {
@@ -756,9 +798,9 @@ fn decide(engine: &Engine<'_>, mut staging: Staging, parent: &Path, options: &Ch
     // One read transaction for the whole check: without it every lookup takes and drops
     // the file lock and SQLite empties its page cache in between.
     snapshot.execute_batch("PRAGMA cache_size = -16384; BEGIN")?;
-    engine.references(&mut staging, &snapshot, &options.mode)?;
+    engine.references(&mut staging, &snapshot, options.mode.as_str())?;
     lap("references");
-    let decided = if options.mode == "append" && !options.exact {
+    let decided = if options.mode == Mode::Append && !options.exact {
         memory::apply(contract, &engine.validators, &engine.unique_plans, &snapshot, &staging.stage.rows)?
     } else {
         Decision::Undecided
@@ -772,7 +814,7 @@ fn decide(engine: &Engine<'_>, mut staging: Staging, parent: &Path, options: &Ch
             let copy = scratch.path().join("state.sqlite");
             std::fs::copy(parent, &copy).map_err(|e| Error::io(e, parent))?;
             let store = Store::open(&copy, contract.clone(), false)?;
-            sql::apply(contract, &engine.validators, &store, &staging.stage.rows, &options.mode)?
+            sql::apply(contract, &engine.validators, &store, &staging.stage.rows, options.mode.as_str())?
         }
     };
     let (refused, entity_counts) = match outcome {
@@ -788,17 +830,6 @@ fn decide(engine: &Engine<'_>, mut staging: Staging, parent: &Path, options: &Ch
     let rows = staging.rows;
     let (refusals, refusal_count) = staging.into_refusals();
     Ok(CheckReport { rows, refusals, refusal_count, entity_counts })
-}
-
-/// The original's refusals of an unknown mode or merge (after the rows are read).
-pub(crate) fn check_flags(options: &CheckOptions) -> Result<()> {
-    if !matches!(options.mode.as_str(), "append" | "replace") {
-        return Err(ContractError::new("mode", "mode must be append or replace", "/mode").into());
-    }
-    if !MERGES.contains(&options.merge.as_str()) {
-        return Err(ContractError::new("merge", "merge must be upsert or fill", "/merge").into());
-    }
-    Ok(())
 }
 
 /// Check rows files against the world at `root` without changing its data files.
@@ -817,7 +848,6 @@ pub fn check_rows(root: &Path, sources: &[String], options: &CheckOptions, progr
     if staging.rows == 0 {
         return Ok(CheckReport { rows: 0, refusals: Vec::new(), refusal_count: 0, entity_counts: object::<_, String>([]) });
     }
-    check_flags(options)?;
     if timing {
         eprintln!("stage: {:.3}s", clock.elapsed().as_secs_f64());
     }
