@@ -6,6 +6,7 @@
 //! the original (in a scratch venv), and compared with hatchling's own when a venv with
 //! `build` and `hatchling` is at ~/.cache/gateway-wheel-venv.
 
+use gateway_test_support::copy_example;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -13,24 +14,6 @@ use std::time::{Duration, Instant};
 
 mod common;
 use common::*;
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
-fn helpdesk(into: &Path) -> PathBuf {
-    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), into);
-    into.to_path_buf()
-}
 
 /// Every file under `root` (relative path → bytes), `skip` deciding by relative path.
 fn files(root: &Path, skip: &dyn Fn(&str) -> bool) -> std::collections::BTreeMap<String, Vec<u8>> {
@@ -124,7 +107,7 @@ fn our_bench_commands_on_a_connector_world() {
     let tmp = tempfile::tempdir().unwrap();
     let server = start(&tmp.path().join("data"));
     let (gw, work) = (Path::new(GATEWAY), tmp.path());
-    let world = helpdesk(&work.join("helpdesk"));
+    let world = copy_example("helpdesk", &work.join("helpdesk"));
     let pushed = ok(&server, gw, &["bench", "push", "helpdesk", "-m", "first", "--author", "alice"], work);
     let v1 = field(&pushed, "versionId");
     assert_eq!((field(&pushed, "slug"), field(&pushed, "state")), ("helpdesk".to_string(), "READY".to_string()));
@@ -198,7 +181,7 @@ fn our_bench_commands_on_a_connector_world() {
     // a world that does not compile is refused before anything is sent.
     let (success, _, stderr) = run(&server, gw, &["bench", "push", "helpdesk", "--auto-bump"], work);
     assert!(!success && stderr.contains("no [project].version in pyproject.toml to bump"), "{stderr}");
-    let broken = helpdesk(&work.join("broken"));
+    let broken = copy_example("helpdesk", &work.join("broken"));
     std::fs::write(broken.join("connector.toml"), "[connector]\nslug = \"Bad Slug\"\n").unwrap();
     let (success, _, stderr) = run(&server, gw, &["bench", "push", "broken"], work);
     assert!(!success && stderr.contains("slug must be lowercase"), "{stderr}");
@@ -212,8 +195,8 @@ fn the_original_and_ours_exchange_connector_worlds() {
     let tmp = tempfile::tempdir().unwrap();
     let server = start(&tmp.path().join("data"));
     let (gw, work) = (Path::new(GATEWAY), tmp.path());
-    helpdesk(&work.join("hd-ours"));
-    helpdesk(&work.join("hd-theirs"));
+    copy_example("helpdesk", &work.join("hd-ours"));
+    copy_example("helpdesk", &work.join("hd-theirs"));
     let ours = ok(&server, gw, &["bench", "push", "hd-ours", "-m", "ours"], work);
     let theirs = ok(&server, &reference, &["bench", "push", "hd-theirs", "-m", "theirs"], work);
     assert_eq!((field(&ours, "slug"), field(&theirs, "slug")), ("hd-ours".to_string(), "hd-theirs".to_string()));
@@ -404,7 +387,7 @@ fn wheel_scenario(server: &Server, work: &Path) {
 
     // A connector world's api bundle is no Python project: refused as the original refuses,
     // before anything is sent.
-    helpdesk(&work.join("hd"));
+    copy_example("helpdesk", &work.join("hd"));
     let (success, _, stderr) = run_with_path(server, gw, &["bench", "push", "hd", "--build-wheel"], work, &path);
     assert!(!success && stderr.contains("wheel build failed:") && stderr.contains("pyproject.toml"), "{stderr}");
     let (_, _, stderr) = run(server, gw, &["bench", "log", "hd"], work);

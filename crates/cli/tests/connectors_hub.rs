@@ -6,6 +6,7 @@
 //! present, the ORIGINAL CLI running the same commands against our hub. The same scenario
 //! runs on PostgreSQL when `GATEWAY_TEST_POSTGRES_URL` is set (else a NOTICE).
 
+use gateway_test_support::unique;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -28,11 +29,6 @@ impl Drop for Hub {
 fn field(json: &str, key: &str) -> String {
     let value = gateway_world::json::parse(json).unwrap_or_else(|e| panic!("not JSON ({e:?}): {json}")).value;
     value.get(key).and_then(|v| v.as_str()).map(str::to_string).unwrap_or_else(|| panic!("no {key} in {json}"))
-}
-
-fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    format!("{prefix}-{}-{nanos}", std::process::id())
 }
 
 /// A hub on loopback with one key pair per project in `projects`.

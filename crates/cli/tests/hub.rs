@@ -2,6 +2,7 @@
 //! and — when the reference install is present — the ORIGINAL client against it, plus
 //! content-hash and tarball parity with the original's own functions.
 
+use gateway_test_support::copy_tree;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -190,19 +191,6 @@ fn the_original_client_against_our_hub() {
     assert_eq!(ok(&server, &reference, &["bench", "run-configs", "list"], work), ok(&server, gw, &["bench", "run-configs", "list"], work));
     // The same status output from both clients on the same working copy.
     assert_eq!(ok(&server, &reference, &["bench", "status", "theirs"], work), ok(&server, gw, &["bench", "status", "theirs"], work));
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 /// The original CLI's `worlds session …` and `worlds task …` commands, and its SDK's

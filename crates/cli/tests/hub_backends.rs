@@ -10,6 +10,7 @@
 //!
 //! Each test skips with a NOTICE when its service is not available.
 
+use gateway_test_support::{copy_tree, postgres_url, unique};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -21,44 +22,6 @@ const GATEWAY: &str = env!("CARGO_BIN_EXE_gateway");
 const API: &str = "/api/public/benchmark-containers";
 
 // ------------------------------------------------------------------ services
-
-fn postgres_url() -> Option<String> {
-    let Some(url) = std::env::var("GATEWAY_TEST_POSTGRES_URL").ok().filter(|u| !u.is_empty()) else {
-        eprintln!("NOTICE: GATEWAY_TEST_POSTGRES_URL is not set; skipping the PostgreSQL hub tests");
-        return None;
-    };
-    // Reachable? First a plain TCP connect (fails fast), then a throwaway keys create
-    // (connects and migrates); a failure of either means skip.
-    let authority = url.split("://").nth(1).unwrap_or("").rsplit('@').next().unwrap_or("").split(['/', '?']).next().unwrap_or("");
-    let authority = if authority.contains(':') { authority.to_string() } else { format!("{authority}:5432") };
-    let reachable = std::net::ToSocketAddrs::to_socket_addrs(&authority)
-        .ok()
-        .and_then(|mut addrs| addrs.next())
-        .is_some_and(|addr| TcpStream::connect_timeout(&addr, Duration::from_secs(3)).is_ok());
-    if !reachable {
-        eprintln!("NOTICE: PostgreSQL at GATEWAY_TEST_POSTGRES_URL ({authority}) is unreachable; skipping the PostgreSQL hub tests");
-        return None;
-    }
-    let tmp = tempfile::tempdir().unwrap();
-    let out = Command::new(GATEWAY)
-        .args(["hub", "keys", "create", "--project", &unique("probe"), "--database", &url, "--data"])
-        .arg(tmp.path())
-        .output()
-        .unwrap();
-    if !out.status.success() {
-        eprintln!(
-            "NOTICE: PostgreSQL at GATEWAY_TEST_POSTGRES_URL is unreachable ({}); skipping the PostgreSQL hub tests",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-        return None;
-    }
-    Some(url)
-}
-
-fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    format!("{prefix}-{}-{nanos}", std::process::id())
-}
 
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
@@ -423,7 +386,7 @@ fn race(apis: &[Arc<Api>], ids: &[String], base: &str) -> (usize, usize, Duratio
 
 #[test]
 fn postgres_push_pull_flow() {
-    let Some(url) = postgres_url() else { return };
+    let Some(url) = postgres_url("the hub scale-out tests") else { return };
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let server = serve(&data, Some(&url), None, &keys(&data, Some(&url)));
@@ -443,7 +406,7 @@ fn sqlite_push_pull_timing() {
 
 #[test]
 fn two_hub_processes_on_one_postgres_have_one_winner_per_base() {
-    let Some(url) = postgres_url() else { return };
+    let Some(url) = postgres_url("the hub scale-out tests") else { return };
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let pair = keys(&data, Some(&url));
@@ -560,7 +523,7 @@ fn s3_objects_on_moto() {
 
 #[test]
 fn two_hubs_share_postgres_and_s3() {
-    let Some(url) = postgres_url() else { return };
+    let Some(url) = postgres_url("the hub scale-out tests") else { return };
     let Some(moto) = moto() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let (data_a, data_b) = (tmp.path().join("a"), tmp.path().join("b"));
@@ -621,17 +584,4 @@ fn two_hubs_share_postgres_and_s3() {
     assert_eq!(listing.matches("/chunks/").count(), 4, "four chunks in the bucket: {listing}");
     assert_eq!(listing.matches("/snapshots/").count(), 1, "one snapshot in the bucket: {listing}");
     assert!(!data_a.join("objects").exists() && !data_b.join("objects").exists() && !data_b.join("hub.sqlite").exists());
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }

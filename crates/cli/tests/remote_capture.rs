@@ -4,6 +4,7 @@
 //! (`gateway worlds serve --api-key`); ours and — when installed — the original CLI
 //! drive it against our hub.
 
+use gateway_test_support::copy_example;
 use std::io::Write as _;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -14,24 +15,6 @@ mod common;
 use common::*;
 
 const TOKEN: &str = "s3cret-vendor-token";
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
-fn helpdesk(into: &Path) -> PathBuf {
-    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), into);
-    into.to_path_buf()
-}
 
 struct Vendor(Child);
 
@@ -106,9 +89,9 @@ fn remote_capture_through_our_hub() {
     let tmp = tempfile::tempdir().unwrap();
     let server = start(&tmp.path().join("data"));
     let (gw, work) = (Path::new(GATEWAY), tmp.path());
-    let world = helpdesk(&work.join("helpdesk"));
+    let world = copy_example("helpdesk", &work.join("helpdesk"));
     ok(&server, gw, &["bench", "push", "helpdesk"], work);
-    let (_vendor, port) = vendor(&helpdesk(&work.join("vendor")));
+    let (_vendor, port) = vendor(&copy_example("helpdesk", &work.join("vendor")));
     point_at(&world, port);
     let capture = |program: &Path, extra: &[&str]| {
         let mut args = vec!["worlds", "connector", "capture", "helpdesk", "--op", "list_tickets", "--remote"];
@@ -163,7 +146,7 @@ fn remote_capture_through_our_hub() {
     let (success, _, stderr) = capture(gw, &["--max-pages", "0"]);
     assert!(!success && stderr.contains("-> 400") && stderr.contains("'maxPages' must be an integer from 1 to 1000"), "{stderr}");
     // A connector.toml that does not parse is refused here, before any round trip.
-    let bad = helpdesk(&work.join("bad"));
+    let bad = copy_example("helpdesk", &work.join("bad"));
     std::fs::write(bad.join("connector.toml"), "[connector]\n").unwrap();
     let (success, _, stderr) = run(&server, gw, &["worlds", "connector", "capture", "bad", "--op", "x", "--remote"], work);
     assert!(!success && stderr.starts_with("ContractError: spec at"), "{stderr}");

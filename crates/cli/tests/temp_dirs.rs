@@ -2,24 +2,12 @@
 //! removed when the command ends, and swept by the next process when its owner was
 //! killed. Each case runs with its own TMPDIR.
 
+use gateway_test_support::copy_tree;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_gateway");
-
-fn copy(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
 
 fn process_dirs(tmp: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(tmp)
@@ -38,7 +26,7 @@ fn temporary_state_is_removed_at_exit_and_a_killed_processs_is_swept() {
     let tmp = dir.path().join("tmp");
     std::fs::create_dir_all(&tmp).unwrap();
     let world = dir.path().join("helpdesk");
-    copy(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), &world);
+    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), &world);
     let compiled = Command::new(BIN).args(["worlds", "schema", "compile"]).arg(&world).env("TMPDIR", &tmp).output().unwrap();
     assert!(compiled.status.success());
 

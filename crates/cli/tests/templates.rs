@@ -29,13 +29,7 @@ const TEMPLATES: [&str; 14] = [
 ];
 
 fn reference() -> Option<PathBuf> {
-    let gateway = PathBuf::from(std::env::var_os("HOME")?).join(".cache/gateway-reference/bin/gateway");
-    if gateway.is_file() {
-        Some(gateway)
-    } else {
-        eprintln!("NOTICE: reference gateway not installed (../shared/reference/install.sh); skipping the parity checks");
-        None
-    }
+    gateway_test_support::reference().map(|(gateway, _)| gateway)
 }
 
 fn run(program: &Path, args: &[&str]) -> Output {

@@ -6,31 +6,13 @@
 //! batches, publish, show, the same chunk digests as ours); and the local flags of a
 //! directory import answered as the original answers them.
 
+use gateway_test_support::copy_example;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
 use common::*;
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
-fn helpdesk(into: &Path) -> PathBuf {
-    let world = into.join("helpdesk");
-    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), &world);
-    world
-}
 
 fn customer(id: &str, tier: &str) -> String {
     format!(
@@ -89,7 +71,7 @@ fn chunk_objects(data: &Path) -> usize {
 fn setup(tmp: &Path, extra: &[&str]) -> (Server, PathBuf) {
     let server = start_with(&tmp.join("data"), extra);
     let src = tmp.join("src");
-    helpdesk(&src);
+    copy_example("helpdesk", &src.join("helpdesk"));
     ok(&server, Path::new(GATEWAY), &["bench", "push", "helpdesk", "--slug", "helpdesk", "-m", "first"], &src);
     let cli = tmp.join("cli");
     std::fs::create_dir_all(&cli).unwrap();
@@ -468,7 +450,7 @@ fn local_flags_as_the_original_answers_them() {
     write_rows(&bad, &[customer("D3", "gold"), ticket(8000, "NOBODY"), customer("D4", "pro")]);
     let run = |program: &Path, name: &str, args: &[&str]| -> (i32, String, String, Option<String>) {
         let dir = tmp.path().join(name);
-        let world = helpdesk(&dir);
+        let world = copy_example("helpdesk", &dir.join("helpdesk"));
         let mut full: Vec<String> = vec!["worlds".into(), "data".into(), "import".into(), world.display().to_string()];
         full.extend(args.iter().map(|a| a.replace("ROWS", &rows.display().to_string()).replace("BAD", &bad.display().to_string())));
         let report = dir.join("report.jsonl");

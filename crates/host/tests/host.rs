@@ -4,6 +4,7 @@
 
 use gateway_host::server::{self, ServerConfig};
 use gateway_host::{HostConfig, WorldHost};
+use gateway_test_support::copy_tree;
 use gateway_world::json::{self, Value};
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -22,7 +23,7 @@ struct Running {
 fn start(max_sessions: usize) -> Running {
     let root = tempfile::tempdir().unwrap();
     let world = root.path().join("helpdesk-src");
-    copy(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), &world);
+    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), &world);
     let mut config = HostConfig::local(root.path().join("host"));
     config.max_sessions = max_sessions;
     let host = Arc::new(WorldHost::new(config));
@@ -32,19 +33,6 @@ fn start(max_sessions: usize) -> Running {
     let config = ServerConfig { secret: SECRET.into(), domain: "worlds.test".into() };
     runtime.spawn(server::run(host, config, listener, std::future::pending()));
     Running { addr, _runtime: runtime, _root: root, world }
-}
-
-fn copy(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 /// One HTTP/1.1 exchange; (status, body as JSON or a string).
@@ -330,7 +318,7 @@ fn the_worlds_own_tools_are_callable_in_a_session() {
 fn a_task_self_test_grades_the_untouched_world_and_replays_its_solution() {
     let root = tempfile::tempdir().unwrap();
     let world = root.path().join("w");
-    copy(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), &world);
+    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), &world);
     let host = WorldHost::new(HostConfig::local(root.path().join("host")));
     let url = format!("file://{}", world.display());
     let spec = |solution: &str| {

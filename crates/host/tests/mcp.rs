@@ -6,6 +6,7 @@
 use gateway_host::mcp::{McpOptions, WorldMcp};
 use gateway_host::server::{self, ServerConfig};
 use gateway_host::{HostConfig, OpenRequest, WorldHost};
+use gateway_test_support::copy_tree;
 use gateway_world::json::{self, Value};
 use rmcp::model::CallToolRequestParams;
 use rmcp::ServiceExt as _;
@@ -254,24 +255,11 @@ fn the_python_mcp_client_over_streamable_http() {
     assert!(!output.status.success());
 }
 
-fn copy(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
 #[test]
 fn the_worlds_own_tools_are_listed_with_their_contract_schemas_and_callable() {
     let root = tempfile::tempdir().unwrap();
     let world = root.path().join("helpdesk");
-    copy(&helpdesk(), &world);
+    copy_tree(&helpdesk(), &world);
     // Rename the connector's operations so the world's own tools are reached by name.
     let connector = world.join("connector.toml");
     let renamed = std::fs::read_to_string(&connector)

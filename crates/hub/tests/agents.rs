@@ -8,98 +8,14 @@
 //! seeing none of it.
 
 use gateway_hub::client::{Client, PushOptions};
-use gateway_hub::HubConfig;
+use gateway_test_support::{postgres_url, text, TestHub as Hub};
 use gateway_world::json::{self, Value};
 use std::path::Path;
 
-struct Hub {
-    api: String,
-    one: (String, String),
-    two: (String, String),
-    data: tempfile::TempDir,
-    _runtime: tokio::runtime::Runtime,
-}
-
-fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    format!("{prefix}-{}-{nanos}", std::process::id())
-}
-
-fn start(database: Option<String>) -> Hub {
-    let data = tempfile::tempdir().unwrap();
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let (api, one, two) = runtime.block_on(async {
-        let config = HubConfig { data: data.path().to_path_buf(), database, objects: None };
-        let hub = config.open(None, Default::default()).await.expect("open hub");
-        let (_, p1, s1) = gateway_hub::create_key(hub.meta.as_ref(), &unique("one")).await.unwrap();
-        let (_, p2, s2) = gateway_hub::create_key(hub.meta.as_ref(), &unique("two")).await.unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(gateway_hub::server::serve_on(hub, listener));
-        (format!("http://{addr}"), (p1, s1), (p2, s2))
-    });
-    Hub { api, one, two, data, _runtime: runtime }
-}
-
-/// The PostgreSQL URL to test against, when one answers (else a NOTICE and None).
-fn postgres_url() -> Option<String> {
-    let Some(url) = std::env::var("GATEWAY_TEST_POSTGRES_URL").ok().filter(|u| !u.is_empty()) else {
-        eprintln!("NOTICE: GATEWAY_TEST_POSTGRES_URL is not set; skipping the PostgreSQL agents-platform test");
-        return None;
-    };
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let opened = runtime.block_on(async {
-        tokio::time::timeout(std::time::Duration::from_secs(15), gateway_hub::postgres::PostgresStore::open(&url)).await
-    });
-    match opened {
-        Ok(Ok(_)) => Some(url),
-        Ok(Err(e)) => {
-            eprintln!("NOTICE: PostgreSQL at GATEWAY_TEST_POSTGRES_URL is unreachable ({e}); skipping the PostgreSQL agents-platform test");
-            None
-        }
-        Err(_) => {
-            eprintln!("NOTICE: PostgreSQL at GATEWAY_TEST_POSTGRES_URL did not answer; skipping the PostgreSQL agents-platform test");
-            None
-        }
-    }
-}
-
-fn call_with(hub: &Hub, key: &(String, String), method: &str, path: &str, body: Option<&str>, headers: &[(&str, &str)]) -> (u16, Value) {
-    let http = reqwest::blocking::Client::new();
-    let url = format!("{}{path}", hub.api);
-    let mut request = http.request(reqwest::Method::from_bytes(method.as_bytes()).unwrap(), url).basic_auth(&key.0, Some(&key.1));
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    if let Some(body) = body {
-        request = request.header("content-type", "application/json").body(body.to_string());
-    }
-    let response = request.send().unwrap();
-    let status = response.status().as_u16();
-    let text = response.text().unwrap();
-    (status, json::parse(&text).map(|p| p.value).unwrap_or(Value::Str(text)))
-}
-
-fn call(hub: &Hub, method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
-    call_with(hub, &hub.one, method, path, body, &[])
-}
-
 fn expect(hub: &Hub, status: u16, method: &str, path: &str, body: Option<&str>) -> Value {
-    let (got, answer) = call(hub, method, path, body);
+    let (got, answer) = hub.call(method, path, body);
     assert_eq!(got, status, "{method} {path} {body:?}: {answer:?}");
     answer
-}
-
-/// A member by dotted path (`runs.0.state`), as text: strings bare, the rest as JSON.
-fn text(value: &Value, path: &str) -> String {
-    let found = path.split('.').fold(value, |v, k| match (v, k.parse::<usize>()) {
-        (Value::Array(items), Ok(i)) => items.get(i).unwrap_or(&Value::Null),
-        _ => v.get(k).unwrap_or(&Value::Null),
-    });
-    match found {
-        Value::Str(s) => s.clone(),
-        other => json::canonical(other),
-    }
 }
 
 fn refused(hub: &Hub, status: u16, method: &str, path: &str, body: &str, words: &str) {
@@ -244,7 +160,7 @@ fn platform(hub: &Hub) {
     let claim = |worker: &str, kinds: &str, lease: i64, with_secret: bool| {
         let body = format!(r#"{{"workerId": "{worker}", "kinds": {kinds}, "leaseSeconds": {lease}}}"#);
         let headers: Vec<(&str, &str)> = if with_secret { vec![("x-worker-secret", secret_header.trim())] } else { Vec::new() };
-        let (status, answer) = call_with(hub, &hub.one, "POST", "/api/public/runs/claim", Some(&body), &headers);
+        let (status, answer) = hub.call_as(&hub.one, "POST", "/api/public/runs/claim", Some(&body), &headers);
         assert_eq!(status, 200, "{answer:?}");
         answer.get("job").cloned().unwrap_or_default()
     };
@@ -264,7 +180,7 @@ fn platform(hub: &Hub) {
         "no secret without X-Worker-Secret"
     );
     let (status, _) =
-        call_with(hub, &hub.one, "POST", "/api/public/runs/claim", Some(r#"{"workerId": "w"}"#), &[("x-worker-secret", "guess")]);
+        hub.call_as(&hub.one, "POST", "/api/public/runs/claim", Some(r#"{"workerId": "w"}"#), &[("x-worker-secret", "guess")]);
     assert_eq!(status, 401);
 
     let path = |tail: &str| format!("/api/public/runs/{run}/{tail}");
@@ -288,7 +204,7 @@ fn platform(hub: &Hub) {
     std::thread::sleep(std::time::Duration::from_millis(6500));
     let taken = claim("w2", r#"["run", "verify"]"#, 60, false);
     assert_eq!((text(&taken, "runId"), text(&taken, "attempt")), (run.clone(), "2".into()));
-    let (status, stale) = call(hub, "POST", &path("finish"), Some(r#"{"state": "completed", "workerId": "w1"}"#));
+    let (status, stale) = hub.call("POST", &path("finish"), Some(r#"{"state": "completed", "workerId": "w1"}"#));
     assert_eq!(status, 409, "{stale:?}");
     assert!(text(&stale, "message").contains("held by worker 'w2'"));
     refused(hub, 400, "POST", &path("finish"), r#"{"state": "done", "workerId": "w2"}"#, "'state' must be one of");
@@ -343,13 +259,13 @@ fn platform(hub: &Hub) {
 
     // ---- another project sees none of it.
     for path in ["/api/public/secrets", "/api/public/agents", "/api/public/runs"] {
-        let (status, answer) = call_with(hub, &hub.two, "GET", path, None, &[]);
+        let (status, answer) = hub.call_as(&hub.two, "GET", path, None, &[]);
         assert_eq!(status, 200);
         assert!(!json::canonical(&answer).contains("crm") && !json::canonical(&answer).contains("OPENAI"), "{path}: {answer:?}");
     }
-    let (status, _) = call_with(hub, &hub.two, "GET", &format!("/api/public/runs/{run}"), None, &[]);
+    let (status, _) = hub.call_as(&hub.two, "GET", &format!("/api/public/runs/{run}"), None, &[]);
     assert_eq!(status, 404);
-    let (status, _) = call_with(hub, &hub.two, "GET", "/api/public/datasets/crm-v1", None, &[]);
+    let (status, _) = hub.call_as(&hub.two, "GET", "/api/public/datasets/crm-v1", None, &[]);
     assert_eq!(status, 404);
 }
 
@@ -363,8 +279,7 @@ fn racing_workers(hub: &Hub) {
                 scope.spawn(move || {
                     let mut got = Vec::new();
                     loop {
-                        let (status, answer) =
-                            call(hub, "POST", "/api/public/runs/claim", Some(&format!(r#"{{"workerId": "racer-{i}"}}"#)));
+                        let (status, answer) = hub.call("POST", "/api/public/runs/claim", Some(&format!(r#"{{"workerId": "racer-{i}"}}"#)));
                         assert_eq!(status, 200, "{answer:?}");
                         match answer.get("job").filter(|j| !matches!(j, Value::Null)) {
                             Some(job) => got.push(text(job, "runId")),
@@ -425,7 +340,7 @@ fn gate(hub: &Hub) {
     refused(hub, 400, "POST", "/api/public/agent-builds", r#"{"agentId": "x"}"#, "'buildHash' is required");
 
     // The three forms name the same build; two forms, none, or a short sha are refused.
-    let gate = |query: &str| call(hub, "GET", &format!("/api/public/agent-builds/gate?{query}"), None);
+    let gate = |query: &str| hub.call("GET", &format!("/api/public/agent-builds/gate?{query}"), None);
     for query in
         [format!("buildId={id}"), "buildId=sha256%3Aaaa".into(), "commitSha=0123456".into(), "agentId=checkout-bot&version=2.4.0".into()]
     {
@@ -488,13 +403,13 @@ fn gate(hub: &Hub) {
     let (status, answer) = gate("commitSha=0123456789");
     assert_eq!(status, 400);
     assert!(text(&answer, "message").contains("names 2 builds"), "{answer:?}");
-    let (status, _) = call_with(hub, &hub.two, "GET", &format!("/api/public/agent-builds/gate?buildId={id}"), None, &[]);
+    let (status, _) = hub.call_as(&hub.two, "GET", &format!("/api/public/agent-builds/gate?buildId={id}"), None, &[]);
     assert_eq!(status, 404, "another project's build is not found");
 }
 
 #[test]
 fn the_agents_platform_on_sqlite() {
-    let hub = start(None);
+    let hub = Hub::start(None);
     platform(&hub);
     racing_workers(&hub);
     gate(&hub);
@@ -502,8 +417,8 @@ fn the_agents_platform_on_sqlite() {
 
 #[test]
 fn the_agents_platform_on_postgres() {
-    let Some(url) = postgres_url() else { return };
-    let hub = start(Some(url));
+    let Some(url) = postgres_url("the agents platform") else { return };
+    let hub = Hub::start(Some(url));
     platform(&hub);
     racing_workers(&hub);
     gate(&hub);

@@ -6,90 +6,12 @@
 //! project's key answered 404 everywhere.
 
 use gateway_hub::client::{Client, PushOptions};
-use gateway_hub::HubConfig;
-use gateway_world::json::{self, Value};
+use gateway_test_support::{postgres_url, text, Key, TestHub as Hub};
+use gateway_world::json::Value;
 use std::path::Path;
 
-struct Hub {
-    api: String,
-    one: (String, String),
-    two: (String, String),
-    _runtime: tokio::runtime::Runtime,
-    _data: tempfile::TempDir,
-}
-
-fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    format!("{prefix}-{}-{nanos}", std::process::id())
-}
-
-fn start(database: Option<String>) -> Hub {
-    let data = tempfile::tempdir().unwrap();
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let (api, one, two) = runtime.block_on(async {
-        let config = HubConfig { data: data.path().to_path_buf(), database, objects: None };
-        let hub = config.open(None, Default::default()).await.expect("open hub");
-        let (_, p1, s1) = gateway_hub::create_key(hub.meta.as_ref(), &unique("one")).await.unwrap();
-        let (_, p2, s2) = gateway_hub::create_key(hub.meta.as_ref(), &unique("two")).await.unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(gateway_hub::server::serve_on(hub, listener));
-        (format!("http://{addr}"), (p1, s1), (p2, s2))
-    });
-    Hub { api, one, two, _runtime: runtime, _data: data }
-}
-
-/// The PostgreSQL URL to test against, when one answers (else a NOTICE and None).
-fn postgres_url() -> Option<String> {
-    let Some(url) = std::env::var("GATEWAY_TEST_POSTGRES_URL").ok().filter(|u| !u.is_empty()) else {
-        eprintln!("NOTICE: GATEWAY_TEST_POSTGRES_URL is not set; skipping the PostgreSQL evaluations test");
-        return None;
-    };
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let opened = runtime.block_on(async {
-        tokio::time::timeout(std::time::Duration::from_secs(15), gateway_hub::postgres::PostgresStore::open(&url)).await
-    });
-    match opened {
-        Ok(Ok(_)) => Some(url),
-        Ok(Err(e)) => {
-            eprintln!("NOTICE: PostgreSQL at GATEWAY_TEST_POSTGRES_URL is unreachable ({e}); skipping the PostgreSQL evaluations test");
-            None
-        }
-        Err(_) => {
-            eprintln!("NOTICE: PostgreSQL at GATEWAY_TEST_POSTGRES_URL did not answer; skipping the PostgreSQL evaluations test");
-            None
-        }
-    }
-}
-
-fn call(hub: &Hub, key: &(String, String), method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
-    let http = reqwest::blocking::Client::new();
-    let url = format!("{}{path}", hub.api);
-    let request = match method {
-        "GET" => http.get(url),
-        _ => http.post(url),
-    };
-    let request = request.basic_auth(&key.0, Some(&key.1)).header("content-type", "application/json");
-    let request = match body {
-        Some(body) => request.body(body.to_string()),
-        None => request,
-    };
-    let response = request.send().unwrap();
-    let status = response.status().as_u16();
-    let text = response.text().unwrap();
-    (status, json::parse(&text).map(|p| p.value).unwrap_or(Value::Str(text)))
-}
-
-/// A member by dotted path (`tasks.0.task`), as text: strings bare, the rest as JSON.
-fn text(value: &Value, path: &str) -> String {
-    let found = path.split('.').fold(value, |v, k| match (v, k.parse::<usize>()) {
-        (Value::Array(items), Ok(i)) => items.get(i).unwrap_or(&Value::Null),
-        _ => v.get(k).unwrap_or(&Value::Null),
-    });
-    match found {
-        Value::Str(s) => s.clone(),
-        other => json::canonical(other),
-    }
+fn call(hub: &Hub, key: &Key, method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
+    hub.call_as(key, method, path, body, &[])
 }
 
 fn ok(hub: &Hub, method: &str, path: &str, body: Option<&str>) -> Value {
@@ -375,22 +297,22 @@ fn batches_race_a_finalize(hub: &Hub) {
 
 #[test]
 fn evaluations_and_views_on_sqlite() {
-    scenario(&start(None));
+    scenario(&Hub::start(None));
 }
 
 #[test]
 fn sample_batches_and_a_finalize_race_on_sqlite() {
-    batches_race_a_finalize(&start(None));
+    batches_race_a_finalize(&Hub::start(None));
 }
 
 #[test]
 fn sample_batches_and_a_finalize_race_on_postgres() {
-    let Some(url) = postgres_url() else { return };
-    batches_race_a_finalize(&start(Some(url)));
+    let Some(url) = postgres_url("the evaluations tests") else { return };
+    batches_race_a_finalize(&Hub::start(Some(url)));
 }
 
 #[test]
 fn evaluations_and_views_on_postgres() {
-    let Some(url) = postgres_url() else { return };
-    scenario(&start(Some(url)));
+    let Some(url) = postgres_url("the evaluations tests") else { return };
+    scenario(&Hub::start(Some(url)));
 }

@@ -5,21 +5,9 @@
 
 use gateway_hub::client::{Client, PushOptions};
 use gateway_hub::HubConfig;
+use gateway_test_support::copy_tree;
 use gateway_world::json::{self, Value};
 use std::path::{Path, PathBuf};
-
-fn copy(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
 
 fn text(value: &Value, path: &str) -> String {
     match path.split('.').fold(value, |v, k| v.get(k).unwrap_or(&Value::Null)) {
@@ -54,7 +42,7 @@ fn a_hub_session_speaks_mcp_on_its_api_surface() {
     });
     let work = tempfile::tempdir().unwrap();
     let world = work.path().join("helpdesk");
-    copy(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), &world);
+    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), &world);
     let client = Client::new(&api, &key.0, &key.1).unwrap();
     client.push(&world, &PushOptions { slug: Some("helpdesk".into()), ..Default::default() }).unwrap();
 

@@ -6,6 +6,7 @@
 
 use gateway_hub::client::{Client, PushOptions};
 use gateway_hub::HubConfig;
+use gateway_test_support::copy_tree;
 use gateway_world::json::{self, Value};
 use std::path::Path;
 
@@ -31,19 +32,6 @@ fn start() -> Hub {
         (format!("http://{addr}"), (p1, s1), (p2, s2))
     });
     Hub { api, one, two, runtime, _data: data }
-}
-
-fn copy(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 fn call(hub: &Hub, key: &(String, String), method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
@@ -76,7 +64,7 @@ fn text(value: &Value, path: &str) -> String {
 
 fn push_helpdesk(hub: &Hub, work: &Path) {
     let world = work.join("helpdesk");
-    copy(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), &world);
+    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), &world);
     let client = Client::new(&hub.api, &hub.one.0, &hub.one.1).unwrap();
     let options = PushOptions { slug: Some("helpdesk".into()), message: Some("first".into()), ..Default::default() };
     client.push(&world, &options).unwrap();

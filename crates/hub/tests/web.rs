@@ -8,59 +8,15 @@
 //! reaches a server, and `browser.rs` drives headless Chromium through the same pages.
 
 use gateway_hub::client::{Client, PushOptions};
-use gateway_hub::HubConfig;
+pub(crate) use gateway_test_support::{copy_tree, postgres_url, text, Key, TestHub as Hub};
 use gateway_world::json::{self, Value};
 use std::path::Path;
 
 #[path = "web/browser.rs"]
 mod browser;
 
-/// A hub on loopback with two projects.
-pub(crate) struct Hub {
-    pub(crate) api: String,
-    pub(crate) one: (String, String),
-    pub(crate) two: (String, String),
-    _runtime: tokio::runtime::Runtime,
-    _data: tempfile::TempDir,
-}
-
-fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    format!("{prefix}-{}-{nanos}", std::process::id())
-}
-
 pub(crate) fn start(database: Option<String>) -> Hub {
-    let data = tempfile::tempdir().unwrap();
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let (api, one, two) = runtime.block_on(async {
-        let config = HubConfig { data: data.path().to_path_buf(), database, objects: None };
-        let hub = config.open(None, Default::default()).await.expect("open hub");
-        let (_, p1, s1) = gateway_hub::create_key(hub.meta.as_ref(), &unique("one")).await.unwrap();
-        let (_, p2, s2) = gateway_hub::create_key(hub.meta.as_ref(), &unique("two")).await.unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(gateway_hub::server::serve_on(hub, listener));
-        (format!("http://{addr}"), (p1, s1), (p2, s2))
-    });
-    Hub { api, one, two, _runtime: runtime, _data: data }
-}
-
-fn postgres_url() -> Option<String> {
-    let Some(url) = std::env::var("GATEWAY_TEST_POSTGRES_URL").ok().filter(|u| !u.is_empty()) else {
-        eprintln!("NOTICE: GATEWAY_TEST_POSTGRES_URL is not set; skipping the web pages on PostgreSQL");
-        return None;
-    };
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let opened = runtime.block_on(async {
-        tokio::time::timeout(std::time::Duration::from_secs(15), gateway_hub::postgres::PostgresStore::open(&url)).await
-    });
-    match opened {
-        Ok(Ok(_)) => Some(url),
-        _ => {
-            eprintln!("NOTICE: PostgreSQL at GATEWAY_TEST_POSTGRES_URL does not answer; skipping the web pages on PostgreSQL");
-            None
-        }
-    }
+    Hub::start(database)
 }
 
 fn http() -> reqwest::blocking::Client {
@@ -68,40 +24,14 @@ fn http() -> reqwest::blocking::Client {
 }
 
 /// An API call with a project's Basic credentials: `(status, JSON)`.
-pub(crate) fn api(hub: &Hub, key: &(String, String), method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
-    let url = format!("{}{path}", hub.api);
-    let request = match method {
-        "GET" => http().get(url),
-        "DELETE" => http().delete(url),
-        _ => http().post(url),
-    };
-    let request = request.basic_auth(&key.0, Some(&key.1)).header("content-type", "application/json");
-    let response = match body {
-        Some(body) => request.body(body.to_string()),
-        None => request,
-    }
-    .send()
-    .unwrap();
-    let status = response.status().as_u16();
-    let text = response.text().unwrap();
-    (status, json::parse(&text).map(|p| p.value).unwrap_or(Value::Str(text)))
+pub(crate) fn api(hub: &Hub, key: &Key, method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
+    hub.call_as(key, method, path, body, &[])
 }
 
 pub(crate) fn ok(hub: &Hub, key: &(String, String), method: &str, path: &str, body: &str) -> Value {
     let (status, answer) = api(hub, key, method, path, Some(body));
     assert_eq!(status, 200, "{method} {path}: {answer:?}");
     answer
-}
-
-pub(crate) fn text(value: &Value, path: &str) -> String {
-    let found = path.split('.').fold(value, |v, k| match (v, k.parse::<usize>()) {
-        (Value::Array(items), Ok(i)) => items.get(i).unwrap_or(&Value::Null),
-        _ => v.get(k).unwrap_or(&Value::Null),
-    });
-    match found {
-        Value::Str(s) => s.clone(),
-        other => json::canonical(other),
-    }
 }
 
 /// A page with Basic credentials: `(status, body)`, checked to be our HTML.
@@ -124,19 +54,6 @@ fn page_ok(hub: &Hub, path: &str) -> String {
     body
 }
 
-fn copy(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
 /// What [`fill`] put in the hub.
 pub(crate) struct Filled {
     pub(crate) v1: String,
@@ -155,7 +72,7 @@ pub(crate) const EVIL: &str = "<script>alert('x')</script>";
 /// session (its instruction holding `<script>…`) with three calls (when `sessions`), and give project two a world of its own.
 pub(crate) fn fill(hub: &Hub, work: &Path, sessions: bool) -> Filled {
     let world = work.join("helpdesk");
-    copy(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), &world);
+    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), &world);
     let client = Client::new(&hub.api, &hub.one.0, &hub.one.1).unwrap();
     let options = PushOptions {
         slug: Some("helpdesk".into()),
@@ -465,7 +382,7 @@ fn every_page_escaped_paged_and_scoped() {
 /// The paged reads behind the pages, on PostgreSQL.
 #[test]
 fn pages_on_postgres() {
-    let Some(url) = postgres_url() else { return };
+    let Some(url) = postgres_url("the web pages") else { return };
     let hub = start(Some(url));
     let work = tempfile::tempdir().unwrap();
     let filled = fill(&hub, work.path(), false);

@@ -9,76 +9,18 @@
 use gateway_hub::client::{Client, PushOptions};
 use gateway_hub::server::Limits;
 use gateway_hub::world_data_client::{self as wd, Flags, ImportOptions, Quiet, WorldDataClient};
-use gateway_hub::HubConfig;
+use gateway_test_support::{copy_tree, postgres_url, Key, TestHub as Hub};
 use gateway_world::json::{self, Value};
 use std::path::Path;
-
-struct Hub {
-    api: String,
-    one: (String, String),
-    two: (String, String),
-    data: tempfile::TempDir,
-    _runtime: tokio::runtime::Runtime,
-}
-
-fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    format!("{prefix}-{}-{nanos}", std::process::id())
-}
 
 const CHUNK_LIMIT: usize = 64 * 1024;
 
 fn start(database: Option<String>) -> Hub {
-    let data = tempfile::tempdir().unwrap();
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let (api, one, two) = runtime.block_on(async {
-        let config = HubConfig { data: data.path().to_path_buf(), database, objects: None };
-        let limits = Limits { chunk_bytes: CHUNK_LIMIT, ..Limits::default() };
-        let hub = config.open(None, limits).await.expect("open hub");
-        let (_, p1, s1) = gateway_hub::create_key(hub.meta.as_ref(), &unique("one")).await.unwrap();
-        let (_, p2, s2) = gateway_hub::create_key(hub.meta.as_ref(), &unique("two")).await.unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(gateway_hub::server::serve_on(hub, listener));
-        (format!("http://{addr}"), (p1, s1), (p2, s2))
-    });
-    Hub { api, one, two, data, _runtime: runtime }
+    Hub::start_with(database, Limits { chunk_bytes: CHUNK_LIMIT, ..Limits::default() })
 }
 
-fn postgres_url() -> Option<String> {
-    let Some(url) = std::env::var("GATEWAY_TEST_POSTGRES_URL").ok().filter(|u| !u.is_empty()) else {
-        eprintln!("NOTICE: GATEWAY_TEST_POSTGRES_URL is not set; skipping the PostgreSQL world data test");
-        return None;
-    };
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let opened = runtime.block_on(async {
-        tokio::time::timeout(std::time::Duration::from_secs(15), gateway_hub::postgres::PostgresStore::open(&url)).await
-    });
-    match opened {
-        Ok(Ok(_)) => Some(url),
-        Ok(Err(e)) => {
-            eprintln!("NOTICE: PostgreSQL at GATEWAY_TEST_POSTGRES_URL is unreachable ({e}); skipping the PostgreSQL world data test");
-            None
-        }
-        Err(_) => {
-            eprintln!("NOTICE: PostgreSQL at GATEWAY_TEST_POSTGRES_URL did not answer; skipping the PostgreSQL world data test");
-            None
-        }
-    }
-}
-
-fn call(hub: &Hub, key: &(String, String), method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
-    let http = reqwest::blocking::Client::new();
-    let mut request = http
-        .request(reqwest::Method::from_bytes(method.as_bytes()).unwrap(), format!("{}{path}", hub.api))
-        .basic_auth(&key.0, Some(&key.1));
-    if let Some(body) = body {
-        request = request.header("content-type", "application/json").body(body.to_string());
-    }
-    let response = request.send().unwrap();
-    let status = response.status().as_u16();
-    let text = response.text().unwrap();
-    (status, json::parse(&text).map(|p| p.value).unwrap_or(Value::Str(text)))
+fn call(hub: &Hub, key: &Key, method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
+    hub.call_as(key, method, path, body, &[])
 }
 
 fn expect(hub: &Hub, status: u16, method: &str, path: &str, body: Option<&str>) -> Value {
@@ -165,7 +107,7 @@ fn world_data(hub: &Hub) {
     // The helpdesk world, pushed by project one.
     let work = tempfile::tempdir().unwrap();
     let world = work.path().join("helpdesk");
-    copy(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), &world);
+    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), &world);
     let client = Client::new(&hub.api, &hub.one.0, &hub.one.1).unwrap();
     client.push(&world, &PushOptions { slug: Some("helpdesk".into()), message: Some("first".into()), ..Default::default() }).unwrap();
 
@@ -338,19 +280,6 @@ fn world_data(hub: &Hub) {
     assert!(unknown.contains("-> 400") && unknown.contains("Unknown entity nope"), "{unknown}");
 }
 
-fn copy(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
 #[test]
 fn world_data_on_sqlite() {
     world_data(&start(None));
@@ -358,6 +287,6 @@ fn world_data_on_sqlite() {
 
 #[test]
 fn world_data_on_postgres() {
-    let Some(url) = postgres_url() else { return };
+    let Some(url) = postgres_url("the world data tests") else { return };
     world_data(&start(Some(url)));
 }

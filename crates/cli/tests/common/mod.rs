@@ -6,21 +6,12 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-pub const GATEWAY: &str = env!("CARGO_BIN_EXE_gateway");
+pub use gateway_test_support::reference;
 
-pub fn reference() -> Option<(PathBuf, PathBuf)> {
-    let home = PathBuf::from(std::env::var_os("HOME")?).join(".cache/gateway-reference/bin");
-    let (gateway, python) = (home.join("gateway"), home.join("python"));
-    if gateway.is_file() && python.is_file() {
-        Some((gateway, python))
-    } else {
-        eprintln!("NOTICE: reference gateway not installed (../shared/reference/install.sh); skipping interop checks");
-        None
-    }
-}
+pub const GATEWAY: &str = env!("CARGO_BIN_EXE_gateway");
 
 pub struct Server {
     pub child: Child,

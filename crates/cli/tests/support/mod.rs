@@ -6,20 +6,9 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-pub const GATEWAY: &str = env!("CARGO_BIN_EXE_gateway");
+pub use gateway_test_support::copy_tree as copy;
 
-pub fn copy(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
+pub const GATEWAY: &str = env!("CARGO_BIN_EXE_gateway");
 
 /// A task spec: solve ticket `id` (assertions grader, reference solution).
 pub fn task(id: u32) -> String {

@@ -1,0 +1,150 @@
+//! What the workspace's integration tests share, so each test file says only what it
+//! tests: copies of the bundled example worlds, unique names, a hub served in-process on
+//! a loopback port with two projects' keys, JSON calls to it, and the probes for the
+//! services a test may need (PostgreSQL, the original's reference install) that print a
+//! NOTICE and skip when the service is absent.
+//!
+//! A dev-dependency of the crates' tests only; nothing here is shipped.
+
+use gateway_world::json::{self, Value};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The repository's root.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `examples/<name>` in the repository.
+pub fn example(name: &str) -> PathBuf {
+    repo_root().join("examples").join(name)
+}
+
+/// Copy a tree (links followed), panicking on failure.
+pub fn copy_tree(from: &Path, to: &Path) {
+    use gateway_common::fs::{copy_tree, Symlinks};
+    copy_tree(from, to, Symlinks::Follow, &|_| false).unwrap_or_else(|e| panic!("copy {} → {}: {e}", from.display(), to.display()));
+}
+
+/// A copy of `examples/<name>` at `into` (created); returns `into`.
+pub fn copy_example(name: &str, into: &Path) -> PathBuf {
+    copy_tree(&example(name), into);
+    into.to_path_buf()
+}
+
+/// A name no other test run uses (`prefix-<pid>-<nanos>`), for shared databases.
+pub fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
+    format!("{prefix}-{}-{nanos}", std::process::id())
+}
+
+/// The PostgreSQL URL to test against (`GATEWAY_TEST_POSTGRES_URL`) when a server
+/// answers there; else a NOTICE naming what is skipped, and None.
+pub fn postgres_url(skipped: &str) -> Option<String> {
+    let Some(url) = std::env::var("GATEWAY_TEST_POSTGRES_URL").ok().filter(|u| !u.is_empty()) else {
+        eprintln!("NOTICE: GATEWAY_TEST_POSTGRES_URL is not set; skipping {skipped} on PostgreSQL");
+        return None;
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
+    let opened =
+        runtime.block_on(async { tokio::time::timeout(Duration::from_secs(15), gateway_hub::postgres::PostgresStore::open(&url)).await });
+    match opened {
+        Ok(Ok(_)) => Some(url),
+        Ok(Err(e)) => {
+            eprintln!("NOTICE: PostgreSQL at GATEWAY_TEST_POSTGRES_URL is unreachable ({e}); skipping {skipped} on PostgreSQL");
+            None
+        }
+        Err(_) => {
+            eprintln!("NOTICE: PostgreSQL at GATEWAY_TEST_POSTGRES_URL did not answer; skipping {skipped} on PostgreSQL");
+            None
+        }
+    }
+}
+
+/// The original's reference install (`~/.cache/gateway-reference/bin/{gateway,python}`),
+/// or a NOTICE and None.
+pub fn reference() -> Option<(PathBuf, PathBuf)> {
+    let home = PathBuf::from(std::env::var_os("HOME")?).join(".cache/gateway-reference/bin");
+    let (gateway, python) = (home.join("gateway"), home.join("python"));
+    if gateway.is_file() && python.is_file() {
+        Some((gateway, python))
+    } else {
+        eprintln!("NOTICE: reference gateway not installed (../shared/reference/install.sh); skipping interop checks");
+        None
+    }
+}
+
+/// A project's API key: (public, secret).
+pub type Key = (String, String);
+
+/// A hub served in-process on a loopback port (port 0), with two projects.
+pub struct TestHub {
+    /// `http://127.0.0.1:<port>`.
+    pub api: String,
+    /// The first project's key.
+    pub one: Key,
+    /// The second project's key (for "another project sees none of it").
+    pub two: Key,
+    /// The hub's `--data` directory.
+    pub data: tempfile::TempDir,
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl TestHub {
+    /// A hub on SQLite, or on the PostgreSQL at `database`, with default limits.
+    pub fn start(database: Option<String>) -> TestHub {
+        TestHub::start_with(database, gateway_hub::server::Limits::default())
+    }
+
+    /// [`TestHub::start`] with its limits.
+    pub fn start_with(database: Option<String>, limits: gateway_hub::server::Limits) -> TestHub {
+        let data = tempfile::tempdir().expect("a temp dir");
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("a tokio runtime");
+        let (api, one, two) = runtime.block_on(async {
+            let config = gateway_hub::HubConfig { data: data.path().to_path_buf(), database, objects: None };
+            let hub = config.open(None, limits).await.expect("open hub");
+            let (_, p1, s1) = gateway_hub::create_key(hub.meta.as_ref(), &unique("one")).await.expect("a key");
+            let (_, p2, s2) = gateway_hub::create_key(hub.meta.as_ref(), &unique("two")).await.expect("a key");
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a loopback port");
+            let addr = listener.local_addr().expect("its address");
+            tokio::spawn(gateway_hub::server::serve_on(hub, listener));
+            (format!("http://{addr}"), (p1, s1), (p2, s2))
+        });
+        TestHub { api, one, two, data, _runtime: runtime }
+    }
+
+    /// A call with `key`'s Basic credentials and extra headers; a body is sent as JSON.
+    /// Returns the status and the answer (JSON, else its text as a string).
+    pub fn call_as(&self, key: &Key, method: &str, path: &str, body: Option<&str>, headers: &[(&str, &str)]) -> (u16, Value) {
+        let http = reqwest::blocking::Client::new();
+        let method = reqwest::Method::from_bytes(method.as_bytes()).expect("an HTTP method");
+        let mut request = http.request(method, format!("{}{path}", self.api)).basic_auth(&key.0, Some(&key.1));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        if let Some(body) = body {
+            request = request.header("content-type", "application/json").body(body.to_string());
+        }
+        let response = request.send().expect("the hub answers");
+        let status = response.status().as_u16();
+        let text = response.text().unwrap_or_default();
+        (status, json::parse(&text).map(|p| p.value).unwrap_or(Value::Str(text)))
+    }
+
+    /// [`TestHub::call_as`] with the first project's key and no extra headers.
+    pub fn call(&self, method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
+        self.call_as(&self.one, method, path, body, &[])
+    }
+}
+
+/// A member by dotted path (`runs.0.state`), as text: strings bare, the rest as JSON.
+pub fn text(value: &Value, path: &str) -> String {
+    let found = path.split('.').fold(value, |v, k| match (v, k.parse::<usize>()) {
+        (Value::Array(items), Ok(i)) => items.get(i).unwrap_or(&Value::Null),
+        _ => v.get(k).unwrap_or(&Value::Null),
+    });
+    match found {
+        Value::Str(s) => s.clone(),
+        other => json::canonical(other),
+    }
+}
