@@ -6,7 +6,8 @@
 #   no HTTP client of its own;
 # - lower crates know nothing of upper ones (serve and connector never on hub/cli;
 #   the runner above host and hub, below the CLI);
-# - every source file starts with a `//!` saying what it is.
+# - every source file starts with a `//!` saying what it is;
+# - no crate declares a dependency it does not use (cargo-machete).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fail=0
@@ -41,4 +42,16 @@ for file in $(git ls-files 'crates/*.rs' | grep '/src/'); do
     fail=1
   fi
 done
+
+# Unused dependencies: cargo-machete reads each crate's sources for the crates its
+# Cargo.toml names. Installed on first use (crates.io is reachable from CI).
+if ! command -v cargo-machete >/dev/null 2>&1; then
+  cargo install cargo-machete --locked --quiet >/dev/null 2>&1 || echo "architecture: cargo-machete could not be installed"
+fi
+if command -v cargo-machete >/dev/null 2>&1; then
+  cargo machete >/tmp/machete.$$ 2>&1 || { cat /tmp/machete.$$; echo "architecture: unused dependencies (cargo machete)"; fail=1; }
+  rm -f /tmp/machete.$$
+else
+  fail=1
+fi
 exit $fail

@@ -1,7 +1,7 @@
 //! [`MetaStore`] on PostgreSQL (`--database postgres://…`): the store several hub
-//! processes share. The schema is `migrations/*.sql` in the PostgreSQL text [`crate::migrations`]
-//! derives (column for column the SQLite one), applied at open under an advisory lock so processes starting together
-//! migrate once.
+//! processes share. The schema is `migrations/*.sql` in the PostgreSQL text the crate's
+//! `migrations` module derives (column for column the SQLite one), applied at open under an
+//! advisory lock so processes starting together migrate once.
 //!
 //! Why sqlx (default features off: `postgres`, `runtime-tokio`, rustls TLS) rather than
 //! `tokio-postgres`: it brings the connection pool and TLS in one crate, with no macros
