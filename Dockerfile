@@ -13,9 +13,10 @@ FROM debian:bookworm-slim
 RUN apt-get update \
     && apt-get install -y --no-install-recommends python3 ca-certificates \
     && rm -rf /var/lib/apt/lists/* \
-    && useradd --system --home-dir /data --create-home gateway
+    && useradd --system --uid 10001 --home-dir /data --create-home gateway
 COPY --from=build /usr/local/bin/gateway /usr/local/bin/gateway
-USER gateway
+# A numeric user: Kubernetes' runAsNonRoot can check it without the image's /etc/passwd.
+USER 10001
 WORKDIR /data
 EXPOSE 8080 8090
 ENTRYPOINT ["/usr/local/bin/gateway"]

@@ -267,3 +267,14 @@ mod tests {
         }
     }
 }
+
+/// `schema api-bundle --binary`: what the bundle's `server/` carries to run the world.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BundleBinary {
+    /// A copy of this binary (the bundle needs nothing else).
+    Copy,
+    /// A symbolic link to this binary (small; the bundle runs where it was built).
+    Link,
+    /// No binary: the Dockerfile starts from the gateway image of this version.
+    Image,
+}

@@ -202,7 +202,7 @@ fn pairs(values: &[String], what: &str) -> Result<Vec<(String, String)>, ExitCod
     let mut out = Vec::new();
     for item in values {
         let Some((key, value)) = item.split_once('=') else {
-            errln!("error: Invalid value: {what} must look like name=value, got '{item}'");
+            errln!("Error: Invalid value: {what} must look like name=value, got '{item}'");
             return Err(Status::USAGE.into());
         };
         set_pair(&mut out, key.trim(), value);
@@ -345,7 +345,7 @@ pub fn entity(command: EntityCommand) -> ExitCode {
         (_, Some(f), _) => Payload::Fields(f),
         (_, _, Some(s)) => Payload::Schema(s),
         _ => {
-            errln!("error: one of --ref, --fields or --schema gives the payload");
+            errln!("Error: one of --ref, --fields or --schema gives the payload");
             return Status::USAGE.into();
         }
     };
@@ -353,7 +353,7 @@ pub fn entity(command: EntityCommand) -> ExitCode {
     let mut relationships = Vec::new();
     for item in &relationship {
         let Some((field, target)) = item.split_once("->") else {
-            errln!("error: --relationship must look like FIELD->entity, got '{item}'");
+            errln!("Error: --relationship must look like FIELD->entity, got '{item}'");
             return Status::USAGE.into();
         };
         relationships.push((field.trim().to_string(), target.trim().to_string()));

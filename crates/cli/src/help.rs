@@ -76,7 +76,10 @@ const DOCS: &[Doc] = &[
     Doc { path: "worlds schema describe", examples: &["gateway worlds schema describe ./acme | less"], exit: SCHEMA },
     Doc {
         path: "worlds schema api-bundle",
-        examples: &["gateway worlds schema api-bundle ./acme --out ./bundle"],
+        examples: &[
+            "gateway worlds schema api-bundle ./acme --out ./bundle",
+            "gateway worlds schema api-bundle ./acme --out ./bundle --binary link   # no 100 MB copy",
+        ],
         exit: &[(OK, "the bundle written; its path printed"), (FAILED, "refused: the reason on stderr"), (USAGE, "a usage error")],
     },
     Doc {

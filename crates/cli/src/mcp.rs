@@ -29,7 +29,7 @@ pub fn run(args: McpArgs) -> ExitCode {
     let local = match gateway_host::mcp::open_local(&args.path, args.task.as_deref(), args.task_file.as_deref()) {
         Ok(local) => local,
         Err(error) => {
-            errln!("worlds mcp refused: {error}");
+            errln!("Error: worlds mcp refused: {error}");
             return Status::FAILED.into();
         }
     };
@@ -37,14 +37,14 @@ pub fn run(args: McpArgs) -> ExitCode {
     let server = match gateway_host::mcp::WorldMcp::new(local.host.clone(), &local.session_id, options) {
         Ok(server) => server,
         Err(error) => {
-            errln!("worlds mcp refused: {error}");
+            errln!("Error: worlds mcp refused: {error}");
             return Status::FAILED.into();
         }
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
-            errln!("worlds mcp could not start: {error}");
+            errln!("Error: worlds mcp could not start: {error}");
             return Status::FAILED.into();
         }
     };
@@ -55,7 +55,7 @@ pub fn run(args: McpArgs) -> ExitCode {
     match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            errln!("worlds mcp stopped: {error}");
+            errln!("Error: worlds mcp stopped: {error}");
             Status::FAILED.into()
         }
     }

@@ -317,7 +317,7 @@ pub fn clone(args: CloneArgs) -> ExitCode {
 /// then initialised as the original's `init_bundle_from_files` does.
 pub fn init_from_workspace(path: &Path, slug: &str, name: Option<&str>, host: Option<&str>) -> ExitCode {
     if slug.is_empty() {
-        errln!("error: Invalid value: workspace:<slug> needs the connector's slug");
+        errln!("Error: Invalid value: workspace:<slug> needs the connector's slug");
         return Status::USAGE.into();
     }
     let pulled = match client(host).and_then(|client| client.pull(slug, None).map_err(failed)) {

@@ -115,6 +115,9 @@ pub enum SchemaCommand {
         /// Empty directory for the api-kind bundle.
         #[arg(long)]
         out: PathBuf,
+        /// What server/ carries to run the world (beyond the original).
+        #[arg(long, value_enum, default_value_t = crate::choices::BundleBinary::Copy)]
+        binary: crate::choices::BundleBinary,
     },
     /// Declare entities in schema/world.json without hand-editing it.
     Entity {
@@ -307,7 +310,7 @@ fn serve(
     let mut app = match gateway_serve::server::load(&path, &options) {
         Ok(app) => app,
         Err(error) => {
-            errln!("world api refused: {error}");
+            errln!("Error: world api refused: {error}");
             if !path.join("connector.toml").exists() {
                 errln!(
                     "hint: `gateway worlds schema init NEW_DIR --connector TEMPLATE --api` writes a starter connector.toml; \
@@ -320,7 +323,7 @@ fn serve(
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
-            errln!("world api could not start: {error}");
+            errln!("Error: world api could not start: {error}");
             return Status::FAILED.into();
         }
     };
@@ -343,7 +346,7 @@ fn serve(
         let listener = match tokio::net::TcpListener::bind(addr).await {
             Ok(listener) => listener,
             Err(error) => {
-                errln!("world api could not listen on {addr}: {error}");
+                errln!("Error: world api could not listen on {addr}: {error}");
                 return Status::FAILED.into();
             }
         };
@@ -355,7 +358,7 @@ fn serve(
         match gateway_serve::server::run(app, listener, crate::shutdown_signal()).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
-                errln!("world api stopped: {error}");
+                errln!("Error: world api stopped: {error}");
                 Status::FAILED.into()
             }
         }
@@ -376,9 +379,16 @@ fn rejected(error: Error) -> ExitCode {
 fn schema(command: SchemaCommand) -> ExitCode {
     let outcome = match command {
         SchemaCommand::Entity { command } => return crate::connector::entity(command),
-        SchemaCommand::ApiBundle { path, out } => {
+        SchemaCommand::ApiBundle { path, out, binary } => {
+            use crate::choices::BundleBinary;
+            use gateway_serve::bundle::{build_api_bundle, build_api_bundle_for, build_api_bundle_linked, ServerPayload};
+            let built = match binary {
+                BundleBinary::Copy => build_api_bundle(&path, &out),
+                BundleBinary::Link => build_api_bundle_linked(&path, &out),
+                BundleBinary::Image => build_api_bundle_for(&path, &out, ServerPayload::Image),
+            };
             // The original lets the error escape as a traceback whose last line this is.
-            return match gateway_serve::bundle::build_api_bundle(&path, &out) {
+            return match built {
                 Ok(bundle) => {
                     outln!("api bundle: {}", gateway_world::snapshot::display_path(&bundle));
                     ExitCode::SUCCESS
@@ -562,14 +572,9 @@ fn import(args: ImportArgs) -> ExitCode {
     // are ignored, as the original ignores them.
     let root = PathBuf::from(&world);
     let outcome = gateway_world::import::refuse_large(&root, &rows, entity.as_deref())
-        .and_then(|()| {
-            // The original counts the rows (for the inline cap) by reading every
-            // input, stdin included, and closes it: reading `-` again fails.
-            if rows.iter().any(|r| r == "-") {
-                return Err(Error::Io { message: "I/O operation on closed file".into() });
-            }
-            gateway_world::import::parse_rows(&rows, entity.as_deref())
-        })
+        // The original fails here on `-` ("I/O operation on closed file": it counts the rows
+        // by draining stdin first); a stream is spooled once and read twice (rows::open_source).
+        .and_then(|()| gateway_world::import::parse_rows(&rows, entity.as_deref()))
         .and_then(|parsed| gateway_world::import::import_rows(&root, &parsed, mode.into(), batch_id.as_deref()));
     match outcome {
         Ok(Value::Object(result)) => {

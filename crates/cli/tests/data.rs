@@ -96,8 +96,14 @@ fn run_case(name: &str) -> Vec<String> {
 
 /// Run a case with extra environment variables (the outcome must not change).
 fn run_case_with(name: &str, env: &[(&str, &str)]) -> Vec<String> {
+    run_case_in("cases", name, env)
+}
+
+/// Run the case `name` of the fixture folder `folder` (`cases`: the original's answers;
+/// `beyond`: where we answer differently on purpose, each case saying why).
+fn run_case_in(folder: &str, name: &str, env: &[(&str, &str)]) -> Vec<String> {
     let case: Value =
-        serde_json::from_str(&std::fs::read_to_string(fixtures().join("cases").join(format!("{name}.json"))).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(fixtures().join(folder).join(format!("{name}.json"))).unwrap()).unwrap();
     let scratch = tempfile::tempdir().unwrap();
     let tmp = scratch.path();
     let world = tmp.join("w");
@@ -198,6 +204,82 @@ fn check_matches_the_original_with_rows_on_disk() {
     let names: Vec<String> = case_names().into_iter().filter(|n| n.starts_with("check_") || n.contains("dry")).collect();
     let problems: Vec<String> = names.iter().flat_map(|n| run_case_with(n, &[("GATEWAY_ROWS_MEMORY", "0")])).collect();
     assert!(problems.is_empty(), "{} of {} cases differ:\n{}", problems.len(), names.len(), problems.join("\n\n"));
+}
+
+/// Where we answer differently from the original on purpose: each case in
+/// `fixtures/data/beyond/` records our answer, the original's, and why.
+#[test]
+fn beyond_the_original() {
+    let mut names: Vec<String> = std::fs::read_dir(fixtures().join("beyond"))
+        .unwrap()
+        .map(|e| e.unwrap().path().file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert!(!names.is_empty());
+    for name in &names {
+        let case: Value =
+            serde_json::from_str(&std::fs::read_to_string(fixtures().join("beyond").join(format!("{name}.json"))).unwrap()).unwrap();
+        assert!(case["why"].as_str().is_some_and(|why| !why.is_empty()), "{name}: say why we differ");
+        assert!(case["original"]["exit"].is_i64(), "{name}: record the original's answer");
+    }
+    let problems: Vec<String> = names.iter().flat_map(|n| run_case_in("beyond", n, &[])).collect();
+    assert!(problems.is_empty(), "{} of {} cases differ:\n{}", problems.len(), names.len(), problems.join("\n\n"));
+}
+
+/// `data import|check` read stdin (`-`) and bash's process substitution (a pipe
+/// under /dev/fd), alone or beside files, and an import from them lands every row.
+#[test]
+fn streams_are_read_like_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let world = dir.path().join("w");
+    copy_dir(&repo().join("examples/helpdesk"), &world);
+    let bin = env!("CARGO_BIN_EXE_gateway");
+    let row = |id: &str| {
+        format!(
+            r#"{{"entity": "customers", "row": {{"id": "{id}", "name": "N", "email": "{id}@example.com", "tier": "pro", "created_at": "2026-01-01T00:00:00Z"}}}}"#
+        )
+    };
+    std::fs::write(dir.path().join("file.jsonl"), row("F1") + "\n").unwrap();
+    let script = format!(
+        "set -e; cd {dir:?}; echo '{s}' | {bin} worlds data check w - >check.out; \
+         {bin} worlds data import w <(echo '{p}') file.jsonl - <<<'{s}' >import.out",
+        dir = dir.path(),
+        s = row("S1"),
+        p = row("P1"),
+    );
+    let out = Command::new("bash").arg("-c").arg(&script).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let check: Value = serde_json::from_slice(&std::fs::read(dir.path().join("check.out")).unwrap()).unwrap();
+    assert_eq!(check["rows"], 1, "{check}");
+    let import: Value = serde_json::from_slice(&std::fs::read(dir.path().join("import.out")).unwrap()).unwrap();
+    assert_eq!(import["entity_counts"]["customers"], 6, "{import}");
+    let seed = std::fs::read_to_string(world.join("data/initial.json")).unwrap();
+    for id in ["S1", "P1", "F1"] {
+        assert!(seed.contains(&format!("\"id\": \"{id}\"")), "{id} missing from the seed");
+    }
+}
+
+/// A non-empty input that holds no rows (only whitespace) is refused and changes
+/// nothing; an empty one stays zero rows, as the original reads it.
+#[test]
+fn blank_input_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let world = dir.path().join("w");
+    copy_dir(&repo().join("examples/helpdesk"), &world);
+    let before = tree_digest(&world);
+    std::fs::write(dir.path().join("blank.jsonl"), "\n \n\t\n").unwrap();
+    for command in ["import", "check"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_gateway"))
+            .args(["worlds", "data", command])
+            .arg(&world)
+            .arg(dir.path().join("blank.jsonl"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{command}: {}", String::from_utf8_lossy(&out.stdout));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("blank.jsonl holds no rows: it holds only whitespace"), "{command}: {stderr}");
+    }
+    assert_eq!(tree_digest(&world), before, "a refused import changed the world");
 }
 
 #[test]

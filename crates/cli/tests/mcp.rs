@@ -85,7 +85,7 @@ fn refusals_before_serving_are_one_line_and_exit_1() {
         let output = Command::new(BIN).args(["worlds", "mcp"]).args(&args).stdin(Stdio::null()).output().unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
-        assert!(stderr.starts_with("worlds mcp refused: "), "{args:?}: {stderr}");
+        assert!(stderr.starts_with("Error: worlds mcp refused: "), "{args:?}: {stderr}");
         assert!(output.stdout.is_empty(), "stdout is the protocol's");
     }
 }

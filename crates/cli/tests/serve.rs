@@ -361,6 +361,7 @@ fn serve_prints_the_bound_address_and_refuses_a_busy_port() {
     let stderr = String::from_utf8_lossy(&busy.stderr);
     assert_eq!(busy.status.code(), Some(1), "{stderr}");
     assert!(stderr.trim().lines().count() == 1 && stderr.contains(&format!("127.0.0.1:{port}")), "{stderr}");
+    assert!(stderr.starts_with("Error: "), "one error shape: {stderr}");
     let _ = child.kill();
     let _ = child.wait();
 }

@@ -503,6 +503,17 @@ fn server_readme(spec: &Spec) -> String {
     )
 }
 
+/// A symbolic link at `at` to `target` (where the platform has them).
+fn link(target: &Path, at: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    return std::os::unix::fs::symlink(target, at);
+    #[cfg(not(unix))]
+    return Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        format!("no symbolic links here to {}; use --binary copy", target.display()),
+    ));
+}
+
 // ------------------------------------------------------------------ the bundle
 
 /// Where the bundle is assembled and how it reaches `--out`.
@@ -561,6 +572,10 @@ impl Staging {
 pub enum ServerPayload<'a> {
     /// This binary, copied in: `docker build` needs nothing else (`schema api-bundle`).
     Binary(&'a Path),
+    /// A symbolic link to this binary instead of a copy (`schema api-bundle --binary
+    /// link`): the bundle runs where it was built without carrying the executable; for
+    /// `docker build`, copy the binary in or use [`ServerPayload::Image`].
+    Link(&'a Path),
     /// No binary: the Dockerfile starts from the gateway image of this version
     /// (`bench push`).
     Image,
@@ -571,6 +586,13 @@ pub enum ServerPayload<'a> {
 pub fn build_api_bundle(world: &Path, out: &Path) -> Result<PathBuf, BundleError> {
     let binary = io(std::env::current_exe(), Path::new("gateway"))?;
     build_api_bundle_with(world, out, &binary)
+}
+
+/// [`build_api_bundle`] with a symbolic link to the running executable in place of
+/// its copy ([`ServerPayload::Link`]).
+pub fn build_api_bundle_linked(world: &Path, out: &Path) -> Result<PathBuf, BundleError> {
+    let binary = io(std::env::current_exe(), Path::new("gateway"))?;
+    build_api_bundle_for(world, out, ServerPayload::Link(&binary))
 }
 
 /// [`build_api_bundle`] with the server binary named explicitly.
@@ -616,6 +638,12 @@ pub fn build_api_bundle_for(world: &Path, out: &Path, payload: ServerPayload<'_>
         match payload {
             ServerPayload::Binary(binary) => {
                 io(std::fs::copy(binary, server.join("gateway")), binary)?;
+                write(&server.join("Dockerfile"), dockerfile())?;
+                write(&server.join("README.md"), server_readme(&spec))?;
+            }
+            ServerPayload::Link(binary) => {
+                let target = io(std::fs::canonicalize(binary), binary)?;
+                io(link(&target, &server.join("gateway")), binary)?;
                 write(&server.join("Dockerfile"), dockerfile())?;
                 write(&server.join("README.md"), server_readme(&spec))?;
             }

@@ -191,7 +191,14 @@ enum Shape {
 }
 
 fn detect(reader: &mut Reader<'_>, at: &str, entity: Option<&str>) -> Result<Shape> {
-    let Some(head) = reader.peek()? else { return Ok(Shape::Empty) };
+    let Some(head) = reader.peek()? else {
+        if reader.read_anything() {
+            // Beyond the original (zero rows, success): blank but not empty is a file cut
+            // short or the wrong one. An empty input stays zero rows, as the original reads it.
+            return Err(no_rows(at, "it holds only whitespace"));
+        }
+        return Ok(Shape::Empty);
+    };
     if head == b'[' {
         let Some(entity) = entity else {
             return Err(rows_error(format!("{at} is a bare array; say which entity it holds with --entity"), at));
@@ -488,6 +495,17 @@ fn stream_array_prepared<P>(
     }
 }
 
+/// The refusal of a non-empty input that holds no rows, saying why.
+fn no_rows(at: &str, why: &str) -> Error {
+    rows_error(
+        format!(
+            "{at} holds no rows: {why} (expected {{\"<entity>\": [rows]}}, \
+             JSONL lines {{\"entity\", \"row\"}}, or bare rows with --entity)"
+        ),
+        at,
+    )
+}
+
 fn stream_document<P>(
     reader: &mut Reader<'_>,
     at: &str,
@@ -500,13 +518,7 @@ fn stream_document<P>(
     if reader.peek()? == Some(b'}') {
         // Beyond the original, which reads such a file as zero rows and reports
         // success: a non-empty input that names nothing is almost always the wrong file.
-        return Err(rows_error(
-            format!(
-                "{at} holds no rows: the document names no entity (expected {{\"<entity>\": [rows]}}, \
-                 JSONL lines {{\"entity\", \"row\"}}, or bare rows with --entity)"
-            ),
-            at,
-        ));
+        return Err(no_rows(at, "the document names no entity"));
     }
     loop {
         if reader.peek()? == Some(b'}') {
@@ -761,6 +773,8 @@ mod tests {
     fn refusals_name_the_place() {
         assert!(message(read("[{}]", None).unwrap_err()).ends_with("is a bare array; say which entity it holds with --entity"));
         assert!(message(read(" {\n} ", None).unwrap_err()).contains("holds no rows: the document names no entity"));
+        assert!(message(read(" \n\n\t", None).unwrap_err()).contains("holds no rows: it holds only whitespace"));
+        assert!(read("", None).is_ok(), "an empty input is zero rows, as the original reads it");
         assert!(read("{\"a\": []}", None).is_ok(), "an explicit empty entity is a choice (replace mode empties it)");
         assert!(message(read("{\"a\": [{}", None).unwrap_err()).ends_with(":a: expected ',' or ']' after row 0"));
         assert!(message(read("{\"a\": [1]}", None).unwrap_err()).ends_with(":a[0]: a row must be a JSON object"));

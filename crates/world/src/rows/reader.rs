@@ -101,6 +101,11 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Whether the stream held any text at all (whitespace included) up to here.
+    pub(crate) fn read_anything(&self) -> bool {
+        self.pos > 0 || !self.buf.is_empty()
+    }
+
     /// The next non-whitespace byte (BOMs count as whitespace), or None at the end.
     pub(crate) fn peek(&mut self) -> Result<Option<u8>> {
         loop {

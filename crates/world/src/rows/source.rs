@@ -1,10 +1,17 @@
 //! Opening a rows source: a file, `-` for stdin, `*.gz` gunzipped as Python's `gzip`
 //! reads it, with the raw bytes counted for a progress bar.
+//!
+//! A stream (stdin, a pipe such as bash's `<(…)`, a FIFO) is spooled to a file under the
+//! process's temp root the first time it is opened, and every later open of the same
+//! source reads that file: an import counts the rows (for the inline cap) before it
+//! parses them, and the original fails there on stdin ("I/O operation on closed file").
 
 use super::{bytes_repr, rows_error, Progress};
 use crate::error::Result;
+use std::collections::HashMap;
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 struct Counting<'a, R> {
     inner: R,
@@ -24,10 +31,13 @@ impl<R: Read> Read for Counting<'_, R> {
 /// Open a rows source: `-` is stdin, `*.gz` is gunzipped (its magic checked on the
 /// first read, as Python's `gzip` does).
 pub fn open_source<'a>(source: &str, progress: Option<Progress<'a>>) -> Result<Box<dyn Read + 'a>> {
-    if source == "-" {
-        return Ok(Box::new(Counting { inner: std::io::stdin(), progress }));
-    }
-    let path = Path::new(source);
+    let spooled;
+    let path = if is_stream(source) {
+        spooled = spool(source)?;
+        spooled.as_path()
+    } else {
+        Path::new(source)
+    };
     if path.is_dir() {
         return Err(rows_error(format!("Cannot read {source}"), source));
     }
@@ -37,6 +47,35 @@ pub fn open_source<'a>(source: &str, progress: Option<Progress<'a>>) -> Result<B
         return Ok(Box::new(Gunzip::new(counted)));
     }
     Ok(Box::new(counted))
+}
+
+/// Whether `source` can be read only once: stdin, or a path that is neither a regular
+/// file nor a directory (a pipe, a FIFO, a character device).
+fn is_stream(source: &str) -> bool {
+    source == "-" || std::fs::metadata(source).is_ok_and(|m| !m.is_file() && !m.is_dir())
+}
+
+/// The file a stream was spooled to, spooling it on first use. Process-wide because the
+/// stream itself is: stdin can be drained once per process, whoever opens it.
+fn spool(source: &str) -> Result<PathBuf> {
+    static SPOOLED: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
+    let mut spooled = SPOOLED.get_or_init(Default::default).lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(path) = spooled.get(source) {
+        return Ok(path.clone());
+    }
+    let cannot = |_| rows_error(format!("Cannot read {source}"), source);
+    let root = gateway_common::temp::process_root();
+    std::fs::create_dir_all(root).map_err(cannot)?;
+    let path = root.join(format!("rows-stream-{}", spooled.len()));
+    let mut file = std::fs::File::create(&path).map_err(cannot)?;
+    let copied = if source == "-" {
+        std::io::copy(&mut std::io::stdin().lock(), &mut file)
+    } else {
+        std::fs::File::open(source).and_then(|mut stream| std::io::copy(&mut stream, &mut file))
+    };
+    copied.map_err(cannot)?;
+    spooled.insert(source.to_string(), path.clone());
+    Ok(path)
 }
 
 /// A gzip stream checked the way Python's `gzip` checks it.
