@@ -3,85 +3,15 @@
 //! pagination by body field and by header, 429 and 500 endings), then ingest, then
 //! conform of the served world against OpenAPI documents written for the test.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use gateway_test_support::fake_vendor::{self, EMAIL, SECRET, TOKEN};
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Command, Output};
-use std::sync::{Arc, Mutex};
 
 const BIN: &str = env!("CARGO_BIN_EXE_gateway");
-const SECRET: &str = "sekrit-client-secret";
-const TOKEN: &str = "minted-access-token";
-const EMAIL: &str = "ada@example.test";
 
 fn fixture(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/connector").join(name)
-}
-
-/// A fake vendor: answers until the test ends; records each request line + auth header.
-fn vendor() -> (u16, Arc<Mutex<Vec<String>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let log = seen.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().take(200) {
-            let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut line = String::new();
-            reader.read_line(&mut line).unwrap();
-            let mut headers = Vec::new();
-            loop {
-                let mut header = String::new();
-                reader.read_line(&mut header).unwrap();
-                if header.trim().is_empty() {
-                    break;
-                }
-                let (k, v) = header.split_once(':').unwrap();
-                headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
-            }
-            let length: usize = headers.iter().find(|(k, _)| k == "content-length").map_or(0, |(_, v)| v.parse().unwrap());
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).unwrap();
-            let body = String::from_utf8(body).unwrap();
-            let auth = headers.iter().find(|(k, _)| k == "authorization").map(|(_, v)| v.clone()).unwrap_or_default();
-            let target = line.split_whitespace().nth(1).unwrap_or("/").to_string();
-            log.lock().unwrap().push(format!("{} {target} auth={auth}", line.split_whitespace().next().unwrap_or("")));
-            let authorized = auth == format!("Bearer {TOKEN}");
-            let user = |id: &str, name: &str, groups: &str| {
-                format!(r#"{{"id": "{id}", "name": "{name}", "email": "{id}-{EMAIL}", "ssn": "123-45-6789", "groups": [{groups}]}}"#)
-            };
-            let (status, extra, payload): (u16, &str, String) = match target.as_str() {
-                "/v1/oauth/token" if body.contains(&format!("client_secret={SECRET}")) && body.contains("client_id=acme-client") => {
-                    (200, "", format!(r#"{{"access_token": "{TOKEN}", "token_type": "bearer"}}"#))
-                }
-                "/v1/oauth/token" => (401, "", r#"{"error": "invalid_client"}"#.into()),
-                _ if !authorized => (401, "", r#"{"error": "unauthorized"}"#.into()),
-                "/v1/users" => (
-                    200,
-                    "X-RateLimit-Remaining: 9\r\n",
-                    format!(
-                        r#"{{"results": [{}, {}], "next": "page2"}}"#,
-                        user("u1", "Ada", r#"{"name": "admins"}"#),
-                        user("u2", "Bo", "")
-                    ),
-                ),
-                "/v1/users?cursor=page2" => {
-                    (200, "", format!(r#"{{"results": [{}], "next": ""}}"#, user("u3", "Cy", r#"{"name": "admins"}, {"name": "ops"}"#)))
-                }
-                "/v1/users/u1" => (200, "", user("u1", "Ada Lovelace", r#"{"name": "admins"}"#)),
-                "/v1/limited" => (429, "Retry-After: 30\r\n", r#"{"error": "slow down"}"#.into()),
-                "/v1/broken" => (500, "", "<html>oops</html>".into()),
-                _ => (404, "", r#"{"error": "not found"}"#.into()),
-            };
-            let reply = format!(
-                "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{payload}",
-                payload.len()
-            );
-            let _ = stream.write_all(reply.as_bytes());
-        }
-    });
-    (port, seen)
 }
 
 fn gateway(args: &[&str], env: &[(&str, &str)]) -> Output {
@@ -239,7 +169,7 @@ fn only_file(dir: &Path) -> std::path::PathBuf {
 
 #[test]
 fn capture_ingest_and_conform_close_the_loop() {
-    let (port, seen) = vendor();
+    let (port, seen) = fake_vendor::start();
     let dir = world(port);
     let root = dir.path().join("acme");
     let path = root.to_str().unwrap();
@@ -537,18 +467,6 @@ fn skills_print_list_and_install() {
     assert_eq!(std::fs::read_to_string(&skill).unwrap(), "edited");
     let out = gateway(&["worlds", "skill", "world-data-ingestion", "--install", repo, "--force"], &[]);
     assert!(stdout(&out).contains("wrote ") && stdout(&out).contains("unchanged "));
-}
-
-/// Not a check: serves the fake vendor for `RECORD_VENDOR_SECONDS` and writes its port to
-/// `RECORD_VENDOR_PORT`, so the original CLI can be recorded against the same vendor
-/// (`cargo test --test connector -- --ignored serve_fake_vendor_for_recording`).
-#[test]
-#[ignore]
-fn serve_fake_vendor_for_recording() {
-    let (port, _) = vendor();
-    std::fs::write(std::env::var("RECORD_VENDOR_PORT").unwrap(), port.to_string()).unwrap();
-    let seconds: u64 = std::env::var("RECORD_VENDOR_SECONDS").map_or(600, |s| s.parse().unwrap());
-    std::thread::sleep(std::time::Duration::from_secs(seconds));
 }
 
 #[test]

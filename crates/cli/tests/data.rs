@@ -381,3 +381,31 @@ fn a_named_pipe_as_the_seed_is_refused_not_waited_on() {
     };
     assert_eq!(status.code(), Some(1));
 }
+
+/// An import killed between its data swap and the snapshot's rebuild leaves a snapshot
+/// built from earlier data: `schema check` still answers the original's `ok`, and says
+/// on stderr that the snapshot lags (the original's check computed that and dropped it).
+#[test]
+fn check_names_a_snapshot_older_than_the_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let world = dir.path().join("w");
+    copy_dir(&repo().join("examples/helpdesk"), &world);
+    let bin = env!("CARGO_BIN_EXE_gateway");
+    let run = |args: &[&str]| Command::new(bin).args(args).arg(&world).output().unwrap();
+    assert!(run(&["worlds", "schema", "compile"]).status.success());
+    let fresh = run(&["worlds", "schema", "check"]);
+    assert!(fresh.status.success() && fresh.stderr.is_empty(), "{}", String::from_utf8_lossy(&fresh.stderr));
+    let earlier = dir.path().join("db-before");
+    copy_dir(&world.join("db"), &earlier);
+    std::fs::write(dir.path().join("rows.jsonl"), format!("{{\"entity\": \"customers\", \"row\": {}}}\n", customer(77))).unwrap();
+    let import = Command::new(bin).args(["worlds", "data", "import"]).arg(&world).arg(dir.path().join("rows.jsonl")).output().unwrap();
+    assert!(import.status.success(), "{}", String::from_utf8_lossy(&import.stderr));
+    // The kill: the data swapped, the snapshot not rebuilt.
+    std::fs::remove_dir_all(world.join("db")).unwrap();
+    copy_dir(&earlier, &world.join("db"));
+    let stale = run(&["worlds", "schema", "check"]);
+    assert!(stale.status.success());
+    assert!(String::from_utf8_lossy(&stale.stdout).contains(r#""status": "ok""#));
+    let note = String::from_utf8_lossy(&stale.stderr);
+    assert!(note.contains("db/state.sqlite was built from earlier data"), "{note}");
+}

@@ -6,6 +6,8 @@
 //!
 //! A dev-dependency of the crates' tests only; nothing here is shipped.
 
+pub mod fake_vendor;
+
 use gateway_world::json::{self, Value};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
