@@ -343,6 +343,37 @@ pub fn build(bundle: &Path) -> Result<Contract, ContractError> {
     };
     let mut resolver = Resolver::new(bundle);
     let document = resolver.load("world.json")?.clone();
+    let (annotation, package) = check_annotation(&document)?;
+    let entities = match annotation.get("entities") {
+        Some(Value::Object(map)) if !map.is_empty() => map,
+        _ => return fail("schema", "Declare at least one entity", "world.json#/x-gateway/entities"),
+    };
+    let mut sorted_entities: Vec<(&String, &Value)> = entities.iter().collect();
+    sorted_entities.sort_by(|a, b| a.0.cmp(b.0));
+    let mut compiled: Vec<Entity> = Vec::new();
+    let mut compiled_values = Map::default();
+    let mut seen = BTreeSet::new();
+    for (name, declaration) in sorted_entities {
+        let location = format!("world.json#/x-gateway/entities/{name}");
+        identifier(name, &location)?;
+        if !seen.insert(name.to_lowercase()) {
+            return fail("identity", "Entity names collide under SQLite case folding", location);
+        }
+        let (value, entity) = compile_entity(&mut resolver, name, declaration, location)?;
+        compiled_values.insert(name.clone(), value);
+        compiled.push(entity);
+    }
+    check_relationships(&compiled)?;
+    let tools = compile_tools(annotation, &mut resolver)?;
+    check_served(&manifest, annotation)?;
+    resolver.check_documents()?;
+    let (metadata, artifacts, lock) = generate(&document, package, &resolver, &compiled, Value::Object(compiled_values), tools);
+    Ok(Contract { metadata, artifacts, lock, entities: compiled, manifest })
+}
+
+/// world.json's `x-gateway` annotation checked (version 1, a domain version, a
+/// package with id and version): the annotation and its package.
+fn check_annotation(document: &Value) -> Result<(&Value, &Value), ContractError> {
     let annotation = match document.get("x-gateway") {
         Some(value @ Value::Object(_)) => value,
         _ => return fail("schema", "x-gateway must be an object", "world.json#/x-gateway"),
@@ -361,117 +392,136 @@ pub fn build(bundle: &Path) -> Result<Contract, ContractError> {
     for (key, value) in package_map {
         nonempty(Some(value), &format!("world.json#/x-gateway/package/{key}"))?;
     }
-    let entities = match annotation.get("entities") {
-        Some(Value::Object(map)) if !map.is_empty() => map,
-        _ => return fail("schema", "Declare at least one entity", "world.json#/x-gateway/entities"),
+    Ok((annotation, package))
+}
+
+/// One entity's declaration compiled: its value in the domain hash and runtime.json,
+/// and the [`Entity`].
+fn compile_entity(resolver: &mut Resolver, name: &str, declaration: &Value, location: String) -> Result<(Value, Entity), ContractError> {
+    members(declaration, &["schema", "primary_key", "unique", "relationships"], &["schema", "primary_key"], &location)?;
+    let payload = entity_payload(resolver, declaration, &location)?;
+    let primary =
+        key_fields(declaration.get("primary_key").expect("member"), &payload, &format!("{location}/primary_key"), true, false, "key")?;
+    let mut unique = unique_keys(declaration, &payload, &primary, &location)?;
+    let mut relationships = entity_relationships(declaration, &payload, &location)?;
+    unique.sort();
+    relationships.sort_by(|a, b| a.0.cmp(&b.0));
+    let to_list = |fields: &Vec<String>| Value::Array(fields.iter().cloned().map(Value::Str).collect());
+    let value = object([
+        ("schema", payload.clone()),
+        ("primary_key", to_list(&primary)),
+        ("unique", Value::Array(unique.iter().map(to_list).collect())),
+        ("relationships", Value::Array(relationships.iter().map(|r| r.1.clone()).collect())),
+        ("location", Value::str(&location)),
+    ]);
+    let entity = Entity {
+        name: name.to_string(),
+        schema: payload,
+        primary_key: primary,
+        unique,
+        relationships: relationships.into_iter().map(|r| r.2).collect(),
+        location,
     };
-    let mut sorted_entities: Vec<(&String, &Value)> = entities.iter().collect();
-    sorted_entities.sort_by(|a, b| a.0.cmp(b.0));
-    let mut compiled: Vec<Entity> = Vec::new();
-    let mut compiled_values = Map::default();
-    let mut seen = BTreeSet::new();
-    for (name, declaration) in sorted_entities {
-        let location = format!("world.json#/x-gateway/entities/{name}");
-        identifier(name, &location)?;
-        if !seen.insert(name.to_lowercase()) {
-            return fail("identity", "Entity names collide under SQLite case folding", location);
-        }
-        members(declaration, &["schema", "primary_key", "unique", "relationships"], &["schema", "primary_key"], &location)?;
-        let payload = resolver.resolve(
-            declaration.get("schema").expect("member"),
-            "world.json",
-            &format!("{location}/schema"),
-            &mut Vec::new(),
-            false,
-        )?;
-        let closed = payload.get("type").and_then(Value::as_str) == Some("object")
-            && matches!(payload.get("additionalProperties"), Some(Value::Bool(false)))
-            && !["allOf", "oneOf", "anyOf"].iter().any(|k| payload.get(k).is_some());
-        if !closed {
-            return fail("entity", "Entity roots must be direct closed objects (reuse through $ref, no inheritance)", location);
-        }
-        let mut field_names = BTreeSet::new();
-        if let Some(properties) = payload.get("properties").and_then(Value::as_object) {
-            for field in properties.keys() {
-                field_identifier(field, &format!("{location}/schema/properties/{field}"))?;
-                let lower = field.to_lowercase();
-                if lower == "payload" || !field_names.insert(lower) {
-                    return fail("identity", "Payload field collides with storage or another field", location);
-                }
-            }
-        }
-        let primary =
-            key_fields(declaration.get("primary_key").expect("member"), &payload, &format!("{location}/primary_key"), true, false, "key")?;
-        let empty = Value::Array(Vec::new());
-        let unique_value = declaration.get("unique").unwrap_or(&empty);
-        let Some(unique_list) = unique_value.as_array() else {
-            return fail("key", "unique must be a list of key lists", location);
-        };
-        let mut constraints: Vec<BTreeSet<String>> = vec![primary.iter().cloned().collect()];
-        let mut unique = Vec::new();
-        for key in unique_list {
-            let fields = key_fields(key, &payload, &format!("{location}/unique"), false, true, "key")?;
-            let set: BTreeSet<String> = fields.iter().cloned().collect();
-            if constraints.contains(&set) {
-                return fail("key", "Duplicate key declaration", location);
-            }
-            constraints.push(set);
-            unique.push(fields);
-        }
-        let relationships_value = declaration.get("relationships").unwrap_or(&empty);
-        let Some(relationship_list) = relationships_value.as_array() else {
-            return fail("relationship", "relationships must be an array", location);
-        };
-        let mut relation_fields: Vec<Vec<String>> = Vec::new();
-        let mut relationships: Vec<(String, Value, Relationship)> = Vec::new();
-        for relationship in relationship_list {
-            let rel_location = format!("{location}/relationships");
-            members(relationship, &["fields", "target", "on_delete"], &["fields", "target", "on_delete"], &rel_location)?;
-            let fields = key_fields(
-                relationship.get("fields").expect("member"),
-                &payload,
-                &format!("{rel_location}/fields"),
-                false,
-                true,
-                "relationship",
-            )?;
-            nonempty(relationship.get("target"), &format!("{rel_location}/target"))?;
-            if relationship.get("on_delete").and_then(Value::as_str) != Some("restrict") {
-                return fail("unsupported", "Only restrict deletion is supported; delete dependents explicitly in one batch", location);
-            }
-            if relation_fields.contains(&fields) {
-                return fail("relationship", "A field tuple may have only one target", location);
-            }
-            relation_fields.push(fields.clone());
-            let target = relationship.get("target").and_then(Value::as_str).unwrap_or_default().to_string();
-            relationships.push((canonical(relationship), relationship.clone(), Relationship { fields, target }));
-        }
-        unique.sort();
-        relationships.sort_by(|a, b| a.0.cmp(&b.0));
-        let to_list = |fields: &Vec<String>| Value::Array(fields.iter().cloned().map(Value::Str).collect());
-        compiled_values.insert(
-            name.clone(),
-            object([
-                ("schema", payload.clone()),
-                ("primary_key", to_list(&primary)),
-                ("unique", Value::Array(unique.iter().map(to_list).collect())),
-                ("relationships", Value::Array(relationships.iter().map(|r| r.1.clone()).collect())),
-                ("location", Value::str(&location)),
-            ]),
-        );
-        compiled.push(Entity {
-            name: name.clone(),
-            schema: payload,
-            primary_key: primary,
-            unique,
-            relationships: relationships.into_iter().map(|r| r.2).collect(),
-            location,
-        });
+    Ok((value, entity))
+}
+
+/// An entity's payload schema resolved: a direct closed object whose field names are
+/// identifiers that collide neither with storage nor with each other.
+fn entity_payload(resolver: &mut Resolver, declaration: &Value, location: &str) -> Result<Value, ContractError> {
+    let payload = resolver.resolve(
+        declaration.get("schema").expect("member"),
+        "world.json",
+        &format!("{location}/schema"),
+        &mut Vec::new(),
+        false,
+    )?;
+    let closed = payload.get("type").and_then(Value::as_str) == Some("object")
+        && matches!(payload.get("additionalProperties"), Some(Value::Bool(false)))
+        && !["allOf", "oneOf", "anyOf"].iter().any(|k| payload.get(k).is_some());
+    if !closed {
+        return fail("entity", "Entity roots must be direct closed objects (reuse through $ref, no inheritance)", location);
     }
-    check_relationships(&compiled)?;
-    let tools = compile_tools(annotation, &mut resolver)?;
-    check_served(&manifest, annotation)?;
-    resolver.check_documents()?;
+    let mut field_names = BTreeSet::new();
+    if let Some(properties) = payload.get("properties").and_then(Value::as_object) {
+        for field in properties.keys() {
+            field_identifier(field, &format!("{location}/schema/properties/{field}"))?;
+            let lower = field.to_lowercase();
+            if lower == "payload" || !field_names.insert(lower) {
+                return fail("identity", "Payload field collides with storage or another field", location);
+            }
+        }
+    }
+    Ok(payload)
+}
+
+/// An entity's `unique` keys, in declaration order, none repeating another or the
+/// primary key.
+fn unique_keys(declaration: &Value, payload: &Value, primary: &[String], location: &str) -> Result<Vec<Vec<String>>, ContractError> {
+    let empty = Value::Array(Vec::new());
+    let unique_value = declaration.get("unique").unwrap_or(&empty);
+    let Some(unique_list) = unique_value.as_array() else {
+        return fail("key", "unique must be a list of key lists", location);
+    };
+    let mut constraints: Vec<BTreeSet<String>> = vec![primary.iter().cloned().collect()];
+    let mut unique = Vec::new();
+    for key in unique_list {
+        let fields = key_fields(key, payload, &format!("{location}/unique"), false, true, "key")?;
+        let set: BTreeSet<String> = fields.iter().cloned().collect();
+        if constraints.contains(&set) {
+            return fail("key", "Duplicate key declaration", location);
+        }
+        constraints.push(set);
+        unique.push(fields);
+    }
+    Ok(unique)
+}
+
+/// An entity's relationships, in declaration order: each with its canonical text
+/// (the sort key), its declaration and the compiled [`Relationship`].
+fn entity_relationships(declaration: &Value, payload: &Value, location: &str) -> Result<Vec<(String, Value, Relationship)>, ContractError> {
+    let empty = Value::Array(Vec::new());
+    let relationships_value = declaration.get("relationships").unwrap_or(&empty);
+    let Some(relationship_list) = relationships_value.as_array() else {
+        return fail("relationship", "relationships must be an array", location);
+    };
+    let mut relation_fields: Vec<Vec<String>> = Vec::new();
+    let mut relationships: Vec<(String, Value, Relationship)> = Vec::new();
+    for relationship in relationship_list {
+        let rel_location = format!("{location}/relationships");
+        members(relationship, &["fields", "target", "on_delete"], &["fields", "target", "on_delete"], &rel_location)?;
+        let fields = key_fields(
+            relationship.get("fields").expect("member"),
+            payload,
+            &format!("{rel_location}/fields"),
+            false,
+            true,
+            "relationship",
+        )?;
+        nonempty(relationship.get("target"), &format!("{rel_location}/target"))?;
+        if relationship.get("on_delete").and_then(Value::as_str) != Some("restrict") {
+            return fail("unsupported", "Only restrict deletion is supported; delete dependents explicitly in one batch", location);
+        }
+        if relation_fields.contains(&fields) {
+            return fail("relationship", "A field tuple may have only one target", location);
+        }
+        relation_fields.push(fields.clone());
+        let target = relationship.get("target").and_then(Value::as_str).unwrap_or_default().to_string();
+        relationships.push((canonical(relationship), relationship.clone(), Relationship { fields, target }));
+    }
+    Ok(relationships)
+}
+
+/// What a checked world generates: runtime.json's metadata, the artifacts (DDL,
+/// runtime.json, README.md, tool-schemas.json) and the lock with every hash.
+fn generate(
+    document: &Value,
+    package: &Value,
+    resolver: &Resolver,
+    compiled: &[Entity],
+    entities_value: Value,
+    tools: Value,
+) -> (Value, Vec<(&'static str, Vec<u8>)>, Value) {
+    let annotation = document.get("x-gateway").expect("checked annotation");
     let inputs: Map = resolver
         .documents
         .iter()
@@ -481,7 +531,6 @@ pub fn build(bundle: &Path) -> Result<Contract, ContractError> {
             (name.clone(), object([("id", id), ("hash", Value::Str(hash)), ("publication_hash", Value::Str(publication_digest(doc)))]))
         })
         .collect();
-    let entities_value = Value::Object(compiled_values);
     let domain_hash = sha256_hex(&encoded(&object([
         ("language", Value::str(LANGUAGE)),
         ("target", Value::str(TARGET)),
@@ -501,9 +550,9 @@ pub fn build(bundle: &Path) -> Result<Contract, ContractError> {
         ("entities", entities_value),
         ("tools", tools.clone()),
     ]);
-    let readme = readme(&domain, &compiled, &metadata, &tools);
+    let readme = readme(&domain, compiled, &metadata, &tools);
     let artifacts: Vec<(&'static str, Vec<u8>)> = vec![
-        ("db/schema.sql", ddl(&compiled).into_bytes()),
+        ("db/schema.sql", ddl(compiled).into_bytes()),
         ("schema/runtime.json", encoded(&metadata)),
         ("schema/README.md", readme.into_bytes()),
         ("tool-schemas.json", encoded(&object([("tools", tools.clone())]))),
@@ -521,7 +570,7 @@ pub fn build(bundle: &Path) -> Result<Contract, ContractError> {
         ("tools_hash", Value::Str(sha256_hex(&encoded(&tools)))),
         ("artifacts", object(artifact_hashes.into_iter().map(|(p, h)| (p, Value::Str(h))))),
     ]);
-    Ok(Contract { metadata, artifacts, lock, entities: compiled, manifest })
+    (metadata, artifacts, lock)
 }
 
 fn check_relationships(compiled: &[Entity]) -> Result<(), ContractError> {

@@ -192,48 +192,63 @@ impl Resolver {
         let Some(map) = schema.as_object() else {
             return fail("unsupported", "Boolean schemas are unsupported; use an explicit type", location);
         };
-        let allow_annotation = root && name == "world.json";
-        if let Some(unknown) = map.keys().filter(|k| !(is_keyword(k) || allow_annotation && *k == "x-gateway")).min() {
-            return fail("unsupported", format!("Unsupported member {unknown}"), format!("{location}/{}", escape_pointer(unknown)));
-        }
-        if !root && (map.contains_key("$id") || map.contains_key("$schema") || map.contains_key("x-gateway")) {
-            return fail("unsupported", "Identity/dialect/annotations belong at document root", location);
-        }
-        for key in ["title", "description", "$comment"] {
-            if map.get(key).is_some_and(|v| !matches!(v, Value::Str(_))) {
-                return fail("schema", format!("{key} must be a string"), location);
-            }
-        }
-        for key in ["deprecated", "readOnly", "writeOnly", "uniqueItems", "additionalProperties"] {
-            if map.get(key).is_some_and(|v| !matches!(v, Value::Bool(_))) {
-                return fail("schema", format!("{key} must be boolean"), format!("{location}/{key}"));
-            }
-        }
-        if map.get("examples").is_some_and(|v| !matches!(v, Value::Array(_))) {
-            return fail("schema", "examples must be an array", location);
-        }
+        check_members(map, name, location, root)?;
         let mut result: Map = map
             .iter()
             .filter(|(k, _)| !matches!(k.as_str(), "$ref" | "$defs" | "$schema" | "$id" | "x-gateway"))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         if let Some(reference) = map.get("$ref") {
-            if map.keys().any(|k| k != "$ref" && !DOC_KEYS.contains(&k.as_str())) {
-                return fail("unsupported", "$ref siblings may only be documentation annotations; use allOf for assertions", location);
-            }
-            let (target, target_name, target_location) = self.reference(reference, name, location)?;
-            if stack.contains(&target_location) {
-                return fail("recursive_reference", "Recursive payload schemas are unsupported (entity relationships may cycle)", location);
-            }
-            stack.push(target_location.clone());
-            let resolved = self.resolve(&target, &target_name, &target_location, stack, false);
-            stack.pop();
-            let Value::Object(mut merged) = resolved? else { unreachable!("resolve returns objects") };
-            for (key, value) in result {
-                merged.insert(key, value);
-            }
-            result = merged;
+            result = self.inline_reference(map, reference, result, name, location, stack)?;
         }
+        self.resolve_subschemas(map, &mut result, name, location, stack)?;
+        let types = normalise_types(&mut result, location, root)?;
+        check_keywords(&mut result, &types, location)?;
+        let result = Value::Object(result);
+        if let Some(default) = result.get("default") {
+            validate(&result, default, &format!("{location}/default"), "")?;
+        }
+        Ok(result)
+    }
+
+    /// The target of `$ref` resolved, with the referring schema's own members
+    /// (documentation annotations only) laid over it.
+    fn inline_reference(
+        &mut self,
+        map: &Map,
+        reference: &Value,
+        own: Map,
+        name: &str,
+        location: &str,
+        stack: &mut Vec<String>,
+    ) -> Result<Map, ContractError> {
+        if map.keys().any(|k| k != "$ref" && !DOC_KEYS.contains(&k.as_str())) {
+            return fail("unsupported", "$ref siblings may only be documentation annotations; use allOf for assertions", location);
+        }
+        let (target, target_name, target_location) = self.reference(reference, name, location)?;
+        if stack.contains(&target_location) {
+            return fail("recursive_reference", "Recursive payload schemas are unsupported (entity relationships may cycle)", location);
+        }
+        stack.push(target_location.clone());
+        let resolved = self.resolve(&target, &target_name, &target_location, stack, false);
+        stack.pop();
+        let Value::Object(mut merged) = resolved? else { unreachable!("resolve returns objects") };
+        for (key, value) in own {
+            merged.insert(key, value);
+        }
+        Ok(merged)
+    }
+
+    /// The schemas inside one: `$defs` (checked, then dropped), `properties` in name
+    /// order, `items`, and the branches of the compositions, each resolved in place.
+    fn resolve_subschemas(
+        &mut self,
+        map: &Map,
+        result: &mut Map,
+        name: &str,
+        location: &str,
+        stack: &mut Vec<String>,
+    ) -> Result<(), ContractError> {
         for key in ["$defs", "properties"] {
             let Some(children) = map.get(key) else { continue };
             let Some(children) = children.as_object() else {
@@ -266,107 +281,7 @@ impl Resolver {
             }
             result.insert(key.to_string(), Value::Array(resolved));
         }
-        let types: Vec<String> = match result.get("type") {
-            None => Vec::new(),
-            Some(Value::Str(name)) => vec![name.clone()],
-            Some(Value::Array(items)) => {
-                let mut names = Vec::new();
-                for item in items {
-                    match item {
-                        Value::Str(name) if TYPES.contains(&name.as_str()) => names.push(name.clone()),
-                        _ => return fail("schema", "Invalid type declaration", location),
-                    }
-                }
-                names
-            }
-            Some(_) => return fail("schema", "Invalid type declaration", location),
-        };
-        let distinct: BTreeSet<&String> = types.iter().collect();
-        if types.iter().any(|t| !TYPES.contains(&t.as_str())) || distinct.len() != types.len() {
-            return fail("schema", "Invalid type declaration", location);
-        }
-        if result.contains_key("type") && types.is_empty() {
-            return fail("schema", "type arrays must not be empty", location);
-        }
-        if types.len() > 1 && (types.len() != 2 || !types.iter().any(|t| t == "null")) {
-            return fail("unsupported", "Type unions support one type plus null; use anyOf otherwise", location);
-        }
-        if types.is_empty() && !COMPOSITIONS.iter().any(|k| result.contains_key(*k)) && !root {
-            return fail("schema", "Declare an explicit type or composition", location);
-        }
-        if let Some(Value::Array(_)) = result.get("type") {
-            let mut sorted = types.clone();
-            sorted.sort();
-            result.insert("type".into(), Value::Array(sorted.into_iter().map(Value::Str).collect()));
-        }
-        const APPLICABILITY: &[(&str, &[&str])] = &[
-            ("properties", &["object"]),
-            ("required", &["object"]),
-            ("additionalProperties", &["object"]),
-            ("items", &["array"]),
-            ("minItems", &["array"]),
-            ("maxItems", &["array"]),
-            ("uniqueItems", &["array"]),
-            ("minLength", &["string"]),
-            ("maxLength", &["string"]),
-            ("format", &["string"]),
-            ("minimum", &["integer", "number"]),
-            ("maximum", &["integer", "number"]),
-            ("exclusiveMinimum", &["integer", "number"]),
-            ("exclusiveMaximum", &["integer", "number"]),
-        ];
-        for (key, applicable) in APPLICABILITY {
-            if result.contains_key(*key) && !types.iter().any(|t| applicable.contains(&t.as_str())) {
-                return fail("schema", format!("{key} requires an applicable explicit type"), format!("{location}/{key}"));
-            }
-        }
-        if types.iter().any(|t| t == "array") && !result.contains_key("items") {
-            return fail("schema", "Array schemas require items", location);
-        }
-        if let Some(required) = result.get("required") {
-            let names: Option<Vec<String>> =
-                required.as_array().and_then(|items| items.iter().map(|v| v.as_str().map(str::to_string)).collect());
-            let Some(mut names) = names.filter(|n| n.iter().collect::<BTreeSet<_>>().len() == n.len()) else {
-                return fail("schema", "required must contain distinct property names", location);
-            };
-            let declared = result.get("properties").and_then(Value::as_object);
-            if names.iter().any(|n| !declared.is_some_and(|d| d.contains_key(n))) {
-                return fail("schema", "required names must be declared properties", location);
-            }
-            names.sort();
-            result.insert("required".into(), Value::Array(names.into_iter().map(Value::Str).collect()));
-        }
-        for key in ["minItems", "maxItems", "minLength", "maxLength"] {
-            if result.get(key).is_some_and(|v| !matches!(v, Value::Int(n) if *n >= 0)) {
-                return fail("schema", format!("{key} must be a nonnegative integer"), location);
-            }
-        }
-        for key in ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"] {
-            if result.get(key).is_some_and(|v| !v.is_number()) {
-                return fail("schema", format!("{key} must be numeric"), location);
-            }
-        }
-        if let Some(format) = result.get("format") {
-            if !format.as_str().is_some_and(|f| FORMATS.contains(&f)) {
-                return fail("unsupported", "Unsupported string format profile", format!("{location}/format"));
-            }
-        }
-        if let Some(values) = result.get("enum") {
-            let distinct = match values {
-                Value::Array(items) if !items.is_empty() => {
-                    items.iter().enumerate().all(|(i, v)| items[..i].iter().all(|p| !json_equal(v, p)))
-                }
-                _ => false,
-            };
-            if !distinct {
-                return fail("schema", "enum must contain distinct values", location);
-            }
-        }
-        let result = Value::Object(result);
-        if let Some(default) = result.get("default") {
-            validate(&result, default, &format!("{location}/default"), "")?;
-        }
-        Ok(result)
+        Ok(())
     }
 
     /// Resolve every loaded document from its root, so unused `$defs` are checked too.
@@ -378,6 +293,141 @@ impl Resolver {
         }
         Ok(())
     }
+}
+
+/// A schema's members before anything is resolved: only known keywords (and
+/// `x-gateway` at world.json's root), identity and dialect at a document's root only,
+/// and the annotations' types.
+fn check_members(map: &Map, name: &str, location: &str, root: bool) -> Result<(), ContractError> {
+    let allow_annotation = root && name == "world.json";
+    if let Some(unknown) = map.keys().filter(|k| !(is_keyword(k) || allow_annotation && *k == "x-gateway")).min() {
+        return fail("unsupported", format!("Unsupported member {unknown}"), format!("{location}/{}", escape_pointer(unknown)));
+    }
+    if !root && (map.contains_key("$id") || map.contains_key("$schema") || map.contains_key("x-gateway")) {
+        return fail("unsupported", "Identity/dialect/annotations belong at document root", location);
+    }
+    for key in ["title", "description", "$comment"] {
+        if map.get(key).is_some_and(|v| !matches!(v, Value::Str(_))) {
+            return fail("schema", format!("{key} must be a string"), location);
+        }
+    }
+    for key in ["deprecated", "readOnly", "writeOnly", "uniqueItems", "additionalProperties"] {
+        if map.get(key).is_some_and(|v| !matches!(v, Value::Bool(_))) {
+            return fail("schema", format!("{key} must be boolean"), format!("{location}/{key}"));
+        }
+    }
+    if map.get("examples").is_some_and(|v| !matches!(v, Value::Array(_))) {
+        return fail("schema", "examples must be an array", location);
+    }
+    Ok(())
+}
+
+/// The declared types, checked (known, distinct, one type plus at most null, some
+/// type or composition below the root); a type array is written back sorted.
+fn normalise_types(result: &mut Map, location: &str, root: bool) -> Result<Vec<String>, ContractError> {
+    let types: Vec<String> = match result.get("type") {
+        None => Vec::new(),
+        Some(Value::Str(name)) => vec![name.clone()],
+        Some(Value::Array(items)) => {
+            let mut names = Vec::new();
+            for item in items {
+                match item {
+                    Value::Str(name) if TYPES.contains(&name.as_str()) => names.push(name.clone()),
+                    _ => return fail("schema", "Invalid type declaration", location),
+                }
+            }
+            names
+        }
+        Some(_) => return fail("schema", "Invalid type declaration", location),
+    };
+    let distinct: BTreeSet<&String> = types.iter().collect();
+    if types.iter().any(|t| !TYPES.contains(&t.as_str())) || distinct.len() != types.len() {
+        return fail("schema", "Invalid type declaration", location);
+    }
+    if result.contains_key("type") && types.is_empty() {
+        return fail("schema", "type arrays must not be empty", location);
+    }
+    if types.len() > 1 && (types.len() != 2 || !types.iter().any(|t| t == "null")) {
+        return fail("unsupported", "Type unions support one type plus null; use anyOf otherwise", location);
+    }
+    if types.is_empty() && !COMPOSITIONS.iter().any(|k| result.contains_key(*k)) && !root {
+        return fail("schema", "Declare an explicit type or composition", location);
+    }
+    if let Some(Value::Array(_)) = result.get("type") {
+        let mut sorted = types.clone();
+        sorted.sort();
+        result.insert("type".into(), Value::Array(sorted.into_iter().map(Value::Str).collect()));
+    }
+    Ok(types)
+}
+
+/// The assertion keywords against the declared `types`: each applies to a type the
+/// schema declares, arrays have items, `required` names distinct declared properties
+/// (written back sorted), counts are nonnegative integers, bounds are numbers, the
+/// format is a known profile, `enum` values are distinct.
+fn check_keywords(result: &mut Map, types: &[String], location: &str) -> Result<(), ContractError> {
+    const APPLICABILITY: &[(&str, &[&str])] = &[
+        ("properties", &["object"]),
+        ("required", &["object"]),
+        ("additionalProperties", &["object"]),
+        ("items", &["array"]),
+        ("minItems", &["array"]),
+        ("maxItems", &["array"]),
+        ("uniqueItems", &["array"]),
+        ("minLength", &["string"]),
+        ("maxLength", &["string"]),
+        ("format", &["string"]),
+        ("minimum", &["integer", "number"]),
+        ("maximum", &["integer", "number"]),
+        ("exclusiveMinimum", &["integer", "number"]),
+        ("exclusiveMaximum", &["integer", "number"]),
+    ];
+    for (key, applicable) in APPLICABILITY {
+        if result.contains_key(*key) && !types.iter().any(|t| applicable.contains(&t.as_str())) {
+            return fail("schema", format!("{key} requires an applicable explicit type"), format!("{location}/{key}"));
+        }
+    }
+    if types.iter().any(|t| t == "array") && !result.contains_key("items") {
+        return fail("schema", "Array schemas require items", location);
+    }
+    if let Some(required) = result.get("required") {
+        let names: Option<Vec<String>> =
+            required.as_array().and_then(|items| items.iter().map(|v| v.as_str().map(str::to_string)).collect());
+        let Some(mut names) = names.filter(|n| n.iter().collect::<BTreeSet<_>>().len() == n.len()) else {
+            return fail("schema", "required must contain distinct property names", location);
+        };
+        let declared = result.get("properties").and_then(Value::as_object);
+        if names.iter().any(|n| !declared.is_some_and(|d| d.contains_key(n))) {
+            return fail("schema", "required names must be declared properties", location);
+        }
+        names.sort();
+        result.insert("required".into(), Value::Array(names.into_iter().map(Value::Str).collect()));
+    }
+    for key in ["minItems", "maxItems", "minLength", "maxLength"] {
+        if result.get(key).is_some_and(|v| !matches!(v, Value::Int(n) if *n >= 0)) {
+            return fail("schema", format!("{key} must be a nonnegative integer"), location);
+        }
+    }
+    for key in ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"] {
+        if result.get(key).is_some_and(|v| !v.is_number()) {
+            return fail("schema", format!("{key} must be numeric"), location);
+        }
+    }
+    if let Some(format) = result.get("format") {
+        if !format.as_str().is_some_and(|f| FORMATS.contains(&f)) {
+            return fail("unsupported", "Unsupported string format profile", format!("{location}/format"));
+        }
+    }
+    if let Some(values) = result.get("enum") {
+        let distinct = match values {
+            Value::Array(items) if !items.is_empty() => items.iter().enumerate().all(|(i, v)| items[..i].iter().all(|p| !json_equal(v, p))),
+            _ => false,
+        };
+        if !distinct {
+            return fail("schema", "enum must contain distinct values", location);
+        }
+    }
+    Ok(())
 }
 
 fn valid_identity(identity: &str) -> bool {

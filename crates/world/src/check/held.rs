@@ -7,7 +7,8 @@
 //! of its input. Both forms answer the same questions in the same order.
 
 use super::memory::{Cell, Tuple};
-use super::{Ref, Staged};
+use super::references::Ref;
+use super::staged::Staged;
 use crate::data::tempfile_dir::Scratch;
 use crate::error::Result;
 use crate::json::{canonical, parse_clean, Value};

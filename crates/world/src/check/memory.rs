@@ -10,7 +10,9 @@
 //! [`Decision::Undecided`] and the caller runs the exact one.
 
 use super::held::Held;
-use super::{dependency_order, refusal, update_of, Staged, Update, Validators};
+use super::report::refusal;
+use super::shape::Validators;
+use super::staged::{dependency_order, update_of, Staged, Update};
 use crate::compiler::{quote, Contract, Entity};
 use crate::error::Result;
 use crate::json::{object, Value};
@@ -292,7 +294,7 @@ pub(super) fn apply(contract: &Contract, validators: &Validators, plans: &Unique
                 }
             }
             if audit_refusal.is_none() {
-                audit_refusal = super::audit_updated_row(contract, name, staged, &merged, &mut exists)?;
+                audit_refusal = super::staged::audit_updated_row(contract, name, staged, &merged, &mut exists)?;
             }
             Ok(true)
         })?;

@@ -3,7 +3,8 @@
 //! neither the batch nor the parent snapshot holds.
 
 use super::held::Held;
-use super::{memory, refusal};
+use super::memory;
+use super::report::refusal;
 use crate::compiler::{quote, Contract, Entity};
 use crate::error::Result;
 use crate::json::{object, Map, Value};

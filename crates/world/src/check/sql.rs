@@ -6,7 +6,9 @@
 //! row per written row, as the store's own batches leave them.
 
 use super::held::Held;
-use super::{dependency_order, refusal, update_of, Staged, Update, Validators};
+use super::report::refusal;
+use super::shape::Validators;
+use super::staged::{dependency_order, update_of, Staged, Update};
 use crate::compiler::Contract;
 use crate::error::Result;
 use crate::json::Value;
@@ -222,7 +224,7 @@ fn apply_rows(
     }
     // An update keeps the references of the row it merges into; the scratch copy
     // now holds the batch, so it answers whether a target exists.
-    let refused = super::audit_updated(contract, &updated, |target, wanted| {
+    let refused = super::staged::audit_updated(contract, &updated, |target, wanted| {
         Ok(conn.prepare_cached(&format!("SELECT 1 FROM {} WHERE _key = ?1", quote(&target.name)))?.exists([wanted])?)
     })?;
     if refused.is_some() {

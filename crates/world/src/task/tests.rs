@@ -2,6 +2,8 @@
 //! byte-for-byte comparison with the original lives in `tests/tasks.rs`.
 
 use super::*;
+use crate::json::{dumps, DumpOptions, Value};
+use std::time::Duration;
 
 fn value(text: &str) -> Value {
     crate::json::parse(text).expect("test json").value

@@ -9,7 +9,7 @@
 //! (parse, [`Validator::accepts`], the canonical writer), which decides it exactly.
 //! So a `Some` always equals what that path gives (the tests hold both to it).
 
-use super::{in_range, Validator, ARRAY, BOOLEAN, INTEGER, NULL, NUMBER, OBJECT, STRING};
+use super::compiled::{in_range, Validator, ARRAY, BOOLEAN, INTEGER, NULL, NUMBER, OBJECT, STRING};
 use crate::dialect::valid_format;
 use crate::json::{canonical_into, python_float_repr, Value};
 use std::ops::Range;
