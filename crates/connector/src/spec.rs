@@ -317,6 +317,41 @@ pub fn parse_spec(text: &str) -> Result<Spec, ContractError> {
         Err(error) => return fail("spec", format!("connector.toml is not valid TOML: {}", error.message()), "/connector.toml"),
     };
     let connector = table(raw.get("connector"), "/connector")?;
+    let (slug, base_url, netloc) = connector_origin(connector)?;
+    let default_auth = Toml::Table(toml::Table::from_iter([("scheme".to_string(), Toml::String("none".into()))]));
+    let auth_table = table(Some(raw.get("auth").unwrap_or(&default_auth)), "/auth")?;
+    let auth = parse_auth(auth_table)?;
+    refuse_inline_secrets(connector, auth_table, &netloc, auth.secret_env.as_deref(), auth.client_id_env.as_deref(), &auth.extra_headers)?;
+    let empty = Toml::Table(toml::Table::new());
+    let capture = table(Some(raw.get("capture").unwrap_or(&empty)), "/capture")?;
+    let (cursor_param, cursor_field, cursor_header) = capture_cursor(capture)?;
+    let redaction = parse_redaction(table(Some(raw.get("redact").unwrap_or(&empty)), "/redact")?, &slug)?;
+    let operations = parse_operations(&raw)?;
+    let is_oauth = auth.scheme == "oauth2";
+    Ok(Spec {
+        slug,
+        base_url: base_url.trim_end_matches('/').to_string(),
+        scheme: auth.scheme,
+        auth_name: auth.name,
+        secret_env: auth.secret_env,
+        extra_headers: auth.extra_headers,
+        token_url: if is_oauth { auth.token_url } else { None },
+        client_id_env: if is_oauth { auth.client_id_env } else { None },
+        scope: if is_oauth { auth.scope } else { None },
+        requests_per_minute: positive(capture, "requests_per_minute", "/capture", 30.0)? as i64,
+        timeout_seconds: positive(capture, "timeout_seconds", "/capture", 30.0)?,
+        max_pages: positive(capture, "max_pages", "/capture", 5.0)? as i64,
+        cursor_param,
+        cursor_field,
+        cursor_header,
+        redaction,
+        operations,
+        raw,
+    })
+}
+
+/// `[connector]`'s slug and base URL, checked, with the URL's host.
+fn connector_origin(connector: &toml::Table) -> Result<(String, String, String), ContractError> {
     let slug = string(connector, "slug", "/connector", None, true)?.unwrap_or_default();
     let slug_ok = slug.chars().next().is_some_and(|c| c.is_ascii_lowercase())
         && slug.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
@@ -328,8 +363,23 @@ pub fn parse_spec(text: &str) -> Result<Spec, ContractError> {
     if !matches!(scheme_part.as_str(), "https" | "http") || netloc.is_empty() || extra {
         return fail("spec", "base_url must be an http(s) origin with an optional path and no query", "/connector/base_url");
     }
-    let default_auth = Toml::Table(toml::Table::from_iter([("scheme".to_string(), Toml::String("none".into()))]));
-    let auth = table(Some(raw.get("auth").unwrap_or(&default_auth)), "/auth")?;
+    Ok((slug, base_url, netloc))
+}
+
+/// `[auth]` as declared (the OAuth2 members are kept for any scheme here; only
+/// `oauth2` passes them on).
+struct Auth {
+    scheme: String,
+    name: Option<String>,
+    secret_env: Option<String>,
+    token_url: Option<String>,
+    client_id_env: Option<String>,
+    scope: Option<String>,
+    extra_headers: BTreeMap<String, String>,
+}
+
+/// `[auth]` checked: a known scheme with the members it takes and no other.
+fn parse_auth(auth: &toml::Table) -> Result<Auth, ContractError> {
     let scheme = string(auth, "scheme", "/auth", None, true)?.unwrap_or_default();
     if !SCHEMES.contains(&scheme.as_str()) {
         return fail("spec", format!("auth.scheme must be one of {}", SCHEMES.join(", ")), "/auth/scheme");
@@ -362,9 +412,12 @@ pub fn parse_spec(text: &str) -> Result<Spec, ContractError> {
             return fail("spec", "auth.headers repeats the secret header", "/auth/headers");
         }
     }
-    refuse_inline_secrets(connector, auth, &netloc, secret_env.as_deref(), client_id_env.as_deref(), &extra_headers)?;
-    let empty = Toml::Table(toml::Table::new());
-    let capture = table(Some(raw.get("capture").unwrap_or(&empty)), "/capture")?;
+    Ok(Auth { scheme, name: auth_name, secret_env, token_url, client_id_env, scope, extra_headers })
+}
+
+/// `[capture]`'s cursor: the query parameter it is sent as, and the body field or
+/// response header it is read from (a parameter comes with exactly one of those).
+fn capture_cursor(capture: &toml::Table) -> Result<(Option<String>, Option<String>, Option<String>), ContractError> {
     let cursor_param = string(capture, "cursor_param", "/capture", None, false)?;
     let cursor_field = string(capture, "cursor_field", "/capture", None, false)?;
     let cursor_header = string(capture, "cursor_header", "/capture", None, false)?;
@@ -374,7 +427,11 @@ pub fn parse_spec(text: &str) -> Result<Spec, ContractError> {
     if cursor_param.is_some() != (cursor_field.is_some() || cursor_header.is_some()) {
         return fail("spec", "cursor_param comes with cursor_field or cursor_header", "/capture");
     }
-    let redact = table(Some(raw.get("redact").unwrap_or(&empty)), "/redact")?;
+    Ok((cursor_param, cursor_field, cursor_header))
+}
+
+/// `[redact]`: fields hashed, dropped or rounded, each in one of those at most.
+fn parse_redaction(redact: &toml::Table, slug: &str) -> Result<Redaction, ContractError> {
     let hash_fields = paths(redact, "hash", "/redact")?;
     let drop_fields = paths(redact, "drop", "/redact")?;
     let round_fields: BTreeMap<String, i64> = match redact.get("round") {
@@ -389,69 +446,59 @@ pub fn parse_spec(text: &str) -> Result<Spec, ContractError> {
     {
         return fail("spec", "A field is hashed, dropped or rounded, never two of those", "/redact");
     }
-    let redaction = Redaction { slug: slug.clone(), hash: hash_fields, drop: drop_fields, round: round_fields };
+    Ok(Redaction { slug: slug.to_string(), hash: hash_fields, drop: drop_fields, round: round_fields })
+}
+
+/// `[[operations]]`: at least one, each named once.
+fn parse_operations(raw: &toml::Table) -> Result<Vec<Operation>, ContractError> {
     let listed = match raw.get("operations") {
         Some(Toml::Array(items)) if !items.is_empty() => items,
         _ => return fail("spec", "Declare at least one [[operations]] entry", "/operations"),
     };
     let mut operations: Vec<Operation> = Vec::new();
     for (index, entry) in listed.iter().enumerate() {
-        let location = format!("/operations/{index}");
-        let t = table(Some(entry), &location)?;
-        let name = string(t, "name", &location, None, true)?.unwrap_or_default();
-        if !is_snake(&name) {
-            return fail("spec", "operation name must be snake_case", format!("{location}/name"));
-        }
-        if operations.iter().any(|o| o.name == name) {
-            return fail("spec", format!("operation {name} is declared twice"), format!("{location}/name"));
-        }
-        let method = string(t, "method", &location, Some("GET"), false)?.unwrap_or_default().to_uppercase();
-        if !METHODS.contains(&method.as_str()) {
-            return fail("spec", format!("method must be one of {}", METHODS.join(", ")), format!("{location}/method"));
-        }
-        let path = string(t, "path", &location, None, true)?.unwrap_or_default();
-        if !path.starts_with('/') || path.contains('?') || path.contains('#') {
-            return fail("spec", "path must start with / and carry no query", format!("{location}/path"));
-        }
-        let params = names(t, "params", &location)?;
-        let entity = string(t, "entity", &location, None, false)?;
-        let results = match t.get("results") {
-            None => String::new(),
-            Some(Toml::String(s)) => s.trim_matches('.').to_string(),
-            Some(_) => return fail("spec", "results must be a dotted path string", format!("{location}/results")),
-        };
-        for placeholder in placeholders(&path) {
-            if params.contains(&placeholder) {
-                return fail("spec", format!("{placeholder} is both a path argument and a query parameter"), location);
-            }
-        }
-        let (drop, explode) = ingest_projection(t.get("ingest").unwrap_or(&empty), &format!("{location}/ingest"))?;
-        if (!drop.is_empty() || !explode.is_empty()) && entity.is_none() {
-            return fail("spec", "ingest projection needs an entity to land rows in", format!("{location}/ingest"));
-        }
-        operations.push(Operation { name, method, path, params, entity, results, drop, explode, table: t.clone() });
+        let operation = parse_operation(entry, &format!("/operations/{index}"), &operations)?;
+        operations.push(operation);
     }
-    let is_oauth = scheme == "oauth2";
-    Ok(Spec {
-        slug,
-        base_url: base_url.trim_end_matches('/').to_string(),
-        scheme,
-        auth_name,
-        secret_env,
-        extra_headers,
-        token_url: if is_oauth { token_url } else { None },
-        client_id_env: if is_oauth { client_id_env } else { None },
-        scope: if is_oauth { scope } else { None },
-        requests_per_minute: positive(capture, "requests_per_minute", "/capture", 30.0)? as i64,
-        timeout_seconds: positive(capture, "timeout_seconds", "/capture", 30.0)?,
-        max_pages: positive(capture, "max_pages", "/capture", 5.0)? as i64,
-        cursor_param,
-        cursor_field,
-        cursor_header,
-        redaction,
-        operations,
-        raw,
-    })
+    Ok(operations)
+}
+
+/// One `[[operations]]` entry at `location`, `before` the entries above it.
+fn parse_operation(entry: &Toml, location: &str, before: &[Operation]) -> Result<Operation, ContractError> {
+    let t = table(Some(entry), location)?;
+    let name = string(t, "name", location, None, true)?.unwrap_or_default();
+    if !is_snake(&name) {
+        return fail("spec", "operation name must be snake_case", format!("{location}/name"));
+    }
+    if before.iter().any(|o| o.name == name) {
+        return fail("spec", format!("operation {name} is declared twice"), format!("{location}/name"));
+    }
+    let method = string(t, "method", location, Some("GET"), false)?.unwrap_or_default().to_uppercase();
+    if !METHODS.contains(&method.as_str()) {
+        return fail("spec", format!("method must be one of {}", METHODS.join(", ")), format!("{location}/method"));
+    }
+    let path = string(t, "path", location, None, true)?.unwrap_or_default();
+    if !path.starts_with('/') || path.contains('?') || path.contains('#') {
+        return fail("spec", "path must start with / and carry no query", format!("{location}/path"));
+    }
+    let params = names(t, "params", location)?;
+    let entity = string(t, "entity", location, None, false)?;
+    let results = match t.get("results") {
+        None => String::new(),
+        Some(Toml::String(s)) => s.trim_matches('.').to_string(),
+        Some(_) => return fail("spec", "results must be a dotted path string", format!("{location}/results")),
+    };
+    for placeholder in placeholders(&path) {
+        if params.contains(&placeholder) {
+            return fail("spec", format!("{placeholder} is both a path argument and a query parameter"), location);
+        }
+    }
+    let empty = Toml::Table(toml::Table::new());
+    let (drop, explode) = ingest_projection(t.get("ingest").unwrap_or(&empty), &format!("{location}/ingest"))?;
+    if (!drop.is_empty() || !explode.is_empty()) && entity.is_none() {
+        return fail("spec", "ingest projection needs an entity to land rows in", format!("{location}/ingest"));
+    }
+    Ok(Operation { name, method, path, params, entity, results, drop, explode, table: t.clone() })
 }
 
 fn ingest_projection(raw: &Toml, location: &str) -> Result<(Vec<String>, Vec<Explode>), ContractError> {

@@ -202,6 +202,54 @@ fn operation_settings(operation: &Operation, location: &str) -> Result<Operation
     };
     let placeholders = operation.placeholders();
     let declared = |arg: &str| placeholders.iter().any(|p| p == arg) || operation.params.iter().any(|p| p == arg);
+    let (filter, matching) = filter_settings(t, location, &declared)?;
+    let (action, handler) = action_settings(t, operation, &filter, location)?;
+    let default_status = match action.as_str() {
+        "create" => 201,
+        "delete" => 204,
+        _ => 200,
+    };
+    let status_code = status(t, "status", default_status, location, 200, 299)?;
+    let envelope = match t.get("envelope") {
+        None => None,
+        Some(Toml::String(s)) => Some(s.clone()),
+        Some(_) => return fail("spec", "api.envelope must be a string", format!("{location}/envelope")),
+    };
+    let single = match t.get("single") {
+        None => matches!(action.as_str(), "create" | "update"),
+        Some(Toml::Boolean(b)) => *b,
+        Some(_) => return fail("spec", "api.single must be true or false", format!("{location}/single")),
+    };
+    let (body, defaults, generate) = write_settings(t, &action, location)?;
+    let sample = sample_settings(t, location, &declared)?;
+    let paging = match t.get("page") {
+        None => None,
+        Some(Toml::String(s)) if PAGING.contains(&s.as_str()) => Some(s.clone()),
+        Some(_) => return fail("spec", format!("api.page must be one of {}", PAGING.join(", ")), format!("{location}/page")),
+    };
+    Ok(OperationSettings {
+        filter,
+        matching,
+        action: action.clone(),
+        status: status_code,
+        envelope,
+        single,
+        body,
+        defaults,
+        generate,
+        handler,
+        paging,
+        sample,
+    })
+}
+
+/// `api.filter` (arguments the operation declares) and `api.match` (how each
+/// filtered argument compares).
+fn filter_settings(
+    t: &toml::Table,
+    location: &str,
+    declared: &dyn Fn(&str) -> bool,
+) -> Result<(Vec<(String, String)>, BTreeMap<String, String>), ContractError> {
     let filter = str_map(t, "filter", location)?;
     for (arg, _) in &filter {
         if !declared(arg) {
@@ -222,6 +270,17 @@ fn operation_settings(operation: &Operation, location: &str) -> Result<Operation
         }
         matching.insert(arg, mode);
     }
+    Ok((filter, matching))
+}
+
+/// `api.action` (a write needs an entity, an update or delete a filter) and
+/// `api.handler`, which only the `handler` action takes.
+fn action_settings(
+    t: &toml::Table,
+    operation: &Operation,
+    filter: &[(String, String)],
+    location: &str,
+) -> Result<(String, Option<String>), ContractError> {
     let action = name(t, "action", "read", location)?;
     if !ACTIONS.contains(&action.as_str()) {
         return fail("spec", format!("api.action must be one of {}", ACTIONS.join(", ")), format!("{location}/action"));
@@ -244,22 +303,16 @@ fn operation_settings(operation: &Operation, location: &str) -> Result<Operation
     } else {
         None
     };
-    let default_status = match action.as_str() {
-        "create" => 201,
-        "delete" => 204,
-        _ => 200,
-    };
-    let status_code = status(t, "status", default_status, location, 200, 299)?;
-    let envelope = match t.get("envelope") {
-        None => None,
-        Some(Toml::String(s)) => Some(s.clone()),
-        Some(_) => return fail("spec", "api.envelope must be a string", format!("{location}/envelope")),
-    };
-    let single = match t.get("single") {
-        None => matches!(action.as_str(), "create" | "update"),
-        Some(Toml::Boolean(b)) => *b,
-        Some(_) => return fail("spec", "api.single must be true or false", format!("{location}/single")),
-    };
+    Ok((action, handler))
+}
+
+/// What a create or update writes: `api.body` (fields from arguments), `api.defaults`
+/// (constant fields) and `api.generate` (generated fields).
+fn write_settings(
+    t: &toml::Table,
+    action: &str,
+    location: &str,
+) -> Result<(Vec<(String, String)>, Map, Vec<(String, String)>), ContractError> {
     let body = str_map(t, "body", location)?;
     let defaults = match t.get("defaults") {
         None => Map::default(),
@@ -275,10 +328,16 @@ fn operation_settings(operation: &Operation, location: &str) -> Result<Operation
             return fail("spec", format!("api.generate.{field} must be one of {}", GENERATORS.join(", ")), format!("{location}/generate"));
         }
     }
-    if (!body.is_empty() || !defaults.is_empty() || !generate.is_empty()) && !matches!(action.as_str(), "create" | "update") {
+    if (!body.is_empty() || !defaults.is_empty() || !generate.is_empty()) && !matches!(action, "create" | "update") {
         return fail("spec", "api.body, defaults and generate belong to create and update actions", location);
     }
-    let sample = match t.get("sample") {
+    Ok((body, defaults, generate))
+}
+
+/// `api.sample`: a value the route accepts for some of the operation's arguments,
+/// as text.
+fn sample_settings(t: &toml::Table, location: &str, declared: &dyn Fn(&str) -> bool) -> Result<BTreeMap<String, String>, ContractError> {
+    let sample: BTreeMap<String, String> = match t.get("sample") {
         None => BTreeMap::new(),
         Some(Toml::Table(m)) if m.values().all(|v| matches!(v, Toml::String(_) | Toml::Integer(_) | Toml::Float(_))) => m
             .iter()
@@ -305,25 +364,7 @@ fn operation_settings(operation: &Operation, location: &str) -> Result<Operation
             );
         }
     }
-    let paging = match t.get("page") {
-        None => None,
-        Some(Toml::String(s)) if PAGING.contains(&s.as_str()) => Some(s.clone()),
-        Some(_) => return fail("spec", format!("api.page must be one of {}", PAGING.join(", ")), format!("{location}/page")),
-    };
-    Ok(OperationSettings {
-        filter,
-        matching,
-        action: action.clone(),
-        status: status_code,
-        envelope,
-        single,
-        body,
-        defaults,
-        generate,
-        handler,
-        paging,
-        sample,
-    })
+    Ok(sample)
 }
 
 fn ui_settings(raw: &toml::Table, world: &Path) -> Result<Option<UiSettings>, ContractError> {

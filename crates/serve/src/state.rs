@@ -956,86 +956,11 @@ impl WorldState {
     /// `[offset, offset + limit)` (Python slice semantics), or every match without a window.
     pub fn select(&self, entity: &str, filters: &[Filter], window: Option<(i64, i64)>) -> Result<(i64, Vec<Value>)> {
         let db = self.db();
-        let table = quote(entity);
-        let indexed = |f: &Filter| f.mode == "equals" && self.shared.indexed.get(entity).is_some_and(|paths| paths.contains(&f.path));
-        // The index drives when every filter is an indexed equality; a mix with
-        // substring filters is answered from the folded columns instead.
-        let driving = if filters.iter().all(indexed) { filters.first() } else { None };
-        // An array at the indexed path matches element by element: the index cannot answer then.
-        let driving = match driving {
-            Some(filter) => {
-                let expression = fold_expression(&filter.path);
-                let sql = format!("SELECT EXISTS(SELECT 1 FROM {table} WHERE {expression} = ?1)");
-                let has_arrays: bool = db.read(|conn| conn.prepare_cached(&sql)?.query_row([ARRAY_FOLD], |r| r.get(0)))?;
-                (!has_arrays).then_some((filter, expression))
-            }
-            None => None,
-        };
-        if let Some((filter, expression)) = driving {
-            let rest: Vec<Filter> = filters.iter().filter(|f| !std::ptr::eq(*f, filter)).cloned().collect();
-            if rest.is_empty() {
-                let count_key = (entity.to_string(), filter.path.clone(), filter.wanted.clone());
-                let started = db.generation();
-                let cached = db
-                    .counts
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .get(&count_key)
-                    .filter(|(g, _)| *g == started)
-                    .map(|(_, n)| *n);
-                let total = match cached {
-                    Some(total) => total,
-                    None => {
-                        let count_sql = format!("SELECT COUNT(*) FROM {table} WHERE {expression} = ?1");
-                        let total: i64 = db.read(|conn| conn.prepare_cached(&count_sql)?.query_row([&filter.wanted], |r| r.get(0)))?;
-                        if db.generation() == started {
-                            db.counts.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(count_key, (started, total));
-                        }
-                        total
-                    }
-                };
-                let (start, stop) = match window {
-                    Some((offset, limit)) => crate::page::python_slice(total, offset, offset.saturating_add(limit)),
-                    None => (0, total as usize),
-                };
-                let page_sql = format!("SELECT payload FROM {table} WHERE {expression} = ?1 ORDER BY _key LIMIT ?2 OFFSET ?3");
-                let rows = db.read(|conn| {
-                    let mut statement = conn.prepare_cached(&page_sql)?;
-                    let rows = statement
-                        .query_map(rusqlite::params![filter.wanted, (stop - start) as i64, start as i64], |r| r.get::<_, String>(0))?;
-                    rows.map(|r| r.map(|t| parse_payload(&t))).collect::<rusqlite::Result<Vec<_>>>()
-                })?;
-                // The index answers Python's semantics exactly; re-check the page anyway.
-                return Ok((total, rows.into_iter().filter(|r| matches(r, filters)).collect()));
-            }
-            let sql = format!("SELECT payload FROM {table} WHERE {expression} = ?1 ORDER BY _key");
-            let matched = db.read(|conn| {
-                let mut statement = conn.prepare_cached(&sql)?;
-                let rows = statement.query_map([&filter.wanted], |r| r.get::<_, String>(0))?;
-                let mut out = Vec::new();
-                for row in rows {
-                    let row = parse_payload(&row?);
-                    if matches(&row, filters) {
-                        out.push(row);
-                    }
-                }
-                Ok(out)
-            })?;
-            return Ok(slice_all(matched, window));
+        if let Some((filter, expression)) = self.driving_filter(&db, entity, filters)? {
+            return select_indexed(&db, entity, filters, filter, &expression, window);
         }
         if filters.is_empty() {
-            let total: i64 = db.read(|conn| conn.prepare_cached(&format!("SELECT COUNT(*) FROM {table}"))?.query_row([], |r| r.get(0)))?;
-            let (start, stop) = match window {
-                Some((offset, limit)) => crate::page::python_slice(total, offset, offset.saturating_add(limit)),
-                None => (0, total as usize),
-            };
-            let sql = format!("SELECT payload FROM {table} ORDER BY _key LIMIT ?1 OFFSET ?2");
-            let rows = db.read(|conn| {
-                let mut statement = conn.prepare_cached(&sql)?;
-                let rows = statement.query_map([(stop - start) as i64, start as i64], |r| r.get::<_, String>(0))?;
-                rows.map(|r| r.map(|t| parse_payload(&t))).collect()
-            })?;
-            return Ok((total, rows));
+            return select_all(&db, entity, window);
         }
         // Streaming scan over folded columns: no payload is decoded unless it is on the page.
         let columns: Vec<Arc<Column>> = filters.iter().map(|f| db.column(entity, &f.path)).collect::<Result<_>>()?;
@@ -1044,43 +969,13 @@ impl WorldState {
             let matched: Vec<Value> = self.rows(entity)?.into_iter().filter(|r| matches(r, filters)).collect();
             return Ok(slice_all(matched, window));
         }
-        let generation = columns[0].generation;
-        let result_key = (
-            entity.to_string(),
-            filters.iter().map(|f| format!("{}\u{0}{}\u{0}{}", f.path, f.mode, f.wanted)).collect::<Vec<_>>().join("\u{1}"),
-        );
-        let cached = db
-            .matches
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(&result_key)
-            .filter(|(g, _)| *g == generation)
-            .map(|(_, m)| m.clone());
-        let matching = match cached {
-            Some(matching) => matching,
-            None => {
-                let count = columns[0].keys.len();
-                let mut passed = vec![true; count];
-                for (filter, column) in filters.iter().zip(&columns) {
-                    let mut marks = vec![false; count];
-                    column.mark(filter, &mut marks);
-                    passed.iter_mut().zip(marks).for_each(|(p, m)| *p &= m);
-                }
-                let matching: Arc<Vec<u32>> = Arc::new((0..count as u32).filter(|i| passed[*i as usize]).collect());
-                let mut cache = db.matches.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                if cache.len() >= 256 {
-                    cache.clear();
-                }
-                cache.insert(result_key, (generation, matching.clone()));
-                matching
-            }
-        };
+        let matching = matching_positions(&db, entity, filters, &columns);
         let total = matching.len() as i64;
         let (start, stop) = match window {
             Some((offset, limit)) => crate::page::python_slice(total, offset, offset.saturating_add(limit)),
             None => (0, matching.len()),
         };
-        let sql = format!("SELECT payload FROM {table} WHERE _key = ?1");
+        let sql = format!("SELECT payload FROM {} WHERE _key = ?1", quote(entity));
         let keys = &columns[0].keys;
         let rows = db.read(|conn| {
             let mut statement = conn.prepare_cached(&sql)?;
@@ -1093,6 +988,19 @@ impl WorldState {
             Ok(rows)
         })?;
         Ok((total, rows))
+    }
+
+    /// The filter the serving index answers, with its folded expression: when every
+    /// filter is an indexed equality (a mix with substring filters is answered from
+    /// the folded columns instead) and no row holds an array at its path (an array
+    /// matches element by element, which the index cannot answer).
+    fn driving_filter<'f>(&self, db: &Db, entity: &str, filters: &'f [Filter]) -> Result<Option<(&'f Filter, String)>> {
+        let indexed = |f: &Filter| f.mode == "equals" && self.shared.indexed.get(entity).is_some_and(|paths| paths.contains(&f.path));
+        let Some(filter) = filters.first().filter(|_| filters.iter().all(indexed)) else { return Ok(None) };
+        let expression = fold_expression(&filter.path);
+        let sql = format!("SELECT EXISTS(SELECT 1 FROM {} WHERE {expression} = ?1)", quote(entity));
+        let has_arrays: bool = db.read(|conn| conn.prepare_cached(&sql)?.query_row([ARRAY_FOLD], |r| r.get(0)))?;
+        Ok((!has_arrays).then_some((filter, expression)))
     }
 
     /// Every entity keyed the way the original's `/__world/state` keys it.
@@ -1115,6 +1023,117 @@ fn check_mode(mode: &str) -> Result<()> {
         return Ok(());
     }
     Err(ContractError::new("seed", format!("mode must be one of {}", MODES.join(", ")), "/seed/mode").into())
+}
+
+/// [`WorldState::select`] driven by the index on `filter` (its folded `expression`):
+/// the page read straight from the index when it is the only filter, else every
+/// indexed match checked against the other filters.
+fn select_indexed(
+    db: &Db,
+    entity: &str,
+    filters: &[Filter],
+    filter: &Filter,
+    expression: &str,
+    window: Option<(i64, i64)>,
+) -> Result<(i64, Vec<Value>)> {
+    let table = quote(entity);
+    if filters.len() > 1 {
+        let sql = format!("SELECT payload FROM {table} WHERE {expression} = ?1 ORDER BY _key");
+        let matched = db.read(|conn| {
+            let mut statement = conn.prepare_cached(&sql)?;
+            let rows = statement.query_map([&filter.wanted], |r| r.get::<_, String>(0))?;
+            let mut out = Vec::new();
+            for row in rows {
+                let row = parse_payload(&row?);
+                if matches(&row, filters) {
+                    out.push(row);
+                }
+            }
+            Ok(out)
+        })?;
+        return Ok(slice_all(matched, window));
+    }
+    let total = indexed_count(db, entity, filter, expression)?;
+    let (start, stop) = match window {
+        Some((offset, limit)) => crate::page::python_slice(total, offset, offset.saturating_add(limit)),
+        None => (0, total as usize),
+    };
+    let page_sql = format!("SELECT payload FROM {table} WHERE {expression} = ?1 ORDER BY _key LIMIT ?2 OFFSET ?3");
+    let rows = db.read(|conn| {
+        let mut statement = conn.prepare_cached(&page_sql)?;
+        let rows = statement.query_map(rusqlite::params![filter.wanted, (stop - start) as i64, start as i64], |r| r.get::<_, String>(0))?;
+        rows.map(|r| r.map(|t| parse_payload(&t))).collect::<rusqlite::Result<Vec<_>>>()
+    })?;
+    // The index answers Python's semantics exactly; re-check the page anyway.
+    Ok((total, rows.into_iter().filter(|r| matches(r, filters)).collect()))
+}
+
+/// How many rows the index finds for `filter`, cached until the next write.
+fn indexed_count(db: &Db, entity: &str, filter: &Filter, expression: &str) -> Result<i64> {
+    let count_key = (entity.to_string(), filter.path.clone(), filter.wanted.clone());
+    let started = db.generation();
+    let cached =
+        db.counts.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&count_key).filter(|(g, _)| *g == started).map(|(_, n)| *n);
+    if let Some(total) = cached {
+        return Ok(total);
+    }
+    let count_sql = format!("SELECT COUNT(*) FROM {} WHERE {expression} = ?1", quote(entity));
+    let total: i64 = db.read(|conn| conn.prepare_cached(&count_sql)?.query_row([&filter.wanted], |r| r.get(0)))?;
+    if db.generation() == started {
+        db.counts.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(count_key, (started, total));
+    }
+    Ok(total)
+}
+
+/// [`WorldState::select`] without filters: the page in key order, and the row count.
+fn select_all(db: &Db, entity: &str, window: Option<(i64, i64)>) -> Result<(i64, Vec<Value>)> {
+    let table = quote(entity);
+    let total: i64 = db.read(|conn| conn.prepare_cached(&format!("SELECT COUNT(*) FROM {table}"))?.query_row([], |r| r.get(0)))?;
+    let (start, stop) = match window {
+        Some((offset, limit)) => crate::page::python_slice(total, offset, offset.saturating_add(limit)),
+        None => (0, total as usize),
+    };
+    let sql = format!("SELECT payload FROM {table} ORDER BY _key LIMIT ?1 OFFSET ?2");
+    let rows = db.read(|conn| {
+        let mut statement = conn.prepare_cached(&sql)?;
+        let rows = statement.query_map([(stop - start) as i64, start as i64], |r| r.get::<_, String>(0))?;
+        rows.map(|r| r.map(|t| parse_payload(&t))).collect()
+    })?;
+    Ok((total, rows))
+}
+
+/// The positions (in the columns' key order) of the rows every filter marks, from
+/// the folded columns of one generation; cached until the next write.
+fn matching_positions(db: &Db, entity: &str, filters: &[Filter], columns: &[Arc<Column>]) -> Arc<Vec<u32>> {
+    let generation = columns[0].generation;
+    let result_key = (
+        entity.to_string(),
+        filters.iter().map(|f| format!("{}\u{0}{}\u{0}{}", f.path, f.mode, f.wanted)).collect::<Vec<_>>().join("\u{1}"),
+    );
+    let cached = db
+        .matches
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .get(&result_key)
+        .filter(|(g, _)| *g == generation)
+        .map(|(_, m)| m.clone());
+    if let Some(matching) = cached {
+        return matching;
+    }
+    let count = columns[0].keys.len();
+    let mut passed = vec![true; count];
+    for (filter, column) in filters.iter().zip(columns) {
+        let mut marks = vec![false; count];
+        column.mark(filter, &mut marks);
+        passed.iter_mut().zip(marks).for_each(|(p, m)| *p &= m);
+    }
+    let matching: Arc<Vec<u32>> = Arc::new((0..count as u32).filter(|i| passed[*i as usize]).collect());
+    let mut cache = db.matches.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if cache.len() >= 256 {
+        cache.clear();
+    }
+    cache.insert(result_key, (generation, matching.clone()));
+    matching
 }
 
 fn slice_all(rows: Vec<Value>, window: Option<(i64, i64)>) -> (i64, Vec<Value>) {
