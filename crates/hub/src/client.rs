@@ -122,6 +122,75 @@ pub fn read_pyproject(env: &Path) -> Map {
     out
 }
 
+/// `--auto-bump`, `--rc` or `--post` (one at most): pyproject.toml's version bumped
+/// in place before the push.
+fn bump_pyproject_version(env: &Path, options: &PushOptions) -> Result<()> {
+    let bumps = [options.auto_bump, options.rc, options.post].iter().filter(|b| **b).count();
+    if bumps > 1 {
+        return Err(fail("--auto-bump, --rc and --post are mutually exclusive"));
+    }
+    if bumps == 1 {
+        let current = read_pyproject(env).get("version").and_then(Value::as_str).map(str::to_string);
+        let current = current.filter(|v| !v.is_empty()).ok_or_else(|| fail("no [project].version in pyproject.toml to bump"))?;
+        let new_version = if options.auto_bump {
+            versioning::bump_version(&current)
+        } else if options.rc {
+            versioning::bump_rc_version(&current)
+        } else {
+            versioning::bump_post_version(&current)
+        };
+        let path = env.join("pyproject.toml");
+        let text = std::fs::read_to_string(&path).map_err(|e| HubError::io(&path, e))?;
+        let updated = versioning::update_pyproject_version(&text, &new_version)
+            .ok_or_else(|| fail("version line not found or unchanged in pyproject.toml"))?;
+        std::fs::write(&path, updated).map_err(|e| HubError::io(&path, e))?;
+    }
+    Ok(())
+}
+
+/// What is refused before a push: a schema world that does not check, and a pass bar
+/// the hub would ignore (beyond the original).
+fn check_before_push(env: &Path) -> Result<()> {
+    match gateway_world::compiler::bundle_mode(env) {
+        Ok(None) => {}
+        Ok(Some(_)) => {
+            if let Err(error) = gateway_world::lifecycle::check_bundle(env) {
+                return Err(fail(format!("Schema world check failed before push: {error}")));
+            }
+        }
+        Err(error) => return Err(fail(format!("Schema world check failed before push: {}", error.message))),
+    }
+    // A pass bar the hub would ignore is refused here, before it is pushed (beyond the original).
+    for (file, read) in [
+        ("gateway-env.toml", crate::world_facts::manifest_bar as fn(&str) -> std::result::Result<Option<f64>, String>),
+        ("pyproject.toml", crate::world_facts::pyproject_bar),
+    ] {
+        if let Ok(text) = std::fs::read_to_string(env.join(file)) {
+            read(&text).map_err(|problem| fail(format!("{problem} (the world's pass bar, read by `worlds ci`)")))?;
+        }
+    }
+    Ok(())
+}
+
+/// The `/resolve` request: the container's slug, its name (`--name`, else the
+/// pyproject's name, else the slug) and what else the push sets on it.
+fn resolve_request(options: &PushOptions, slug: &str, py_name: Option<String>) -> Value {
+    let mut resolve = Map::default();
+    resolve.insert("slug".into(), Value::str(slug));
+    let name = options.name.clone().filter(|s| !s.is_empty()).or(py_name).unwrap_or_else(|| slug.to_string());
+    resolve.insert("name".into(), Value::str(name));
+    if let Some(d) = options.description.clone().filter(|s| !s.is_empty()) {
+        resolve.insert("description".into(), Value::str(d));
+    }
+    if !options.tags.is_empty() {
+        resolve.insert("tags".into(), Value::Array(options.tags.iter().cloned().map(Value::Str).collect()));
+    }
+    if let Some(v) = options.visibility {
+        resolve.insert("visibility".into(), Value::str(v.as_str()));
+    }
+    Value::Object(resolve)
+}
+
 /// Whether `bench push` sends `dir` as its api bundle: a schema world (`bundle_mode`)
 /// that carries `connector.toml`.
 pub fn serves_api(dir: &Path) -> Result<bool> {
@@ -403,45 +472,9 @@ impl Client {
             .unwrap_or_else(|| DEFAULT_BRANCH.into());
         let base_version_id = local.get("versionId").cloned().unwrap_or(Value::Null);
 
-        let bumps = [options.auto_bump, options.rc, options.post].iter().filter(|b| **b).count();
-        if bumps > 1 {
-            return Err(fail("--auto-bump, --rc and --post are mutually exclusive"));
-        }
-        if bumps == 1 {
-            let current = read_pyproject(env).get("version").and_then(Value::as_str).map(str::to_string);
-            let current = current.filter(|v| !v.is_empty()).ok_or_else(|| fail("no [project].version in pyproject.toml to bump"))?;
-            let new_version = if options.auto_bump {
-                versioning::bump_version(&current)
-            } else if options.rc {
-                versioning::bump_rc_version(&current)
-            } else {
-                versioning::bump_post_version(&current)
-            };
-            let path = env.join("pyproject.toml");
-            let text = std::fs::read_to_string(&path).map_err(|e| HubError::io(&path, e))?;
-            let updated = versioning::update_pyproject_version(&text, &new_version)
-                .ok_or_else(|| fail("version line not found or unchanged in pyproject.toml"))?;
-            std::fs::write(&path, updated).map_err(|e| HubError::io(&path, e))?;
-        }
+        bump_pyproject_version(env, options)?;
 
-        match gateway_world::compiler::bundle_mode(env) {
-            Ok(None) => {}
-            Ok(Some(_)) => {
-                if let Err(error) = gateway_world::lifecycle::check_bundle(env) {
-                    return Err(fail(format!("Schema world check failed before push: {error}")));
-                }
-            }
-            Err(error) => return Err(fail(format!("Schema world check failed before push: {}", error.message))),
-        }
-        // A pass bar the hub would ignore is refused here, before it is pushed (beyond the original).
-        for (file, read) in [
-            ("gateway-env.toml", crate::world_facts::manifest_bar as fn(&str) -> std::result::Result<Option<f64>, String>),
-            ("pyproject.toml", crate::world_facts::pyproject_bar),
-        ] {
-            if let Ok(text) = std::fs::read_to_string(env.join(file)) {
-                read(&text).map_err(|problem| fail(format!("{problem} (the world's pass bar, read by `worlds ci`)")))?;
-            }
-        }
+        check_before_push(env)?;
 
         let content_hash = archive::compute_content_hash(env)?;
         let pyproject = read_pyproject(env);
@@ -453,20 +486,8 @@ impl Client {
         // and the hub answers a second upload URL (the original's order).
         let wheel = if options.build_wheel { Some(crate::wheel::build_wheel(env)?) } else { None };
 
-        let mut resolve = Map::default();
-        resolve.insert("slug".into(), Value::str(slug.clone()));
-        let name = options.name.clone().filter(|s| !s.is_empty()).or(py_name).unwrap_or_else(|| slug.clone());
-        resolve.insert("name".into(), Value::str(name));
-        if let Some(d) = options.description.clone().filter(|s| !s.is_empty()) {
-            resolve.insert("description".into(), Value::str(d));
-        }
-        if !options.tags.is_empty() {
-            resolve.insert("tags".into(), Value::Array(options.tags.iter().cloned().map(Value::Str).collect()));
-        }
-        if let Some(v) = options.visibility {
-            resolve.insert("visibility".into(), Value::str(v.as_str()));
-        }
-        let resolved = self.post(&format!("{API}/resolve"), &Value::Object(resolve))?;
+        let resolve = resolve_request(options, &slug, py_name);
+        let resolved = self.post(&format!("{API}/resolve"), &resolve)?;
         let container_id =
             resolved.get("containerId").and_then(Value::as_str).ok_or_else(|| fail("resolve answered without a containerId"))?.to_string();
 

@@ -27,8 +27,20 @@ const AGENT: &str = r#"{"name": "crm-analyst", "image": "registry.local/crm:v1",
   "manifest": {"version": "1.0.0"}, "resources": {"memory": "4g"}, "description": "CRM analyst",
   "taskInputSchema": {"type": "object", "required": ["question"], "properties": {"question": {"type": "string"}}}}"#;
 
+/// The platform's routes in one project's life, step by step; another project sees none of it.
 fn platform(hub: &Hub) {
-    // ---- secrets: sealed at rest, never answered.
+    let secret = secrets(hub);
+    let agent_id = agents(hub);
+    let dataset_id = datasets(hub);
+    let (run, verify_job) = start_runs(hub, &agent_id, &dataset_id);
+    report_on_a_run(hub, secret, &run, &verify_job);
+    take_over_a_lapsed_run(hub, &run, &verify_job);
+    cancel_and_sdk_runs(hub);
+    other_project_sees_nothing(hub, &run);
+}
+
+/// Secrets: sealed at rest, never answered. The secret's value.
+fn secrets(hub: &Hub) -> &'static str {
     let secret = "sk-very-secret-value-4242";
     let created = expect(
         hub,
@@ -58,8 +70,11 @@ fn platform(hub: &Hub) {
     if let Ok(database) = std::fs::read(hub.data.path().join("hub.sqlite")) {
         assert!(!database.windows(secret.len()).any(|w| w == secret.as_bytes()), "the value is sealed at rest");
     }
+    secret
+}
 
-    // ---- agents.
+/// Agents: registered (upserted by name) and listed. The agent's id.
+fn agents(hub: &Hub) -> String {
     let registered = expect(hub, 201, "POST", "/api/public/agents/register", Some(AGENT));
     let agent_id = text(&registered, "id");
     assert_eq!(text(&registered, "compatibleAlgorithms"), r#"["gepa","apo","evals"]"#);
@@ -81,8 +96,11 @@ fn platform(hub: &Hub) {
         (text(&agents, "agents.0.image"), text(&agents, "agents.0.taskInputSchema.required")),
         ("registry.local/crm:v2".into(), r#"["question"]"#.into())
     );
+    agent_id
+}
 
-    // ---- datasets.
+/// Datasets: imported (replaced by name), listed, shown. The dataset's id.
+fn datasets(hub: &Hub) -> String {
     let imported = expect(
         hub,
         201,
@@ -114,8 +132,11 @@ fn platform(hub: &Hub) {
     assert_eq!(listed.get("data").and_then(Value::as_array).map(Vec::len), Some(1), "the refused imports wrote nothing");
     let shown = expect(hub, 200, "GET", "/api/public/datasets/crm-v1", None);
     assert_eq!((text(&shown, "items.0.input.question"), text(&shown, "items.2.input")), ("c".into(), "e".into()));
+    dataset_id
+}
 
-    // ---- runs: queued, claimed, reported on.
+/// Runs queued (refused starts queue nothing) and a verify job. The run's id and the job's.
+fn start_runs(hub: &Hub, agent_id: &str, dataset_id: &str) -> (String, String) {
     refused(
         hub,
         400,
@@ -154,29 +175,28 @@ fn platform(hub: &Hub) {
     assert_eq!((text(&started, "runNumber"), text(&started, "status")), ("1".into(), "queued".into()));
     let verify = expect(hub, 202, "POST", "/api/public/runs/verify", Some(r#"{"algorithmName": "evals", "agentId": "crm-analyst"}"#));
     let verify_job = text(&verify, "jobId");
+    (run, verify_job)
+}
 
-    // A worker with the control-plane secret gets the run and the secrets it needs.
-    let secret_header = std::fs::read_to_string(hub.data.path().join("keys/host-secret")).unwrap();
-    let claim = |worker: &str, kinds: &str, lease: i64, with_secret: bool| {
-        let body = format!(r#"{{"workerId": "{worker}", "kinds": {kinds}, "leaseSeconds": {lease}}}"#);
-        let headers: Vec<(&str, &str)> = if with_secret { vec![("x-worker-secret", secret_header.trim())] } else { Vec::new() };
-        let (status, answer) = hub.call_as(&hub.one, "POST", "/api/public/runs/claim", Some(&body), &headers);
-        assert_eq!(status, 200, "{answer:?}");
-        answer.get("job").cloned().unwrap_or_default()
-    };
-    let job = claim("w1", r#"["run"]"#, 5, true);
-    assert_eq!((text(&job, "runId"), text(&job, "algorithmName"), text(&job, "config.epochs")), (run.clone(), "gepa".into(), "2".into()));
+/// A worker with the control-plane secret gets the run and the secrets it needs, and
+/// reports on it.
+fn report_on_a_run(hub: &Hub, secret: &str, run: &str, verify_job: &str) {
+    let job = claim(hub, "w1", r#"["run"]"#, 5, true);
+    assert_eq!(
+        (text(&job, "runId"), text(&job, "algorithmName"), text(&job, "config.epochs")),
+        (run.to_string(), "gepa".into(), "2".into())
+    );
     assert_eq!(
         (text(&job, "agentImage"), text(&job, "datasetName"), text(&job, "attempt")),
         ("registry.local/crm:v2".into(), "crm-v1".into(), "1".into())
     );
     assert_eq!(text(&job, "secrets"), format!(r#"{{"OPENAI_API_KEY":"{secret}-2"}}"#));
     assert_eq!(text(&job, "workerSecrets"), format!(r#"{{"OPENAI_API_KEY":"{secret}-2","WORKER_TOKEN":"wt"}}"#));
-    assert_eq!(text(&claim("w9", r#"["run"]"#, 60, false), "runId"), "null", "one run, one holder");
-    let verify_claim = claim("w9", r#"["verify"]"#, 60, false);
+    assert_eq!(text(&claim(hub, "w9", r#"["run"]"#, 60, false), "runId"), "null", "one run, one holder");
+    let verify_claim = claim(hub, "w9", r#"["verify"]"#, 60, false);
     assert_eq!(
         (text(&verify_claim, "jobId"), text(&verify_claim, "secrets")),
-        (verify_job.clone(), "null".into()),
+        (verify_job.to_string(), "null".into()),
         "no secret without X-Worker-Secret"
     );
     let (status, _) =
@@ -198,12 +218,15 @@ fn platform(hub: &Hub) {
     refused(hub, 400, "POST", &path("metrics"), r#"{"metrics": [{"name": "score"}]}"#, "'metrics[0].value' is required");
     let rollout = expect(hub, 201, "POST", &path("rollouts"), Some(r#"{"name": "t1", "sessionId": "ses-1"}"#));
     assert_eq!(text(&rollout, "sessionId"), "ses-1");
+}
 
-    // The worker goes quiet: its lease lapses, another worker takes the run over, and
-    // the first one's reports are refused from then on.
+/// The worker goes quiet: its lease lapses, another worker takes the run over, and
+/// the first one's reports are refused from then on.
+fn take_over_a_lapsed_run(hub: &Hub, run: &str, verify_job: &str) {
+    let path = |tail: &str| format!("/api/public/runs/{run}/{tail}");
     std::thread::sleep(std::time::Duration::from_millis(6500));
-    let taken = claim("w2", r#"["run", "verify"]"#, 60, false);
-    assert_eq!((text(&taken, "runId"), text(&taken, "attempt")), (run.clone(), "2".into()));
+    let taken = claim(hub, "w2", r#"["run", "verify"]"#, 60, false);
+    assert_eq!((text(&taken, "runId"), text(&taken, "attempt")), (run.to_string(), "2".into()));
     let (status, stale) = hub.call("POST", &path("finish"), Some(r#"{"state": "completed", "workerId": "w1"}"#));
     assert_eq!(status, 409, "{stale:?}");
     assert!(text(&stale, "message").contains("held by worker 'w2'"));
@@ -225,7 +248,11 @@ fn platform(hub: &Hub) {
         &format!("/api/public/runs/{verify_job}/finish"),
         Some(r#"{"state": "completed", "result": {"valid": true}}"#),
     );
+}
 
+/// A run cancelled while queued (the next heartbeat says so), and an SDK run: created
+/// running, never claimed.
+fn cancel_and_sdk_runs(hub: &Hub) {
     // Cancelled while queued: the next heartbeat says so.
     let queued = expect(
         hub,
@@ -237,7 +264,7 @@ fn platform(hub: &Hub) {
     let second = text(&queued, "runId");
     expect(hub, 200, "POST", &format!("/api/public/runs/{second}/cancel"), None);
     assert_eq!(text(&expect(hub, 200, "POST", &format!("/api/public/runs/{second}/heartbeat"), None), "state"), "cancelled");
-    assert_eq!(text(&claim("w3", r#"["run", "verify"]"#, 60, false), "runId"), "null");
+    assert_eq!(text(&claim(hub, "w3", r#"["run", "verify"]"#, 60, false), "runId"), "null");
 
     // An SDK run: created running, never claimed.
     let sdk = expect(
@@ -256,8 +283,10 @@ fn platform(hub: &Hub) {
     );
     assert_eq!(text(&expect(hub, 200, "GET", "/api/public/runs?source=sdk", None), "runs.0.name"), "local");
     refused(hub, 400, "GET", "/api/public/runs?limit=many", "", "'limit'");
+}
 
-    // ---- another project sees none of it.
+/// Another project sees none of it.
+fn other_project_sees_nothing(hub: &Hub, run: &str) {
     for path in ["/api/public/secrets", "/api/public/agents", "/api/public/runs"] {
         let (status, answer) = hub.call_as(&hub.two, "GET", path, None, &[]);
         assert_eq!(status, 200);
@@ -267,6 +296,16 @@ fn platform(hub: &Hub) {
     assert_eq!(status, 404);
     let (status, _) = hub.call_as(&hub.two, "GET", "/api/public/datasets/crm-v1", None, &[]);
     assert_eq!(status, 404);
+}
+
+/// A worker claims a job of `kinds` (with the control-plane secret when asked): the job, or null.
+fn claim(hub: &Hub, worker: &str, kinds: &str, lease: i64, with_secret: bool) -> Value {
+    let secret_header = std::fs::read_to_string(hub.data.path().join("keys/host-secret")).unwrap();
+    let body = format!(r#"{{"workerId": "{worker}", "kinds": {kinds}, "leaseSeconds": {lease}}}"#);
+    let headers: Vec<(&str, &str)> = if with_secret { vec![("x-worker-secret", secret_header.trim())] } else { Vec::new() };
+    let (status, answer) = hub.call_as(&hub.one, "POST", "/api/public/runs/claim", Some(&body), &headers);
+    assert_eq!(status, 200, "{answer:?}");
+    answer.get("job").cloned().unwrap_or_default()
 }
 
 /// Workers racing for queued runs: each run is handed to exactly one of them.

@@ -44,14 +44,38 @@ fn create(hub: &Hub, version: &str, extra: &str) -> String {
     text(&created, "evaluationId")
 }
 
+/// The environment `scored` with two versions, an evaluation of each: what the views read.
+struct Evaluated {
+    cid: String,
+    v1: String,
+    v2: String,
+    e1: String,
+    e2: String,
+    /// `/api/public/environments/<cid>`.
+    envs: String,
+}
+
 fn scenario(hub: &Hub) {
     let work = tempfile::tempdir().unwrap();
     let (cid, v1, v2) = push_two_versions(hub, work.path());
+    let (e1, e2) = evaluate_both_versions(hub, &v1, &v2);
+    let envs = format!("/api/public/environments/{cid}");
+    let w = Evaluated { cid, v1, v2, e1, e2, envs };
+    performance(hub, &w);
+    rollouts(hub, &w);
+    environment(hub, &w);
+    let did = task_sets(hub, &w);
+    no_runner_and_ingestion(hub, &w);
+    bad_bodies_refused(hub, &w);
+    another_project_finds_nothing(hub, &w, &did);
+}
 
-    // Two evaluations, one per version.
+/// Two evaluations, one per version (samples added); the first finalized: once, again
+/// the same (answered unchanged), never to another status.
+fn evaluate_both_versions(hub: &Hub, v1: &str, v2: &str) -> (String, String) {
     let e1 = create(
         hub,
-        &v1,
+        v1,
         r#", "model": "m-1", "runId": "run-1", "numExamples": 2, "rolloutsPerExample": 1, "metadata": {"source": "test"},
             "dispatchShard": {"protocol": 1, "dispatchId": "d", "slotId": "123e4567-e89b-12d3-a456-426614174000", "index": 0, "total": 1, "jobId": "j"}"#,
     );
@@ -62,10 +86,8 @@ fn scenario(hub: &Hub) {
     ]}"#;
     let added = ok(hub, "POST", &format!("{EVALS}/{e1}/samples"), Some(samples));
     assert_eq!(text(&added, "inserted"), "3");
-    let e2 = create(hub, &v2, r#", "model": "m-2""#);
+    let e2 = create(hub, v2, r#", "model": "m-2""#);
     ok(hub, "POST", &format!("{EVALS}/{e2}/samples"), Some(r#"{"samples": [{"exampleId": "alpha", "reward": 0.5, "score": 0.25}]}"#));
-
-    // Finalize: once, again the same (answered unchanged), never to another status.
     let done = ok(hub, "POST", &format!("{EVALS}/{e1}/finalize"), Some(r#"{"status": "COMPLETED", "metrics": {"avg_reward": 0.5}}"#));
     assert_eq!((text(&done, "status"), text(&done, "sampleCount")), ("COMPLETED".into(), "3".into()));
     let again = ok(hub, "POST", &format!("{EVALS}/{e1}/finalize"), Some(r#"{}"#));
@@ -74,9 +96,14 @@ fn scenario(hub: &Hub) {
     assert_eq!(status, 409, "{refused:?}");
     let (status, refused) = call(hub, &hub.one, "POST", &format!("{EVALS}/{e1}/samples"), Some(r#"{"samples": [{"reward": 1}]}"#));
     assert!(status == 409 && text(&refused, "message").contains("COMPLETED"), "{refused:?}");
+    (e1, e2)
+}
 
-    // Performance, per task then per version (newest first).
-    let envs = format!("/api/public/environments/{cid}");
+/// Performance, per task then per version (newest first).
+fn performance(hub: &Hub, w: &Evaluated) {
+    let v1 = w.v1.as_str();
+    let v2 = w.v2.as_str();
+    let envs = w.envs.as_str();
     let perf = ok(hub, "GET", &format!("{envs}/performance"), None);
     assert_eq!((text(&perf, "totalSamples"), text(&perf, "totalNullScoreSamples")), ("4".into(), "1".into()));
     assert_eq!(text(&perf, "tasks.0.task"), "alpha");
@@ -97,10 +124,17 @@ fn scenario(hub: &Hub) {
     assert_eq!((text(&perf, "tasks.1.nullScoreCount"), text(&perf, "tasks.1.avgReward")), ("1".into(), "null".into()));
     assert_eq!((text(&perf, "tasks.1.passRate"), text(&perf, "tasks.1.rewardStddev")), ("0.0".into(), "null".into()));
     assert_eq!(text(&perf, "tasks.1.perVersion.0.nullScoreCount"), "1");
+}
 
-    // Rollouts newest first; a rollout's samples in the order sent.
+/// Rollouts newest first; a rollout's samples in the order sent.
+fn rollouts(hub: &Hub, w: &Evaluated) {
+    let cid = w.cid.as_str();
+    let v1 = w.v1.as_str();
+    let e1 = w.e1.as_str();
+    let e2 = w.e2.as_str();
+    let envs = w.envs.as_str();
     let rollouts = ok(hub, "GET", &format!("{envs}/rollouts"), None);
-    assert_eq!((text(&rollouts, "rollouts.0.id"), text(&rollouts, "rollouts.1.id")), (e2.clone(), e1.clone()));
+    assert_eq!((text(&rollouts, "rollouts.0.id"), text(&rollouts, "rollouts.1.id")), (e2.to_string(), e1.to_string()));
     assert_eq!(text(&rollouts, "rollouts.0.status"), "RUNNING");
     assert_eq!(text(&rollouts, "rollouts.0.semanticVersion"), "0.1.1");
     assert_eq!(text(&rollouts, "rollouts.1.metrics"), r#"{"avg_reward":0.5}"#);
@@ -114,8 +148,12 @@ fn scenario(hub: &Hub) {
     assert_eq!((text(&listed, "samples.1.rolloutIndex"), text(&listed, "samples.1.reward")), ("1".into(), "0.0".into()));
     let (status, _) = call(hub, &hub.one, "GET", &format!("/api/public/environments/{cid}/rollouts/eval_nope/samples"), None);
     assert_eq!(status, 404);
+}
 
-    // The environment: listed, by id and by slug.
+/// The environment: listed, by id and by slug.
+fn environment(hub: &Hub, w: &Evaluated) {
+    let cid = w.cid.as_str();
+    let v2 = w.v2.as_str();
     let listing = ok(hub, "GET", "/api/public/environments?limit=5&slug=scored", None);
     assert_eq!(text(&listing, "environments.0.id"), cid);
     assert_eq!(
@@ -123,11 +161,14 @@ fn scenario(hub: &Hub) {
         ("2".into(), "0.1.1".into())
     );
     let env = ok(hub, "GET", "/api/public/environments/scored", None);
-    assert_eq!((text(&env, "id"), text(&env, "evaluationCount")), (cid.clone(), "2".into()));
-    assert_eq!((text(&env, "versions.0.versionId"), text(&env, "versions.1.changeReason")), (v2.clone(), "first".into()));
+    assert_eq!((text(&env, "id"), text(&env, "evaluationCount")), (cid.to_string(), "2".into()));
+    assert_eq!((text(&env, "versions.0.versionId"), text(&env, "versions.1.changeReason")), (v2.to_string(), "first".into()));
     assert_eq!(text(&env, "tags"), "[]");
+}
 
-    // Task sets.
+/// Task sets: created, linked, a task updated, unlinked. The task set's id.
+fn task_sets(hub: &Hub, w: &Evaluated) -> String {
+    let envs = w.envs.as_str();
     let (status, _) = call(hub, &hub.one, "GET", &format!("{envs}/task-set"), None);
     assert_eq!(status, 404, "none linked yet");
     let set = ok(hub, "POST", "/api/public/task-sets", Some(r#"{"name": "scored scenarios"}"#));
@@ -156,8 +197,13 @@ fn scenario(hub: &Hub) {
     assert_eq!(text(&ok(hub, "GET", "/api/public/environments", None), "environments.0.taskSetDatasetId"), did);
     ok(hub, "POST", &format!("{envs}/task-set"), Some(r#"{"taskSetDatasetId": null}"#));
     assert_eq!(call(hub, &hub.one, "GET", &format!("{envs}/task-set"), None).0, 404);
+    did
+}
 
-    // No runner, no agent: the shapes the client reads, with the reason.
+/// No runner, no agent: the shapes the client reads, with the reason; ingestion
+/// answered per event.
+fn no_runner_and_ingestion(hub: &Hub, w: &Evaluated) {
+    let envs = w.envs.as_str();
     let dispatched = ok(hub, "POST", &format!("{envs}/run"), Some(r#"{"models": ["a/b", "c/d"]}"#));
     assert_eq!((text(&dispatched, "runs.1.model"), text(&dispatched, "runs.1.ok")), ("c/d".into(), "false".into()));
     assert!(text(&dispatched, "runs.0.error").contains("no hosted runner"));
@@ -166,8 +212,6 @@ fn scenario(hub: &Hub) {
     assert_eq!(call(hub, &hub.one, "GET", "/api/public/environments/runs/r1?waitSeconds=5", None).0, 404);
     assert_eq!(text(&ok(hub, "GET", "/api/public/environment-agent", None), "config"), "null");
     assert_eq!(call(hub, &hub.one, "POST", "/api/public/environment-agent/trigger", Some("{}")).0, 400);
-
-    // Ingestion: per-event answers.
     let (status, ingested) = call(
         hub,
         &hub.one,
@@ -178,8 +222,14 @@ fn scenario(hub: &Hub) {
         ),
     );
     assert_eq!((status, text(&ingested, "successes.0.id"), text(&ingested, "errors.0.id")), (207, "e1".into(), "e2".into()));
+}
 
-    // Bad bodies: refused, the member named, nothing stored.
+/// Bad bodies: refused, the member named, nothing stored.
+fn bad_bodies_refused(hub: &Hub, w: &Evaluated) {
+    let cid = w.cid.as_str();
+    let v1 = w.v1.as_str();
+    let e2 = w.e2.as_str();
+    let envs = w.envs.as_str();
     for (path, body, named) in [
         (EVALS.to_string(), "{}".to_string(), "'versionId'"),
         (EVALS.to_string(), format!(r#"{{"versionId": "{v1}", "numExamples": "3"}}"#), "'numExamples' must be an integer"),
@@ -235,13 +285,19 @@ fn scenario(hub: &Hub) {
     let rollouts = ok(hub, "GET", &format!("{envs}/rollouts"), None);
     assert_eq!(text(&rollouts, "rollouts.0.sampleCount"), "1", "a refused batch stores none of its samples");
     assert_eq!(rollouts.get("rollouts").and_then(Value::as_array).map(Vec::len), Some(2), "no refused create was stored");
+}
 
-    // Another project: not found, everywhere.
+/// Another project: not found, everywhere.
+fn another_project_finds_nothing(hub: &Hub, w: &Evaluated, did: &str) {
+    let v1 = w.v1.as_str();
+    let e1 = w.e1.as_str();
+    let e2 = w.e2.as_str();
+    let envs = w.envs.as_str();
     for (method, path, body) in [
         ("POST", EVALS.to_string(), format!(r#"{{"versionId": "{v1}"}}"#)),
         ("POST", format!("{EVALS}/{e2}/samples"), r#"{"samples": []}"#.to_string()),
         ("POST", format!("{EVALS}/{e2}/finalize"), "{}".to_string()),
-        ("GET", envs.clone(), String::new()),
+        ("GET", envs.to_string(), String::new()),
         ("GET", "/api/public/environments/scored".to_string(), String::new()),
         ("GET", format!("{envs}/performance"), String::new()),
         ("GET", format!("{envs}/rollouts"), String::new()),

@@ -104,14 +104,27 @@ fn chunk_objects(hub: &Hub) -> usize {
 }
 
 fn world_data(hub: &Hub) {
-    // The helpdesk world, pushed by project one.
     let work = tempfile::tempdir().unwrap();
-    let world = work.path().join("helpdesk");
+    let world = push_helpdesk(hub, work.path());
+    opens_refused(hub);
+    let (bytes, digest) = upload_and_apply_a_batch(hub);
+    chunks_stored_once_per_project(hub, &world, &bytes, &digest);
+    dry_run(hub);
+    gzip_bomb(hub);
+    client_flow(hub, work.path());
+}
+
+/// The helpdesk world, pushed by project one. Its directory.
+fn push_helpdesk(hub: &Hub, work: &Path) -> std::path::PathBuf {
+    let world = work.join("helpdesk");
     copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), &world);
     let client = Client::new(&hub.api, &hub.one.0, &hub.one.1).unwrap();
     client.push(&world, &PushOptions { slug: Some("helpdesk".into()), message: Some("first".into()), ..Default::default() }).unwrap();
+    world
+}
 
-    // Bad flags, an unknown world, another project: refused, nothing opened.
+/// Bad flags, an unknown world, another project: refused, nothing opened.
+fn opens_refused(hub: &Hub) {
     refused(hub, 400, "POST", "/api/public/worlds/helpdesk/data/batches", Some(r#"{"mode": "merge"}"#), "'mode' must be append or replace");
     refused(hub, 400, "POST", "/api/public/worlds/helpdesk/data/batches", Some(r#"{"publish": "soon"}"#), "'publish' must be now or later");
     refused(hub, 400, "POST", "/api/public/worlds/helpdesk/data/batches", Some(r#"{"atomic": "yes"}"#), "'atomic' must be true or false");
@@ -120,8 +133,12 @@ fn world_data(hub: &Hub) {
     assert_eq!(status, 404, "another project's world is not found");
     let listed = expect(hub, 200, "GET", "/api/public/worlds/helpdesk/data/batches", None);
     assert_eq!(text(&listed, "batches"), "[]", "refused opens left no batch");
+}
 
-    // A batch; its limits.
+/// A batch and its limits; registration refusals; a chunk whose PUT body is not its
+/// digest, too long, or sent to another object's URL; completing before the upload or
+/// with a gap; then uploaded whole and applied. The first chunk's bytes and digest.
+fn upload_and_apply_a_batch(hub: &Hub) -> (Vec<u8>, String) {
     let answer = expect(hub, 200, "POST", "/api/public/worlds/helpdesk/data/batches", Some(r#"{"mode": "append", "publish": "later"}"#));
     assert_eq!(text(&answer, "state"), "open");
     assert_eq!(answer.get("limits").and_then(|l| l.get("chunkBytes")).and_then(Value::as_i64), Some(CHUNK_LIMIT as i64));
@@ -198,10 +215,14 @@ fn world_data(hub: &Hub) {
     assert_eq!(text(&status, "state"), "applied", "{}", json::canonical(&status));
     assert_eq!(text(&status, "appliedRows"), "4");
     assert_eq!(chunk_objects(hub), 3);
+    (bytes, digest)
+}
 
-    // Dedup: a chunk the project holds needs no upload.
+/// Dedup: a chunk the project holds needs no upload; another project holding no such
+/// bytes is asked to upload them.
+fn chunks_stored_once_per_project(hub: &Hub, world: &Path, bytes: &[u8], digest: &str) {
     let second = open(hub, r#"{"publish": "later"}"#);
-    let known = register(hub, &second, 0, &bytes, &digest, 2);
+    let known = register(hub, &second, 0, bytes, digest, 2);
     assert_eq!(text(&known, "uploaded"), "true");
     assert!(known.get("uploadUrl").is_none(), "no URL for bytes the hub holds");
     expect(hub, 200, "POST", &format!("/api/public/worlds/helpdesk/data/batches/{second}/complete"), None);
@@ -209,15 +230,17 @@ fn world_data(hub: &Hub) {
     assert_eq!(chunk_objects(hub), 3, "nothing stored twice");
     // Another project holding no such bytes is asked to upload them.
     let theirs = Client::new(&hub.api, &hub.two.0, &hub.two.1).unwrap();
-    theirs.push(&world, &PushOptions { slug: Some("helpdesk".into()), ..Default::default() }).unwrap();
+    theirs.push(world, &PushOptions { slug: Some("helpdesk".into()), ..Default::default() }).unwrap();
     let (code, opened) = call(hub, &hub.two, "POST", "/api/public/worlds/helpdesk/data/batches", Some("{}"));
     assert_eq!(code, 200);
     let body = format!(r#"{{"ordinal": 0, "digest": "{digest}", "bytes": {}, "rows": 2}}"#, bytes.len());
     let (code, asked) =
         call(hub, &hub.two, "POST", &format!("/api/public/worlds/helpdesk/data/batches/{}/chunks", text(&opened, "batchId")), Some(&body));
     assert_eq!((code, text(&asked, "uploaded")), (200, "false".to_string()), "chunks are per project");
+}
 
-    // A dry run on the wire: refusals and counts found, nothing applied.
+/// A dry run on the wire: refusals and counts found, nothing applied.
+fn dry_run(hub: &Hub) {
     let dry = open(hub, r#"{"dryRun": true}"#);
     let (rows_dry, rows_dry_digest) = chunk(0, &[customer("D1"), customer("D1").replace("\"pro\"", "\"gold\"")]);
     let registered = register(hub, &dry, 0, &rows_dry, &rows_dry_digest, 2);
@@ -234,8 +257,10 @@ fn world_data(hub: &Hub) {
         Some(3 + 4),
         "a dry run applies nothing"
     );
+}
 
-    // A gzip bomb: small upload, past the chunk limit once gunzipped; the batch fails.
+/// A gzip bomb: small upload, past the chunk limit once gunzipped; the batch fails.
+fn gzip_bomb(hub: &Hub) {
     let bomb_batch = open(hub, "{}");
     let huge = format!(r#"{{"entity":"customers","row":{{"id":"X","name":"{}"}}}}"#, "a".repeat(CHUNK_LIMIT * 2));
     let (bomb, bomb_digest) = chunk(0, &[huge]);
@@ -245,9 +270,11 @@ fn world_data(hub: &Hub) {
     let failed = wait(hub, &bomb_batch);
     assert_eq!(text(&failed, "state"), "failed");
     assert!(text(&failed, "error").contains("expands to more than 65536 bytes"), "{}", json::canonical(&failed));
+}
 
-    // The client flow: import published later, then one version for both batches.
-    let rows = work.path().join("rows.jsonl");
+/// The client flow: import published later, then one version for both batches.
+fn client_flow(hub: &Hub, work: &Path) {
+    let rows = work.join("rows.jsonl");
     std::fs::write(&rows, (0..50).map(|i| format!("{}\n", customer(&format!("F{i}")))).collect::<String>()).unwrap();
     let data = WorldDataClient::new(&hub.api, &hub.one.0, &hub.one.1).unwrap();
     let options = ImportOptions {
@@ -255,7 +282,7 @@ fn world_data(hub: &Hub) {
         parallel: 3,
         resume: false,
         message: None,
-        base: work.path().to_path_buf(),
+        base: work.to_path_buf(),
     };
     let manifest = wd::import_rows(&data, "helpdesk@main", &[rows.display().to_string()], &options, &Quiet).unwrap();
     assert!(manifest.chunk_count() > 3);

@@ -346,35 +346,7 @@ async fn push(hub: &Hub, project: &str, slug: &str, body: &Map, base_url: &str) 
         Some(head) => files_of(head)?,
         None => TemplateFiles::new(),
     };
-    for (path, entry) in delta {
-        let safe = !path.is_empty()
-            && path.len() <= 500
-            && !path.starts_with('/')
-            && !path.contains('\\')
-            && path.split('/').all(|part| !part.is_empty() && part != "." && part != "..");
-        if !safe {
-            return Err(HubError::BadRequest(format!("file path '{path}' must be relative and stay inside the template")));
-        }
-        match entry {
-            Value::Null => {
-                files.remove(path);
-            }
-            Value::Object(entry) => match entry.get("content") {
-                Some(Value::Str(text)) => {
-                    files.insert(path.clone(), text.as_bytes().to_vec());
-                }
-                _ => return Err(HubError::BadRequest(format!("files['{path}'] must be {{\"content\": <text>}} or null"))),
-            },
-            _ => return Err(HubError::BadRequest(format!("files['{path}'] must be {{\"content\": <text>}} or null"))),
-        }
-    }
-    if files.len() > MAX_FILES {
-        return Err(HubError::BadRequest(format!("the template holds {} files; at most {MAX_FILES} are taken", files.len())));
-    }
-    let size: usize = files.values().map(Vec::len).sum();
-    if size > MAX_TEMPLATE_BYTES {
-        return Err(HubError::TooLarge(format!("the template holds {size} bytes; at most {MAX_TEMPLATE_BYTES} are taken")));
-    }
+    apply_file_delta(&mut files, delta)?;
     let unchanged = head.as_ref().is_some_and(|h| files_of(h).map(|f| f == files).unwrap_or(false));
     if let (true, Some(repo), Some(head)) = (unchanged && tags.is_none(), &existing, &head) {
         // Nothing to commit: the head already is this template.
@@ -443,6 +415,41 @@ async fn push(hub: &Hub, project: &str, slug: &str, body: &Map, base_url: &str) 
         }
         Err(error) => Err(error),
     }
+}
+
+/// A push's `files` delta applied to the head's template (a path → `{"content"}`
+/// writes it, → null removes it), within the template's caps.
+fn apply_file_delta(files: &mut TemplateFiles, delta: &Map) -> Result<(), HubError> {
+    for (path, entry) in delta {
+        let safe = !path.is_empty()
+            && path.len() <= 500
+            && !path.starts_with('/')
+            && !path.contains('\\')
+            && path.split('/').all(|part| !part.is_empty() && part != "." && part != "..");
+        if !safe {
+            return Err(HubError::BadRequest(format!("file path '{path}' must be relative and stay inside the template")));
+        }
+        match entry {
+            Value::Null => {
+                files.remove(path);
+            }
+            Value::Object(entry) => match entry.get("content") {
+                Some(Value::Str(text)) => {
+                    files.insert(path.clone(), text.as_bytes().to_vec());
+                }
+                _ => return Err(HubError::BadRequest(format!("files['{path}'] must be {{\"content\": <text>}} or null"))),
+            },
+            _ => return Err(HubError::BadRequest(format!("files['{path}'] must be {{\"content\": <text>}} or null"))),
+        }
+    }
+    if files.len() > MAX_FILES {
+        return Err(HubError::BadRequest(format!("the template holds {} files; at most {MAX_FILES} are taken", files.len())));
+    }
+    let size: usize = files.values().map(Vec::len).sum();
+    if size > MAX_TEMPLATE_BYTES {
+        return Err(HubError::TooLarge(format!("the template holds {size} bytes; at most {MAX_TEMPLATE_BYTES} are taken")));
+    }
+    Ok(())
 }
 
 fn hub_row_json(row: &HubRow, project: &str) -> Value {

@@ -10,6 +10,7 @@ use super::*;
 use crate::worlds::{HostLink, Worlds, HOST_STALE_SECONDS};
 use gateway_host::tools::{bundled_instruction, route_args, tools};
 use gateway_host::version::Version as HostVersion;
+use gateway_world::task::TaskSpec;
 
 /// The document kind of sessions.
 pub(super) const SESSION: &str = "session";
@@ -84,15 +85,72 @@ async fn remote_hosts(hub: &Hub) -> Result<Vec<String>, HubError> {
 
 pub(super) async fn open_session(hub: &Hub, project: &str, body: &Map, base_url: &str) -> Answer {
     let worlds = worlds(hub)?.clone();
-    let (container, version) = match opt_str(body, "versionId")? {
-        Some(id) => own_version(hub, project, &id).await?,
+    let (container, version) = session_version(hub, project, body).await?;
+    let surfaces = asked_surfaces(body)?;
+    let opened = world_version(hub, &version, base_url).await?;
+    let task = session_task(hub, project, body).await?;
+    let session_id = new_id("ws");
+    let token = hex::encode(crate::util::random_bytes(24));
+    let bundle_url = presign(hub, base_url, "GET", &version.object_key, &[]);
+    let mut request = object([
+        ("sessionId", Value::str(&session_id)),
+        ("versionId", Value::str(&version.id)),
+        ("bundleUrl", Value::Str(bundle_url)),
+        ("token", Value::str(&token)),
+    ]);
+    if let Value::Object(map) = &mut request {
+        map.insert(task.host.0.into(), task.host.1.clone());
+    }
+    let link = place_session(hub, &worlds, request).await?;
+    let data_base = match &link {
+        HostLink::Embedded => base_url.to_string(),
+        HostLink::Remote(url) => url.clone(),
+    };
+    let access = SessionAccess { session_id: &session_id, api_url: format!("{data_base}/s/{session_id}"), token: &token };
+    let surface_map = surface_answers(&worlds, &link, &opened, &surfaces, &access).await?;
+    let instruction = match &task.spec {
+        Some(spec) => Value::str(&spec.instruction),
+        None => bundled_instruction(&opened, task.info.get("name").and_then(Value::as_str).unwrap_or_default())
+            .map(Value::Str)
+            .unwrap_or_default(),
+    };
+    let mut session = Map::default();
+    session.insert("sessionId".into(), Value::str(&session_id));
+    session.insert("versionId".into(), Value::str(&version.id));
+    session.insert("slug".into(), Value::str(&container.slug));
+    session.insert("state".into(), Value::str("READY"));
+    session.insert("ready".into(), Value::Bool(true));
+    session.insert("taskName".into(), task.info.get("name").cloned().unwrap_or_default());
+    session.insert("instruction".into(), instruction);
+    session.insert("task".into(), task.info);
+    session.insert("tools".into(), tools(&opened, task.spec.as_ref().and_then(|s| s.tools.as_ref())));
+    session.insert("surfaces".into(), Value::Object(surface_map));
+    session.insert("createdAt".into(), Value::Str(now_iso()));
+    session.insert("_host".into(), Value::Str(link.name()));
+    if let ("taskSpec", spec) = &task.host {
+        session.insert("_spec".into(), spec.clone());
+    }
+    store_session(hub, project, &session).await?;
+    hub.meta.put_document(HOSTS_PROJECT, "owner", &session_id, &json::canonical(&object([("hostUrl", Value::Str(link.name()))]))).await?;
+    ok(public(&session))
+}
+
+/// The version a session opens: `versionId`, else the latest of `slug` (a `@ref`
+/// suffix is ignored).
+async fn session_version(hub: &Hub, project: &str, body: &Map) -> Result<(Container, Version), HubError> {
+    match opt_str(body, "versionId")? {
+        Some(id) => own_version(hub, project, &id).await,
         None => {
             let slug = opt_str(body, "slug")?.map(|s| s.split('@').next().unwrap_or_default().to_string());
             let container = container(hub, project, slug).await?;
             let (version, _) = resolve_ref(hub, &container, "latest").await?;
-            (container, version)
+            Ok((container, version))
         }
-    };
+    }
+}
+
+/// The surfaces asked for: tools always, then api and ui (no browser surface here).
+fn asked_surfaces(body: &Map) -> Result<Vec<String>, HubError> {
     let mut surfaces = vec!["tools".to_string()];
     if let Some(asked) = body.get("surfaces").and_then(Value::as_array) {
         for surface in asked {
@@ -111,19 +169,32 @@ pub(super) async fn open_session(hub: &Hub, project: &str, body: &Map, base_url:
             }
         }
     }
-    let opened = world_version(hub, &version, base_url).await?;
-    // The task: a bundled scenario by name, a stored task's spec, or an inline spec.
-    let (host_task, task_info, spec) = match body.get("task") {
-        Some(Value::Str(name)) if !name.trim().is_empty() => (
-            ("task", Value::str(name)),
-            object([
+    Ok(surfaces)
+}
+
+/// A session's task as the host is sent it and the session records it.
+struct SessionTask {
+    /// The member of the host's open request: `task` (a bundled name) or `taskSpec`.
+    host: (&'static str, Value),
+    /// The session's `task`: source, name, hash, metadata (and a stored task's id and version).
+    info: Value,
+    /// The spec, unless the task is bundled.
+    spec: Option<TaskSpec>,
+}
+
+/// The task: a bundled scenario by name, a stored task's spec, or an inline spec.
+async fn session_task(hub: &Hub, project: &str, body: &Map) -> Result<SessionTask, HubError> {
+    Ok(match body.get("task") {
+        Some(Value::Str(name)) if !name.trim().is_empty() => SessionTask {
+            host: ("task", Value::str(name)),
+            info: object([
                 ("source", Value::str("bundled")),
                 ("name", Value::str(name)),
                 ("hash", Value::Null),
                 ("metadata", Value::Object(Map::default())),
             ]),
-            None,
-        ),
+            spec: None,
+        },
         Some(Value::Object(reference)) if reference.contains_key("id") => {
             let id = reference.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
             let wanted = reference.get("version").and_then(Value::as_f64).map(|v| v as i64);
@@ -131,9 +202,9 @@ pub(super) async fn open_session(hub: &Hub, project: &str, body: &Map, base_url:
             let (number, hash, spec_value) = task_version(&task, wanted)?;
             let (spec, normalised) = parse_spec(&spec_value)?;
             let metadata = spec.metadata.clone().map(Value::Object).unwrap_or(Value::Object(Map::default()));
-            (
-                ("taskSpec", normalised),
-                object([
+            SessionTask {
+                host: ("taskSpec", normalised),
+                info: object([
                     ("source", Value::str("stored")),
                     ("name", task.get("name").cloned().unwrap_or_default()),
                     ("hash", Value::Str(hash)),
@@ -141,112 +212,88 @@ pub(super) async fn open_session(hub: &Hub, project: &str, body: &Map, base_url:
                     ("id", Value::Str(id)),
                     ("version", Value::Int(number)),
                 ]),
-                Some(spec),
-            )
+                spec: Some(spec),
+            }
         }
         Some(inline @ Value::Object(_)) => {
             let (spec, normalised) = parse_spec(inline)?;
             let metadata = spec.metadata.clone().map(Value::Object).unwrap_or(Value::Object(Map::default()));
-            (
-                ("taskSpec", normalised.clone()),
-                object([
+            SessionTask {
+                host: ("taskSpec", normalised.clone()),
+                info: object([
                     ("source", Value::str("inline")),
                     ("name", spec.name.clone().map(Value::Str).unwrap_or_default()),
                     ("hash", Value::Str(spec_hash(&normalised))),
                     ("metadata", metadata),
                 ]),
-                Some(spec),
-            )
+                spec: Some(spec),
+            }
         }
         _ => {
             return Err(HubError::BadRequest(
                 "a session needs a task: a bundled task name, a stored task {id, version?} or a spec with an instruction".into(),
             ))
         }
-    };
-    let session_id = new_id("ws");
-    let token = hex::encode(crate::util::random_bytes(24));
-    let bundle_url = presign(hub, base_url, "GET", &version.object_key, &[]);
-    let mut request = object([
-        ("sessionId", Value::str(&session_id)),
-        ("versionId", Value::str(&version.id)),
-        ("bundleUrl", Value::Str(bundle_url)),
-        ("token", Value::str(&token)),
-    ]);
-    if let Value::Object(map) = &mut request {
-        map.insert(host_task.0.into(), host_task.1.clone());
-    }
-    // Placement: this hub's own host first, then registered hosts, least loaded first.
+    })
+}
+
+/// Placement: this hub's own host first, then registered hosts, least loaded first;
+/// the first that opens the session (`request`) holds it.
+async fn place_session(hub: &Hub, worlds: &Worlds, request: Value) -> Result<HostLink, HubError> {
     let mut candidates: Vec<HostLink> = Vec::new();
     if worlds.embedded.is_some() {
         candidates.push(HostLink::Embedded);
     }
     candidates.extend(remote_hosts(hub).await?.into_iter().map(HostLink::Remote));
     let mut refusal = None;
-    let mut placed = None;
     for link in candidates {
         match worlds.control(&link, "POST", "/__host/sessions", request.clone()).await? {
-            Ok(descriptor) => {
-                placed = Some((link, descriptor));
-                break;
-            }
+            Ok(_descriptor) => return Ok(link),
             Err(refused) if refused.status == 503 || refused.status == 502 => refusal = Some(refused),
             Err(refused) => return Err(HubError::BadRequest(refused.message())),
         }
     }
-    let Some((link, _descriptor)) = placed else {
-        let why = refusal.map(|r| r.message()).unwrap_or_else(|| "no World Host is registered".into());
-        return Err(HubError::Conflict(format!("no World Host can take the session now: {why}")));
-    };
-    let data_base = match &link {
-        HostLink::Embedded => base_url.to_string(),
-        HostLink::Remote(url) => url.clone(),
-    };
-    let api_url = format!("{data_base}/s/{session_id}");
+    let why = refusal.map(|r| r.message()).unwrap_or_else(|| "no World Host is registered".into());
+    Err(HubError::Conflict(format!("no World Host can take the session now: {why}")))
+}
+
+/// How a placed session is reached: its id, its data plane's URL and its token.
+struct SessionAccess<'a> {
+    session_id: &'a str,
+    api_url: String,
+    token: &'a str,
+}
+
+/// The session's `surfaces` answer (api, ui). A ui asked of a world without one
+/// closes the session just opened and refuses.
+async fn surface_answers(
+    worlds: &Worlds,
+    link: &HostLink,
+    opened: &HostVersion,
+    surfaces: &[String],
+    access: &SessionAccess<'_>,
+) -> Result<Map, HubError> {
+    let SessionAccess { session_id, api_url, token } = access;
     let mut surface_map = Map::default();
     if surfaces.iter().any(|s| s == "api") {
-        surface_map.insert("api".into(), object([("url", Value::str(&api_url)), ("token", Value::str(&token))]));
+        surface_map.insert("api".into(), object([("url", Value::str(api_url)), ("token", Value::str(*token))]));
     }
     if surfaces.iter().any(|s| s == "ui") {
         let Some(ui) = opened.settings.ui.as_ref() else {
-            worlds.control(&link, "DELETE", &format!("/__host/sessions/{session_id}"), Value::Object(Map::default())).await?.ok();
+            worlds.control(link, "DELETE", &format!("/__host/sessions/{session_id}"), Value::Object(Map::default())).await?.ok();
             return Err(HubError::BadRequest("surface not available: this world has no [ui] static app".into()));
         };
         surface_map.insert(
             "ui".into(),
             object([
-                ("url", Value::str(&api_url)),
+                ("url", Value::str(api_url)),
                 ("entry", Value::Str(format!("{api_url}/?token={token}"))),
                 ("apiPath", Value::str(&ui.api_path)),
-                ("token", Value::str(&token)),
+                ("token", Value::str(*token)),
             ]),
         );
     }
-    let instruction = match &spec {
-        Some(spec) => Value::str(&spec.instruction),
-        None => bundled_instruction(&opened, task_info.get("name").and_then(Value::as_str).unwrap_or_default())
-            .map(Value::Str)
-            .unwrap_or_default(),
-    };
-    let mut session = Map::default();
-    session.insert("sessionId".into(), Value::str(&session_id));
-    session.insert("versionId".into(), Value::str(&version.id));
-    session.insert("slug".into(), Value::str(&container.slug));
-    session.insert("state".into(), Value::str("READY"));
-    session.insert("ready".into(), Value::Bool(true));
-    session.insert("taskName".into(), task_info.get("name").cloned().unwrap_or_default());
-    session.insert("instruction".into(), instruction);
-    session.insert("task".into(), task_info);
-    session.insert("tools".into(), tools(&opened, spec.as_ref().and_then(|s| s.tools.as_ref())));
-    session.insert("surfaces".into(), Value::Object(surface_map));
-    session.insert("createdAt".into(), Value::Str(now_iso()));
-    session.insert("_host".into(), Value::Str(link.name()));
-    if let ("taskSpec", spec) = &host_task {
-        session.insert("_spec".into(), spec.clone());
-    }
-    store_session(hub, project, &session).await?;
-    hub.meta.put_document(HOSTS_PROJECT, "owner", &session_id, &json::canonical(&object([("hostUrl", Value::Str(link.name()))]))).await?;
-    ok(public(&session))
+    Ok(surface_map)
 }
 
 pub(super) async fn session_status(hub: &Hub, project: &str, id: &str) -> Answer {

@@ -53,6 +53,64 @@ pub(super) async fn create_version(hub: &Hub, project: &str, body: &Map, base_ur
         .await?
         .filter(|c| c.project_id == project)
         .ok_or_else(|| HubError::NotFound(format!("no container '{container_id}' in this project: call /resolve first")))?;
+    let (content_hash, bundle_sha256, bundle_size) = bundle_fields(hub, body)?;
+    let manifest = match body.get("fileManifest") {
+        None | Some(Value::Null) => Value::Array(Vec::new()),
+        Some(Value::Array(items)) => {
+            for item in items {
+                let path = item.get("path").and_then(Value::as_str);
+                if path.is_none() {
+                    return Err(HubError::BadRequest("every fileManifest entry needs a 'path'".into()));
+                }
+            }
+            Value::Array(items.clone())
+        }
+        Some(_) => return Err(HubError::BadRequest("'fileManifest' must be a list".into())),
+    };
+    let pyproject = match body.get("pyprojectMeta") {
+        Some(v @ Value::Object(_)) => v.clone(),
+        _ => Value::Object(Map::default()),
+    };
+    let requires = match body.get("requiresDist") {
+        Some(v @ Value::Array(_)) => v.clone(),
+        _ => Value::Array(Vec::new()),
+    };
+    let wheel = wheel_fields(body, &requires)?;
+    let new = Version {
+        id: new_id("ver_"),
+        container_id: container.id.clone(),
+        content_hash: content_hash.clone(),
+        bundle_sha256,
+        bundle_size,
+        semantic_version: opt_str(body, "semanticVersion")?,
+        pyproject_meta: json::canonical(&pyproject),
+        file_manifest: json::canonical(&manifest),
+        state: "PENDING".into(),
+        change_reason: opt_str(body, "changeReason")?,
+        author: opt_str(body, "author")?,
+        image_ref: opt_str(body, "imageRef")?,
+        object_key: format!("bundles/{}/{}.tar.gz", container.id, content_hash),
+        uploaded: false,
+        wheel_filename: wheel.as_ref().map(|w| w.filename.clone()),
+        wheel_sha256: wheel.as_ref().map(|w| w.sha256.clone()),
+        wheel_size: wheel.as_ref().and_then(|w| w.size),
+        wheel_uploaded: false,
+        requires_dist: json::canonical(&requires),
+        forked_from_version_id: None,
+        pushed_branch: opt_str(body, "branch")?,
+        created_at: now_iso(),
+        seq: 0,
+    };
+    let (mut version, created) = hub.meta.create_version(new).await?;
+    if let (false, Some(wheel)) = (created, wheel) {
+        take_missing_wheel(hub, &mut version, wheel).await?;
+    }
+    version_upload_answer(hub, base_url, &container, &version).await
+}
+
+/// The bundle a version declares: its content hash (64 lowercase hex), the base64
+/// sha256 of its tarball and the tarball's size (within this hub's limit).
+fn bundle_fields(hub: &Hub, body: &Map) -> Result<(String, String, i64), HubError> {
     let content_hash = req_str(body, "contentHash")?;
     if content_hash.len() != 64 || !is_hex(&content_hash) {
         return Err(HubError::BadRequest("'contentHash' must be 64 lowercase hex characters".into()));
@@ -71,23 +129,11 @@ pub(super) async fn create_version(hub: &Hub, project: &str, body: &Map, base_ur
             hub.limits.max_object_bytes
         )));
     }
-    let manifest = match body.get("fileManifest") {
-        None | Some(Value::Null) => Value::Array(Vec::new()),
-        Some(Value::Array(items)) => {
-            for item in items {
-                let path = item.get("path").and_then(Value::as_str);
-                if path.is_none() {
-                    return Err(HubError::BadRequest("every fileManifest entry needs a 'path'".into()));
-                }
-            }
-            Value::Array(items.clone())
-        }
-        Some(_) => return Err(HubError::BadRequest("'fileManifest' must be a list".into())),
-    };
-    let pyproject = match body.get("pyprojectMeta") {
-        Some(v @ Value::Object(_)) => v.clone(),
-        _ => Value::Object(Map::default()),
-    };
+    Ok((content_hash, bundle_sha256, bundle_size))
+}
+
+/// The wheel a version declares, when it names both a file and its digest.
+fn wheel_fields(body: &Map, requires: &Value) -> Result<Option<WheelDecl>, HubError> {
     let wheel_sha256 = opt_str(body, "wheelSha256")?;
     let wheel_filename = opt_str(body, "wheelFilename")?;
     if let Some(name) = &wheel_filename {
@@ -98,67 +144,32 @@ pub(super) async fn create_version(hub: &Hub, project: &str, body: &Map, base_ur
     if wheel_sha256.as_deref().is_some_and(|s| !is_sha256_b64(s)) {
         return Err(HubError::BadRequest("'wheelSha256' must be the base64 of a raw sha256 digest".into()));
     }
-    let wheel = wheel_sha256.is_some() && wheel_filename.is_some();
-    let requires = match body.get("requiresDist") {
-        Some(v @ Value::Array(_)) => v.clone(),
-        _ => Value::Array(Vec::new()),
-    };
-    let wheel_size = match body.get("wheelSizeBytes") {
+    let (Some(filename), Some(sha256)) = (wheel_filename, wheel_sha256) else { return Ok(None) };
+    let size = match body.get("wheelSizeBytes") {
         Some(Value::Int(n)) => Some(*n),
         _ => None,
     };
-    let wheel_decl = if wheel {
-        (wheel_filename.clone(), wheel_sha256.clone(), wheel_size, json::canonical(&requires))
-    } else {
-        (None, None, None, String::new())
-    };
-    let id = new_id("ver_");
-    let new = Version {
-        id: id.clone(),
-        container_id: container.id.clone(),
-        content_hash: content_hash.clone(),
-        bundle_sha256,
-        bundle_size,
-        semantic_version: opt_str(body, "semanticVersion")?,
-        pyproject_meta: json::canonical(&pyproject),
-        file_manifest: json::canonical(&manifest),
-        state: "PENDING".into(),
-        change_reason: opt_str(body, "changeReason")?,
-        author: opt_str(body, "author")?,
-        image_ref: opt_str(body, "imageRef")?,
-        object_key: format!("bundles/{}/{}.tar.gz", container.id, content_hash),
-        uploaded: false,
-        wheel_filename: if wheel { wheel_filename } else { None },
-        wheel_sha256: if wheel { wheel_sha256 } else { None },
-        wheel_size: if wheel {
-            match body.get("wheelSizeBytes") {
-                Some(Value::Int(n)) => Some(*n),
-                _ => None,
-            }
-        } else {
-            None
-        },
-        wheel_uploaded: false,
-        requires_dist: json::canonical(&requires),
-        forked_from_version_id: None,
-        pushed_branch: opt_str(body, "branch")?,
-        created_at: now_iso(),
-        seq: 0,
-    };
-    let (mut version, created) = hub.meta.create_version(new).await?;
-    // The same tree pushed again, now with a wheel: the version takes the wheel it lacks
-    // (one already uploaded stays, as a version never changes once complete).
-    if let (false, Some(name), Some(sha)) = (created, wheel_decl.0.as_ref(), wheel_decl.1.as_ref()) {
-        if version.wheel_filename.is_none() || !version.wheel_uploaded {
-            let decl = WheelDecl { filename: name.clone(), sha256: sha.clone(), size: wheel_decl.2, requires_dist: wheel_decl.3.clone() };
-            if hub.meta.attach_wheel(&version.id, &decl).await? {
-                version.wheel_filename = Some(decl.filename);
-                version.wheel_sha256 = Some(decl.sha256);
-                version.wheel_size = decl.size;
-                version.wheel_uploaded = false;
-            }
-        }
+    Ok(Some(WheelDecl { filename, sha256, size, requires_dist: json::canonical(requires) }))
+}
+
+/// The same tree pushed again, now with a wheel: the version takes the wheel it lacks
+/// (one already uploaded stays, as a version never changes once complete).
+async fn take_missing_wheel(hub: &Hub, version: &mut Version, wheel: WheelDecl) -> Result<(), HubError> {
+    if version.wheel_filename.is_some() && version.wheel_uploaded {
+        return Ok(());
     }
+    if hub.meta.attach_wheel(&version.id, &wheel).await? {
+        version.wheel_filename = Some(wheel.filename);
+        version.wheel_sha256 = Some(wheel.sha256);
+        version.wheel_size = wheel.size;
+        version.wheel_uploaded = false;
+    }
+    Ok(())
+}
+
+/// `POST /versions`' answer: the version, and signed upload URLs for the bundle and
+/// the wheel it still lacks.
+async fn version_upload_answer(hub: &Hub, base_url: &str, container: &Container, version: &Version) -> Answer {
     // A stored bundle is only "already uploaded" when the object is really there.
     let stored = version.uploaded && hub.objects.size(&version.object_key).await?.is_some();
     let mut out = Map::default();

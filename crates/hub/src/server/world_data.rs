@@ -18,7 +18,7 @@
 
 use super::*;
 use crate::world_data::*;
-use gateway_world::batch::{build_batch, BatchOptions, ChunkSpec};
+use gateway_world::batch::{build_batch, BatchOptions, BatchOutcome, ChunkSpec};
 use std::path::PathBuf;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt as _;
@@ -717,59 +717,11 @@ async fn apply_locked(hub: &Hub, shared: &Shared, work: &Path) -> Result<(), Hub
     tokio::fs::create_dir_all(work).await.map_err(|e| HubError::io(work, e))?;
     // The parent: the world's data head on this tip, else the tip's own snapshot.
     let snapshot = work.join(gateway_world::snapshot::SNAPSHOT);
-    let parent_digest = match &head {
-        Some(head) => {
-            let sha = fetch_object(hub, &head.snapshot_key, &snapshot).await?;
-            if sha != head.file_sha256 {
-                return Err(HubError::Storage(format!("the world's data snapshot {} does not match its sha256", head.snapshot_key)));
-            }
-            head.batch_digest.clone()
-        }
-        None => {
-            let (root, snapshot) = (root.clone(), snapshot.clone());
-            blocking(move || {
-                let source = gateway_world::snapshot::default_snapshot(&root);
-                std::fs::copy(&source, &snapshot).map_err(|e| HubError::io(&source, e))?;
-                let sidecar = gateway_world::snapshot::read_sidecar(&source).map_err(|e| HubError::BadRequest(e.to_string()))?;
-                Ok(sidecar
-                    .and_then(|s| s.get("batchDigest").and_then(Value::as_str).map(str::to_string))
-                    .unwrap_or_else(|| gateway_world::snapshot::EMPTY_DIGEST.to_string()))
-            })
-            .await?
-        }
-    };
-    // The chunks: bytes checked against their digest, gunzipped within the chunk limit.
-    let project = batch.project_id.clone();
-    let mut specs = Vec::new();
-    for chunk in &chunks {
-        let gz = work.join(format!("{}.gz", gateway_world::chunks::chunk_name(chunk.ordinal as usize)));
-        let sha = fetch_object(hub, &chunk_key(&project, &chunk.digest), &gz).await?;
-        if sha != chunk.digest {
-            return Err(HubError::Storage(format!("chunk {} does not match its digest in the store", chunk.ordinal)));
-        }
-        let plain = gz.with_extension("");
-        let (from, to, cap, ordinal) = (gz.clone(), plain.clone(), hub.limits.chunk_bytes as u64, chunk.ordinal);
-        blocking(move || gunzip_capped(&from, &to, cap, ordinal)).await?;
-        let _ = tokio::fs::remove_file(&gz).await;
-        specs.push(ChunkSpec {
-            ordinal: chunk.ordinal as usize,
-            path: plain,
-            entity: chunk.entity.clone(),
-            digest: Some(chunk.digest.clone()),
-        });
-    }
+    let parent_digest = fetch_parent(hub, head.as_ref(), &root, &snapshot).await?;
+    let specs = fetch_chunks(hub, &batch.project_id, &chunks, work).await?;
     laps.lap("parent and chunks");
     save(hub, shared, |b| b.phase = Some("applying".into())).await?;
-    let options = BatchOptions {
-        // Checked when the batch was registered; a stored spelling is one of these.
-        mode: batch.mode.parse().map_err(|e: gateway_world::ContractError| HubError::BadRequest(e.to_string()))?,
-        merge: batch.merge.parse().map_err(|e: gateway_world::ContractError| HubError::BadRequest(e.to_string()))?,
-        atomic: batch.atomic,
-        batch_id: batch.id.clone(),
-        parent_digest: parent_digest.clone(),
-        dry_run: batch.dry_run,
-        memory_budget: gateway_world::check::MEMORY_BUDGET,
-    };
+    let options = batch_options(&batch, &parent_digest)?;
     let outcome = {
         let (root, snapshot) = (root.clone(), snapshot.clone());
         blocking(move || {
@@ -779,36 +731,8 @@ async fn apply_locked(hub: &Hub, shared: &Shared, work: &Path) -> Result<(), Hub
         .await?
     };
     laps.lap("build_batch");
-    // The refusal report: up to 10,000 records, then the truncation marker.
-    let report = if outcome.refusal_count > 0 {
-        let path = work.join("refusals.jsonl");
-        let mut text = String::new();
-        for record in &outcome.refusals {
-            text.push_str(&json::dumps(record, gateway_world::check::ROW_LINE));
-            text.push('\n');
-        }
-        if outcome.refusal_count > outcome.refusals.len() {
-            let marker = object([("truncated", Value::Bool(true)), ("total", int(outcome.refusal_count))]);
-            text.push_str(&json::dumps(&marker, gateway_world::check::ROW_LINE));
-            text.push('\n');
-        }
-        tokio::fs::write(&path, text).await.map_err(|e| HubError::io(&path, e))?;
-        let key = report_key(&world, &batch.id);
-        store_object(hub, &key, &path).await?;
-        Some(key)
-    } else {
-        None
-    };
-    let result = object([
-        ("contractHash", Value::str(&outcome.contract_hash)),
-        ("batchDigest", Value::str(&outcome.batch_digest)),
-        ("parentBatchDigest", Value::str(&parent_digest)),
-        ("entityCounts", outcome.entity_counts.clone()),
-        ("rows", int(outcome.rows)),
-        ("appliedRows", int(outcome.applied_rows)),
-        ("refusalCount", int(outcome.refusal_count)),
-        ("appliedChunks", Value::Array(outcome.applied_chunks.iter().map(|n| int(*n)).collect())),
-    ]);
+    let report = store_refusal_report(hub, &world, &batch.id, &outcome, work).await?;
+    let result = batch_result(&outcome, &parent_digest);
     let refusals = Value::Array(outcome.refusals.iter().take(STATUS_REFUSALS).cloned().collect());
     let moved = outcome.written && !outcome.applied_chunks.is_empty();
     let refused = outcome.refusal_count > 0 && !moved;
@@ -875,6 +799,113 @@ async fn apply_locked(hub: &Hub, shared: &Shared, work: &Path) -> Result<(), Hub
         b.lease_until = None;
     })
     .await
+}
+
+/// The parent snapshot copied to `snapshot`: the world's data head (its sha256
+/// checked), else the tip's own snapshot. Its batch digest.
+async fn fetch_parent(hub: &Hub, head: Option<&DataHead>, root: &Path, snapshot: &Path) -> Result<String, HubError> {
+    match head {
+        Some(head) => {
+            let sha = fetch_object(hub, &head.snapshot_key, snapshot).await?;
+            if sha != head.file_sha256 {
+                return Err(HubError::Storage(format!("the world's data snapshot {} does not match its sha256", head.snapshot_key)));
+            }
+            Ok(head.batch_digest.clone())
+        }
+        None => {
+            let (root, snapshot) = (root.to_path_buf(), snapshot.to_path_buf());
+            blocking(move || {
+                let source = gateway_world::snapshot::default_snapshot(&root);
+                std::fs::copy(&source, &snapshot).map_err(|e| HubError::io(&source, e))?;
+                let sidecar = gateway_world::snapshot::read_sidecar(&source).map_err(|e| HubError::BadRequest(e.to_string()))?;
+                Ok(sidecar
+                    .and_then(|s| s.get("batchDigest").and_then(Value::as_str).map(str::to_string))
+                    .unwrap_or_else(|| gateway_world::snapshot::EMPTY_DIGEST.to_string()))
+            })
+            .await
+        }
+    }
+}
+
+/// The batch's chunks fetched under `work`: bytes checked against their digest,
+/// gunzipped within the chunk limit.
+async fn fetch_chunks(hub: &Hub, project: &str, chunks: &[DataChunk], work: &Path) -> Result<Vec<ChunkSpec>, HubError> {
+    let mut specs = Vec::new();
+    for chunk in chunks {
+        let gz = work.join(format!("{}.gz", gateway_world::chunks::chunk_name(chunk.ordinal as usize)));
+        let sha = fetch_object(hub, &chunk_key(project, &chunk.digest), &gz).await?;
+        if sha != chunk.digest {
+            return Err(HubError::Storage(format!("chunk {} does not match its digest in the store", chunk.ordinal)));
+        }
+        let plain = gz.with_extension("");
+        let (from, to, cap, ordinal) = (gz.clone(), plain.clone(), hub.limits.chunk_bytes as u64, chunk.ordinal);
+        blocking(move || gunzip_capped(&from, &to, cap, ordinal)).await?;
+        let _ = tokio::fs::remove_file(&gz).await;
+        specs.push(ChunkSpec {
+            ordinal: chunk.ordinal as usize,
+            path: plain,
+            entity: chunk.entity.clone(),
+            digest: Some(chunk.digest.clone()),
+        });
+    }
+    Ok(specs)
+}
+
+/// The engine's options for a stored batch on a parent of `parent_digest`.
+fn batch_options(batch: &DataBatch, parent_digest: &str) -> Result<BatchOptions, HubError> {
+    Ok(BatchOptions {
+        // Checked when the batch was registered; a stored spelling is one of these.
+        mode: batch.mode.parse().map_err(|e: gateway_world::ContractError| HubError::BadRequest(e.to_string()))?,
+        merge: batch.merge.parse().map_err(|e: gateway_world::ContractError| HubError::BadRequest(e.to_string()))?,
+        atomic: batch.atomic,
+        batch_id: batch.id.clone(),
+        parent_digest: parent_digest.to_string(),
+        dry_run: batch.dry_run,
+        memory_budget: gateway_world::check::MEMORY_BUDGET,
+    })
+}
+
+/// The refusal report stored, when anything was refused: up to 10,000 records, then
+/// the truncation marker. Its object key.
+async fn store_refusal_report(
+    hub: &Hub,
+    world: &Container,
+    batch_id: &str,
+    outcome: &BatchOutcome,
+    work: &Path,
+) -> Result<Option<String>, HubError> {
+    if outcome.refusal_count == 0 {
+        return Ok(None);
+    }
+    let path = work.join("refusals.jsonl");
+    let mut text = String::new();
+    for record in &outcome.refusals {
+        text.push_str(&json::dumps(record, gateway_world::check::ROW_LINE));
+        text.push('\n');
+    }
+    if outcome.refusal_count > outcome.refusals.len() {
+        let marker = object([("truncated", Value::Bool(true)), ("total", int(outcome.refusal_count))]);
+        text.push_str(&json::dumps(&marker, gateway_world::check::ROW_LINE));
+        text.push('\n');
+    }
+    tokio::fs::write(&path, text).await.map_err(|e| HubError::io(&path, e))?;
+    let key = report_key(world, batch_id);
+    store_object(hub, &key, &path).await?;
+    Ok(Some(key))
+}
+
+/// A batch's `result`: digests, counts, the chunks applied.
+fn batch_result(outcome: &BatchOutcome, parent_digest: &str) -> Value {
+    object([
+        ("contractHash", Value::str(&outcome.contract_hash)),
+        ("batchDigest", Value::str(&outcome.batch_digest)),
+        ("parentBatchDigest", Value::str(parent_digest)),
+        ("entityCounts", outcome.entity_counts.clone()),
+        ("rows", int(outcome.rows)),
+        ("appliedRows", int(outcome.applied_rows)),
+        ("refusalCount", int(outcome.refusal_count)),
+        ("appliedChunks", Value::Array(outcome.applied_chunks.iter().map(|n| int(*n)).collect())),
+    ])
 }
 
 /// Remove the snapshot object a world's previous head named, once the head has moved

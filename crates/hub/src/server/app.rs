@@ -1,0 +1,98 @@
+//! The hub as an axum app: the router, serving on a listener, and each request's
+//! first steps (the body limit, the embedded host's data plane, the web pages, the
+//! object routes) before the JSON routes.
+
+use super::objects::object_route;
+use super::request::parse_query;
+use super::response::{closing, error_response, json_response};
+use super::routes::route;
+use super::state::Hub;
+use super::web;
+use crate::error::HubError;
+use axum::body::to_bytes;
+use axum::extract::{Request, State};
+use axum::response::Response;
+use std::sync::Arc;
+
+/// The axum router of a hub.
+pub fn router(hub: Hub) -> axum::Router {
+    axum::Router::new().fallback(answer).with_state(Arc::new(hub))
+}
+
+/// Serve until the process ends.
+pub async fn serve(hub: Hub, addr: std::net::SocketAddr) -> Result<(), HubError> {
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| HubError::Storage(format!("bind {addr}: {e}")))?;
+    serve_on(hub, listener).await
+}
+
+/// Serve on a bound listener.
+pub async fn serve_on(hub: Hub, listener: tokio::net::TcpListener) -> Result<(), HubError> {
+    serve_until(hub, listener, std::future::pending()).await
+}
+
+/// Serve on a bound listener until `shutdown` completes (requests in flight are
+/// answered first); the embedded World Host's expired leases are swept meanwhile.
+pub async fn serve_until(
+    hub: Hub,
+    listener: tokio::net::TcpListener,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), HubError> {
+    let sweeper = hub.worlds.as_ref().and_then(|w| w.embedded.clone()).map(|host| tokio::spawn(gateway_host::server::sweep(host)));
+    let served = axum::serve(listener, router(hub)).with_graceful_shutdown(shutdown).await;
+    if let Some(sweeper) = sweeper {
+        sweeper.abort();
+    }
+    served.map_err(|e| HubError::Storage(e.to_string()))
+}
+
+pub(super) async fn answer(State(hub): State<Arc<Hub>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let path = parts.uri.path().to_string();
+    let query = parse_query(parts.uri.query().unwrap_or(""));
+    let is_object = path.starts_with("/objects/");
+    let limit = if is_object { hub.limits.max_object_bytes } else { hub.limits.max_json_bytes };
+    if let Some(length) = parts.headers.get("content-length").and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok()) {
+        if length > limit as u64 {
+            let error = HubError::TooLarge(format!("request body of {length} bytes is over the {limit}-byte limit"));
+            return closing(error_response(&error));
+        }
+    }
+    if path.starts_with("/s/") {
+        // A session's data plane, when it runs on this hub's own host.
+        if let Some(host) = hub.worlds.as_ref().and_then(|w| w.embedded.clone()) {
+            let config = gateway_host::server::ServerConfig { secret: String::new(), domain: "localhost".into() };
+            let request = Request::from_parts(parts, body);
+            return match tower_service_call(gateway_host::server::app(host, config), request).await {
+                Some(response) => response,
+                None => error_response(&HubError::Storage("the session's host did not answer".into())),
+            };
+        }
+    }
+    if path == "/" || path == "/ui" || path.starts_with("/ui/") {
+        // The web pages (server/web.rs): HTML for people, behind the same keys.
+        return web::answer(&hub, parts, body).await;
+    }
+    if is_object {
+        // Object bodies stream through (to the store, or from it): never held whole.
+        return match object_route(&hub, &parts.method, &path, &query, &parts.headers, body).await {
+            Ok(response) => response,
+            // The body may be left partly unread: the client must not reuse the connection.
+            Err(error) => closing(error_response(&error)),
+        };
+    }
+    let bytes = match to_bytes(body, limit).await {
+        Ok(bytes) => bytes,
+        Err(_) => return error_response(&HubError::TooLarge(format!("request body is over the {limit}-byte limit"))),
+    };
+    let result = route(&hub, &parts.method, &path, &query, &parts.headers, &bytes).await;
+    match result {
+        Ok((status, value)) => json_response(status, &value),
+        Err(error) => error_response(&error),
+    }
+}
+
+/// Answer `request` with `router` in process.
+pub(super) async fn tower_service_call(router: axum::Router, request: Request) -> Option<Response> {
+    use tower::ServiceExt as _;
+    router.oneshot(request).await.ok()
+}

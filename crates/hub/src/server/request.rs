@@ -1,0 +1,83 @@
+//! Reading a request: its query string and JSON body, the body's typed members,
+//! and the base URL its answers name.
+
+use super::state::Hub;
+use crate::error::HubError;
+use axum::http::HeaderMap;
+use gateway_common::url::unquote_plus;
+use gateway_world::json::{self, Map, Value};
+use std::collections::BTreeMap;
+
+pub(super) fn parse_query(query: &str) -> BTreeMap<String, String> {
+    query
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            (unquote_plus(k), unquote_plus(v))
+        })
+        .collect()
+}
+
+pub(super) fn parse_body(body: &[u8]) -> Result<Map, HubError> {
+    let text = std::str::from_utf8(body).map_err(|_| HubError::BadRequest("request body is not UTF-8".into()))?;
+    if text.trim().is_empty() {
+        return Ok(Map::default());
+    }
+    match json::parse(text) {
+        Ok(parsed) => match parsed.value {
+            Value::Object(map) => Ok(map),
+            _ => Err(HubError::BadRequest("request body must be a JSON object".into())),
+        },
+        Err(e) => Err(HubError::BadRequest(format!("request body is not valid JSON: {e:?}"))),
+    }
+}
+
+pub(super) fn opt_str(body: &Map, key: &str) -> Result<Option<String>, HubError> {
+    match body.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Str(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(HubError::BadRequest(format!("'{key}' must be a string"))),
+    }
+}
+
+pub(super) fn req_str(body: &Map, key: &str) -> Result<String, HubError> {
+    opt_str(body, key)?.filter(|s| !s.is_empty()).ok_or_else(|| HubError::BadRequest(format!("'{key}' is required")))
+}
+
+pub(super) fn opt_bool(body: &Map, key: &str) -> Result<bool, HubError> {
+    match body.get(key) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(_) => Err(HubError::BadRequest(format!("'{key}' must be a boolean"))),
+    }
+}
+
+pub(super) fn opt_value(text: &str) -> Value {
+    json::parse_clean(text).unwrap_or(Value::Null)
+}
+
+pub(super) fn str_or_null(value: &Option<String>) -> Value {
+    value.as_ref().map(|s| Value::Str(s.clone())).unwrap_or(Value::Null)
+}
+
+pub(super) fn base_url(hub: &Hub, headers: &HeaderMap) -> String {
+    if let Some(url) = &hub.public_url {
+        return url.trim_end_matches('/').to_string();
+    }
+    let host = headers.get("host").and_then(|h| h.to_str().ok()).unwrap_or("127.0.0.1");
+    format!("http://{host}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gateway_common::url::quote_segment;
+
+    #[test]
+    fn query_codec() {
+        assert_eq!(unquote_plus("a%2Fb+c"), "a/b c");
+        assert_eq!(unquote_plus(&quote_segment("x+/=y")), "x+/=y");
+        assert_eq!(unquote_plus("%"), "%");
+    }
+}

@@ -1,0 +1,51 @@
+//! What every request handler shares: the [`Hub`] (stores, keys, limits, where
+//! sessions run) and its [`Limits`].
+
+use super::keys::Keys;
+use crate::store::{MetaStore, ObjectStore};
+use std::sync::Arc;
+
+/// Server limits and settings.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Largest JSON request body.
+    pub max_json_bytes: usize,
+    /// Largest object (tarball or wheel) upload.
+    pub max_object_bytes: usize,
+    /// How long presigned URLs stay valid, in seconds.
+    pub url_ttl_secs: u64,
+    /// Largest world data chunk (`limits.chunkBytes`): its gzipped upload, and its
+    /// JSONL once gunzipped.
+    pub chunk_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_json_bytes: 32 * 1024 * 1024,
+            max_object_bytes: 1024 * 1024 * 1024,
+            url_ttl_secs: 3600,
+            chunk_bytes: gateway_world::chunks::CHUNK_BYTES,
+        }
+    }
+}
+
+/// Everything a request handler needs.
+#[derive(Clone)]
+pub struct Hub {
+    /// Metadata.
+    pub meta: Arc<dyn MetaStore>,
+    /// Bundles.
+    pub objects: Arc<dyn ObjectStore>,
+    /// Key material.
+    pub keys: Keys,
+    /// The base URL put in presigned URLs; `None` = from the request's Host header.
+    pub public_url: Option<String>,
+    /// Limits.
+    pub limits: Limits,
+    /// Live sessions (an embedded World Host and registered ones); None: no sessions.
+    pub worlds: Option<Arc<crate::worlds::Worlds>>,
+    /// Where world data batches are applied (extracted versions, chunks, snapshots);
+    /// None: under the process's temporary directory.
+    pub scratch: Option<std::path::PathBuf>,
+}
