@@ -476,31 +476,7 @@ fn execute(command: BenchCommand) -> Result<(), Failure> {
             }
         }
         BenchCommand::Log { slug, branch, limit, host } => printer::json(&client(&host)?.log(&slug, branch.as_deref(), limit)?),
-        BenchCommand::Branch { name, path, slug, from_version, host } => {
-            let client = client(&host)?;
-            let meta = read_local_meta(&path).unwrap_or_default();
-            let slug = tracked_slug(slug, &path)?;
-            if let Some(name) = name.filter(|n| !n.is_empty()) {
-                printer::json(&client.create_ref(&slug, &name, "branch", from_version.as_deref())?);
-                return Ok(());
-            }
-            let refs = client.list_refs(&slug)?;
-            let meta_slug = meta.get("slug").and_then(Value::as_str);
-            let current = if meta_slug == Some(slug.as_str()) { meta.get("branch").and_then(Value::as_str) } else { None };
-            let text = |v: Option<&Value>| match v {
-                Some(Value::Str(s)) => s.clone(),
-                Some(Value::Null) | None => "None".to_string(),
-                Some(other) => dumps(other, DumpOptions::CLI),
-            };
-            for r in refs.get("refs").and_then(Value::as_array).cloned().unwrap_or_default() {
-                let kind = text(r.get("kind"));
-                let name = text(r.get("name"));
-                let marker = if kind == "branch" && Some(name.as_str()) == current { "*" } else { " " };
-                let hash: String = r.get("contentHash").and_then(Value::as_str).unwrap_or("").chars().take(12).collect();
-                let semver = r.get("semanticVersion").and_then(Value::as_str).unwrap_or("");
-                outln!("{marker} {kind:<6} {name:<24} {hash:<12} {semver}");
-            }
-        }
+        BenchCommand::Branch { name, path, slug, from_version, host } => branch(&client(&host)?, name, &path, slug, from_version)?,
         BenchCommand::Tag { name, path, slug, version, host } => {
             let client = client(&host)?;
             let slug = tracked_slug(slug, &path)?;
@@ -514,87 +490,147 @@ fn execute(command: BenchCommand) -> Result<(), Failure> {
         BenchCommand::Secrets { action, env, key, value, host } => secrets(action, env, key, value, host)?,
         BenchCommand::Install { slug, tool, no_upgrade, host } => printer::json(&client(&host)?.install(&slug, tool.into(), no_upgrade)?),
         BenchCommand::Dispatch { run_config_id, container_id, version_id, host } => {
-            let result = client(&host)?.dispatch_run_config(&run_config_id, container_id.as_deref(), version_id.as_deref())?;
-            printer::json(&result);
-            // Beyond the original (which prints and exits 0): a dispatch that started nothing fails.
-            let runs = result.get("runs").and_then(Value::as_array).cloned().unwrap_or_default();
-            let mut started = !runs.is_empty();
-            for run in &runs {
-                if !run.get("ok").is_some_and(gateway_hub::client::truthy) {
-                    started = false;
-                    errln!("dispatch: {} did not start: {}", field(run, "model"), field(run, "error"));
-                }
-            }
-            if !started {
-                return Err(Failure::Plain(String::new()));
-            }
+            dispatch(&client(&host)?, &run_config_id, container_id.as_deref(), version_id.as_deref())?
         }
         BenchCommand::Eval { .. } | BenchCommand::HarvestHarbor { .. } => unreachable!("run() handles the evaluation commands"),
         BenchCommand::RunConfigs { action, name, models, parallelism, tasks, world_tasks, agent, auto_run_on_push, config_id, host } => {
             let client = client(&host)?;
             match action {
-                RunConfigsAction::List => {
-                    let listed = client.list_run_configs()?;
-                    let rows = listed.get("runConfigs").and_then(Value::as_array).cloned().unwrap_or_default();
-                    if rows.is_empty() {
-                        outln!("No run configs in this project.");
-                        return Ok(());
-                    }
-                    for row in rows {
-                        let mut flags = Vec::new();
-                        if let Some(Value::Int(p)) = row.get("parallelism") {
-                            if *p > 1 {
-                                flags.push(format!("x{p} containers"));
-                            }
-                        }
-                        if row.get("autoRunOnPush").is_some_and(gateway_hub::client::truthy) {
-                            flags.push("auto-on-push".to_string());
-                        }
-                        let suffix = if flags.is_empty() { String::new() } else { format!("  [{}]", flags.join(", ")) };
-                        outln!("{}  {}  ({}){suffix}", field(&row, "id"), field(&row, "name"), models_text(&row, true));
-                    }
-                }
-                RunConfigsAction::Delete => {
-                    let id = config_id.filter(|i| !i.is_empty()).ok_or_else(|| Failure::Usage("--id is required for delete".into()))?;
-                    client.delete_run_config(&id)?;
-                    outln!("Deleted {id}.");
-                }
+                RunConfigsAction::List => list_run_configs(&client)?,
+                RunConfigsAction::Delete => delete_run_config(&client, config_id)?,
                 RunConfigsAction::Create => {
-                    let (Some(name), Some(models)) = (name.filter(|n| !n.is_empty()), models.filter(|m| !m.is_empty())) else {
-                        return Err(Failure::Usage("--name and --models are required for create".into()));
-                    };
-                    let split =
-                        |text: &str| -> Vec<Value> { text.split(',').map(str::trim).filter(|s| !s.is_empty()).map(Value::str).collect() };
-                    let mut fields = Map::default();
-                    fields.insert("name".into(), Value::str(name));
-                    fields.insert("models".into(), Value::Array(split(&models)));
-                    fields.insert("parallelism".into(), Value::Int(parallelism));
-                    if let Some(agent) = agent.filter(|a| !a.is_empty()) {
-                        fields.insert("agent".into(), Value::str(agent));
-                    }
-                    if let Some(tasks) = tasks.as_deref().filter(|t| !t.is_empty()) {
-                        fields.insert("taskNames".into(), Value::Array(split(tasks)));
-                    }
-                    if let Some(world_tasks) = world_tasks.filter(|w| !w.is_empty()) {
-                        if tasks.as_deref().is_some_and(|t| !t.is_empty()) {
-                            return Err(Failure::Usage(
-                                "--tasks and --world-tasks are exclusive: a config runs bundled scenarios or stored tasks".into(),
-                            ));
-                        }
-                        fields.insert("worldTasks".into(), parse_world_task_refs(&world_tasks).map_err(Failure::Usage)?);
-                    }
-                    if auto_run_on_push {
-                        fields.insert("autoRunOnPush".into(), Value::Bool(true));
-                    }
-                    if let Some(id) = config_id.filter(|i| !i.is_empty()) {
-                        fields.insert("id".into(), Value::str(id));
-                    }
-                    let row = client.upsert_run_config(fields)?;
-                    outln!("{}  {}  ({})", field(&row, "id"), field(&row, "name"), models_text(&row, false));
+                    let flags = RunConfigFlags { name, models, parallelism, tasks, world_tasks, agent, auto_run_on_push, config_id };
+                    create_run_config(&client, flags)?
                 }
             }
         }
     }
+    Ok(())
+}
+
+/// `bench branch`: create a branch (NAME given), else list the refs, the checked-out
+/// branch marked.
+fn branch(client: &Client, name: Option<String>, path: &Path, slug: Option<String>, from_version: Option<String>) -> Result<(), Failure> {
+    let meta = read_local_meta(path).unwrap_or_default();
+    let slug = tracked_slug(slug, path)?;
+    if let Some(name) = name.filter(|n| !n.is_empty()) {
+        printer::json(&client.create_ref(&slug, &name, "branch", from_version.as_deref())?);
+        return Ok(());
+    }
+    let refs = client.list_refs(&slug)?;
+    let meta_slug = meta.get("slug").and_then(Value::as_str);
+    let current = if meta_slug == Some(slug.as_str()) { meta.get("branch").and_then(Value::as_str) } else { None };
+    let text = |v: Option<&Value>| match v {
+        Some(Value::Str(s)) => s.clone(),
+        Some(Value::Null) | None => "None".to_string(),
+        Some(other) => dumps(other, DumpOptions::CLI),
+    };
+    for r in refs.get("refs").and_then(Value::as_array).cloned().unwrap_or_default() {
+        let kind = text(r.get("kind"));
+        let name = text(r.get("name"));
+        let marker = if kind == "branch" && Some(name.as_str()) == current { "*" } else { " " };
+        let hash: String = r.get("contentHash").and_then(Value::as_str).unwrap_or("").chars().take(12).collect();
+        let semver = r.get("semanticVersion").and_then(Value::as_str).unwrap_or("");
+        outln!("{marker} {kind:<6} {name:<24} {hash:<12} {semver}");
+    }
+    Ok(())
+}
+
+/// `bench dispatch`: the run config dispatched; a dispatch that started nothing fails
+/// (beyond the original, which prints and exits 0).
+fn dispatch(client: &Client, run_config_id: &str, container_id: Option<&str>, version_id: Option<&str>) -> Result<(), Failure> {
+    let result = client.dispatch_run_config(run_config_id, container_id, version_id)?;
+    printer::json(&result);
+    let runs = result.get("runs").and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut started = !runs.is_empty();
+    for run in &runs {
+        if !run.get("ok").is_some_and(gateway_hub::client::truthy) {
+            started = false;
+            errln!("dispatch: {} did not start: {}", field(run, "model"), field(run, "error"));
+        }
+    }
+    if !started {
+        return Err(Failure::Plain(String::new()));
+    }
+    Ok(())
+}
+
+/// `bench run-configs list`: one line per config, its models and flags.
+fn list_run_configs(client: &Client) -> Result<(), Failure> {
+    let listed = client.list_run_configs()?;
+    let rows = listed.get("runConfigs").and_then(Value::as_array).cloned().unwrap_or_default();
+    if rows.is_empty() {
+        outln!("No run configs in this project.");
+        return Ok(());
+    }
+    for row in rows {
+        let mut flags = Vec::new();
+        if let Some(Value::Int(p)) = row.get("parallelism") {
+            if *p > 1 {
+                flags.push(format!("x{p} containers"));
+            }
+        }
+        if row.get("autoRunOnPush").is_some_and(gateway_hub::client::truthy) {
+            flags.push("auto-on-push".to_string());
+        }
+        let suffix = if flags.is_empty() { String::new() } else { format!("  [{}]", flags.join(", ")) };
+        outln!("{}  {}  ({}){suffix}", field(&row, "id"), field(&row, "name"), models_text(&row, true));
+    }
+    Ok(())
+}
+
+/// `bench run-configs delete --id`.
+fn delete_run_config(client: &Client, config_id: Option<String>) -> Result<(), Failure> {
+    let id = config_id.filter(|i| !i.is_empty()).ok_or_else(|| Failure::Usage("--id is required for delete".into()))?;
+    client.delete_run_config(&id)?;
+    outln!("Deleted {id}.");
+    Ok(())
+}
+
+/// The flags of `bench run-configs create`.
+struct RunConfigFlags {
+    name: Option<String>,
+    models: Option<String>,
+    parallelism: i64,
+    tasks: Option<String>,
+    world_tasks: Option<String>,
+    agent: Option<String>,
+    auto_run_on_push: bool,
+    config_id: Option<String>,
+}
+
+/// `bench run-configs create`: a name and models at least; bundled tasks or stored
+/// ones, not both.
+fn create_run_config(client: &Client, flags: RunConfigFlags) -> Result<(), Failure> {
+    let RunConfigFlags { name, models, parallelism, tasks, world_tasks, agent, auto_run_on_push, config_id } = flags;
+    let (Some(name), Some(models)) = (name.filter(|n| !n.is_empty()), models.filter(|m| !m.is_empty())) else {
+        return Err(Failure::Usage("--name and --models are required for create".into()));
+    };
+    let split = |text: &str| -> Vec<Value> { text.split(',').map(str::trim).filter(|s| !s.is_empty()).map(Value::str).collect() };
+    let mut fields = Map::default();
+    fields.insert("name".into(), Value::str(name));
+    fields.insert("models".into(), Value::Array(split(&models)));
+    fields.insert("parallelism".into(), Value::Int(parallelism));
+    if let Some(agent) = agent.filter(|a| !a.is_empty()) {
+        fields.insert("agent".into(), Value::str(agent));
+    }
+    if let Some(tasks) = tasks.as_deref().filter(|t| !t.is_empty()) {
+        fields.insert("taskNames".into(), Value::Array(split(tasks)));
+    }
+    if let Some(world_tasks) = world_tasks.filter(|w| !w.is_empty()) {
+        if tasks.as_deref().is_some_and(|t| !t.is_empty()) {
+            return Err(Failure::Usage("--tasks and --world-tasks are exclusive: a config runs bundled scenarios or stored tasks".into()));
+        }
+        fields.insert("worldTasks".into(), parse_world_task_refs(&world_tasks).map_err(Failure::Usage)?);
+    }
+    if auto_run_on_push {
+        fields.insert("autoRunOnPush".into(), Value::Bool(true));
+    }
+    if let Some(id) = config_id.filter(|i| !i.is_empty()) {
+        fields.insert("id".into(), Value::str(id));
+    }
+    let row = client.upsert_run_config(fields)?;
+    outln!("{}  {}  ({})", field(&row, "id"), field(&row, "name"), models_text(&row, false));
     Ok(())
 }
 

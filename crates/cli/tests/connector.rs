@@ -172,8 +172,19 @@ fn capture_ingest_and_conform_close_the_loop() {
     let (port, seen) = fake_vendor::start();
     let dir = world(port);
     let root = dir.path().join("acme");
+    let files = capture(port, &seen, &root);
+    ingest(port, &root, &root.join(files[1]));
+    conform(port, dir.path(), &root);
+}
+
+/// The vendor's credentials, as the capture reads them from the environment.
+const CREDENTIALS: [(&str, &str); 2] = [("ACME_SECRET", SECRET), ("ACME_CLIENT", "acme-client")];
+
+/// `validate`, then `capture` step by step (01-07: refusals, two pages by cursor, non-2xx
+/// pages recorded); no secret, token or raw e-mail reaches disk. The list_users pages.
+fn capture(port: u16, seen: &std::sync::Mutex<Vec<String>>, root: &Path) -> Vec<&'static str> {
     let path = root.to_str().unwrap();
-    let creds = [("ACME_SECRET", SECRET), ("ACME_CLIENT", "acme-client")];
+    let creds = CREDENTIALS;
 
     let out = gateway(&["worlds", "connector", "validate", path], &[]);
     parity("validate", &out, port);
@@ -250,7 +261,15 @@ fn capture_ingest_and_conform_close_the_loop() {
     }
     let manifest = std::fs::read_to_string(root.join("captures/manifest.json")).unwrap();
     assert_eq!(manifest.matches("\"sha256\"").count(), 4);
+    files
+}
 
+/// `ingest` step by step (08-12): children first, deduped by key, a second ingest
+/// changing nothing, a later capture becoming an update, a tampered capture (`page`)
+/// refused.
+fn ingest(port: u16, root: &Path, page: &Path) {
+    let path = root.to_str().unwrap();
+    let creds = CREDENTIALS;
     // Ingest: children first, deduped by key; a second ingest changes nothing.
     let out = gateway(&["worlds", "connector", "ingest", path], &[]);
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
@@ -278,18 +297,22 @@ fn capture_ingest_and_conform_close_the_loop() {
     assert!(out.status.success(), "{}", stdout(&out));
 
     // A tampered capture is refused.
-    let page = root.join(files[1]);
-    let original = std::fs::read_to_string(&page).unwrap();
-    std::fs::write(&page, original.replace("Cy", "Cyd")).unwrap();
+    let original = std::fs::read_to_string(page).unwrap();
+    std::fs::write(page, original.replace("Cy", "Cyd")).unwrap();
     let out = gateway(&["worlds", "connector", "ingest", path], &[]);
     assert!(stderr(&out).contains("Capture changed since it was recorded"), "{}", stderr(&out));
     parity("12-tampered", &out, port);
-    std::fs::write(&page, original).unwrap();
+    std::fs::write(page, original).unwrap();
+}
 
+/// `conform` against the served world (13-14): the YAML 3.0 document, the stricter
+/// one, one that does not parse.
+fn conform(port: u16, dir: &Path, root: &Path) {
+    let path = root.to_str().unwrap();
     // Conform the served world: the YAML 3.0 document matches; `?` for what it omits.
     // The original crashes on unquoted (integer) YAML status keys (recorded in
     // original/divergent-conform-unquoted-yaml.txt); its parity run uses the quoted copy.
-    let quoted = dir.path().join("quoted-report.json");
+    let quoted = dir.join("quoted-report.json");
     let out = gateway(
         &[
             "worlds",
@@ -305,7 +328,7 @@ fn capture_ingest_and_conform_close_the_loop() {
     );
     parity("13-conform-yaml", &out, port);
     parity_file("conform-yaml.report.json", &quoted, port);
-    let report = dir.path().join("report.json");
+    let report = dir.join("report.json");
     let out = gateway(
         &[
             "worlds",
@@ -334,7 +357,7 @@ fn capture_ingest_and_conform_close_the_loop() {
     assert_eq!(written["operations"][1]["request"]["url"], "/v1/users/u1");
 
     // The stricter document: a schema violation and a status mismatch, exit 1.
-    let strict = dir.path().join("strict-report.json");
+    let strict = dir.join("strict-report.json");
     let out = gateway(
         &[
             "worlds",

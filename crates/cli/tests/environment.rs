@@ -76,48 +76,77 @@ assert fail_open_evaluations("the runner died") == [e2, e3]
 print(json.dumps([e1, e2, e3]))
 "#;
 
+/// The original `gateway` and ours against one hub, run in `work`.
+struct Both<'a> {
+    server: &'a Server,
+    original: std::path::PathBuf,
+    ours: &'a Path,
+    work: &'a Path,
+}
+
+impl Both<'_> {
+    /// `program` with the hub's project key: `(exit code, stdout, stderr)`.
+    fn run(&self, program: &Path, args: &[&str]) -> (i32, String, String) {
+        run_as(self.server, (&self.server.public, &self.server.secret), program, args, self.work)
+    }
+
+    /// A read: the same bytes from both, exit 0. Its output.
+    fn same(&self, args: &[&str]) -> String {
+        let (code_o, out_o, err_o) = self.run(&self.original, args);
+        let (code_u, out_u, err_u) = self.run(self.ours, args);
+        assert_eq!(code_o, 0, "original {args:?}: {err_o}");
+        assert_eq!((code_u, out_u.as_str(), err_u.as_str()), (0, out_o.as_str(), ""), "ours {args:?} differs from the original");
+        out_u
+    }
+}
+
 #[test]
 fn the_original_and_ours_read_the_same_environment() {
     let Some((original, python)) = reference() else { return };
-    let ours = Path::new(GATEWAY);
     let tmp = tempfile::tempdir().unwrap();
     let server = start(&tmp.path().join("data"));
-    let keys = (server.public.as_str(), server.secret.as_str());
-    let work = tmp.path();
+    let both = Both { server: &server, original, ours: Path::new(GATEWAY), work: tmp.path() };
+    let (v1, v2, cid) = push_two_versions(&both);
+    let [e1, e2, e3] = file_evaluations(&both, &python, &v1, &v2);
+    reads_agree(&both, &cid, &v2, [&e1, &e2, &e3]);
+    task_sets_agree(&both, &cid);
+    run_and_refusals_agree(&both, &cid, &v1);
+    another_project_sees_nothing(&both, &cid, &e1);
+}
 
-    // Two versions of one world.
-    let world = work.join("scored");
+/// Two versions of one world. Their ids and the container's.
+fn push_two_versions(both: &Both) -> (String, String, String) {
+    let world = both.work.join("scored");
     std::fs::create_dir_all(&world).unwrap();
     std::fs::write(world.join("pyproject.toml"), "[project]\nname = \"scored\"\nversion = \"0.1.0\"\n").unwrap();
     std::fs::write(world.join("main.py"), "print(1)\n").unwrap();
-    let v1 = field(&ok(&server, ours, &["bench", "push", "scored", "-m", "first", "--author", "alice"], work), "versionId");
+    let v1 = field(&ok(both.server, both.ours, &["bench", "push", "scored", "-m", "first", "--author", "alice"], both.work), "versionId");
     std::fs::write(world.join("main.py"), "print(2)\n").unwrap();
-    let pushed = ok(&server, ours, &["bench", "push", "scored", "-m", "second", "--auto-bump"], work);
+    let pushed = ok(both.server, both.ours, &["bench", "push", "scored", "-m", "second", "--auto-bump"], both.work);
     let (v2, cid) = (field(&pushed, "versionId"), field(&pushed, "containerId"));
+    (v1, v2, cid)
+}
 
-    // Evaluations filed by the original SDK.
-    let (code, filed, stderr) = run_as(&server, keys, &python, &["-c", FILE_EVALUATIONS, &v1, &v2], work);
+/// Evaluations filed by the original SDK, one failed open. Their ids.
+fn file_evaluations(both: &Both, python: &Path, v1: &str, v2: &str) -> [String; 3] {
+    let (code, filed, stderr) = both.run(python, &["-c", FILE_EVALUATIONS, v1, v2]);
     assert_eq!(code, 0, "{filed}\n{stderr}");
     let ids = parse(filed.trim());
     let id = |i: usize| ids.as_array().unwrap()[i].as_str().unwrap().to_string();
     let (e1, e2, e3) = (id(0), id(1), id(2));
+    [e1, e2, e3]
+}
 
-    // Reads: the same bytes from both, exit 0.
-    let same = |args: &[&str]| -> String {
-        let (code_o, out_o, err_o) = run_as(&server, keys, &original, args, work);
-        let (code_u, out_u, err_u) = run_as(&server, keys, ours, args, work);
-        assert_eq!(code_o, 0, "original {args:?}: {err_o}");
-        assert_eq!((code_u, out_u.as_str(), err_u.as_str()), (0, out_o.as_str(), ""), "ours {args:?} differs from the original");
-        out_u
-    };
-    let listed = same(&["environment", "list"]);
-    assert_eq!((member(&listed, "environments.0.id"), member(&listed, "environments.0.versionCount")), (cid.clone(), "2".into()));
+/// Reads: the same bytes from both, exit 0.
+fn reads_agree(both: &Both, cid: &str, v2: &str, [e1, e2, e3]: [&str; 3]) {
+    let listed = both.same(&["environment", "list"]);
+    assert_eq!((member(&listed, "environments.0.id"), member(&listed, "environments.0.versionCount")), (cid.to_string(), "2".into()));
     assert_eq!(member(&listed, "environments.0.latestVersion"), "0.1.1");
-    same(&["environment", "list", "--slug", "scored", "-n", "5"]);
-    let env = same(&["environment", "get", &cid]);
+    both.same(&["environment", "list", "--slug", "scored", "-n", "5"]);
+    let env = both.same(&["environment", "get", cid]);
     assert_eq!((member(&env, "evaluationCount"), member(&env, "versions.1.author")), ("3".into(), "alice".into()));
-    same(&["environment", "get", "scored"]);
-    let perf = same(&["environment", "performance", &cid]);
+    both.same(&["environment", "get", "scored"]);
+    let perf = both.same(&["environment", "performance", cid]);
     assert_eq!((member(&perf, "totalSamples"), member(&perf, "totalNullScoreSamples")), ("4".into(), "1".into()));
     assert_eq!(member(&perf, "tasks.0.task"), "alpha");
     assert_eq!(
@@ -126,10 +155,10 @@ fn the_original_and_ours_read_the_same_environment() {
     );
     assert_eq!(member(&perf, "tasks.0.perVersion.0.containerVersionId"), v2);
     assert_eq!((member(&perf, "tasks.1.task"), member(&perf, "tasks.1.avgReward")), ("beta".into(), "null".into()));
-    let rollouts = same(&["environment", "rollouts", &cid]);
+    let rollouts = both.same(&["environment", "rollouts", cid]);
     assert_eq!(
         [member(&rollouts, "rollouts.0.id"), member(&rollouts, "rollouts.1.id"), member(&rollouts, "rollouts.2.id")],
-        [e3.clone(), e2.clone(), e1.clone()]
+        [e3.to_string(), e2.to_string(), e1.to_string()]
     );
     assert_eq!(
         (member(&rollouts, "rollouts.0.status"), member(&rollouts, "rollouts.0.metrics")),
@@ -139,25 +168,28 @@ fn the_original_and_ours_read_the_same_environment() {
         (member(&rollouts, "rollouts.2.status"), member(&rollouts, "rollouts.2.cost")),
         ("COMPLETED".into(), r#"{"usd":0.01}"#.into())
     );
-    let samples = same(&["environment", "samples", &cid, &e1]);
+    let samples = both.same(&["environment", "samples", cid, e1]);
     assert_eq!((member(&samples, "samples.1.exampleId"), member(&samples, "samples.1.rolloutIndex")), ("alpha".into(), "1".into()));
     assert!(member(&samples, "samples.0.info.traceId").len() == 32, "the SDK's rollout trace id is stamped into info: {samples}");
     assert_eq!(member(&samples, "samples.2.correct"), "false");
-    same(&["environment", "samples", &cid, &e1, "-n", "1"]);
-    same(&["environment", "agent-status"]);
+    both.same(&["environment", "samples", cid, e1, "-n", "1"]);
+    both.same(&["environment", "agent-status"]);
+}
 
-    // link-task-set: the original creates and fills the set; ours then reuses it and
-    // creates nothing (the names exist); both link the same set.
-    let tasks = work.join("tasks.jsonl");
+/// link-task-set: the original creates and fills the set; ours then reuses it and
+/// creates nothing (the names exist); both link the same set. create-task, --fresh,
+/// --detach.
+fn task_sets_agree(both: &Both, cid: &str) {
+    let tasks = both.work.join("tasks.jsonl");
     std::fs::write(&tasks, "{\"id\": \"alpha\", \"prompt\": \"Do alpha.\", \"worlds\": [\"scored\"]}\n\n{\"task\": \"beta\", \"prompt\": \"Do beta.\", \"metadata\": {\"tier\": 1}}\n{\"prompt\": \"nameless\"}\n").unwrap();
     let tasks_arg = tasks.to_str().unwrap();
-    let (code, linked_o, err_o) = run_as(&server, keys, &original, &["environment", "link-task-set", "scored", "--tasks", tasks_arg], work);
+    let (code, linked_o, err_o) = both.run(&both.original, &["environment", "link-task-set", "scored", "--tasks", tasks_arg]);
     assert_eq!(code, 0, "{err_o}");
     let dataset = member(&linked_o, "taskSetDatasetId");
     assert_eq!(err_o, format!("# created task set {dataset} (scored scenarios)\n# task alpha created\n# task beta created\n"));
-    let (code, linked_u, err_u) = run_as(&server, keys, ours, &["environment", "link-task-set", "scored", "--tasks", tasks_arg], work);
+    let (code, linked_u, err_u) = both.run(both.ours, &["environment", "link-task-set", "scored", "--tasks", tasks_arg]);
     assert_eq!((code, linked_u.as_str(), err_u), (0, linked_o.as_str(), format!("# reusing linked task set {dataset}\n")));
-    let listed_tasks = same(&["environment", "tasks", &cid]);
+    let listed_tasks = both.same(&["environment", "tasks", cid]);
     assert_eq!(
         (member(&listed_tasks, "tasks.0.metadata"), member(&listed_tasks, "tasks.1.metadata")),
         (r#"{"worlds":["scored"]}"#.into(), r#"{"tier":1}"#.into())
@@ -165,38 +197,36 @@ fn the_original_and_ours_read_the_same_environment() {
     assert_eq!(parse(&listed_tasks).get("tasks").and_then(|t| t.as_array()).map(Vec::len), Some(2));
 
     // create-task: the same shape from both.
-    for program in [original.as_path(), ours] {
-        let (code, created, err) = run_as(
-            &server,
-            keys,
-            program,
-            &["environment", "create-task", &dataset, "--name", "gamma", "--prompt", "Do gamma.", "--expected-output", "ok"],
-            work,
-        );
+    for program in [both.original.as_path(), both.ours] {
+        let (code, created, err) = both
+            .run(program, &["environment", "create-task", &dataset, "--name", "gamma", "--prompt", "Do gamma.", "--expected-output", "ok"]);
         assert_eq!(code, 0, "{err}");
         let keys_of = |text: &str| parse(text).as_object().map(|m| m.keys().cloned().collect::<Vec<_>>()).unwrap();
         assert_eq!(keys_of(&created), ["id", "datasetId", "name"]);
-        assert_eq!((member(&created, "datasetId"), member(&created, "name")), (dataset.clone(), "gamma".into()));
+        assert_eq!((member(&created, "datasetId"), member(&created, "name")), (dataset.to_string(), "gamma".into()));
     }
-    let listed_tasks = same(&["environment", "tasks", &cid]);
+    let listed_tasks = both.same(&["environment", "tasks", cid]);
     assert_eq!((member(&listed_tasks, "tasks.3.name"), member(&listed_tasks, "tasks.3.expectedOutput")), ("gamma".into(), "ok".into()));
     // --fresh: a new set, named by --name.
-    let (code, fresh, err) = run_as(&server, keys, ours, &["environment", "link-task-set", &cid, "--fresh", "--name", "v2 set"], work);
+    let (code, fresh, err) = both.run(both.ours, &["environment", "link-task-set", cid, "--fresh", "--name", "v2 set"]);
     assert_eq!(code, 0, "{err}");
     let fresh_id = member(&fresh, "taskSetDatasetId");
     assert!(fresh_id != dataset && err == format!("# created task set {fresh_id} (v2 set)\n"), "{err}");
     // --detach, from both; then there is no set to show.
-    let detached = same(&["environment", "link-task-set", "scored", "--detach"]);
+    let detached = both.same(&["environment", "link-task-set", "scored", "--detach"]);
     assert_eq!(member(&detached, "taskSetDatasetId"), "null");
-    for program in [original.as_path(), ours] {
-        let (code, _, err) = run_as(&server, keys, program, &["environment", "tasks", &cid], work);
+    for program in [both.original.as_path(), both.ours] {
+        let (code, _, err) = both.run(program, &["environment", "tasks", cid]);
         assert!(code == 1 && err.contains("404") && err.contains("no linked task set"), "{err}");
     }
+}
 
-    // run: no runner here — the same dispatch print, each model named on stderr, exit 1.
-    let args = ["environment", "run", "scored", "-m", "openrouter/a", "-m", "anthropic/b", "--version-id", &v1];
-    let (code_o, out_o, err_o) = run_as(&server, keys, &original, &args, work);
-    let (code_u, out_u, err_u) = run_as(&server, keys, ours, &args, work);
+/// run: no runner here — the same dispatch print, each model named on stderr, exit 1;
+/// refusals and usage errors exit the same.
+fn run_and_refusals_agree(both: &Both, cid: &str, v1: &str) {
+    let args = ["environment", "run", "scored", "-m", "openrouter/a", "-m", "anthropic/b", "--version-id", v1];
+    let (code_o, out_o, err_o) = both.run(&both.original, &args);
+    let (code_u, out_u, err_u) = both.run(both.ours, &args);
     assert_eq!((code_o, code_u), (1, 1), "{err_o}\n{err_u}");
     assert_eq!((out_u.as_str(), err_u.as_str()), (out_o.as_str(), err_o.as_str()));
     assert!(err_u.starts_with("# openrouter/a: this self-hosted hub has no hosted runner"), "{err_u}");
@@ -207,10 +237,10 @@ fn the_original_and_ours_read_the_same_environment() {
         vec!["environment", "run-status", "run-1", "--wait", "2"],
         vec!["environment", "agent-trigger"],
         vec!["environment", "get", "no-such-env"],
-        vec!["environment", "samples", &cid, "eval_nope"],
+        vec!["environment", "samples", cid, "eval_nope"],
     ] {
-        let (code_o, _, err_o) = run_as(&server, keys, &original, &args, work);
-        let (code_u, out_u, err_u) = run_as(&server, keys, ours, &args, work);
+        let (code_o, _, err_o) = both.run(&both.original, &args);
+        let (code_u, out_u, err_u) = both.run(both.ours, &args);
         assert_eq!((code_o, code_u, out_u.as_str()), (1, 1, ""), "{args:?}: {err_o}\n{err_u}");
         let line = err_u.trim_end();
         assert!(!line.contains('\n') && line.contains(" -> 4"), "{args:?}: {err_u}");
@@ -219,21 +249,22 @@ fn the_original_and_ours_read_the_same_environment() {
     }
     // Usage errors: exit 2 from both.
     for args in [vec!["environment", "run", "scored"], vec!["environment", "list", "--limit", "many"]] {
-        assert_eq!(run_as(&server, keys, &original, &args, work).0, 2, "{args:?}");
-        assert_eq!(run_as(&server, keys, ours, &args, work).0, 2, "{args:?}");
+        assert_eq!(both.run(&both.original, &args).0, 2, "{args:?}");
+        assert_eq!(both.run(both.ours, &args).0, 2, "{args:?}");
     }
+}
 
-    // Another project's key sees nothing of it.
+/// Another project's key sees nothing of it.
+fn another_project_sees_nothing(both: &Both, cid: &str, e1: &str) {
     let other =
-        Command::new(GATEWAY).args(["hub", "keys", "create", "--project", "p2", "--data"]).arg(tmp.path().join("data")).output().unwrap();
+        Command::new(GATEWAY).args(["hub", "keys", "create", "--project", "p2", "--data"]).arg(both.work.join("data")).output().unwrap();
     let other = String::from_utf8(other.stdout).unwrap();
     let (public, secret) = (field(&other, "publicKey"), field(&other, "secretKey"));
-    for program in [original.as_path(), ours] {
-        let (code, listed, _) = run_as(&server, (&public, &secret), program, &["environment", "list"], work);
+    for program in [both.original.as_path(), both.ours] {
+        let (code, listed, _) = run_as(both.server, (&public, &secret), program, &["environment", "list"], both.work);
         assert_eq!((code, member(&listed, "environments")), (0, "[]".into()));
-        for args in [vec!["environment", "get", &cid], vec!["environment", "performance", &cid], vec!["environment", "samples", &cid, &e1]]
-        {
-            let (code, _, err) = run_as(&server, (&public, &secret), program, &args, work);
+        for args in [vec!["environment", "get", cid], vec!["environment", "performance", cid], vec!["environment", "samples", cid, e1]] {
+            let (code, _, err) = run_as(both.server, (&public, &secret), program, &args, both.work);
             assert!(code == 1 && err.contains("404"), "{args:?}: {err}");
         }
     }

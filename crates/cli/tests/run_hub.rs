@@ -100,6 +100,9 @@ fn id(out: &Out, key: &str) -> String {
 }
 
 #[test]
+// One story read top to bottom: each run is checked against the evaluations, samples and
+// performance the runs before it filed on the same hub, so its steps share that history.
+#[allow(clippy::too_many_lines)]
 fn runs_are_filed_pinned_to_their_version_and_ci_gates_on_the_bar() {
     let dir = tempfile::tempdir().unwrap();
     let hub = common::start(&dir.path().join("hub"));

@@ -78,6 +78,20 @@ fn setup(tmp: &Path, extra: &[&str]) -> (Server, PathBuf) {
     (server, cli)
 }
 
+/// The state `batch` ends in, polled with `data status` (a minute at most).
+fn finished_state(server: &Server, cli: &Path, batch: &str) -> String {
+    let started = Instant::now();
+    loop {
+        let shown = json(&ok(server, Path::new(GATEWAY), &["worlds", "data", "status", batch], cli));
+        let state = shown["state"].as_str().unwrap().to_string();
+        if ["applied", "refused", "published", "failed"].contains(&state.as_str()) {
+            return state;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "the batch never finished: {shown}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 #[test]
 fn imports_into_a_hub_world() {
     let tmp = tempfile::tempdir().unwrap();
@@ -170,17 +184,7 @@ fn imports_into_a_hub_world() {
     assert_eq!(code, 0, "{err}");
     let later = json(&out)["batchId"].as_str().unwrap().to_string();
     assert_eq!(out, format!("{{\"batchId\": \"{later}\", \"state\": \"queued\"}}\n"));
-    let started = Instant::now();
-    let state = loop {
-        let shown = json(&ok(&server, gw, &["worlds", "data", "status", &later], &cli));
-        let state = shown["state"].as_str().unwrap().to_string();
-        if ["applied", "refused", "published", "failed"].contains(&state.as_str()) {
-            break state;
-        }
-        assert!(started.elapsed() < Duration::from_secs(60), "the batch never finished: {shown}");
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    assert_eq!(state, "applied");
+    assert_eq!(finished_state(&server, &cli, &later), "applied");
     let before = ok(&server, gw, &["bench", "log", "helpdesk"], &cli);
     assert_eq!(counts(&server, &cli), (customers + 305, tickets + 2), "applied rows show before they are published");
     let published = json(&ok(&server, gw, &["worlds", "data", "publish", "helpdesk", "-m", "fold"], &cli));

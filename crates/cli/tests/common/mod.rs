@@ -3,85 +3,9 @@
 //! running a `gateway` (ours or the original) against it with the key in its
 //! environment. Not a test of its own.
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)] // each test file uses its own part
 
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+mod hub;
 
 pub use gateway_test_support::reference;
-
-pub const GATEWAY: &str = env!("CARGO_BIN_EXE_gateway");
-
-pub struct Server {
-    pub child: Child,
-    pub host: String,
-    pub public: String,
-    pub secret: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-pub fn field(json: &str, key: &str) -> String {
-    let value = gateway_world::json::parse(json).unwrap_or_else(|e| panic!("not JSON ({e:?}): {json}")).value;
-    value.get(key).and_then(|v| v.as_str()).map(str::to_string).unwrap_or_else(|| panic!("no {key} in {json}"))
-}
-
-pub fn start(data: &Path) -> Server {
-    start_with(data, &[])
-}
-
-/// [`start`] with more `hub serve` flags.
-pub fn start_with(data: &Path, extra: &[&str]) -> Server {
-    let keys = Command::new(GATEWAY).args(["hub", "keys", "create", "--project", "p1", "--data"]).arg(data).output().unwrap();
-    assert!(keys.status.success(), "{}", String::from_utf8_lossy(&keys.stderr));
-    let out = String::from_utf8(keys.stdout).unwrap();
-    let mut child = Command::new(GATEWAY)
-        .args(["hub", "serve", "--addr", "127.0.0.1:0", "--data"])
-        .arg(data)
-        .args(extra)
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut reader = BufReader::new(child.stderr.take().unwrap());
-    let mut host = String::new();
-    for _ in 0..20 {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap() == 0 {
-            break;
-        }
-        if let Some(addr) = line.trim().strip_prefix("gateway hub listening on ") {
-            host = addr.to_string();
-            break;
-        }
-    }
-    assert!(!host.is_empty(), "hub did not start");
-    std::thread::spawn(move || for _ in reader.lines() {});
-    Server { child, host, public: field(&out, "publicKey"), secret: field(&out, "secretKey") }
-}
-
-pub fn run(server: &Server, program: &Path, args: &[&str], cwd: &Path) -> (bool, String, String) {
-    let out = Command::new(program)
-        .args(args)
-        .current_dir(cwd)
-        .env("GATEWAY_HOST", &server.host)
-        .env("GATEWAY_PUBLIC_KEY", &server.public)
-        .env("GATEWAY_SECRET_KEY", &server.secret)
-        .env_remove("GATEWAY_AUTHOR")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
-}
-
-pub fn ok(server: &Server, program: &Path, args: &[&str], cwd: &Path) -> String {
-    let (success, stdout, stderr) = run(server, program, args, cwd);
-    assert!(success, "{} {args:?} failed:\n{stdout}\n{stderr}", program.display());
-    stdout
-}
+pub use hub::*;
