@@ -11,7 +11,7 @@ use crate::json::{dumps, object, Value};
 pub struct CheckReport {
     /// Rows read.
     pub rows: usize,
-    /// The first [`REPORT_CAP`] refusal records.
+    /// The first [`REPORT_CAP`](super::REPORT_CAP) refusal records.
     pub refusals: Vec<Value>,
     /// How many rows were refused.
     pub refusal_count: usize,
