@@ -233,8 +233,10 @@ impl World<'_> {
             "prefix" => "starts with",
             _ => "equals",
         };
-        let description = format!("Rows whose `{path}` {wording} this value (case-insensitive; any element of an array).");
-        let schema = match (mode, self.entity(operation).and_then(|e| field_schema(e, path))) {
+        let field = self.entity(operation).and_then(|e| field_schema(e, path));
+        let of = if field.is_some_and(|f| types(f).contains(&"array")) { "an element of " } else { "" };
+        let description = format!("Rows where {of}`{path}` {wording} this value (case-insensitive).");
+        let schema = match (mode, field) {
             ("equals", Some(field)) => scalar_schema(field),
             _ => string_schema(),
         };

@@ -29,6 +29,7 @@ mod connectors;
 mod environments;
 mod evaluations;
 mod objects;
+mod openapi;
 mod refs;
 mod release;
 mod runs;
@@ -293,6 +294,9 @@ async fn answer(State(hub): State<Arc<Hub>>, request: Request) -> Response {
 async fn route(hub: &Hub, method: &Method, path: &str, query: &BTreeMap<String, String>, headers: &HeaderMap, body: &[u8]) -> Answer {
     if path == "/healthz" {
         return ok(object([("ok", Value::Bool(true))]));
+    }
+    if path == "/openapi.json" && method == Method::GET {
+        return ok(openapi::document());
     }
     let base_url = base_url(hub, headers);
     if let Some(rest) = path.strip_prefix("/api/public/") {
