@@ -109,11 +109,13 @@ fn scalar_schema(field: &Value) -> Value {
 /// Whether `value` is of the (scalar) schema's type and among its choices: an
 /// example is only given where it fits.
 fn fits(schema: &Value, value: &Value) -> bool {
-    let typed = match (schema.get("type").and_then(Value::as_str), value) {
-        (Some("string"), Value::Str(_)) | (Some("integer"), Value::Int(_)) | (Some("boolean"), Value::Bool(_)) => true,
-        (Some("number"), Value::Int(_) | Value::Float(_)) => true,
-        _ => false,
-    };
+    let typed = matches!(
+        (schema.get("type").and_then(Value::as_str), value),
+        (Some("string"), Value::Str(_))
+            | (Some("integer"), Value::Int(_))
+            | (Some("boolean"), Value::Bool(_))
+            | (Some("number"), Value::Int(_) | Value::Float(_))
+    );
     let chosen = match schema.get("enum").and_then(Value::as_array) {
         Some(choices) => choices.iter().any(|c| canonical(c) == canonical(value)),
         None => true,
@@ -931,6 +933,9 @@ fn schema_text(schema: Option<&Value>) -> String {
     if let Some(reference) = schema.get("$ref").and_then(Value::as_str) {
         return reference.rsplit('/').next().unwrap_or(reference).to_string();
     }
+    if schema.get("const").is_some() {
+        return String::from("exactly");
+    }
     let mut text = match schema.get("type") {
         Some(Value::Str(one)) => one.clone(),
         Some(Value::Array(many)) => many.iter().map(python_str).collect::<Vec<_>>().join(" | "),
@@ -940,6 +945,21 @@ fn schema_text(schema: Option<&Value>) -> String {
         text.push_str(&format!(" ∈ {{{}}}", choices.iter().map(canonical).collect::<Vec<_>>().join(", ")));
     }
     text
+}
+
+/// Escaped text with its `code` spans (OpenAPI descriptions are CommonMark) as `<code>`.
+fn prose(text: &str) -> String {
+    let mut out = String::new();
+    for (i, part) in escape_html(text).split('`').enumerate() {
+        if i % 2 == 1 {
+            out.push_str("<code>");
+            out.push_str(part);
+            out.push_str("</code>");
+        } else {
+            out.push_str(part);
+        }
+    }
+    out
 }
 
 fn pretty(value: &Value) -> String {
@@ -960,7 +980,7 @@ pub fn docs_page(document: &Value) -> String {
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>{0} API</title><style>{PAGE_STYLE}</style></head><body>\
          <h1>{0}</h1><p>{1}</p><p>Routes below are under <code>{2}</code> · the document: <a href=\"/openapi.json\">openapi.json</a></p>",
         escape_html(&title),
-        escape_html(&description),
+        prose(&description),
         escape_html(&server),
     );
     let empty = Map::default();
@@ -974,7 +994,7 @@ pub fn docs_page(document: &Value) -> String {
                 "<h3><span class=\"m\">{}</span> <code>{}</code> {}</h3>",
                 escape_html(&method.to_uppercase()),
                 escape_html(&name),
-                escape_html(&summary)
+                prose(&summary)
             ));
             let parameters = entry.get("parameters").and_then(Value::as_array).cloned().unwrap_or_default();
             if !parameters.is_empty() {
@@ -985,14 +1005,14 @@ pub fn docs_page(document: &Value) -> String {
                         escape_html(&parameter.get("name").map(python_str).unwrap_or_default()),
                         escape_html(&parameter.get("in").map(python_str).unwrap_or_default()),
                         escape_html(&schema_text(parameter.get("schema"))),
-                        escape_html(&parameter.get("description").map(python_str).unwrap_or_default()),
+                        prose(&parameter.get("description").map(python_str).unwrap_or_default()),
                     ));
                 }
                 html.push_str("</table>");
             }
             if let Some(body) = entry.get("requestBody") {
                 let media = body.get("content").and_then(Value::as_object).and_then(|c| c.values().next());
-                html.push_str(&format!("<p>Body: {}</p>", escape_html(&body.get("description").map(python_str).unwrap_or_default())));
+                html.push_str(&format!("<p>Body: {}</p>", prose(&body.get("description").map(python_str).unwrap_or_default())));
                 if let Some(example) = media.and_then(|m| m.get("example")) {
                     html.push_str(&format!("<pre>{}</pre>", escape_html(&pretty(example))));
                 }
@@ -1004,7 +1024,7 @@ pub fn docs_page(document: &Value) -> String {
                 html.push_str(&format!(
                     "<tr><td>{}</td><td>{}</td><td><code>{}</code>{}</td></tr>",
                     escape_html(status),
-                    escape_html(&response.get("description").map(python_str).unwrap_or_default()),
+                    prose(&response.get("description").map(python_str).unwrap_or_default()),
                     escape_html(&schema_text(media.and_then(|m| m.get("schema")))),
                     example.map(|e| format!("<pre>{}</pre>", escape_html(&pretty(e)))).unwrap_or_default(),
                 ));
@@ -1028,6 +1048,7 @@ mod tests {
     fn html_escaping_leaves_no_markup() {
         assert_eq!(escape_html("<script>a&\"b'</script>"), "&lt;script&gt;a&amp;&quot;b&#39;&lt;/script&gt;");
         assert_eq!(escape_html("get_ticket"), "get_ticket");
+        assert_eq!(prose("rows of `<b>` & `x"), "rows of <code>&lt;b&gt;</code> &amp; <code>x</code>");
     }
 
     #[test]
