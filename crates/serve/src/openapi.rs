@@ -606,7 +606,8 @@ impl World<'_> {
             ]),
             "bearer" | "basic" => object([("type", Value::str("http")), ("scheme", Value::str(&spec.scheme))]),
             "oauth2" => {
-                let token_url = format!("{}{}", self.prefix, self.settings.token_path.as_deref().unwrap_or_default());
+                let token_path = self.settings.token_path.as_deref().unwrap_or_default();
+                let token_url = format!("{}{token_path}", self.prefix).trim_start_matches('/').to_string();
                 let scope = spec.scope.clone().unwrap_or_else(|| "api".into());
                 let flow = object([("tokenUrl", Value::Str(token_url)), ("scopes", object([(scope.as_str(), Value::str("API access"))]))]);
                 object([("type", Value::str("oauth2")), ("flows", object([("clientCredentials", flow)]))])
@@ -759,7 +760,9 @@ impl World<'_> {
              `/__world/state`, `/__world/reset` and `/__world/seed` (outside this document) read, reset and seed it.",
             self.spec.slug, self.spec.base_url
         );
-        let server = if self.prefix.is_empty() { "/" } else { self.prefix };
+        // Relative to where the document is served, so it holds both for `worlds serve`
+        // (`/openapi.json`) and for a hosted session (`/s/<session>/openapi.json`).
+        let server = if self.prefix.is_empty() { "." } else { self.prefix.trim_start_matches('/') };
         object([
             ("openapi", Value::str("3.1.0")),
             (
@@ -978,7 +981,7 @@ pub fn docs_page(document: &Value) -> String {
     let server = server.unwrap_or_default();
     let mut html = format!(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>{0} API</title><style>{PAGE_STYLE}</style></head><body>\
-         <h1>{0}</h1><p>{1}</p><p>Routes below are under <code>{2}</code> · the document: <a href=\"/openapi.json\">openapi.json</a></p>",
+         <h1>{0}</h1><p>{1}</p><p>Routes below are under <code>{2}</code> · the document: <a href=\"openapi.json\">openapi.json</a></p>",
         escape_html(&title),
         prose(&description),
         escape_html(&server),
