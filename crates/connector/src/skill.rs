@@ -23,6 +23,7 @@ const SKILLS: &[Packaged] = &[
         name: "connector-schema-authoring",
         files: &[
             ("CONNECTORS.md", include_str!("../skills/connector-schema-authoring/CONNECTORS.md")),
+            ("CONVENTIONS.md", include_str!("../skills/connector-schema-authoring/CONVENTIONS.md")),
             ("SKILL.md", include_str!("../skills/connector-schema-authoring/SKILL.md")),
         ],
         agents: &[("connector-template-author.md", include_str!("../skills/agents/connector-template-author.md"))],
@@ -126,9 +127,9 @@ mod tests {
     fn installs_once_then_refuses_a_differing_file() {
         let dir = tempfile::tempdir().unwrap();
         let first = install_skill(dir.path(), SKILL_NAME, false).unwrap();
-        assert_eq!(first.written.len(), 3);
+        assert_eq!(first.written.len(), 4);
         let again = install_skill(dir.path(), SKILL_NAME, false).unwrap();
-        assert_eq!((again.written.len(), again.unchanged.len()), (0, 3));
+        assert_eq!((again.written.len(), again.unchanged.len()), (0, 4));
         let skill = dir.path().join(".claude/skills/connector-schema-authoring/SKILL.md");
         std::fs::write(&skill, "mine").unwrap();
         let refused = install_skill(dir.path(), SKILL_NAME, false).unwrap();

@@ -14,8 +14,8 @@ use std::sync::Mutex;
 
 /// Admin routes every served world answers.
 pub const HEALTH: &str = "/healthz";
-/// The world's OpenAPI document (the api bundle's), unless an operation of the
-/// world answers this path itself.
+/// The world's OpenAPI document (richer than the api bundle's: openapi.rs), unless
+/// an operation of the world answers this path itself.
 pub const OPENAPI: &str = "/openapi.json";
 /// A page listing the world's operations, unless an operation answers this path.
 pub const DOCS: &str = "/docs";
@@ -121,7 +121,12 @@ pub struct WorldApp {
     /// `ctx.spec` and `ctx.settings` as handlers see them.
     handler_spec: Value,
     handler_settings: Value,
+    /// The served OpenAPI document, built on first asking.
+    document: std::sync::OnceLock<Value>,
 }
+
+/// Seed rows per entity shown as examples in the served OpenAPI document.
+const DOCUMENT_EXAMPLES: usize = 2;
 
 fn opt(value: &Option<String>) -> Value {
     value.clone().map(Value::Str).unwrap_or_default()
@@ -307,6 +312,7 @@ impl WorldApp {
             world_dir: world.to_path_buf(),
             handler_spec,
             handler_settings,
+            document: std::sync::OnceLock::new(),
         }
     }
 
@@ -452,36 +458,44 @@ impl WorldApp {
         None
     }
 
-    /// The world documents itself: its OpenAPI 3.1 document (what `schema
-    /// api-bundle` writes) or a static page of its operations linking to it.
+    /// The world documents itself: its OpenAPI 3.1 document (openapi.rs; richer than
+    /// the api bundle's) or a static page drawn from it. Built once, on first asking.
     fn documentation(&self, page: bool) -> Response {
-        let contract_id = self.state.contract().target().get("id").map(python_str).unwrap_or_default();
-        let document = crate::bundle::openapi_document(&self.router.spec, &contract_id, Some(&self.settings));
+        let document = self.document.get_or_init(|| {
+            let contract = self.state.contract();
+            let samples = contract
+                .entities
+                .iter()
+                .map(|e| (e.name.clone(), self.state.template().seed_rows(&e.name, DOCUMENT_EXAMPLES).unwrap_or_default()))
+                .collect();
+            crate::openapi::World {
+                spec: &self.router.spec,
+                settings: &self.settings,
+                contract,
+                prefix: &self.prefix,
+                samples: &samples,
+                allowed: self.allowed.as_deref(),
+            }
+            .document()
+        });
         if !page {
-            return Response::json(200, document);
+            return Response::json(200, document.clone());
         }
-        let spec = &self.router.spec;
-        let mut html = format!(
-            "<!doctype html><html><head><meta charset=\"utf-8\"><title>{0} API</title>\
-             <style>body{{font:15px system-ui,sans-serif;margin:2rem auto;max-width:60rem;padding:0 1rem}}\
-             table{{border-collapse:collapse;width:100%}}td,th{{border-bottom:1px solid #ddd;padding:.4rem;text-align:left}}\
-             code{{font-size:14px}}</style></head><body><h1>{0}</h1><p>Base URL <code>{1}</code> · \
-             <a href=\"/openapi.json\">openapi.json</a></p><table><tr><th>method</th><th>path</th><th>operation</th><th>entity</th></tr>",
-            escape_html(&spec.slug),
-            escape_html(&spec.base_url)
-        );
-        for operation in &spec.operations {
-            html.push_str(&format!(
-                "<tr><td><code>{}</code></td><td><code>{}{}</code></td><td>{}</td><td>{}</td></tr>",
-                escape_html(&operation.method),
-                escape_html(&self.prefix),
-                escape_html(&operation.path),
-                escape_html(&operation.name),
-                escape_html(operation.entity.as_deref().unwrap_or("")),
-            ));
-        }
-        html.push_str("</table></body></html>\n");
+        let html = crate::openapi::docs_page(document);
         Response { status: 200, body: None, headers: Vec::new(), file: Some((html.into_bytes(), "text/html; charset=utf-8".into())) }
+    }
+
+    /// The methods a path is served with (its `Allow`): the world's routes that
+    /// match it, the admin and documentation routes, the token endpoint, `[ui]` files.
+    fn allowed_methods(&self, path: &str) -> Vec<&'static str> {
+        let routed = |method: &str| self.router.route(method, self.strip(path), &[]).is_some();
+        let ui = |method: &str| method == "GET" && self.settings.ui.as_ref().is_some_and(|ui| self.ui_file(ui, path).is_some());
+        let admin = |method: &str| match method {
+            "GET" => [HEALTH, OPENAPI, DOCS, STATE].contains(&path),
+            "POST" => [RESET, SEED].contains(&path) || self.settings.token_path.as_deref().is_some_and(|t| t == self.strip(path)),
+            _ => false,
+        };
+        crate::openapi::METHODS.into_iter().filter(|m| routed(m) || admin(m) || ui(m)).collect()
     }
 
     fn handle_api(&self, method: &str, target: &str, headers: &[(String, String)], raw: &[u8], default_host: &str) -> Handled {
@@ -546,9 +560,10 @@ impl WorldApp {
             });
         }
         if !matches!(method, "GET" | "POST" | "PUT" | "PATCH" | "DELETE") {
-            // RFC 9110 §15.5.6: a 405 names the methods the server answers.
+            // RFC 9110 §15.5.6: a 405 names the methods the target is served with
+            // (none, when nothing answers the path: an empty Allow says so).
             let mut refused = Response::json(405, error_body("method_not_allowed"));
-            refused.headers.push(("Allow".into(), "GET, POST, PUT, PATCH, DELETE".into()));
+            refused.headers.push(("Allow".into(), self.allowed_methods(path).join(", ")));
             return Some(refused);
         }
         None
@@ -1054,31 +1069,5 @@ impl CtxHost for Host<'_> {
             }
             other => Err(CtxError::Other(format!("unknown ctx method {other}"))),
         }
-    }
-}
-
-/// Text for HTML (the five characters that matter). The page is one table of
-/// names from connector.toml; a templating crate would be more than it needs.
-fn escape_html(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            other => out.push(other),
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod documentation_tests {
-    #[test]
-    fn html_escaping_leaves_no_markup() {
-        assert_eq!(super::escape_html("<script>a&\"b'</script>"), "&lt;script&gt;a&amp;&quot;b&#39;&lt;/script&gt;");
-        assert_eq!(super::escape_html("get_ticket"), "get_ticket");
     }
 }

@@ -9,6 +9,7 @@
 pub mod app;
 pub mod bundle;
 pub mod handlers;
+pub mod openapi;
 pub mod page;
 pub mod router;
 pub mod server;

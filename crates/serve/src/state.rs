@@ -536,6 +536,16 @@ impl Template {
         Ok(Template { world: world.to_path_buf(), contract, snapshot: sidecar, spares, _scratch: scratch, indexed })
     }
 
+    /// The first `limit` rows of an entity as the world starts (its seed), in key
+    /// order: what the served OpenAPI document shows as examples.
+    pub fn seed_rows(&self, entity: &str, limit: usize) -> Result<Vec<Value>> {
+        let conn = Connection::open_with_flags(&self.spares.template, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+        let sql = format!("SELECT payload FROM {} ORDER BY _key LIMIT ?1", quote(entity));
+        let mut statement = conn.prepare(&sql)?;
+        let rows = statement.query_map([limit as i64], |r| r.get::<_, String>(0))?;
+        Ok(rows.map(|r| r.map(|text| parse_payload(&text))).collect::<rusqlite::Result<_>>()?)
+    }
+
     /// The world's directory.
     pub fn world(&self) -> &Path {
         &self.world

@@ -2,7 +2,9 @@
 
 
 def solve_ticket(ctx, args, query, body):
-    ticket = ctx.get("tickets", {"id": int(args["id"])}) if args["id"].isdigit() else None
+    # ASCII digits only: str.isdigit() also takes "²", which int() refuses.
+    digits = args["id"].isascii() and args["id"].isdigit()
+    ticket = ctx.get("tickets", {"id": int(args["id"])}) if digits else None
     if ticket is None:
         return ctx.not_found()
     if ticket["status"] == "solved":

@@ -29,6 +29,7 @@ mod environments;
 mod evaluations;
 mod keys;
 mod objects;
+mod openapi;
 mod refs;
 mod release;
 mod request;

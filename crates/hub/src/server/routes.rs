@@ -16,6 +16,9 @@ pub(super) async fn route(
     if path == "/healthz" {
         return ok(object([("ok", Value::Bool(true))]));
     }
+    if path == "/openapi.json" && method == Method::GET {
+        return ok(super::openapi::document());
+    }
     let base_url = base_url(hub, headers);
     if let Some(rest) = path.strip_prefix("/api/public/") {
         let segments: Vec<&str> = rest.split('/').collect();
