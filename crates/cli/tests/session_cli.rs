@@ -147,6 +147,21 @@ fn replay(fixture: &Value) -> Outcome {
     }
 }
 
+/// The requests with each run of repeated polls of one call (`GET …/calls/<id>`) counted
+/// once: how many polls fit in a `--timeout` depends on the machine's load, not on what
+/// the client does, and all the cases replay at once.
+fn polls_collapsed(requests: &[Value]) -> Vec<&Value> {
+    let mut kept: Vec<&Value> = Vec::new();
+    for request in requests {
+        let poll = request["method"] == "GET" && request["path"].as_str().is_some_and(|p| p.contains("/calls/"));
+        if poll && kept.last() == Some(&request) {
+            continue;
+        }
+        kept.push(request);
+    }
+    kept
+}
+
 #[test]
 fn every_recorded_case_matches_the_original() {
     let mut cases: Vec<PathBuf> =
@@ -163,7 +178,7 @@ fn every_recorded_case_matches_the_original() {
                     let got = replay(&fixture);
                     let mut problems = Vec::new();
                     let expected = fixture["requests"].as_array().unwrap();
-                    if &got.requests != expected {
+                    if polls_collapsed(&got.requests) != polls_collapsed(expected) {
                         problems.push(format!(
                             "requests differ\n  original: {}\n  ours:     {}",
                             serde_json::to_string_pretty(expected).unwrap(),
