@@ -9,6 +9,8 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
+// Not every test that shares these helpers drives the original.
+#[allow(unused_imports)]
 pub use gateway_test_support::reference;
 
 pub const GATEWAY: &str = env!("CARGO_BIN_EXE_gateway");
