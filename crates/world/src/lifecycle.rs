@@ -58,7 +58,7 @@ pub fn check_bundle(world: &Path) -> Result<Arc<Contract>> {
 /// [`check_bundle`] with a contract already built for this world.
 pub fn check_with(world: &Path, contract: &Contract) -> Result<()> {
     for (relative, expected) in contract.files() {
-        let matches = std::fs::read(world.join(relative)).is_ok_and(|bytes| bytes == expected);
+        let matches = std::fs::read(world.join(relative)).is_ok_and(|bytes| bytes == *expected);
         if !matches {
             return Err(ContractError::new(
                 "lock_mismatch",
