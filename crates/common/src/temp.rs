@@ -2,7 +2,9 @@
 //! (`<tmp>/gateway-proc-<pid>`), so that what a process leaves behind is one
 //! directory: removed when the process ends through `main` ([`remove_process_root`]),
 //! and swept by the next process to start when its owner died without that (a
-//! kill, a panic). std only: one scratch directory per call needs no dependency.
+//! kill, a panic). A scratch directory whose contents are to be renamed into place
+//! lives beside its target instead ([`Scratch::beside`]): a rename cannot cross file
+//! systems. std only: one scratch directory per call needs no dependency.
 
 use crate::fs::PathError;
 use std::path::{Path, PathBuf};
@@ -73,6 +75,16 @@ impl Scratch {
         Ok(Scratch(path))
     }
 
+    /// Create `<parent of target>/.<target's name>.<prefix>-<random>`: on the target's
+    /// file system, so what is built in it can be renamed into place.
+    pub fn beside(target: &Path, prefix: &str) -> Result<Scratch, PathError> {
+        let parent = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let path = parent.join(format!(".{name}.{prefix}-{}", crate::random::random_hex(8)));
+        std::fs::create_dir_all(&path).map_err(PathError::at(&path))?;
+        Ok(Scratch(path))
+    }
+
     /// The directory.
     pub fn path(&self) -> &Path {
         &self.0
@@ -92,6 +104,18 @@ mod tests {
         let scratch = super::Scratch::new("test").unwrap();
         let path = scratch.path().to_path_buf();
         assert!(path.starts_with(super::process_root()) && path.is_dir());
+        drop(scratch);
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn a_scratch_beside_a_target_is_its_hidden_sibling() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("world");
+        let scratch = super::Scratch::beside(&target, "pull").unwrap();
+        let path = scratch.path().to_path_buf();
+        assert_eq!(path.parent(), Some(dir.path()));
+        assert!(path.file_name().unwrap().to_string_lossy().starts_with(".world.pull-") && path.is_dir());
         drop(scratch);
         assert!(!path.exists());
     }

@@ -73,7 +73,8 @@ pub fn placeholders(path: &str) -> Vec<String> {
     out
 }
 
-fn is_placeholder(name: &str) -> bool {
+/// Whether `name` (what lies between a `{` and the next `}`) names a placeholder.
+pub fn is_placeholder(name: &str) -> bool {
     name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 

@@ -11,7 +11,7 @@ use base64::Engine as _;
 use gateway_common::url::{quote_plus, quote_segment};
 use gateway_world::json::{self, object, Map, Value};
 use sha2::{Digest, Sha256};
-use std::io::{IsTerminal, Read};
+use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -431,7 +431,8 @@ impl Client {
         Ok(())
     }
 
-    fn get_object(&self, url: &str) -> Result<Vec<u8>> {
+    /// Download an object into the file `into`, streamed; the base64 sha256 of its bytes.
+    fn download_object(&self, url: &str, into: &Path) -> Result<String> {
         let mut response =
             self.http.get(url).timeout(Duration::from_secs(300)).send().map_err(|e| fail(format!("bundle download -> {e}")))?;
         if !response.status().is_success() {
@@ -440,22 +441,25 @@ impl Client {
             return Err(fail(format!("bundle download -> {code}: {detail}")));
         }
         let bar = response.content_length().and_then(|len| progress(len, "download"));
-        let mut out = Vec::new();
+        let mut file = std::io::BufWriter::new(std::fs::File::create(into).map_err(|e| HubError::io(into, e))?);
+        let mut digest = Sha256::new();
         let mut buf = vec![0u8; 64 * 1024];
         loop {
             let n = response.read(&mut buf).map_err(|e| fail(format!("bundle download -> {e}")))?;
             if n == 0 {
                 break;
             }
-            out.extend_from_slice(&buf[..n]);
+            digest.update(&buf[..n]);
+            file.write_all(&buf[..n]).map_err(|e| HubError::io(into, e))?;
             if let Some(bar) = &bar {
                 bar.inc(n as u64);
             }
         }
+        file.flush().map_err(|e| HubError::io(into, e))?;
         if let Some(bar) = bar {
             bar.finish_and_clear();
         }
-        Ok(out)
+        Ok(base64::engine::general_purpose::STANDARD.encode(digest.finalize()))
     }
 
     /// `bench push`: resolve → versions → PUT → finalize, then rewrite the metadata.
@@ -639,17 +643,25 @@ impl Client {
                 dst
             }
         };
-        std::fs::create_dir_all(&dst).map_err(|e| HubError::io(&dst, e))?;
-        let bundle = self.get_object(&url)?;
+        // The bundle streams to a file and is extracted from it within the limits, into
+        // a scratch directory that becomes the target: never whole in memory, and a
+        // refused bundle leaves nothing behind.
+        let limits = ExtractLimits::from_env()?;
+        let download = gateway_common::temp::Scratch::new("pull").map_err(|e| HubError::io(&e.path, e.source))?;
+        let bundle = download.path().join("bundle.tar.gz");
+        let actual = self.download_object(&url, &bundle)?;
         if let Some(expected) = details.get("bundleSha256").and_then(Value::as_str).filter(|s| !s.is_empty()) {
-            let actual = archive::sha256_base64(&bundle);
             if actual != expected {
                 return Err(fail(format!(
                     "bundle integrity check failed for {slug}@{reference}: downloaded object sha256 ({actual}) != recorded bundleSha256 ({expected})"
                 )));
             }
         }
-        archive::safe_extract(&bundle, &dst, ExtractLimits::default())?;
+        archive::extract_into(&bundle, &dst, limits).map_err(|error| match error {
+            HubError::TooLarge(why) | HubError::UnsafeArchive(why) => fail(format!("bundle {slug}@{reference} refused: {why}")),
+            other => other,
+        })?;
+        drop(download);
         let branch = details
             .get("branch")
             .and_then(Value::as_str)

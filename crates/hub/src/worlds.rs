@@ -208,12 +208,14 @@ pub async fn heartbeat_once(http: &reqwest::Client, host: &WorldHost, platform: 
     }
 }
 
-/// Fetch a bundle tarball over HTTP (streamed to a file, capped) and extract it
-/// safely into `dest`.
+/// Fetch a bundle tarball over HTTP, streamed to a file under the process's temporary
+/// directory (capped at [`MAX_BUNDLE_BYTES`]), and extract it safely into `dest`
+/// within the archive limits ([`crate::archive::ExtractLimits::from_env`]).
 pub fn fetch_bundle(url: &str, dest: &Path) -> Result<(), String> {
     if url.starts_with("file://") {
         return gateway_host::version::local_fetch(url, dest);
     }
+    let limits = crate::archive::ExtractLimits::from_env().map_err(|e| e.to_string())?;
     let response = reqwest::blocking::Client::new()
         .get(url)
         .timeout(Duration::from_secs(300))
@@ -221,13 +223,14 @@ pub fn fetch_bundle(url: &str, dest: &Path) -> Result<(), String> {
         .map_err(|e| e.to_string())?
         .error_for_status()
         .map_err(|e| e.to_string())?;
-    let mut bytes = Vec::new();
-    response.take(MAX_BUNDLE_BYTES + 1).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
-    if bytes.len() as u64 > MAX_BUNDLE_BYTES {
+    let download = gateway_common::temp::Scratch::new("bundle").map_err(|e| e.to_string())?;
+    let tgz = download.path().join("bundle.tar.gz");
+    let mut file = std::fs::File::create(&tgz).map_err(|e| e.to_string())?;
+    let copied = std::io::copy(&mut response.take(MAX_BUNDLE_BYTES + 1), &mut file).map_err(|e| e.to_string())?;
+    if copied > MAX_BUNDLE_BYTES {
         return Err(format!("the bundle is larger than {MAX_BUNDLE_BYTES} bytes"));
     }
-    std::fs::create_dir_all(dest).map_err(|e| e.to_string())?;
-    crate::archive::safe_extract(&bytes, dest, crate::archive::ExtractLimits::default()).map_err(|e| e.to_string())?;
+    crate::archive::safe_extract_file(&tgz, dest, limits).map_err(|e| e.to_string())?;
     Ok(())
 }
 

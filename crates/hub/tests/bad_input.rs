@@ -2,10 +2,11 @@
 //! unknown refs, existing tags, malformed slugs, wrong keys, other projects' containers
 //! and oversized bodies. Each is refused with a message and leaves the stored state usable.
 
-use gateway_hub::archive::{gzip_bytes, safe_extract, sha256_base64, tar_bytes, ExtractLimits};
+use gateway_hub::archive::{gzip_bytes, safe_extract_file, sha256_base64, tar_bytes, ExtractLimits};
 use gateway_hub::server::{Hub, Limits};
 use gateway_hub::HubConfig;
 use gateway_world::json::{self, object, Value};
+use std::path::Path;
 
 // ------------------------------------------------------------------ crafted archives
 
@@ -37,6 +38,13 @@ fn archive(members: &[Vec<u8>]) -> Vec<u8> {
     gzip_bytes(&tar)
 }
 
+/// Extract `tgz` (written to a file beside `dest`) into `dest`.
+fn extract(tgz: &[u8], dest: &Path) -> Result<usize, gateway_hub::HubError> {
+    let file = dest.with_extension("tar.gz");
+    std::fs::write(&file, tgz).unwrap();
+    safe_extract_file(&file, dest, ExtractLimits::default())
+}
+
 #[test]
 fn crafted_archives_are_refused_before_anything_is_written() {
     let cases = [
@@ -46,21 +54,24 @@ fn crafted_archives_are_refused_before_anything_is_written() {
         ("symlink", archive(&[member("link", b'2', "/etc/passwd", b"")])),
         ("hard link", archive(&[member("hard", b'1', "../outside", b"")])),
         ("device", archive(&[member("dev", b'3', "", b"")])),
+        ("fifo", archive(&[member("fifo", b'6', "", b"")])),
     ];
     for (label, tgz) in cases {
-        let dest = tempfile::tempdir().unwrap();
-        let refused = safe_extract(&tgz, dest.path(), ExtractLimits::default());
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("dest");
+        std::fs::create_dir(&dest).unwrap();
+        let refused = extract(&tgz, &dest);
         assert!(refused.is_err(), "{label} was accepted");
-        let written: Vec<_> = std::fs::read_dir(dest.path()).unwrap().collect();
+        let written: Vec<_> = std::fs::read_dir(&dest).unwrap().collect();
         assert!(written.is_empty(), "{label}: something was written before the refusal");
-        assert!(!dest.path().parent().unwrap().join("evil.txt").exists(), "{label} escaped");
+        assert!(!dir.path().join("evil.txt").exists(), "{label} escaped");
     }
-    let garbage = safe_extract(b"not a gzip stream", tempfile::tempdir().unwrap().path(), ExtractLimits::default());
-    assert!(garbage.is_err());
+    let dir = tempfile::tempdir().unwrap();
+    assert!(extract(b"not a gzip stream", &dir.path().join("garbage")).is_err());
     let honest = archive(&[member("dir/ok.txt", b'0', "", b"fine")]);
-    let dest = tempfile::tempdir().unwrap();
-    assert!(safe_extract(&honest, dest.path(), ExtractLimits::default()).is_ok());
-    assert_eq!(std::fs::read(dest.path().join("dir/ok.txt")).unwrap(), b"fine");
+    let dest = dir.path().join("honest");
+    assert!(extract(&honest, &dest).is_ok());
+    assert_eq!(std::fs::read(dest.join("dir/ok.txt")).unwrap(), b"fine");
 }
 
 // ------------------------------------------------------------------ the HTTP surface

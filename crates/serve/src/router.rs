@@ -53,7 +53,7 @@ impl Pattern {
         while let Some(start) = rest.find('{') {
             let after = &rest[start + 1..];
             match after.find('}') {
-                Some(end) if gateway_connector::spec::placeholders(&rest[start..start + end + 2]).len() == 1 => {
+                Some(end) if gateway_connector::spec::is_placeholder(&after[..end]) => {
                     literal.push_str(&rest[..start]);
                     parts.push(Part::Literal(std::mem::take(&mut literal)));
                     parts.push(Part::Arg(after[..end].to_string()));
@@ -70,27 +70,48 @@ impl Pattern {
         Pattern(parts)
     }
 
-    /// Match like `^…(?P<arg>[^/]+)…$` with backtracking.
+    /// Match like `^…(?P<arg>[^/]+)…$` with backtracking: the first match in the
+    /// regex's greedy order. A part that failed from a position fails from it whatever
+    /// came before, so each (part, position) is tried once: adjacent placeholders
+    /// (`{a}{b}{c}`) cost a polynomial, not an exponential, of the path's length.
     fn matches(&self, path: &str) -> Option<Vec<(String, String)>> {
-        fn walk(parts: &[Part], path: &str, out: &mut Vec<(String, String)>) -> bool {
-            match parts.split_first() {
-                None => path.is_empty(),
-                Some((Part::Literal(text), rest)) => path.strip_prefix(text.as_str()).is_some_and(|tail| walk(rest, tail, out)),
-                Some((Part::Arg(name), rest)) => {
-                    let limit = path.find('/').unwrap_or(path.len());
-                    for end in (1..=limit).rev().filter(|e| path.is_char_boundary(*e)) {
-                        out.push((name.clone(), path[..end].to_string()));
-                        if walk(rest, &path[end..], out) {
-                            return true;
-                        }
-                        out.pop();
-                    }
-                    false
+        struct Walk<'p> {
+            parts: &'p [Part],
+            path: &'p str,
+            out: Vec<(String, String)>,
+            failed: HashSet<(usize, usize)>,
+        }
+        impl Walk<'_> {
+            fn from(&mut self, part: usize, at: usize) -> bool {
+                if self.failed.contains(&(part, at)) {
+                    return false;
                 }
+                let rest = &self.path[at..];
+                let matched = match self.parts.get(part) {
+                    None => rest.is_empty(),
+                    Some(Part::Literal(text)) => rest.starts_with(text.as_str()) && self.from(part + 1, at + text.len()),
+                    Some(Part::Arg(name)) => {
+                        let limit = rest.find('/').unwrap_or(rest.len());
+                        let mut found = false;
+                        for end in (1..=limit).rev().filter(|e| rest.is_char_boundary(*e)) {
+                            self.out.push((name.clone(), rest[..end].to_string()));
+                            if self.from(part + 1, at + end) {
+                                found = true;
+                                break;
+                            }
+                            self.out.pop();
+                        }
+                        found
+                    }
+                };
+                if !matched {
+                    self.failed.insert((part, at));
+                }
+                matched
             }
         }
-        let mut out = Vec::new();
-        walk(&self.0, path, &mut out).then_some(out)
+        let mut walk = Walk { parts: &self.0, path, out: Vec::new(), failed: HashSet::new() };
+        walk.from(0, 0).then_some(walk.out)
     }
 }
 
@@ -280,6 +301,28 @@ mod tests {
         assert_eq!(p.matches("/searches/a/b/execute"), None);
         let p = Pattern::new("/files/{name}.json");
         assert_eq!(p.matches("/files/a.b.json"), Some(vec![("name".into(), "a.b".into())]));
+    }
+
+    #[test]
+    fn a_brace_that_opens_no_placeholder_is_literal() {
+        // Found by the router fuzz target: the first `{` closes at the second
+        // placeholder's `}`, and what lies between is not a name.
+        let p = Pattern::new("/users/{/users/{iid}");
+        assert_eq!(p.matches("/users/{/users/7"), Some(vec![("iid".into(), "7".into())]));
+        assert_eq!(p.matches("/users/7"), None);
+        let p = Pattern::new("/a/{x-y}/{z}");
+        assert_eq!(p.matches("/a/{x-y}/1"), Some(vec![("z".into(), "1".into())]));
+    }
+
+    #[test]
+    fn adjacent_placeholders_match_in_the_regex_order_without_blowing_up() {
+        let p = Pattern::new("/f/{a}{b}.{c}");
+        assert_eq!(p.matches("/f/xyz.1"), Some(vec![("a".into(), "xy".into()), ("b".into(), "z".into()), ("c".into(), "1".into())]));
+        // Found by the router fuzz target (a timeout): many placeholders in one segment
+        // and a path that fails late were tried in exponentially many splits.
+        let template = format!("/f/{}!", "{x}".repeat(24));
+        let path = format!("/f/{}", "y".repeat(200));
+        assert_eq!(Pattern::new(&template).matches(&path), None);
     }
 
     #[test]

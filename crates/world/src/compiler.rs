@@ -4,7 +4,7 @@
 use crate::dialect::{declared_types, members, nonempty, unescape_pointer, Resolver, LANGUAGE};
 use crate::error::{fail, ContractError};
 use crate::files::{is_symlink, sha256_hex};
-use crate::hash::publication_digest;
+use crate::hash::{encoded_digest, publication_digest};
 use crate::json::{canonical, dumps, encoded, object, DumpOptions, Map, Value};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -88,10 +88,11 @@ impl Contract {
     pub fn artifact(&self, path: &str) -> &[u8] {
         &self.artifacts.iter().find(|(p, _)| *p == path).expect("known artifact").1
     }
-    /// Every generated file with its bytes, the lock last.
-    pub fn files(&self) -> Vec<(&'static str, Vec<u8>)> {
-        let mut files = self.artifacts.clone();
-        files.push((LOCK, encoded(&self.lock)));
+    /// Every generated file with its bytes, the lock last (the artifacts borrowed: they
+    /// may be as large as the world).
+    pub fn files(&self) -> Vec<(&'static str, std::borrow::Cow<'_, [u8]>)> {
+        let mut files: Vec<_> = self.artifacts.iter().map(|(path, bytes)| (*path, std::borrow::Cow::Borrowed(&bytes[..]))).collect();
+        files.push((LOCK, std::borrow::Cow::Owned(encoded(&self.lock))));
         files
     }
     /// `sha256(canonical(lock))`: what snapshots record as `contractHash`.
@@ -342,7 +343,7 @@ pub fn build(bundle: &Path) -> Result<Contract, ContractError> {
         return fail("language", "Not a schema-backed bundle; declare [schema] language", "");
     };
     let mut resolver = Resolver::new(bundle);
-    let document = resolver.load("world.json")?.clone();
+    let document = resolver.load("world.json")?;
     let (annotation, package) = check_annotation(&document)?;
     let entities = match annotation.get("entities") {
         Some(Value::Object(map)) if !map.is_empty() => map,
@@ -527,15 +528,16 @@ fn generate(
         .iter()
         .map(|(name, doc)| {
             let id = doc.get("$id").cloned().unwrap_or_default();
-            let hash = sha256_hex(&encoded(doc));
+            let hash = encoded_digest(doc);
             (name.clone(), object([("id", id), ("hash", Value::Str(hash)), ("publication_hash", Value::Str(publication_digest(doc)))]))
         })
         .collect();
-    let domain_hash = sha256_hex(&encoded(&object([
-        ("language", Value::str(LANGUAGE)),
-        ("target", Value::str(TARGET)),
-        ("entities", entities_value.clone()),
-    ])));
+    // The domain hash covers {entities, language, target}: the entities are moved in
+    // and back out rather than copied (they are as large as the world).
+    let hashed = object([("entities", entities_value), ("language", Value::str(LANGUAGE)), ("target", Value::str(TARGET))]);
+    let domain_hash = encoded_digest(&hashed);
+    let Value::Object(mut hashed) = hashed else { unreachable!("built as an object") };
+    let entities_value = hashed.swap_remove("entities").expect("built with entities");
     let domain = object([
         ("id", document.get("$id").cloned().unwrap_or_default()),
         ("version", annotation.get("domain_version").cloned().unwrap_or_default()),
@@ -567,7 +569,7 @@ fn generate(
         ("domain", domain),
         ("package", package.clone()),
         ("inputs", Value::Object(inputs)),
-        ("tools_hash", Value::Str(sha256_hex(&encoded(&tools)))),
+        ("tools_hash", Value::Str(encoded_digest(&tools))),
         ("artifacts", object(artifact_hashes.into_iter().map(|(p, h)| (p, Value::Str(h))))),
     ]);
     (metadata, artifacts, lock)
@@ -711,23 +713,26 @@ const README_JSON: DumpOptions = DumpOptions { sort_keys: true, ensure_ascii: fa
 
 fn readme(domain: &Value, entities: &[Entity], metadata: &Value, tools: &Value) -> String {
     let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or_default().to_string();
-    let mut docs = vec![
-        format!("# {} ({})", text(domain.get("id")), text(domain.get("version"))),
-        String::new(),
-        "Generated; edit schema/world.json and compile. Defaults are annotations only.".into(),
-        String::new(),
-    ];
+    // Written line by line into one string (the README of a large world is larger than
+    // its world.json: no list of its lines held beside it).
+    let mut out = String::new();
+    let line = |out: &mut String, text: &str| {
+        out.push_str(text);
+        out.push('\n');
+    };
+    line(&mut out, &format!("# {} ({})", text(domain.get("id")), text(domain.get("version"))));
+    line(&mut out, "");
+    line(&mut out, "Generated; edit schema/world.json and compile. Defaults are annotations only.");
+    line(&mut out, "");
     let compiled = metadata.get("entities").expect("entities");
     for entity in entities {
         let value = compiled.get(&entity.name).expect("compiled entity");
-        docs.extend([
-            format!("## {}", entity.name),
-            String::new(),
-            format!("Primary key: {}", entity.primary_key.join(", ")),
-            String::new(),
-            "| Property | Type | Required |".into(),
-            "| --- | --- | --- |".into(),
-        ]);
+        line(&mut out, &format!("## {}", entity.name));
+        line(&mut out, "");
+        line(&mut out, &format!("Primary key: {}", entity.primary_key.join(", ")));
+        line(&mut out, "");
+        line(&mut out, "| Property | Type | Required |");
+        line(&mut out, "| --- | --- | --- |");
         let required: Vec<&str> = entity
             .schema
             .get("required")
@@ -738,22 +743,25 @@ fn readme(domain: &Value, entities: &[Entity], metadata: &Value, tools: &Value) 
             let mut sorted: Vec<(&String, &Value)> = properties.iter().collect();
             sorted.sort_by(|a, b| a.0.cmp(b.0));
             for (field, property) in sorted {
-                let kind = property.get("type").cloned().unwrap_or_else(|| Value::str("composition"));
+                let kind = property.get("type").map_or_else(|| "\"composition\"".to_string(), canonical);
                 let is_required = if required.contains(&field.as_str()) { "True" } else { "False" };
-                docs.push(format!("| {field} | {} | {is_required} |", canonical(&kind)));
+                line(&mut out, &format!("| {field} | {kind} | {is_required} |"));
             }
         }
-        docs.extend([
-            String::new(),
-            format!("Unique: {}", canonical(value.get("unique").expect("unique"))),
-            format!("Relationships: {}", canonical(value.get("relationships").expect("relationships"))),
-            String::new(),
-            "```json".into(),
-            dumps(&entity.schema, README_JSON),
-            "```".into(),
-            String::new(),
-        ]);
+        line(&mut out, "");
+        line(&mut out, &format!("Unique: {}", canonical(value.get("unique").expect("unique"))));
+        line(&mut out, &format!("Relationships: {}", canonical(value.get("relationships").expect("relationships"))));
+        line(&mut out, "");
+        line(&mut out, "```json");
+        line(&mut out, &dumps(&entity.schema, README_JSON));
+        line(&mut out, "```");
+        line(&mut out, "");
     }
-    docs.extend(["## Tool contracts".into(), String::new(), "```json".into(), dumps(tools, README_JSON), "```".into(), String::new()]);
-    docs.join("\n")
+    line(&mut out, "## Tool contracts");
+    line(&mut out, "");
+    line(&mut out, "```json");
+    line(&mut out, &dumps(tools, README_JSON));
+    // The original joins its lines with newlines: the last ("```" then "") ends the text.
+    out.push_str("```\n");
+    out
 }

@@ -10,6 +10,7 @@ use crate::files::read_json;
 use crate::json::{escape_pointer, json_equal, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The only `$schema` a document may declare.
 pub const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
@@ -101,8 +102,9 @@ pub fn unescape_pointer(part: &str) -> String {
 #[derive(Debug)]
 pub struct Resolver {
     root: PathBuf,
-    /// Every document loaded so far, by file name.
-    pub documents: BTreeMap<String, Value>,
+    /// Every document loaded so far, by file name (shared: resolving reads a document
+    /// while it resolves into it, and a large one is never copied for that).
+    pub documents: BTreeMap<String, Arc<Value>>,
     identities: BTreeMap<String, String>,
     checked: BTreeSet<String>,
 }
@@ -116,7 +118,7 @@ impl Resolver {
     }
 
     /// Load a sibling document by bare file name, checking its identity.
-    pub fn load(&mut self, name: &str) -> Result<&Value, ContractError> {
+    pub fn load(&mut self, name: &str) -> Result<Arc<Value>, ContractError> {
         let path = self.root.join(name);
         let resolved_parent = std::fs::canonicalize(&path).ok().and_then(|p| p.parent().map(Path::to_path_buf));
         let escapes = match resolved_parent {
@@ -143,12 +145,19 @@ impl Resolver {
                 return fail("identity", "Duplicate schema $id", id_location);
             }
             self.identities.insert(identity, name.to_string());
-            self.documents.insert(name.to_string(), document);
+            self.documents.insert(name.to_string(), Arc::new(document));
         }
-        Ok(&self.documents[name])
+        Ok(self.documents[name].clone())
     }
 
-    fn reference(&mut self, reference: &Value, name: &str, location: &str) -> Result<(Value, String, String), ContractError> {
+    /// The document a `$ref` points into and the path of its target inside it (the
+    /// target found), the document's name and the target's location.
+    fn reference(
+        &mut self,
+        reference: &Value,
+        name: &str,
+        location: &str,
+    ) -> Result<(Arc<Value>, Vec<String>, String, String), ContractError> {
         let text = match reference {
             Value::Str(text) if text.matches('#').count() == 1 => text,
             _ => return fail("reference", "Use a local #/$defs/name reference", location),
@@ -163,17 +172,21 @@ impl Resolver {
         if !fragment.starts_with("/$defs/") {
             return fail("reference", "References must point into $defs", location);
         }
-        let mut current = self.load(target_name)?;
+        let document = self.load(target_name)?;
+        let mut current = &*document;
+        let mut path = Vec::new();
         for part in fragment[1..].split('/') {
             if invalid_pointer_escape(part) {
                 return fail("reference", "Invalid JSON pointer escape", location);
             }
-            match current.get(&unescape_pointer(part)) {
+            let part = unescape_pointer(part);
+            match current.get(&part) {
                 Some(next) => current = next,
                 None => return fail("reference", format!("Unresolved reference {text}"), location),
             }
+            path.push(part);
         }
-        Ok((current.clone(), target_name.to_string(), format!("{target_name}#{fragment}")))
+        Ok((document.clone(), path, target_name.to_string(), format!("{target_name}#{fragment}")))
     }
 
     /// Resolve a schema at `location` of document `name`: check every keyword and
@@ -225,12 +238,13 @@ impl Resolver {
         if map.keys().any(|k| k != "$ref" && !DOC_KEYS.contains(&k.as_str())) {
             return fail("unsupported", "$ref siblings may only be documentation annotations; use allOf for assertions", location);
         }
-        let (target, target_name, target_location) = self.reference(reference, name, location)?;
+        let (document, path, target_name, target_location) = self.reference(reference, name, location)?;
         if stack.contains(&target_location) {
             return fail("recursive_reference", "Recursive payload schemas are unsupported (entity relationships may cycle)", location);
         }
+        let target = path.iter().fold(&*document, |at, part| at.get(part).expect("found by reference"));
         stack.push(target_location.clone());
-        let resolved = self.resolve(&target, &target_name, &target_location, stack, false);
+        let resolved = self.resolve(target, &target_name, &target_location, stack, false);
         stack.pop();
         let Value::Object(mut merged) = resolved? else { unreachable!("resolve returns objects") };
         for (key, value) in own {
@@ -259,7 +273,12 @@ impl Resolver {
             let mut resolved = Map::default();
             for (child, value) in sorted {
                 let child_location = format!("{location}/{key}/{}", escape_pointer(child));
-                resolved.insert(child.clone(), self.resolve(value, name, &child_location, stack, false)?);
+                let child_schema = self.resolve(value, name, &child_location, stack, false)?;
+                // `$defs` are only checked here (what uses them resolves them again):
+                // kept, they would be a second copy of the whole document.
+                if key == "properties" {
+                    resolved.insert(child.clone(), child_schema);
+                }
             }
             if key == "properties" {
                 result.insert(key.to_string(), Value::Object(resolved));

@@ -17,7 +17,7 @@ use crate::data::{entity_counts, refuse_kind};
 use crate::error::{ContractError, Error, Result};
 use crate::files::{read_json, sha256_hex, write_atomic};
 use crate::json::{dumps, encoded, object, python_float_repr, DumpOptions, Value};
-use crate::plan::{held_from, plan, Mode, Rows};
+use crate::plan::{consulted, held_from, plan, Mode, Rows};
 use crate::rows::{count_rows, plain, read_rows, Flow, Seen};
 use crate::snapshot::{build_default, default_snapshot, sidecar_path};
 use crate::world::World;
@@ -124,8 +124,15 @@ fn journal_paths(root: &Path) -> Vec<PathBuf> {
     crate::snapshot::data_files(root).into_iter().filter(|p| p.is_file()).collect()
 }
 
-fn mutations_of(batch: &Value) -> Vec<Value> {
-    batch.get("mutations").and_then(Value::as_array).cloned().unwrap_or_default()
+/// A batch's mutations, moved out of it (a data file can be as large as the world).
+fn into_mutations(batch: Value) -> Vec<Value> {
+    match batch {
+        Value::Object(mut members) => match members.swap_remove("mutations") {
+            Some(Value::Array(mutations)) => mutations,
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    }
 }
 
 fn import_schema(world: &World, parsed: &ParsedRows, mode: &str, batch_id: Option<&str>) -> Result<Value> {
@@ -144,20 +151,20 @@ fn import_schema(world: &World, parsed: &ParsedRows, mode: &str, batch_id: Optio
     let initial_path = root.join("data/initial.json");
     let previous = if initial_path.is_file() { Some(read_json(&initial_path)?) } else { None };
     let package = contract.package().get("id").and_then(Value::as_str).unwrap_or_default().to_string();
-    let mut prior = previous.as_ref().map(mutations_of).unwrap_or_default();
     let prior_id = match &previous {
         Some(batch) => batch.get("id").and_then(Value::as_str).unwrap_or_default().to_string(),
         None => format!("{package}.initial.v0"),
     };
+    let had_initial = previous.is_some();
+    let mut prior = previous.map(into_mutations).unwrap_or_default();
     let mut refreshed = Vec::new();
-    if previous.is_some() {
+    if had_initial {
         for path in journals.iter().skip(1) {
-            refreshed.extend(mutations_of(&read_json(path)?));
+            refreshed.extend(into_mutations(read_json(path)?));
         }
     }
-    let mut replay = prior.clone();
-    replay.extend(refreshed.iter().cloned());
-    let mut fresh = plan(&contract, rows, mode, &mut held_from(&contract, &replay))?;
+    let consulted = consulted(&contract, rows, mode);
+    let mut fresh = plan(&contract, rows, mode, &mut held_from(&contract, prior.iter().chain(&refreshed), &consulted))?;
     if fresh.is_empty() {
         return Ok(object([
             ("kind", Value::str("schema")),
@@ -170,7 +177,7 @@ fn import_schema(world: &World, parsed: &ParsedRows, mode: &str, batch_id: Optio
         // Folded into initial.json, a replace is written compactly: the named
         // entities' old mutations are dropped and the rows inserted afresh.
         prior.retain(|m| !m.get("entity").and_then(Value::as_str).is_some_and(|e| rows.contains_key(e)));
-        fresh = plan(&contract, rows, mode, &mut held_from(&contract, &prior))?;
+        fresh = plan(&contract, rows, mode, &mut held_from(&contract, &prior, &consulted))?;
     }
     let version = prior_id
         .rsplit_once(".v")
@@ -200,7 +207,9 @@ fn import_schema(world: &World, parsed: &ParsedRows, mode: &str, batch_id: Optio
             ("mutations", Value::Array(prior)),
         ]);
         let options = DumpOptions { sort_keys: true, ensure_ascii: true, indent: Some(1), compact: false };
-        let payload = format!("{}\n", dumps(&batch, options)).into_bytes();
+        let mut payload = dumps(&batch, options);
+        payload.push('\n');
+        let payload = payload.into_bytes();
         (batch, PathBuf::from("data/initial.json"), payload)
     };
     if let Some((entity, index, pointer)) = parsed.surrogates.first() {
@@ -220,6 +229,10 @@ fn import_schema(world: &World, parsed: &ParsedRows, mode: &str, batch_id: Optio
             .into());
         }
     }
+    // The batch is in `payload` now: its tree (as large as the world's data) goes
+    // before the proof reads the file back.
+    let written_id = batch.get("id").cloned().unwrap_or_default();
+    drop(batch);
     let scratch = Scratch::new("gateway-import")?;
     let staged = scratch.path().join("world");
     copy_tree(root, &staged)?;
@@ -239,12 +252,7 @@ fn import_schema(world: &World, parsed: &ParsedRows, mode: &str, batch_id: Optio
     move_file(&sidecar_path(&default_snapshot(&staged)), &sidecar_path(&target))?;
     world.compile(true)?;
     world.check()?;
-    Ok(object([
-        ("kind", Value::str("schema")),
-        ("batch", batch.get("id").cloned().unwrap_or_default()),
-        ("entity_counts", counts),
-        ("changed", Value::Bool(true)),
-    ]))
+    Ok(object([("kind", Value::str("schema")), ("batch", written_id), ("entity_counts", counts), ("changed", Value::Bool(true))]))
 }
 
 fn move_file(from: &Path, to: &Path) -> Result<()> {

@@ -75,7 +75,7 @@ pub fn check_with(world: &Path, contract: &Contract) -> Result<()> {
 /// Every generated artifact on disk is the one `contract` generates.
 fn check_artifacts(world: &Path, contract: &Contract) -> Result<()> {
     for (relative, expected) in contract.files() {
-        let matches = std::fs::read(world.join(relative)).is_ok_and(|bytes| bytes == expected);
+        let matches = std::fs::read(world.join(relative)).is_ok_and(|bytes| bytes == *expected);
         if !matches {
             return Err(ContractError::new(
                 "lock_mismatch",

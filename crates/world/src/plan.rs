@@ -69,16 +69,19 @@ pub fn plan_key(contract: &Contract, entity: &str, row: &Value) -> Option<Vec<St
     fields.iter().map(|f| map.get(f).map(|v| dumps(v, DumpOptions::CLI))).collect()
 }
 
-/// What a journal of mutations leaves in each entity (the original's `_held`).
-pub fn held_from(contract: &Contract, mutations: &[Value]) -> Held {
+/// What a journal of mutations leaves in each entity (the original's `_held`), of the
+/// rows `wanted` accepts: planning consults only some (see [`consulted`]), and a
+/// journal can be as large as the world's data, so the others are not copied.
+pub fn held_from<'m>(contract: &Contract, mutations: impl IntoIterator<Item = &'m Value>, wanted: &dyn Fn(&HeldKey) -> bool) -> Held {
     let mut held = Held::new();
     for mutation in mutations {
-        let entity = mutation.get("entity").and_then(Value::as_str).unwrap_or_default().to_string();
+        let entity = mutation.get("entity").and_then(Value::as_str).unwrap_or_default();
         let op = mutation.get("op").and_then(Value::as_str);
         let key_object = mutation.get("key").filter(|k| k.as_object().is_some());
+        let keyed = |of: &Value| plan_key(contract, entity, of).map(|key| (entity.to_string(), key)).filter(|k| wanted(k));
         if op == Some("delete") {
-            if let Some(key) = key_object.and_then(|k| plan_key(contract, &entity, k)) {
-                held.shift_remove(&(entity, key));
+            if let Some(held_key) = key_object.and_then(keyed) {
+                held.shift_remove(&held_key);
             }
             continue;
         }
@@ -87,8 +90,8 @@ pub fn held_from(contract: &Contract, mutations: &[Value]) -> Held {
         }
         let value = mutation.get("value");
         if op == Some("update") && key_object.is_some() {
-            if let (Some(key), Some(Value::Object(patch))) = (key_object.and_then(|k| plan_key(contract, &entity, k)), value) {
-                if let Some(Value::Object(current)) = held.get_mut(&(entity.clone(), key)) {
+            if let (Some(held_key), Some(Value::Object(patch))) = (key_object.and_then(keyed), value) {
+                if let Some(Value::Object(current)) = held.get_mut(&held_key) {
                     for (k, v) in patch {
                         current.insert(k.clone(), v.clone());
                     }
@@ -97,12 +100,27 @@ pub fn held_from(contract: &Contract, mutations: &[Value]) -> Held {
             continue;
         }
         if let Some(value @ Value::Object(_)) = value {
-            if let Some(key) = plan_key(contract, &entity, value) {
-                held.insert((entity, key), value.clone());
+            if let Some(held_key) = keyed(value) {
+                held.insert(held_key, value.clone());
             }
         }
     }
     held
+}
+
+/// The held rows [`plan`] consults for `rows` in `mode`: a replace, every row of the
+/// entities `rows` names (those not sent again are deleted); an append, only the rows
+/// with the keys `rows` sends.
+pub fn consulted<'r>(contract: &'r Contract, rows: &'r Rows, mode: &str) -> impl Fn(&HeldKey) -> bool + 'r {
+    let replace = mode == "replace";
+    let incoming: std::collections::HashSet<HeldKey> = if replace {
+        Default::default()
+    } else {
+        rows.iter()
+            .flat_map(|(entity, listed)| listed.iter().filter_map(move |row| Some((entity.clone(), plan_key(contract, entity, row)?))))
+            .collect()
+    };
+    move |held_key: &HeldKey| if replace { rows.contains_key(&held_key.0) } else { incoming.contains(held_key) }
 }
 
 /// The mutations that take the world from `held` to `held` + `rows`.

@@ -9,8 +9,7 @@
 use crate::compiler::{payload_value, quote, Contract, Entity};
 use crate::dialect::{members, nonempty, validate};
 use crate::error::{fail, ContractError, Error, Result};
-use crate::files::sha256_hex;
-use crate::json::{canonical, encoded, object, python_equal, Map, Value};
+use crate::json::{canonical, object, python_equal, Map, Value};
 use rusqlite::{params, Connection, OptionalExtension};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -398,7 +397,7 @@ impl Store {
             return Err(ContractError::new("numeric_range", crate::json::NUMERIC_RANGE_MESSAGE, pointer).into());
         }
         let id = batch.get("id").and_then(Value::as_str).expect("checked").to_string();
-        let batch_hash = sha256_hex(&encoded(batch));
+        let batch_hash = crate::hash::encoded_digest(batch);
         self.transaction(|store| {
             let prior: Option<String> =
                 store.conn.query_row("SELECT digest FROM _gateway_batches WHERE id = ?1", [&id], |r| r.get(0)).optional()?;

@@ -7,5 +7,7 @@
 
 mod hub;
 
+// Not every test that shares these helpers drives the original.
+#[allow(unused_imports)]
 pub use gateway_test_support::reference;
 pub use hub::*;

@@ -179,7 +179,7 @@ async fn tree(hub: &Hub, version: &Version) -> Result<Tree, HubError> {
         let bundle = staging.join("bundle");
         let id = version.id.clone();
         let prepared = blocking(move || {
-            crate::archive::safe_extract_file(&tgz, &bundle, crate::archive::ExtractLimits::default())?;
+            crate::archive::safe_extract_file(&tgz, &bundle, crate::archive::ExtractLimits::from_env()?)?;
             let _ = std::fs::remove_file(&tgz);
             if let Ok(world) = gateway_host::version::world_tree(&bundle) {
                 if gateway_world::data::world_kind(&world).ok() == Some("schema") {

@@ -56,7 +56,53 @@ pub fn encoded(value: &Value) -> Vec<u8> {
     text.into_bytes()
 }
 
-fn write_value(out: &mut String, value: &Value, options: DumpOptions, level: usize) {
+/// The bytes of text [`dumps_in_pieces`] gathers before handing them on.
+const PIECE: usize = 64 * 1024;
+
+/// Where [`write_value`] writes: a string, or pieces handed on as they fill.
+trait Text {
+    /// The text being written.
+    fn buffer(&mut self) -> &mut String;
+    /// Between two items or members: the text so far may be handed on here.
+    fn boundary(&mut self) {}
+}
+
+impl Text for String {
+    fn buffer(&mut self) -> &mut String {
+        self
+    }
+}
+
+/// Text handed to a sink a piece at a time.
+struct Pieces<'s> {
+    buffer: String,
+    sink: &'s mut dyn FnMut(&str),
+}
+
+impl Text for Pieces<'_> {
+    fn buffer(&mut self) -> &mut String {
+        &mut self.buffer
+    }
+    fn boundary(&mut self) {
+        if self.buffer.len() >= PIECE {
+            (self.sink)(&self.buffer);
+            self.buffer.clear();
+        }
+    }
+}
+
+/// [`dumps`] handed to `sink` in pieces (of about 64 KiB, cut between items or
+/// members): a large value's text is hashed or written without being held whole.
+pub fn dumps_in_pieces(value: &Value, options: DumpOptions, sink: &mut dyn FnMut(&str)) {
+    let mut pieces = Pieces { buffer: String::with_capacity(2 * PIECE), sink };
+    write_value(&mut pieces, value, options, 0);
+    if !pieces.buffer.is_empty() {
+        (pieces.sink)(&pieces.buffer);
+    }
+}
+
+fn write_value<T: Text>(text: &mut T, value: &Value, options: DumpOptions, level: usize) {
+    let out = text.buffer();
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(true) => out.push_str("true"),
@@ -65,7 +111,7 @@ fn write_value(out: &mut String, value: &Value, options: DumpOptions, level: usi
             let _ = write!(out, "{n}");
         }
         Value::Float(f) => out.push_str(&python_float_repr(*f)),
-        Value::Str(text) => write_string(out, text, options.ensure_ascii),
+        Value::Str(string) => write_string(out, string, options.ensure_ascii),
         Value::Array(items) => {
             if items.is_empty() {
                 out.push_str("[]");
@@ -73,12 +119,15 @@ fn write_value(out: &mut String, value: &Value, options: DumpOptions, level: usi
             }
             out.push('[');
             for (i, item) in items.iter().enumerate() {
+                let out = text.buffer();
                 if i > 0 {
                     out.push_str(item_separator(options));
                 }
                 newline(out, options, level + 1);
-                write_value(out, item, options, level + 1);
+                write_value(text, item, options, level + 1);
+                text.boundary();
             }
+            let out = text.buffer();
             newline(out, options, level);
             out.push(']');
         }
@@ -93,14 +142,17 @@ fn write_value(out: &mut String, value: &Value, options: DumpOptions, level: usi
                 entries.sort_by(|a, b| a.0.cmp(b.0));
             }
             for (i, (key, item)) in entries.into_iter().enumerate() {
+                let out = text.buffer();
                 if i > 0 {
                     out.push_str(item_separator(options));
                 }
                 newline(out, options, level + 1);
                 write_string(out, key, options.ensure_ascii);
                 out.push_str(if options.compact { ":" } else { ": " });
-                write_value(out, item, options, level + 1);
+                write_value(text, item, options, level + 1);
+                text.boundary();
             }
+            let out = text.buffer();
             newline(out, options, level);
             out.push('}');
         }

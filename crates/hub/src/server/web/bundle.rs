@@ -1,7 +1,7 @@
 //! Files read out of a stored version's tarball for the pages: the object streams from
 //! the object store into a blocking tar reader chunk by chunk, so a bundle is never held
 //! whole; only the members asked for are kept, each up to a cap. Not extraction: nothing
-//! is written to disk (`archive::safe_extract` is for that).
+//! is written to disk (`archive::safe_extract_file` is for that).
 
 use super::*;
 use axum::body::Bytes;
