@@ -5,7 +5,8 @@
 # regression unit test in the crate that owns the parser, then fix the parser).
 #
 #   scripts/fuzz.sh                   every target, 60 s each
-#   FUZZ_SECONDS=20 scripts/fuzz.sh   what .ci/run does
+#   FUZZ_SECONDS=20 FUZZ_SEED=1 scripts/fuzz.sh   what .ci/run does (a fixed seed: the
+#                                  same inputs each run, so CI does not turn red at random)
 #   scripts/fuzz.sh router json       only these
 #
 # cargo-fuzz drives the build; it is installed on first use. On the stable toolchain
@@ -37,5 +38,5 @@ for target in "${targets[@]}"; do
   mkdir -p "$corpus"
   echo "fuzz: $target for ${seconds}s"
   (cd fuzz && cargo fuzz run "$target" --sanitizer none --target-dir "$target_dir" -- \
-    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 "corpus/$target" "seeds/$target")
+    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 ${FUZZ_SEED:+-seed="$FUZZ_SEED"} "corpus/$target" "seeds/$target")
 done
