@@ -144,8 +144,14 @@ fn io<T>(result: std::io::Result<T>, path: &Path) -> Result<T, BundleError> {
 
 // ------------------------------------------------------------------ openapi.json
 
-fn string_schema() -> Value {
+pub(crate) fn string_schema() -> Value {
     object([("type", Value::str("string"))])
+}
+
+/// A required path parameter typed only as a string (the bundle document's, and the
+/// served document's where it knows no more).
+pub(crate) fn path_parameter(name: String) -> Value {
+    object([("name", Value::Str(name)), ("in", Value::str("path")), ("required", Value::Bool(true)), ("schema", string_schema())])
 }
 
 /// The world's API as an OpenAPI 3.1 document, exactly as the original's
@@ -170,18 +176,7 @@ pub fn openapi_document(spec: &Spec, contract_id: &str, settings: Option<&ApiSet
     let mut paths = Map::default();
     for operation in &spec.operations {
         let op = settings.map_or_else(OperationSettings::default, |s| s.for_operation(&operation.name));
-        let mut params: Vec<Value> = operation
-            .placeholders()
-            .into_iter()
-            .map(|name| {
-                object([
-                    ("name", Value::Str(name)),
-                    ("in", Value::str("path")),
-                    ("required", Value::Bool(true)),
-                    ("schema", string_schema()),
-                ])
-            })
-            .collect();
+        let mut params: Vec<Value> = operation.placeholders().into_iter().map(path_parameter).collect();
         params.extend(operation.params.iter().map(|name| {
             object([("name", Value::str(name)), ("in", Value::str("query")), ("required", Value::Bool(false)), ("schema", string_schema())])
         }));

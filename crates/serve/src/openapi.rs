@@ -9,6 +9,7 @@
 //! the world's own Python decides an answer (a handler, the `before` gate) the
 //! document names the statuses it knows of and claims no body.
 
+use crate::bundle::{path_parameter, string_schema};
 use crate::page::{wrap, Page};
 use crate::settings::{ApiSettings, OperationSettings, Paging};
 use gateway_connector::spec::{Operation, Spec};
@@ -51,10 +52,6 @@ const SCALAR_KEYWORDS: [&str; 12] = [
     "pattern",
     "format",
 ];
-
-fn string_schema() -> Value {
-    object([("type", Value::str("string"))])
-}
 
 fn described(description: impl Into<String>) -> Map {
     let mut map = Map::default();
@@ -688,14 +685,7 @@ impl World<'_> {
                 names
             })
             .into_iter()
-            .map(|name| {
-                object([
-                    ("name", Value::Str(name)),
-                    ("in", Value::str("path")),
-                    ("required", Value::Bool(true)),
-                    ("schema", string_schema()),
-                ])
-            })
+            .map(path_parameter)
             .collect();
         let mut answer = Answer::new(405, "The world answers this path only with the methods `Allow` names.")
             .with_body(&self.settings.error_content_type, const_schema(&object([("error", Value::str("method_not_allowed"))])));

@@ -4,19 +4,13 @@
 use super::state::Hub;
 use crate::error::HubError;
 use axum::http::HeaderMap;
-use gateway_common::url::unquote_plus;
+use gateway_common::url::query_pairs;
 use gateway_world::json::{self, Map, Value};
 use std::collections::BTreeMap;
 
+/// The query's pairs by name (a repeated name: the last wins).
 pub(super) fn parse_query(query: &str) -> BTreeMap<String, String> {
-    query
-        .split('&')
-        .filter(|pair| !pair.is_empty())
-        .map(|pair| {
-            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            (unquote_plus(k), unquote_plus(v))
-        })
-        .collect()
+    query_pairs(query).into_iter().collect()
 }
 
 pub(super) fn parse_body(body: &[u8]) -> Result<Map, HubError> {
@@ -71,8 +65,7 @@ pub(super) fn base_url(hub: &Hub, headers: &HeaderMap) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use gateway_common::url::quote_segment;
+    use gateway_common::url::{quote_segment, unquote_plus};
 
     #[test]
     fn query_codec() {
