@@ -64,9 +64,8 @@ fn spool(source: &str) -> Result<PathBuf> {
         return Ok(path.clone());
     }
     let cannot = |_| rows_error(format!("Cannot read {source}"), source);
-    let root = gateway_common::temp::process_root();
-    std::fs::create_dir_all(root).map_err(cannot)?;
-    let path = root.join(format!("rows-stream-{}", spooled.len()));
+    // process_root() exists once returned (created, or the system temp dir itself).
+    let path = gateway_common::temp::process_root().join(format!("rows-stream-{}", spooled.len()));
     let mut file = std::fs::File::create(&path).map_err(cannot)?;
     let copied = if source == "-" {
         std::io::copy(&mut std::io::stdin().lock(), &mut file)
