@@ -1,19 +1,26 @@
 //! Files: atomic writes, SHA-256 of bytes and files, and copying a tree with one
 //! explicit rule for symbolic links.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 /// Write `bytes` to `path` atomically: a temporary file beside it, synced, then a
 /// rename — a reader sees the old file or the new one, never a torn one.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomic_with(path, |file| file.write_all(bytes))
+}
+
+/// [`write_atomic`] for content produced a piece at a time: `fill` writes into a
+/// buffered temporary file beside `path`, which replaces `path` once complete and
+/// synced (a large generated file is never held whole in memory).
+pub fn write_atomic_with(path: &Path, fill: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>) -> std::io::Result<()> {
     let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent)?;
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let temp = parent.join(format!(".{name}.{}.tmp", std::process::id()));
     let result = (|| {
-        let mut file = std::fs::File::create(&temp)?;
-        file.write_all(bytes)?;
+        let mut file = std::io::BufWriter::with_capacity(64 * 1024, std::fs::File::create(&temp)?);
+        fill(&mut file)?;
+        let file = file.into_inner().map_err(std::io::IntoInnerError::into_error)?;
         file.sync_all()?;
         std::fs::rename(&temp, path)
     })();

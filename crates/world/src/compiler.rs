@@ -1,11 +1,12 @@
 //! The compiler: `schema/world.json` (+ sibling documents) and `gateway-env.toml`
 //! become a [`Contract`] and its generated artifacts, byte for byte as the original.
 
+use crate::artifacts::{artifact_hashes, domain_hash};
 use crate::dialect::{declared_types, members, nonempty, unescape_pointer, Resolver, LANGUAGE};
 use crate::error::{fail, ContractError};
 use crate::files::{is_symlink, sha256_hex};
 use crate::hash::{encoded_digest, publication_digest};
-use crate::json::{canonical, dumps, encoded, object, DumpOptions, Map, Value};
+use crate::json::{canonical, object, Map, Value};
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -26,6 +27,8 @@ pub struct Relationship {
     pub fields: Vec<String>,
     /// The referenced entity.
     pub target: String,
+    /// The declaration as authored (what runtime.json and the domain hash record).
+    pub declaration: Value,
 }
 
 /// One compiled entity.
@@ -52,13 +55,13 @@ impl Entity {
     }
 }
 
-/// A compiled world contract: metadata, generated artifacts and lock.
+/// A compiled world contract: metadata, entities and lock. Its generated files are
+/// written from these a piece at a time ([`Contract::write_artifact`]), never held.
 #[derive(Debug, Clone)]
 pub struct Contract {
-    /// `schema/runtime.json` as a value.
+    /// `schema/runtime.json`'s members but `entities` (language, compiler, target,
+    /// domain, package, tools); the entities are [`Contract::entities`].
     pub metadata: Value,
-    /// The four generated artifacts, in [`GENERATED`] order.
-    pub artifacts: Vec<(&'static str, Vec<u8>)>,
     /// `schema/lock.json` as a value.
     pub lock: Value,
     /// Entities in name order.
@@ -83,17 +86,6 @@ impl Contract {
     /// Compiled tools `{name: {input_schema, output_schema, description}}`.
     pub fn tools(&self) -> &Value {
         self.metadata.get("tools").expect("tools")
-    }
-    /// One artifact's bytes.
-    pub fn artifact(&self, path: &str) -> &[u8] {
-        &self.artifacts.iter().find(|(p, _)| *p == path).expect("known artifact").1
-    }
-    /// Every generated file with its bytes, the lock last (the artifacts borrowed: they
-    /// may be as large as the world).
-    pub fn files(&self) -> Vec<(&'static str, std::borrow::Cow<'_, [u8]>)> {
-        let mut files: Vec<_> = self.artifacts.iter().map(|(path, bytes)| (*path, std::borrow::Cow::Borrowed(&bytes[..]))).collect();
-        files.push((LOCK, std::borrow::Cow::Owned(encoded(&self.lock))));
-        files
     }
     /// `sha256(canonical(lock))`: what snapshots record as `contractHash`.
     pub fn contract_hash(&self) -> String {
@@ -352,7 +344,6 @@ pub fn build(bundle: &Path) -> Result<Contract, ContractError> {
     let mut sorted_entities: Vec<(&String, &Value)> = entities.iter().collect();
     sorted_entities.sort_by(|a, b| a.0.cmp(b.0));
     let mut compiled: Vec<Entity> = Vec::new();
-    let mut compiled_values = Map::default();
     let mut seen = BTreeSet::new();
     for (name, declaration) in sorted_entities {
         let location = format!("world.json#/x-gateway/entities/{name}");
@@ -360,16 +351,33 @@ pub fn build(bundle: &Path) -> Result<Contract, ContractError> {
         if !seen.insert(name.to_lowercase()) {
             return fail("identity", "Entity names collide under SQLite case folding", location);
         }
-        let (value, entity) = compile_entity(&mut resolver, name, declaration, location)?;
-        compiled_values.insert(name.clone(), value);
-        compiled.push(entity);
+        compiled.push(compile_entity(&mut resolver, name, declaration, location)?);
     }
     check_relationships(&compiled)?;
     let tools = compile_tools(annotation, &mut resolver)?;
     check_served(&manifest, annotation)?;
     resolver.check_documents()?;
-    let (metadata, artifacts, lock) = generate(&document, package, &resolver, &compiled, Value::Object(compiled_values), tools);
-    Ok(Contract { metadata, artifacts, lock, entities: compiled, manifest })
+    let inputs = input_digests(&resolver);
+    let domain = object([
+        ("id", document.get("$id").cloned().unwrap_or_default()),
+        ("version", annotation.get("domain_version").cloned().unwrap_or_default()),
+        ("hash", Value::Str(domain_hash(&compiled))),
+    ]);
+    let metadata = object([
+        ("language", Value::str(LANGUAGE)),
+        ("compiler", Value::str(COMPILER)),
+        ("target", Value::str(TARGET)),
+        ("domain", domain),
+        ("package", package.clone()),
+        ("tools", tools),
+    ]);
+    // The schema documents are no longer needed: the contract holds one resolved copy of
+    // each entity, and the generated files are streamed from it.
+    drop(resolver);
+    drop(document);
+    let mut contract = Contract { metadata, lock: Value::Null, entities: compiled, manifest };
+    contract.lock = lock(&contract, inputs);
+    Ok(contract)
 }
 
 /// world.json's `x-gateway` annotation checked (version 1, a domain version, a
@@ -396,9 +404,8 @@ fn check_annotation(document: &Value) -> Result<(&Value, &Value), ContractError>
     Ok((annotation, package))
 }
 
-/// One entity's declaration compiled: its value in the domain hash and runtime.json,
-/// and the [`Entity`].
-fn compile_entity(resolver: &mut Resolver, name: &str, declaration: &Value, location: String) -> Result<(Value, Entity), ContractError> {
+/// One entity's declaration compiled.
+fn compile_entity(resolver: &mut Resolver, name: &str, declaration: &Value, location: String) -> Result<Entity, ContractError> {
     members(declaration, &["schema", "primary_key", "unique", "relationships"], &["schema", "primary_key"], &location)?;
     let payload = entity_payload(resolver, declaration, &location)?;
     let primary =
@@ -407,23 +414,14 @@ fn compile_entity(resolver: &mut Resolver, name: &str, declaration: &Value, loca
     let mut relationships = entity_relationships(declaration, &payload, &location)?;
     unique.sort();
     relationships.sort_by(|a, b| a.0.cmp(&b.0));
-    let to_list = |fields: &Vec<String>| Value::Array(fields.iter().cloned().map(Value::Str).collect());
-    let value = object([
-        ("schema", payload.clone()),
-        ("primary_key", to_list(&primary)),
-        ("unique", Value::Array(unique.iter().map(to_list).collect())),
-        ("relationships", Value::Array(relationships.iter().map(|r| r.1.clone()).collect())),
-        ("location", Value::str(&location)),
-    ]);
-    let entity = Entity {
+    Ok(Entity {
         name: name.to_string(),
         schema: payload,
         primary_key: primary,
         unique,
-        relationships: relationships.into_iter().map(|r| r.2).collect(),
+        relationships: relationships.into_iter().map(|r| r.1).collect(),
         location,
-    };
-    Ok((value, entity))
+    })
 }
 
 /// An entity's payload schema resolved: a direct closed object whose field names are
@@ -478,15 +476,15 @@ fn unique_keys(declaration: &Value, payload: &Value, primary: &[String], locatio
 }
 
 /// An entity's relationships, in declaration order: each with its canonical text
-/// (the sort key), its declaration and the compiled [`Relationship`].
-fn entity_relationships(declaration: &Value, payload: &Value, location: &str) -> Result<Vec<(String, Value, Relationship)>, ContractError> {
+/// (the sort key) and the compiled [`Relationship`].
+fn entity_relationships(declaration: &Value, payload: &Value, location: &str) -> Result<Vec<(String, Relationship)>, ContractError> {
     let empty = Value::Array(Vec::new());
     let relationships_value = declaration.get("relationships").unwrap_or(&empty);
     let Some(relationship_list) = relationships_value.as_array() else {
         return fail("relationship", "relationships must be an array", location);
     };
     let mut relation_fields: Vec<Vec<String>> = Vec::new();
-    let mut relationships: Vec<(String, Value, Relationship)> = Vec::new();
+    let mut relationships: Vec<(String, Relationship)> = Vec::new();
     for relationship in relationship_list {
         let rel_location = format!("{location}/relationships");
         members(relationship, &["fields", "target", "on_delete"], &["fields", "target", "on_delete"], &rel_location)?;
@@ -507,23 +505,14 @@ fn entity_relationships(declaration: &Value, payload: &Value, location: &str) ->
         }
         relation_fields.push(fields.clone());
         let target = relationship.get("target").and_then(Value::as_str).unwrap_or_default().to_string();
-        relationships.push((canonical(relationship), relationship.clone(), Relationship { fields, target }));
+        relationships.push((canonical(relationship), Relationship { fields, target, declaration: relationship.clone() }));
     }
     Ok(relationships)
 }
 
-/// What a checked world generates: runtime.json's metadata, the artifacts (DDL,
-/// runtime.json, README.md, tool-schemas.json) and the lock with every hash.
-fn generate(
-    document: &Value,
-    package: &Value,
-    resolver: &Resolver,
-    compiled: &[Entity],
-    entities_value: Value,
-    tools: Value,
-) -> (Value, Vec<(&'static str, Vec<u8>)>, Value) {
-    let annotation = document.get("x-gateway").expect("checked annotation");
-    let inputs: Map = resolver
+/// The lock's `inputs`: each schema document's `$id` and digests.
+fn input_digests(resolver: &Resolver) -> Map {
+    resolver
         .documents
         .iter()
         .map(|(name, doc)| {
@@ -531,55 +520,30 @@ fn generate(
             let hash = encoded_digest(doc);
             (name.clone(), object([("id", id), ("hash", Value::Str(hash)), ("publication_hash", Value::Str(publication_digest(doc)))]))
         })
-        .collect();
-    // The domain hash covers {entities, language, target}: the entities are moved in
-    // and back out rather than copied (they are as large as the world).
-    let hashed = object([("entities", entities_value), ("language", Value::str(LANGUAGE)), ("target", Value::str(TARGET))]);
-    let domain_hash = encoded_digest(&hashed);
-    let Value::Object(mut hashed) = hashed else { unreachable!("built as an object") };
-    let entities_value = hashed.swap_remove("entities").expect("built with entities");
-    let domain = object([
-        ("id", document.get("$id").cloned().unwrap_or_default()),
-        ("version", annotation.get("domain_version").cloned().unwrap_or_default()),
-        ("hash", Value::Str(domain_hash)),
-    ]);
-    let metadata = object([
-        ("language", Value::str(LANGUAGE)),
-        ("compiler", Value::str(COMPILER)),
-        ("target", Value::str(TARGET)),
-        ("domain", domain.clone()),
-        ("package", package.clone()),
-        ("entities", entities_value),
-        ("tools", tools.clone()),
-    ]);
-    let readme = readme(&domain, compiled, &metadata, &tools);
-    let artifacts: Vec<(&'static str, Vec<u8>)> = vec![
-        ("db/schema.sql", ddl(compiled).into_bytes()),
-        ("schema/runtime.json", encoded(&metadata)),
-        ("schema/README.md", readme.into_bytes()),
-        ("tool-schemas.json", encoded(&object([("tools", tools.clone())]))),
-    ];
-    let mut artifact_hashes: Vec<(&str, String)> = artifacts.iter().map(|(p, b)| (*p, sha256_hex(b))).collect();
-    artifact_hashes.sort();
-    let lock = object([
+        .collect()
+}
+
+/// `schema/lock.json`: what was compiled from what, with the hash of every generated file.
+fn lock(contract: &Contract, inputs: Map) -> Value {
+    object([
         ("language", Value::str(LANGUAGE)),
         ("annotations", Value::Int(1)),
         ("compiler", Value::str(COMPILER)),
         ("target", Value::str(TARGET)),
-        ("domain", domain),
-        ("package", package.clone()),
+        ("domain", contract.target().clone()),
+        ("package", contract.package().clone()),
         ("inputs", Value::Object(inputs)),
-        ("tools_hash", Value::Str(encoded_digest(&tools))),
-        ("artifacts", object(artifact_hashes.into_iter().map(|(p, h)| (p, Value::Str(h))))),
-    ]);
-    (metadata, artifacts, lock)
+        ("tools_hash", Value::Str(encoded_digest(contract.tools()))),
+        ("artifacts", object(artifact_hashes(contract).into_iter().map(|(p, h)| (p, Value::Str(h))))),
+    ])
 }
 
 fn check_relationships(compiled: &[Entity]) -> Result<(), ContractError> {
     for entity in compiled {
         for relationship in &entity.relationships {
             let location = format!("{}/relationships", entity.location);
-            let target = compiled.iter().find(|e| e.name == relationship.target);
+            // Entities are in name order: the target is found without a scan.
+            let target = compiled.binary_search_by(|e| e.name.as_str().cmp(&relationship.target)).ok().map(|i| &compiled[i]);
             let Some(target) = target.filter(|t| t.primary_key.len() == relationship.fields.len()) else {
                 return fail("relationship", "Target must exist with matching primary-key arity", location);
             };
@@ -647,121 +611,7 @@ fn check_served(manifest: &toml::Table, annotation: &Value) -> Result<(), Contra
     Ok(())
 }
 
-// ------------------------------------------------------------------ artifacts
-
 /// Quote an SQL identifier.
 pub fn quote(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
-}
-
-fn quote_sql(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "''"))
-}
-
-fn json_path(field: &str) -> String {
-    let parts = pointer_parts(field, field, "key").unwrap_or_default();
-    let mut path = String::from("$");
-    for part in parts {
-        path.push('.');
-        crate::json::write_string(&mut path, &part, false);
-    }
-    path
-}
-
-fn generated_column(field: &str) -> String {
-    format!("{} GENERATED ALWAYS AS (json_extract(\"payload\", {})) VIRTUAL", quote(field), quote_sql(&json_path(field)))
-}
-
-fn ddl(entities: &[Entity]) -> String {
-    let mut lines = vec!["-- Generated by gateway-world-compiler/1; do not edit.".to_string(), "PRAGMA foreign_keys = ON;".to_string()];
-    for entity in entities {
-        let mut columns =
-            vec!["\"_key\" TEXT PRIMARY KEY NOT NULL".to_string(), "\"payload\" TEXT NOT NULL CHECK(json_valid(\"payload\"))".to_string()];
-        let properties = entity.schema.get("properties").and_then(Value::as_object);
-        let mut names: Vec<&String> = properties.map(|p| p.keys().collect()).unwrap_or_default();
-        names.sort();
-        for field in &names {
-            let types = declared_types(&properties.expect("properties")[*field]);
-            if types.iter().any(|t| matches!(*t, "string" | "integer" | "number" | "boolean")) {
-                columns.push(generated_column(field));
-            }
-        }
-        let mut constrained: BTreeSet<&String> = entity.primary_key.iter().chain(entity.unique.iter().flatten()).collect();
-        constrained.extend(entity.relationships.iter().flat_map(|r| &r.fields));
-        for field in constrained.into_iter().filter(|f| !names.contains(f)) {
-            columns.push(generated_column(field));
-        }
-        let join = |fields: &[String]| fields.iter().map(|f| quote(f)).collect::<Vec<_>>().join(", ");
-        for fields in std::iter::once(&entity.primary_key).chain(&entity.unique) {
-            columns.push(format!("UNIQUE ({})", join(fields)));
-        }
-        for relationship in &entity.relationships {
-            let target_key = entities.iter().find(|e| e.name == relationship.target).map(|t| join(&t.primary_key)).unwrap_or_default();
-            columns.push(format!(
-                "FOREIGN KEY ({}) REFERENCES {} ({}) ON DELETE NO ACTION DEFERRABLE INITIALLY DEFERRED",
-                join(&relationship.fields),
-                quote(&relationship.target),
-                target_key
-            ));
-        }
-        lines.push(format!("CREATE TABLE {} (\n  {}\n);", quote(&entity.name), columns.join(",\n  ")));
-    }
-    lines.join("\n") + "\n"
-}
-
-const README_JSON: DumpOptions = DumpOptions { sort_keys: true, ensure_ascii: false, indent: Some(2), compact: false };
-
-fn readme(domain: &Value, entities: &[Entity], metadata: &Value, tools: &Value) -> String {
-    let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or_default().to_string();
-    // Written line by line into one string (the README of a large world is larger than
-    // its world.json: no list of its lines held beside it).
-    let mut out = String::new();
-    let line = |out: &mut String, text: &str| {
-        out.push_str(text);
-        out.push('\n');
-    };
-    line(&mut out, &format!("# {} ({})", text(domain.get("id")), text(domain.get("version"))));
-    line(&mut out, "");
-    line(&mut out, "Generated; edit schema/world.json and compile. Defaults are annotations only.");
-    line(&mut out, "");
-    let compiled = metadata.get("entities").expect("entities");
-    for entity in entities {
-        let value = compiled.get(&entity.name).expect("compiled entity");
-        line(&mut out, &format!("## {}", entity.name));
-        line(&mut out, "");
-        line(&mut out, &format!("Primary key: {}", entity.primary_key.join(", ")));
-        line(&mut out, "");
-        line(&mut out, "| Property | Type | Required |");
-        line(&mut out, "| --- | --- | --- |");
-        let required: Vec<&str> = entity
-            .schema
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|r| r.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        if let Some(properties) = entity.schema.get("properties").and_then(Value::as_object) {
-            let mut sorted: Vec<(&String, &Value)> = properties.iter().collect();
-            sorted.sort_by(|a, b| a.0.cmp(b.0));
-            for (field, property) in sorted {
-                let kind = property.get("type").map_or_else(|| "\"composition\"".to_string(), canonical);
-                let is_required = if required.contains(&field.as_str()) { "True" } else { "False" };
-                line(&mut out, &format!("| {field} | {kind} | {is_required} |"));
-            }
-        }
-        line(&mut out, "");
-        line(&mut out, &format!("Unique: {}", canonical(value.get("unique").expect("unique"))));
-        line(&mut out, &format!("Relationships: {}", canonical(value.get("relationships").expect("relationships"))));
-        line(&mut out, "");
-        line(&mut out, "```json");
-        line(&mut out, &dumps(&entity.schema, README_JSON));
-        line(&mut out, "```");
-        line(&mut out, "");
-    }
-    line(&mut out, "## Tool contracts");
-    line(&mut out, "");
-    line(&mut out, "```json");
-    line(&mut out, &dumps(tools, README_JSON));
-    // The original joins its lines with newlines: the last ("```" then "") ends the text.
-    out.push_str("```\n");
-    out
 }

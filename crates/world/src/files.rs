@@ -60,7 +60,7 @@ fn document_error(location: &str) -> ContractError {
     ContractError::new("document", "Cannot read valid UTF-8 JSON", location)
 }
 
-pub use gateway_common::fs::{file_sha256, sha256_hex, write_atomic};
+pub use gateway_common::fs::{file_sha256, sha256_hex, write_atomic, write_atomic_with};
 
 /// Whether `path` is a symbolic link (dangling ones included).
 pub fn is_symlink(path: &Path) -> bool {

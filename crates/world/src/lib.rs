@@ -14,6 +14,7 @@
 //! knows nothing of clap, axum or the network. Those live in the `serve`, `hub`
 //! and `cli` crates, which call into this one.
 
+pub mod artifacts;
 pub mod batch;
 pub mod check;
 pub mod chunks;

@@ -1,19 +1,29 @@
 //! What the `schema compile | check | describe` commands do to a world directory.
 
-use crate::compiler::{build, Contract};
+use crate::compiler::{build, Contract, LOCK};
 use crate::error::{ContractError, Error, Result};
-use crate::files::write_atomic;
-use crate::json::Value;
+use crate::files::{file_sha256, write_atomic_with};
+use crate::json::{encoded, Value};
 use crate::snapshot;
 use crate::world::build_counted;
 use std::path::Path;
 use std::sync::Arc;
 
-/// Write the generated artifacts and the lock (atomically, one file at a time).
+/// Write the generated artifacts and the lock (atomically, one file at a time, each
+/// streamed from the contract).
 pub fn write_artifacts(world: &Path, contract: &Contract) -> Result<()> {
-    for (relative, bytes) in contract.files() {
+    for relative in Contract::artifact_paths() {
         let path = world.join(relative);
-        write_atomic(&path, &bytes).map_err(|e| Error::io(e, &path))?;
+        write_atomic_with(&path, |file| {
+            let mut failed = None;
+            contract.write_artifact(relative, &mut |piece| {
+                if failed.is_none() {
+                    failed = file.write_all(piece.as_bytes()).err();
+                }
+            });
+            failed.map_or(Ok(()), Err)
+        })
+        .map_err(|e| Error::io(e, &path))?;
     }
     Ok(())
 }
@@ -72,10 +82,19 @@ pub fn check_with(world: &Path, contract: &Contract) -> Result<()> {
     snapshot::check_all(world, contract).map(|_| ())
 }
 
-/// Every generated artifact on disk is the one `contract` generates.
+/// Every generated artifact on disk is the one `contract` generates: each generated
+/// file hashes to what the contract's lock records for it (the file streamed, never
+/// held), and the lock is the contract's lock.
 fn check_artifacts(world: &Path, contract: &Contract) -> Result<()> {
-    for (relative, expected) in contract.files() {
-        let matches = std::fs::read(world.join(relative)).is_ok_and(|bytes| bytes == *expected);
+    let recorded = contract.lock.get("artifacts");
+    for relative in Contract::artifact_paths() {
+        let path = world.join(relative);
+        let matches = if relative == LOCK {
+            std::fs::read(&path).is_ok_and(|bytes| bytes == encoded(&contract.lock))
+        } else {
+            let expected = recorded.and_then(|a| a.get(relative)).and_then(Value::as_str);
+            file_sha256(&path).is_ok_and(|hash| Some(hash.as_str()) == expected)
+        };
         if !matches {
             return Err(ContractError::new(
                 "lock_mismatch",
@@ -91,5 +110,5 @@ fn check_artifacts(world: &Path, contract: &Contract) -> Result<()> {
 /// `describe`: the generated README text.
 pub fn describe(world: &Path) -> Result<String> {
     let contract = build(world)?;
-    Ok(String::from_utf8_lossy(contract.artifact("schema/README.md")).into_owned())
+    Ok(contract.artifact_text("schema/README.md"))
 }

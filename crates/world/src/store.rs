@@ -126,7 +126,7 @@ impl Store {
         }
         let result = (|| {
             let conn = Connection::open(path)?;
-            let ddl = String::from_utf8_lossy(contract.artifact("db/schema.sql")).into_owned() + PRIVATE_DDL;
+            let ddl = contract.artifact_text("db/schema.sql") + PRIVATE_DDL;
             conn.execute_batch(&ddl)?;
             conn.execute("INSERT INTO _gateway_contract VALUES (?1)", [canonical(&contract.lock)])?;
             Store::finish_open(conn, contract, path, false)
@@ -190,7 +190,7 @@ impl Store {
                 return Ok(Err(state_error("State belongs to a different schema/package lock; no automatic migration")));
             }
             let expected = Connection::open_in_memory()?;
-            let ddl = String::from_utf8_lossy(self.contract.artifact("db/schema.sql")).into_owned() + PRIVATE_DDL;
+            let ddl = self.contract.artifact_text("db/schema.sql") + PRIVATE_DDL;
             expected.execute_batch(&ddl)?;
             let objects = |conn: &Connection| -> rusqlite::Result<BTreeMap<String, String>> {
                 let mut statement = conn.prepare("SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL")?;
