@@ -43,7 +43,7 @@ fn materialize(root: &Path, contract: &std::sync::Arc<crate::Contract>) -> Resul
     let scratch = tempfile_dir::Scratch::new("gateway-show")?;
     let mut store = Store::create(&scratch.path().join("world.db"), contract.clone())?;
     for path in data_files(root) {
-        store.apply_batch(&crate::files::read_json(&path)?)?;
+        store.apply_batch_file(&crate::files::read_batch(&path)?)?;
     }
     Ok((scratch, store))
 }

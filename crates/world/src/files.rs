@@ -34,6 +34,31 @@ fn json_id(bytes: &[u8], name: &str) -> Result<Option<String>, ContractError> {
     }
 }
 
+/// A batch file's text, accepted with exactly [`read_json`]'s refusals but not built:
+/// its mutations are parsed one at a time ([`BatchFile::spread`]).
+#[derive(Debug)]
+pub struct BatchFile {
+    text: String,
+}
+
+impl BatchFile {
+    /// The batch with its `mutations` left as text (see [`crate::json::Spread`]).
+    pub fn spread(&self) -> crate::json::Spread<'_> {
+        // The text was accepted whole: the same parser cannot refuse a part of it.
+        crate::json::spread(&self.text, "mutations").expect("accepted JSON text")
+    }
+}
+
+/// Read a batch file (`data/initial.json`, a journal) for its mutations to be read one
+/// at a time: the text is held once, never the tree of a world's data.
+pub fn read_batch(path: &Path) -> Result<BatchFile, ContractError> {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let bytes = read_regular(path).map_err(|_| document_error(&name))?;
+    json_id(&bytes, &name)?;
+    let text = String::from_utf8(bytes).map_err(|_| document_error(&name))?;
+    Ok(BatchFile { text })
+}
+
 /// A regular file's bytes: a named pipe, a device or a directory is not read (a
 /// FIFO at `data/initial.json` would block the reader forever).
 pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {

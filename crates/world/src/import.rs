@@ -15,13 +15,14 @@
 use crate::data::tempfile_dir::Scratch;
 use crate::data::{entity_counts, refuse_kind};
 use crate::error::{ContractError, Error, Result};
-use crate::files::{read_json, sha256_hex, write_atomic};
-use crate::json::{dumps, encoded, object, python_float_repr, DumpOptions, Value};
+use crate::files::{read_batch, read_json, sha256_hex, write_atomic, write_atomic_with, BatchFile};
+use crate::json::{dumps_with_items, encoded, object, python_float_repr, DumpOptions, Spread, Value};
 use crate::plan::{consulted, held_from, plan, Mode, Rows};
 use crate::rows::{count_rows, plain, read_rows, Flow, Seen};
 use crate::snapshot::{build_default, default_snapshot, sidecar_path};
 use crate::world::World;
 use rusqlite::Connection;
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 /// Rows a directory import takes at most (the platform takes larger data in chunks).
@@ -124,7 +125,7 @@ fn journal_paths(root: &Path) -> Vec<PathBuf> {
     crate::snapshot::data_files(root).into_iter().filter(|p| p.is_file()).collect()
 }
 
-/// A batch's mutations, moved out of it (a data file can be as large as the world).
+/// A batch's mutations, moved out of it (a journal is as large as its import).
 fn into_mutations(batch: Value) -> Vec<Value> {
     match batch {
         Value::Object(mut members) => match members.swap_remove("mutations") {
@@ -133,6 +134,20 @@ fn into_mutations(batch: Value) -> Vec<Value> {
         },
         _ => Vec::new(),
     }
+}
+
+/// How a new `data/initial.json` is written: as the original's `json.dumps(batch,
+/// indent=1, sort_keys=True)`.
+const INITIAL_JSON: DumpOptions = DumpOptions { sort_keys: true, ensure_ascii: true, indent: Some(1), compact: false };
+
+/// The new data file an import writes, before it is proven.
+enum Written {
+    /// The next journal under `data/batches/`: the fresh mutations alone (as large as
+    /// the import), encoded.
+    Journal { id: Value, payload: Vec<u8> },
+    /// `data/initial.json` again: its header, then the prior mutations kept (read from
+    /// the old file one at a time as it is written) and the fresh ones.
+    Initial { head: crate::json::Map },
 }
 
 fn import_schema(world: &World, parsed: &ParsedRows, mode: &str, batch_id: Option<&str>) -> Result<Value> {
@@ -149,22 +164,25 @@ fn import_schema(world: &World, parsed: &ParsedRows, mode: &str, batch_id: Optio
     let contract = world.compile(true)?;
     let journals = journal_paths(root);
     let initial_path = root.join("data/initial.json");
-    let previous = if initial_path.is_file() { Some(read_json(&initial_path)?) } else { None };
+    // initial.json is held as text and its mutations parsed as each pass reaches them:
+    // the tree of a world's data is never built.
+    let previous_file = if initial_path.is_file() { Some(read_batch(&initial_path)?) } else { None };
+    let previous = previous_file.as_ref().map(BatchFile::spread);
     let package = contract.package().get("id").and_then(Value::as_str).unwrap_or_default().to_string();
     let prior_id = match &previous {
-        Some(batch) => batch.get("id").and_then(Value::as_str).unwrap_or_default().to_string(),
+        Some(batch) => batch.value.get("id").and_then(Value::as_str).unwrap_or_default().to_string(),
         None => format!("{package}.initial.v0"),
     };
-    let had_initial = previous.is_some();
-    let mut prior = previous.map(into_mutations).unwrap_or_default();
+    let prior = || previous.iter().flat_map(Spread::items).map(|item| item.expect("accepted JSON text"));
     let mut refreshed = Vec::new();
-    if had_initial {
+    if previous.is_some() {
         for path in journals.iter().skip(1) {
             refreshed.extend(into_mutations(read_json(path)?));
         }
     }
     let consulted = consulted(&contract, rows, mode);
-    let mut fresh = plan(&contract, rows, mode, &mut held_from(&contract, prior.iter().chain(&refreshed), &consulted))?;
+    let mut held = held_from(&contract, prior().map(Cow::Owned).chain(refreshed.iter().map(Cow::Borrowed)), &consulted);
+    let mut fresh = plan(&contract, rows, mode, &mut held)?;
     if fresh.is_empty() {
         return Ok(object([
             ("kind", Value::str("schema")),
@@ -173,78 +191,82 @@ fn import_schema(world: &World, parsed: &ParsedRows, mode: &str, batch_id: Optio
             ("changed", Value::Bool(false)),
         ]));
     }
-    if mode == "replace" && refreshed.is_empty() {
-        // Folded into initial.json, a replace is written compactly: the named
-        // entities' old mutations are dropped and the rows inserted afresh.
-        prior.retain(|m| !m.get("entity").and_then(Value::as_str).is_some_and(|e| rows.contains_key(e)));
-        fresh = plan(&contract, rows, mode, &mut held_from(&contract, &prior, &consulted))?;
+    // Folded into initial.json, a replace is written compactly: the named entities' old
+    // mutations are dropped and the rows inserted afresh.
+    let compact = mode == "replace" && refreshed.is_empty();
+    let kept = |mutation: &Value| !compact || !mutation.get("entity").and_then(Value::as_str).is_some_and(|e| rows.contains_key(e));
+    if compact {
+        fresh = plan(&contract, rows, mode, &mut held_from(&contract, prior().filter(|m| kept(m)), &consulted))?;
     }
     let version = prior_id
         .rsplit_once(".v")
         .and_then(|(_, n)| (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).then(|| n.parse::<u64>().ok()).flatten())
         .map_or(1, |n| n + 1);
     let mapping = object([("id", Value::str("data-import")), ("version", Value::str("1"))]);
-    let (batch, written, payload) = if !refreshed.is_empty() {
+    let batch_value = |id: String, mutations: Vec<Value>| {
+        object([
+            ("id", Value::Str(id)),
+            ("target", contract.target().clone()),
+            ("mapping", mapping.clone()),
+            ("coverage", Value::str("partial")),
+            ("mutations", Value::Array(mutations)),
+        ])
+    };
+    let (written, file) = if refreshed.is_empty() {
+        let id = batch_id.map(str::to_string).unwrap_or_else(|| format!("{package}.initial.v{version}"));
+        let Value::Object(head) = batch_value(id, Vec::new()) else { unreachable!("built as an object") };
+        (Written::Initial { head }, PathBuf::from("data/initial.json"))
+    } else {
         let id = batch_id.map(str::to_string).unwrap_or_else(|| format!("{package}.import.{:06}", journals.len()));
         let name = format!("{:06}-{}.json", journals.len(), &sha256_hex(id.as_bytes())[..16]);
-        let batch = object([
-            ("id", Value::Str(id)),
-            ("target", contract.target().clone()),
-            ("mapping", mapping),
-            ("coverage", Value::str("partial")),
-            ("mutations", Value::Array(fresh)),
-        ]);
+        let batch = batch_value(id.clone(), fresh);
         let payload = encoded(&batch);
-        (batch, PathBuf::from("data/batches").join(name), payload)
-    } else {
-        let id = batch_id.map(str::to_string).unwrap_or_else(|| format!("{package}.initial.v{version}"));
-        prior.extend(fresh);
-        let batch = object([
-            ("id", Value::Str(id)),
-            ("target", contract.target().clone()),
-            ("mapping", mapping),
-            ("coverage", Value::str("partial")),
-            ("mutations", Value::Array(prior)),
-        ]);
-        let options = DumpOptions { sort_keys: true, ensure_ascii: true, indent: Some(1), compact: false };
-        let mut payload = dumps(&batch, options);
-        payload.push('\n');
-        let payload = payload.into_bytes();
-        (batch, PathBuf::from("data/initial.json"), payload)
+        fresh = into_mutations(batch);
+        (Written::Journal { id: Value::Str(id), payload }, PathBuf::from("data/batches").join(name))
     };
     if let Some((entity, index, pointer)) = parsed.surrogates.first() {
+        // Where the row stands in the file written: after the prior mutations kept.
         let row = crate::json::canonical(&rows[entity][*index]);
-        let position = batch.get("mutations").and_then(Value::as_array).and_then(|m| {
-            m.iter().position(|m| {
-                m.get("entity").and_then(Value::as_str) == Some(entity) && m.get("value").is_some_and(|v| crate::json::canonical(v) == row)
-            })
+        let before: Box<dyn Iterator<Item = Value>> =
+            if matches!(written, Written::Initial { .. }) { Box::new(prior().filter(|m| kept(m))) } else { Box::new(std::iter::empty()) };
+        let position = before.chain(fresh.iter().cloned()).position(|m| {
+            m.get("entity").and_then(Value::as_str) == Some(entity) && m.get("value").is_some_and(|v| crate::json::canonical(v) == row)
         });
         if let Some(position) = position {
-            let file = written.file_name().unwrap_or_default().to_string_lossy().into_owned();
+            let name = file.file_name().unwrap_or_default().to_string_lossy().into_owned();
             return Err(ContractError::new(
                 "json",
                 "Unpaired Unicode surrogate is unsupported",
-                format!("{file}/mutations/{position}/value{pointer}"),
+                format!("{name}/mutations/{position}/value{pointer}"),
             )
             .into());
         }
     }
-    // The batch is in `payload` now: its tree (as large as the world's data) goes
-    // before the proof reads the file back.
-    let written_id = batch.get("id").cloned().unwrap_or_default();
-    drop(batch);
     let scratch = Scratch::new("gateway-import")?;
     let staged = scratch.path().join("world");
     copy_tree(root, &staged)?;
-    let staged_file = staged.join(&written);
-    write_atomic(&staged_file, &payload).map_err(|e| Error::io(e, &staged_file))?;
+    let staged_file = staged.join(&file);
+    let written_id = match written {
+        Written::Journal { id, payload, .. } => {
+            write_atomic(&staged_file, &payload).map_err(|e| Error::io(e, &staged_file))?;
+            id
+        }
+        Written::Initial { head } => {
+            write_initial(&staged_file, &head, prior().filter(|m| kept(m)).chain(fresh))?;
+            head.get("id").cloned().unwrap_or_default()
+        }
+    };
+    // initial.json's old text goes before the proof reads the new file back.
+    drop(previous);
+    drop(previous_file);
     // Building the staged snapshot is the proof: every row goes through the store.
     // The copy's schema is the world's, and its artifacts were just written: the
     // world's contract is the copy's.
     let sidecar = build_default(&staged, &contract, true)?;
     let counts = sidecar.get("entityCounts").cloned().unwrap_or(Value::Null);
-    let target_file = root.join(&written);
-    write_atomic(&target_file, &payload).map_err(|e| Error::io(e, &target_file))?;
+    let target_file = root.join(&file);
+    write_atomic_with(&target_file, |out| std::io::copy(&mut std::fs::File::open(&staged_file)?, out).map(drop))
+        .map_err(|e| Error::io(e, &target_file))?;
     // The proven snapshot moves into the world; compile finds it current and only
     // rebuilds the scenario snapshots on top of it.
     let target = default_snapshot(root);
@@ -253,6 +275,21 @@ fn import_schema(world: &World, parsed: &ParsedRows, mode: &str, batch_id: Optio
     world.compile(true)?;
     world.check()?;
     Ok(object([("kind", Value::str("schema")), ("batch", written_id), ("entity_counts", counts), ("changed", Value::Bool(true))]))
+}
+
+/// Write `data/initial.json` (atomically) from its header and its mutations, as the
+/// original's `json.dumps(batch, indent=1, sort_keys=True)` and a newline.
+fn write_initial(path: &Path, head: &crate::json::Map, mutations: impl Iterator<Item = Value>) -> Result<()> {
+    write_atomic_with(path, |out| {
+        let mut failed = None;
+        dumps_with_items(head, "mutations", mutations, INITIAL_JSON, &mut |piece| {
+            if failed.is_none() {
+                failed = out.write_all(piece.as_bytes()).err();
+            }
+        });
+        failed.map_or_else(|| out.write_all(b"\n"), Err)
+    })
+    .map_err(|e| Error::io(e, path))
 }
 
 fn move_file(from: &Path, to: &Path) -> Result<()> {

@@ -72,9 +72,14 @@ pub fn plan_key(contract: &Contract, entity: &str, row: &Value) -> Option<Vec<St
 /// What a journal of mutations leaves in each entity (the original's `_held`), of the
 /// rows `wanted` accepts: planning consults only some (see [`consulted`]), and a
 /// journal can be as large as the world's data, so the others are not copied.
-pub fn held_from<'m>(contract: &Contract, mutations: impl IntoIterator<Item = &'m Value>, wanted: &dyn Fn(&HeldKey) -> bool) -> Held {
+pub fn held_from<M: std::borrow::Borrow<Value>>(
+    contract: &Contract,
+    mutations: impl IntoIterator<Item = M>,
+    wanted: &dyn Fn(&HeldKey) -> bool,
+) -> Held {
     let mut held = Held::new();
     for mutation in mutations {
+        let mutation = mutation.borrow();
         let entity = mutation.get("entity").and_then(Value::as_str).unwrap_or_default();
         let op = mutation.get("op").and_then(Value::as_str);
         let key_object = mutation.get("key").filter(|k| k.as_object().is_some());

@@ -317,7 +317,7 @@ pub fn build_default(world: &Path, contract: &Arc<Contract>, force: bool) -> Res
         let mut store = Store::create(fresh, contract.clone())?;
         store.connection().execute_batch(BUILD_PRAGMAS)?;
         for path in data_files(world) {
-            store.apply_batch(&read_json(&path)?)?;
+            store.apply_batch_file(&crate::files::read_batch(&path)?)?;
         }
         Ok(store)
     })

@@ -9,8 +9,10 @@
 use crate::compiler::{payload_value, quote, Contract, Entity};
 use crate::dialect::{members, nonempty, validate};
 use crate::error::{fail, ContractError, Error, Result};
-use crate::json::{canonical, object, python_equal, Map, Value};
+use crate::files::BatchFile;
+use crate::json::{canonical, object, python_equal, Map, Spread, Value};
 use rusqlite::{params, Connection, OptionalExtension};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -364,6 +366,19 @@ impl Store {
     /// Apply a batch atomically. An exact retry is a no-op; reusing its id with
     /// other content is refused.
     pub fn apply_batch(&mut self, batch: &Value) -> Result<Value> {
+        self.apply_spread(batch, None)
+    }
+
+    /// [`Store::apply_batch`] of a batch file, its mutations parsed one at a time as they
+    /// are applied (a batch can hold a world's data: its tree is never built).
+    pub fn apply_batch_file(&mut self, file: &BatchFile) -> Result<Value> {
+        let spread = file.spread();
+        self.apply_spread(&spread.value, Some(&spread))
+    }
+
+    /// The batch `batch`, whose mutations are its own or, when `spread` leaves them in
+    /// the file's text, `spread`'s items.
+    fn apply_spread(&mut self, batch: &Value, spread: Option<&Spread<'_>>) -> Result<Value> {
         if !self.single_write {
             // A batch may write any value into a tracked field: read it again later.
             self.highest.clear();
@@ -392,17 +407,18 @@ impl Store {
         let Some(mutations) = batch.get("mutations").and_then(Value::as_array) else {
             return Err(ContractError::new("batch", "mutations must be an array", "/batch/mutations").into());
         };
-        if let Some(pointer) = crate::json::range_problem(batch) {
+        // A file's text was range-checked whole when it was read.
+        if let Some(pointer) = crate::json::range_problem(batch).filter(|_| spread.is_none()) {
             // The original canonicalises the whole batch for its digest first.
             return Err(ContractError::new("numeric_range", crate::json::NUMERIC_RANGE_MESSAGE, pointer).into());
         }
         let id = batch.get("id").and_then(Value::as_str).expect("checked").to_string();
-        let batch_hash = crate::hash::encoded_digest(batch);
+        let head = batch.as_object().expect("checked object");
         self.transaction(|store| {
             let prior: Option<String> =
                 store.conn.query_row("SELECT digest FROM _gateway_batches WHERE id = ?1", [&id], |r| r.get(0)).optional()?;
             if let Some(prior) = prior {
-                if prior != batch_hash {
+                if prior != batch_digest(head, each_mutation(mutations, spread)) {
                     return Err(ContractError::new(
                         "idempotency_conflict",
                         "Batch ID was already applied with different content",
@@ -413,16 +429,30 @@ impl Store {
                 }
                 return Ok(object([("status", Value::str("already_applied")), ("batch", Value::str(&id)), ("applied", Value::Int(0))]));
             }
-            let metadata: Map =
-                batch.as_object().expect("object").iter().filter(|(k, _)| *k != "mutations").map(|(k, v)| (k.clone(), v.clone())).collect();
-            store.conn.execute(
-                "INSERT INTO _gateway_batches VALUES (?1, ?2, ?3)",
-                params![id, batch_hash, canonical(&Value::Object(metadata))],
-            )?;
-            for (index, mutation) in mutations.iter().enumerate() {
-                store.apply_mutation(&id, index, mutation).map_err(|error| contextualize_mutation(error, &id, index, mutation))?;
+            let metadata: Map = head.iter().filter(|(k, _)| *k != "mutations").map(|(k, v)| (k.clone(), v.clone())).collect();
+            // The digest is known once every mutation went by: the ledger row takes it
+            // then (one transaction: nobody sees it without).
+            store.conn.execute("INSERT INTO _gateway_batches VALUES (?1, '', ?2)", params![id, canonical(&Value::Object(metadata))])?;
+            let mut failure = None;
+            let mut applied = 0usize;
+            let applying = each_mutation(mutations, spread).enumerate().map_while(|(index, mutation)| {
+                match store.apply_mutation(&id, index, &mutation) {
+                    Ok(()) => {
+                        applied += 1;
+                        Some(mutation)
+                    }
+                    Err(error) => {
+                        failure = Some(contextualize_mutation(error, &id, index, &mutation));
+                        None
+                    }
+                }
+            });
+            let batch_hash = batch_digest(head, applying);
+            if let Some(failure) = failure {
+                return Err(failure);
             }
-            Ok(object([("status", Value::str("applied")), ("batch", Value::str(&id)), ("applied", Value::Int(mutations.len() as i64))]))
+            store.conn.execute("UPDATE _gateway_batches SET digest = ?2 WHERE id = ?1", params![id, batch_hash])?;
+            Ok(object([("status", Value::str("applied")), ("batch", Value::str(&id)), ("applied", Value::Int(applied as i64))]))
         })
     }
 
@@ -814,6 +844,27 @@ fn integer_of(value: Option<&Value>) -> Option<i64> {
 }
 
 pub use gateway_common::random::fill_random;
+
+/// A batch's mutations in order: its own, or read one at a time from its file's text.
+fn each_mutation<'b>(mutations: &'b [Value], spread: Option<&Spread<'b>>) -> Box<dyn Iterator<Item = Cow<'b, Value>> + 'b> {
+    match spread.filter(|s| s.is_spread()) {
+        // The text was accepted whole when read: an item of it parses.
+        Some(spread) => Box::new(spread.items().map(|item| Cow::Owned(item.expect("accepted JSON text")))),
+        None => Box::new(mutations.iter().map(Cow::Borrowed)),
+    }
+}
+
+/// `sha256(encoded(batch))` with the batch's mutations streamed (the original's batch
+/// digest), never encoded whole.
+fn batch_digest<'b>(head: &Map, mutations: impl Iterator<Item = Cow<'b, Value>>) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    crate::json::dumps_with_items(head, "mutations", mutations, crate::json::DumpOptions::CANONICAL, &mut |piece| {
+        hasher.update(piece.as_bytes());
+    });
+    hasher.update(b"\n");
+    hex::encode(hasher.finalize())
+}
 
 fn contextualize_mutation(error: Error, batch: &str, index: usize, mutation: &Value) -> Error {
     let Error::Contract(mut error) = error else { return error };

@@ -91,6 +91,109 @@ pub fn parse_clean(text: &str) -> Option<Value> {
     parse(text).ok().filter(|p| p.problem.is_none()).map(|p| p.value)
 }
 
+/// A JSON object read with one large array member left in its text: a batch whose
+/// `mutations` may hold a world's data is held as text (once) and its mutations are
+/// parsed one at a time, never as one tree.
+///
+/// Read only text that [`skim_id`] (or [`parse`]) accepted: the verdicts on syntax,
+/// repeated members and ranges are the whole document's, given before anything is
+/// applied, exactly as for a document parsed whole.
+#[derive(Debug)]
+pub struct Spread<'t> {
+    /// The document; when the member is an array, with that member an empty array
+    /// (its items come from [`Spread::items`]).
+    pub value: Value,
+    /// The member's array text, `[` to `]`, when it was left unparsed.
+    items: Option<&'t str>,
+}
+
+impl<'t> Spread<'t> {
+    /// The left-out array's items in order, each parsed as it is reached (none when
+    /// the member was not left out).
+    pub fn items(&self) -> ArrayItems<'t> {
+        ArrayItems { parser: self.items.map(|text| Parser::new(text, Vec::new(), false)), started: false }
+    }
+
+    /// Whether the member's items come from [`Spread::items`].
+    pub fn is_spread(&self) -> bool {
+        self.items.is_some()
+    }
+}
+
+/// Parse `text` (one JSON document, already accepted) leaving the top-level object's
+/// array member `key` as text: see [`Spread`].
+pub fn spread<'t>(text: &'t str, key: &str) -> Result<Spread<'t>, ParseError> {
+    let mut parser = Parser::new(text, Vec::new(), false);
+    parser.skip_ws();
+    if parser.bytes.get(parser.pos) != Some(&b'{') {
+        return parser.document(false).map(|value| Spread { value, items: None });
+    }
+    parser.pos += 1;
+    parser.depth = 1;
+    let mut map = Map::default();
+    let mut items = None;
+    parser.skip_ws();
+    if parser.bytes.get(parser.pos) == Some(&b'}') {
+        return Ok(Spread { value: Value::Object(map), items: None });
+    }
+    loop {
+        parser.skip_ws();
+        let (name, _) = parser.string(true)?;
+        parser.skip_ws();
+        parser.pos += 1; // the ':' the accepted text holds
+        parser.skip_ws();
+        let value = if name == key && parser.bytes.get(parser.pos) == Some(&b'[') {
+            // Checked, not built: skimming walks the array without keeping it.
+            let start = parser.pos;
+            parser.skim = true;
+            parser.value()?;
+            parser.skim = false;
+            items = Some(&text[start..parser.pos]);
+            Value::Array(Vec::new())
+        } else {
+            parser.value()?
+        };
+        map.insert(name, value);
+        parser.skip_ws();
+        match parser.bytes.get(parser.pos) {
+            Some(b',') => parser.pos += 1,
+            Some(b'}') => return Ok(Spread { value: Value::Object(map), items }),
+            _ => return parser.err("Expecting ',' delimiter"),
+        }
+    }
+}
+
+/// The items of a [`Spread`]'s array, parsed one at a time.
+pub struct ArrayItems<'t> {
+    parser: Option<Parser<'t>>,
+    started: bool,
+}
+
+impl Iterator for ArrayItems<'_> {
+    type Item = Result<Value, ParseError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let parser = self.parser.as_mut()?;
+        if !self.started {
+            self.started = true;
+            parser.pos += 1; // '['
+            parser.skip_ws();
+            if parser.bytes.get(parser.pos) == Some(&b']') {
+                self.parser = None;
+                return None;
+            }
+        }
+        parser.skip_ws();
+        let item = parser.value();
+        parser.skip_ws();
+        match parser.bytes.get(parser.pos) {
+            Some(b',') => parser.pos += 1,
+            _ => self.parser = None,
+        }
+        Some(item)
+    }
+}
+
 struct Parser<'a> {
     /// The document (runs between ASCII delimiters are sliced from it as text).
     text: &'a str,

@@ -122,3 +122,34 @@ fn nesting_is_refused_past_the_limit_without_overflowing() {
         assert!(parse_loads(&text).is_err());
     }
 }
+
+#[test]
+fn a_spread_document_reads_back_as_the_parsed_one() {
+    let documents = [
+        r#"{"id": "b", "mutations": [{"op": "insert", "value": {"n": 1.5, "s": "é\u00e9"}}, [], {}, 2], "target": {"x": [1, 2]}}"#,
+        r#" { "mutations" : [ ] , "id" : "empty" } "#,
+        r#"{"mutations": "not an array", "id": 1}"#,
+        r#"{"id": "none"}"#,
+        r#"{}"#,
+        r#"[1, 2]"#,
+    ];
+    for text in documents {
+        let whole = parse(text).unwrap().value;
+        let spread = spread(text, "mutations").unwrap();
+        let items: Vec<Value> = spread.items().map(Result::unwrap).collect();
+        // Written with the items in place, the spread document is the parsed one, in
+        // every form the writer has.
+        for options in [DumpOptions::CANONICAL, DumpOptions::CLI, DumpOptions::PRETTY] {
+            let expected = dumps(&whole, options);
+            let written = match spread.value.as_object().filter(|_| spread.is_spread()) {
+                Some(head) => {
+                    let mut out = String::new();
+                    dumps_with_items(head, "mutations", items.iter(), options, &mut |piece| out.push_str(piece));
+                    out
+                }
+                None => dumps(&spread.value, options),
+            };
+            assert_eq!(written, expected, "{text}");
+        }
+    }
+}

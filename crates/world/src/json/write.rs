@@ -1,6 +1,6 @@
 //! Writing JSON text exactly as Python's `json.dumps` does, and Python's `repr`/`str`.
 
-use super::Value;
+use super::{Map, Value};
 use std::fmt::Write as _;
 
 /// How [`dumps`] formats, mirroring the arguments of Python's `json.dumps`.
@@ -112,25 +112,7 @@ fn write_value<T: Text>(text: &mut T, value: &Value, options: DumpOptions, level
         }
         Value::Float(f) => out.push_str(&python_float_repr(*f)),
         Value::Str(string) => write_string(out, string, options.ensure_ascii),
-        Value::Array(items) => {
-            if items.is_empty() {
-                out.push_str("[]");
-                return;
-            }
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                let out = text.buffer();
-                if i > 0 {
-                    out.push_str(item_separator(options));
-                }
-                newline(out, options, level + 1);
-                write_value(text, item, options, level + 1);
-                text.boundary();
-            }
-            let out = text.buffer();
-            newline(out, options, level);
-            out.push(']');
-        }
+        Value::Array(items) => write_items(text, items.iter(), options, level),
         Value::Object(map) => {
             if map.is_empty() {
                 out.push_str("{}");
@@ -156,6 +138,70 @@ fn write_value<T: Text>(text: &mut T, value: &Value, options: DumpOptions, level
             newline(out, options, level);
             out.push('}');
         }
+    }
+}
+
+/// An array of `items` at `level` (`[]` when there are none).
+fn write_items<T: Text, V: std::borrow::Borrow<Value>>(text: &mut T, items: impl Iterator<Item = V>, options: DumpOptions, level: usize) {
+    let mut items = items.peekable();
+    if items.peek().is_none() {
+        text.buffer().push_str("[]");
+        return;
+    }
+    text.buffer().push('[');
+    for (i, item) in items.enumerate() {
+        let out = text.buffer();
+        if i > 0 {
+            out.push_str(item_separator(options));
+        }
+        newline(out, options, level + 1);
+        write_value(text, item.borrow(), options, level + 1);
+        text.boundary();
+    }
+    let out = text.buffer();
+    newline(out, options, level);
+    out.push(']');
+}
+
+/// [`dumps_in_pieces`] of the object `head` with its member `key` the array of
+/// `items` (a batch's mutations read one at a time from a file: the array is never
+/// held). `head` holds `key` where it belongs (its value is not read).
+pub fn dumps_with_items<V: std::borrow::Borrow<Value>>(
+    head: &Map,
+    key: &str,
+    items: impl Iterator<Item = V>,
+    options: DumpOptions,
+    sink: &mut dyn FnMut(&str),
+) {
+    let mut pieces = Pieces { buffer: String::with_capacity(2 * PIECE), sink };
+    let mut entries: Vec<(&String, &Value)> = head.iter().collect();
+    if options.sort_keys {
+        entries.sort_by(|a, b| a.0.cmp(b.0));
+    }
+    let mut items = Some(items);
+    pieces.buffer.push('{');
+    for (i, (name, value)) in entries.into_iter().enumerate() {
+        let out = &mut pieces.buffer;
+        if i > 0 {
+            out.push_str(item_separator(options));
+        }
+        newline(out, options, 1);
+        write_string(out, name, options.ensure_ascii);
+        out.push_str(if options.compact { ":" } else { ": " });
+        match items.take_if(|_| name == key) {
+            Some(items) => write_items(&mut pieces, items, options, 1),
+            None => write_value(&mut pieces, value, options, 1),
+        }
+        pieces.boundary();
+    }
+    if head.is_empty() {
+        pieces.buffer.push('}');
+    } else {
+        newline(&mut pieces.buffer, options, 0);
+        pieces.buffer.push('}');
+    }
+    if !pieces.buffer.is_empty() {
+        (pieces.sink)(&pieces.buffer);
     }
 }
 
