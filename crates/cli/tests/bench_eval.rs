@@ -21,7 +21,7 @@ use std::process::Command;
 
 mod common;
 mod support;
-use support::{gateway, world, Out};
+use support::{clean_run, gateway, world, Out};
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/harbor/helpdesk-job");
 const MODEL: &str = "openrouter/openai/gpt-4o-mini";
@@ -57,22 +57,7 @@ impl Hub {
 
     /// The original, likewise (its output as ours is shaped).
     fn original(&self, original: &Path, args: &[&str], extra: &[(&str, &str)]) -> Out {
-        let mut command = Command::new(original);
-        command.args(args).current_dir(&self.work).env_clear().env("COLUMNS", "400");
-        for name in ["PATH", "HOME", "LANG"] {
-            if let Some(value) = std::env::var_os(name) {
-                command.env(name, value);
-            }
-        }
-        for (name, value) in [self.env(), extra.to_vec()].concat() {
-            command.env(name, value);
-        }
-        let out = command.output().unwrap();
-        Out {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+        clean_run(original, &self.work, args, &[vec![("COLUMNS", "400")], self.env(), extra.to_vec()].concat())
     }
 
     fn view(&self, args: &[&str]) -> Value {

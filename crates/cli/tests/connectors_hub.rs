@@ -7,7 +7,6 @@
 //! runs on PostgreSQL when `GATEWAY_TEST_POSTGRES_URL` is set (else a NOTICE).
 
 use gateway_test_support::unique;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
@@ -50,21 +49,7 @@ fn start(data: &Path, database: Option<&str>, projects: &[&str]) -> Hub {
     if let Some(url) = database {
         command.args(["--database", url]);
     }
-    let mut child = command.stderr(Stdio::piped()).stdout(Stdio::null()).spawn().unwrap();
-    let mut reader = BufReader::new(child.stderr.take().unwrap());
-    let mut host = String::new();
-    for _ in 0..20 {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap() == 0 {
-            break;
-        }
-        if let Some(addr) = line.trim().strip_prefix("gateway hub listening on ") {
-            host = addr.to_string();
-            break;
-        }
-    }
-    assert!(!host.is_empty(), "hub did not start");
-    std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
+    let (child, host) = gateway_test_support::spawn_hub(&mut command);
     Hub { child, host, keys }
 }
 

@@ -18,16 +18,7 @@ fn repo() -> PathBuf {
 }
 
 fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
+    gateway_test_support::copy_tree(from, to);
 }
 
 /// `json.dumps` (default separators) of a customer row, as record.py writes it.

@@ -4,10 +4,10 @@
 //! and each `curl …` line is sent to the port it actually bound. The last answer must be
 //! the one the README shows.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::Duration;
 
 const GATEWAY: &str = env!("CARGO_BIN_EXE_gateway");
@@ -109,20 +109,13 @@ fn the_readme_first_hour_walk_serves_what_it_says() {
                 args.pop();
                 let at = args.iter().position(|a| a == "--port").expect("serve names a port");
                 args[at + 1] = "0".into();
-                let mut child = Command::new(GATEWAY)
-                    .args(&args[1..])
-                    .current_dir(dir.path())
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .unwrap();
-                let mut first = String::new();
-                let mut reader = BufReader::new(child.stderr.take().unwrap());
-                reader.read_line(&mut first).unwrap();
-                // Keep draining: a closed pipe would end the server at its next line.
-                std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
+                let (child, address) = gateway_test_support::spawn_announced(
+                    Command::new(GATEWAY).args(&args[1..]).current_dir(dir.path()),
+                    "world api listening on http://",
+                );
                 let child = Served(child);
-                let address = first.trim().strip_prefix("world api listening on http://").unwrap_or_else(|| panic!("{line}: {first}"));
+                let address = address.unwrap_or_else(|said| panic!("{line}: {said}"));
+                let address = address.as_str();
                 let port = address.rsplit(':').next().unwrap().parse().unwrap();
                 served = Some((child, port));
             }

@@ -11,14 +11,15 @@
 //! Each test skips with a NOTICE when its service is not available.
 
 use gateway_test_support::{copy_tree, postgres_url, unique};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-const GATEWAY: &str = env!("CARGO_BIN_EXE_gateway");
+mod common;
+use common::{field, Server, GATEWAY};
 const API: &str = "/api/public/benchmark-containers";
 
 // ------------------------------------------------------------------ services
@@ -159,24 +160,6 @@ fn get_str(value: &gateway_world::json::Value, key: &str) -> String {
 
 // ------------------------------------------------------------------ hub processes
 
-struct Server {
-    child: Child,
-    host: String,
-    public: String,
-    secret: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn field(json: &str, key: &str) -> String {
-    get_str(&gateway_world::json::parse(json).unwrap_or_else(|e| panic!("not JSON ({e:?}): {json}")).value, key)
-}
-
 /// A key pair for a fresh project (unique, so runs on one database never collide).
 fn keys(data: &Path, database: Option<&str>) -> (String, String) {
     let mut command = Command::new(GATEWAY);
@@ -199,43 +182,16 @@ fn serve(data: &Path, database: Option<&str>, objects: Option<&str>, (public, se
     if let Some(url) = objects {
         command.args(["--objects", url]);
     }
-    let mut child = s3_env(&mut command).stderr(Stdio::piped()).stdout(Stdio::null()).spawn().unwrap();
-    let mut reader = BufReader::new(child.stderr.take().unwrap());
-    let (mut host, mut said) = (String::new(), String::new());
-    for _ in 0..20 {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap() == 0 {
-            break;
-        }
-        if let Some(addr) = line.trim().strip_prefix("gateway hub listening on ") {
-            host = addr.to_string();
-            break;
-        }
-        said.push_str(&line);
-    }
-    assert!(!host.is_empty(), "hub did not start: {said}");
-    std::thread::spawn(move || for _ in reader.lines() {});
+    let (child, host) = gateway_test_support::spawn_hub(s3_env(&mut command));
     Server { child, host, public: public.clone(), secret: secret.clone() }
 }
 
 fn run(server: &Server, args: &[&str], cwd: &Path) -> (bool, String, String) {
-    let out = Command::new(GATEWAY)
-        .args(args)
-        .current_dir(cwd)
-        .env("GATEWAY_HOST", &server.host)
-        .env("GATEWAY_PUBLIC_KEY", &server.public)
-        .env("GATEWAY_SECRET_KEY", &server.secret)
-        .env_remove("GATEWAY_AUTHOR")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    common::run(server, Path::new(GATEWAY), args, cwd)
 }
 
 fn ok(server: &Server, args: &[&str], cwd: &Path) -> String {
-    let (success, stdout, stderr) = run(server, args, cwd);
-    assert!(success, "gateway {args:?} failed:\n{stdout}\n{stderr}");
-    stdout
+    common::ok(server, Path::new(GATEWAY), args, cwd)
 }
 
 fn write_tree(root: &Path, payload_kib: usize) {

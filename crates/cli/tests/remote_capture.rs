@@ -6,9 +6,9 @@
 
 use gateway_test_support::copy_example;
 use std::io::Write as _;
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 mod common;
@@ -27,21 +27,14 @@ impl Drop for Vendor {
 
 /// The helpdesk world served as the vendor, accepting only `TOKEN`.
 fn vendor(world: &Path) -> (Vendor, u16) {
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = Command::new(GATEWAY)
-        .args(["worlds", "serve"])
-        .arg(world)
-        .args(["--port", &port.to_string(), "--api-key", TOKEN])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(started.elapsed() < Duration::from_secs(30), "the vendor did not listen");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    (Vendor(child), port)
+    let (child, address) = gateway_test_support::spawn_announced(
+        Command::new(GATEWAY).args(["worlds", "serve"]).arg(world).args(["--port", "0", "--api-key", TOKEN]),
+        "world api listening on http://",
+    );
+    let child = Vendor(child);
+    let address = address.unwrap_or_else(|said| panic!("the vendor did not listen: {said}"));
+    let port = address.rsplit(':').next().and_then(|p| p.parse().ok()).expect("a port");
+    (child, port)
 }
 
 /// A vendor that takes every connection and answers only after `delay`.

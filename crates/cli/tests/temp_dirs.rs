@@ -4,8 +4,7 @@
 
 use gateway_test_support::copy_tree;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_gateway");
 
@@ -34,33 +33,26 @@ fn temporary_state_is_removed_at_exit_and_a_killed_processs_is_swept() {
     let rows = dir.path().join("rows.jsonl");
     std::fs::write(&rows, "{\"id\": \"C90\", \"name\": \"N\", \"email\": \"c90.only@example.org\", \"tier\": \"free\", \"created_at\": \"2026-03-01T00:00:00Z\"}\n")
         .unwrap();
-    let imported = Command::new(BIN)
-        .args(["worlds", "data", "import"])
-        .arg(&world)
-        .arg(&rows)
-        .args(["--entity", "customers"])
-        .env("TMPDIR", &tmp)
-        .output()
-        .unwrap();
-    assert!(imported.status.success(), "{}", String::from_utf8_lossy(&imported.stderr));
+    let import = || {
+        let imported = Command::new(BIN)
+            .args(["worlds", "data", "import"])
+            .arg(&world)
+            .arg(&rows)
+            .args(["--entity", "customers"])
+            .env("TMPDIR", &tmp)
+            .output()
+            .unwrap();
+        assert!(imported.status.success(), "{}", String::from_utf8_lossy(&imported.stderr));
+    };
+    import();
     assert_eq!(process_dirs(&tmp), Vec::<String>::new(), "nothing is left after a normal exit");
 
     // A server killed with SIGKILL leaves its directory ...
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut server = Command::new(BIN)
-        .args(["worlds", "serve"])
-        .arg(&world)
-        .args(["--port", &port.to_string()])
-        .env("TMPDIR", &tmp)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "server did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let (mut server, address) = gateway_test_support::spawn_announced(
+        Command::new(BIN).args(["worlds", "serve"]).arg(&world).args(["--port", "0"]).env("TMPDIR", &tmp),
+        "world api listening on http://",
+    );
+    address.unwrap_or_else(|said| panic!("server did not start: {said}"));
     let killed = format!("gateway-proc-{}", server.id());
     assert_eq!(process_dirs(&tmp), vec![killed.clone()], "the running server keeps its state in one directory");
     server.kill().unwrap();
@@ -70,14 +62,6 @@ fn temporary_state_is_removed_at_exit_and_a_killed_processs_is_swept() {
     // ... which the next process sweeps, while a living process's directory stays.
     let living = format!("gateway-proc-{}", std::process::id());
     std::fs::create_dir_all(tmp.join(&living)).unwrap();
-    let again = Command::new(BIN)
-        .args(["worlds", "data", "import"])
-        .arg(&world)
-        .arg(&rows)
-        .args(["--entity", "customers"])
-        .env("TMPDIR", &tmp)
-        .output()
-        .unwrap();
-    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+    import();
     assert_eq!(process_dirs(&tmp), vec![living], "the dead process's directory is swept, the living one's kept");
 }

@@ -4,7 +4,7 @@
 //! original's output and exit codes (skipped with a NOTICE otherwise).
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -113,24 +113,15 @@ fn every_template_inits_compiles_checks_and_serves() {
         let mut entities: Vec<String> =
             document.get("x-gateway").and_then(|x| x.get("entities")).and_then(|e| e.as_object()).unwrap().keys().cloned().collect();
         entities.sort();
-        let mut child = Command::new(GATEWAY)
-            .args(["worlds", "serve"])
-            .arg(&served)
-            .args(["--port", "0"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut first = String::new();
-        let mut reader = BufReader::new(child.stderr.take().unwrap());
-        reader.read_line(&mut first).unwrap();
-        // Keep draining: a closed pipe would end the server at its next line.
-        std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
-        let port: Option<u16> = first.trim().rsplit(':').next().and_then(|p| p.parse().ok());
+        let (mut child, address) = gateway_test_support::spawn_announced(
+            Command::new(GATEWAY).args(["worlds", "serve"]).arg(&served).args(["--port", "0"]),
+            "world api listening on http://",
+        );
+        let port: Option<u16> = address.as_ref().ok().and_then(|a| a.rsplit(':').next().and_then(|p| p.parse().ok()));
         let answer = port.map(|port| get(port, &format!("/{}", entities[0])));
         let _ = child.kill();
         let _ = child.wait();
-        let (status, body) = answer.unwrap_or_else(|| panic!("{template}: serve said {first}"));
+        let (status, body) = answer.unwrap_or_else(|| panic!("{template}: serve said {address:?}"));
         assert_eq!(status, 200, "{template}: GET /{} answered {body}", entities[0]);
         assert!(body.contains(&format!("\"{}\": []", entities[0])), "{template}: {body}");
     }

@@ -36,15 +36,7 @@ fn json(text: &str) -> serde_json::Value {
 
 /// `args` run by `program` with the hub's keys: (exit code, stdout, stderr).
 fn exec(server: &Server, program: &Path, args: &[&str], cwd: &Path) -> (i32, String, String) {
-    let out = Command::new(program)
-        .args(args)
-        .current_dir(cwd)
-        .env("GATEWAY_HOST", &server.host)
-        .env("GATEWAY_PUBLIC_KEY", &server.public)
-        .env("GATEWAY_SECRET_KEY", &server.secret)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let out = command(server, program, args, cwd).output().unwrap();
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 

@@ -16,16 +16,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_gateway");
 const WRITERS: usize = 16;
 
 fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
+    gateway_test_support::copy_tree(from, to);
 }
 
 /// `worlds serve --port 0 --state DIR`; the port is read from its start-up line (stderr).

@@ -6,8 +6,6 @@ use gateway_host::server::{self, ServerConfig};
 use gateway_host::{HostConfig, WorldHost};
 use gateway_test_support::copy_tree;
 use gateway_world::json::{self, Value};
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -37,22 +35,8 @@ fn start(max_sessions: usize) -> Running {
 
 /// One HTTP/1.1 exchange; (status, body as JSON or a string).
 fn http(addr: std::net::SocketAddr, method: &str, target: &str, headers: &[(&str, &str)], body: &str) -> (u16, Value) {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    let mut head = format!("{method} {target} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
-    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
-        head.push_str(&format!("Host: {addr}\r\n"));
-    }
-    for (k, v) in headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).unwrap();
-    stream.write_all(body.as_bytes()).unwrap();
-    let mut raw = String::new();
-    stream.read_to_string(&mut raw).unwrap();
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
-    let status = head.split_whitespace().nth(1).unwrap_or("0").parse().unwrap();
-    let body = json::parse(body).map(|p| p.value).unwrap_or_else(|_| Value::str(body));
+    let (status, _, body) = gateway_test_support::http_exchange(addr, method, target, headers, body);
+    let body = json::parse(&body).map(|p| p.value).unwrap_or_else(|_| Value::str(&body));
     (status, body)
 }
 

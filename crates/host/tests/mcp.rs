@@ -10,8 +10,6 @@ use gateway_test_support::copy_tree;
 use gateway_world::json::{self, Value};
 use rmcp::model::CallToolRequestParams;
 use rmcp::ServiceExt as _;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -134,40 +132,10 @@ fn control_tools_when_asked_for() {
 
 /// One HTTP/1.1 POST of a JSON-RPC message; (status, body).
 fn post(addr: std::net::SocketAddr, target: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    let mut head = format!(
-        "POST {target} HTTP/1.1\r\nConnection: close\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
-        head.push_str(&format!("Host: {addr}\r\n"));
-    }
-    for (k, v) in headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).unwrap();
-    stream.write_all(body.as_bytes()).unwrap();
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).unwrap();
-    let raw = String::from_utf8_lossy(&raw).to_string();
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
-    let status = head.split_whitespace().nth(1).unwrap_or("0").parse().unwrap();
-    let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") { dechunk(body) } else { body.to_string() };
+    let mut all = vec![("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream")];
+    all.extend_from_slice(headers);
+    let (status, _, body) = gateway_test_support::http_exchange(addr, "POST", target, &all, body);
     (status, body)
-}
-
-fn dechunk(mut body: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = body.split_once("\r\n") {
-        let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
-        if size == 0 {
-            break;
-        }
-        out.push_str(&rest[..size]);
-        body = &rest[size + 2..];
-    }
-    out
 }
 
 const INITIALIZE: &str = r#"{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}}"#;

@@ -1,6 +1,7 @@
 //! What the workspace's integration tests share, so each test file says only what it
 //! tests: copies of the bundled example worlds, unique names, a hub served in-process on
-//! a loopback port with two projects' keys, JSON calls to it, and the probes for the
+//! a loopback port with two projects' keys, JSON calls to it, a server process started
+//! on port 0 (its announced address read), raw HTTP/1.1 exchanges, and the probes for the
 //! services a test may need (PostgreSQL, the original's reference install) that print a
 //! NOTICE and skip when the service is absent.
 //!
@@ -32,6 +33,85 @@ pub fn copy_tree(from: &Path, to: &Path) {
 pub fn copy_example(name: &str, into: &Path) -> PathBuf {
     copy_tree(&example(name), into);
     into.to_path_buf()
+}
+
+/// Spawn a server `command` (bound to port 0) and read its standard error until a line
+/// starts with `announce`: the child, and the rest of that line (the address it bound)
+/// or, when it never says so, what it said instead. What it says after is drained (a
+/// full or closed pipe would stall or end it).
+pub fn spawn_announced(command: &mut std::process::Command, announce: &str) -> (std::process::Child, Result<String, String>) {
+    use std::io::{BufRead, BufReader};
+    let mut child = command.stderr(std::process::Stdio::piped()).stdout(std::process::Stdio::null()).spawn().expect("spawn a server");
+    let mut reader = BufReader::new(child.stderr.take().expect("piped stderr"));
+    let mut said = String::new();
+    for _ in 0..20 {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            break;
+        }
+        if let Some(address) = line.trim().strip_prefix(announce) {
+            let address = address.to_string();
+            std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
+            return (child, Ok(address));
+        }
+        said.push_str(&line);
+    }
+    (child, Err(said))
+}
+
+/// Spawn `gateway hub serve --addr 127.0.0.1:0 …` (`command`): the child and the
+/// address it bound; a hub that does not start is a panic with what it said.
+pub fn spawn_hub(command: &mut std::process::Command) -> (std::process::Child, String) {
+    match spawn_announced(command, "gateway hub listening on ") {
+        (child, Ok(host)) => (child, host),
+        (mut child, Err(said)) => {
+            let _ = child.kill();
+            panic!("hub did not start: {said}");
+        }
+    }
+}
+
+/// One HTTP/1.1 exchange on a fresh connection (`Connection: close`, a `Host` unless
+/// `headers` has one): the status, the response head and the body (de-chunked).
+pub fn http_exchange(
+    addr: std::net::SocketAddr,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    let mut head = format!("{method} {target} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        head.push_str(&format!("Host: {addr}\r\n"));
+    }
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).expect("send head");
+    stream.write_all(body.as_bytes()).expect("send body");
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).expect("read answer");
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") { dechunk(body) } else { body.to_string() };
+    (status, head.to_string(), body)
+}
+
+fn dechunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if size == 0 || rest.len() < size {
+            break;
+        }
+        out.push_str(&rest[..size]);
+        body = rest.get(size + 2..).unwrap_or("");
+    }
+    out
 }
 
 /// A name no other test run uses (`prefix-<pid>-<nanos>`), for shared databases.

@@ -13,16 +13,7 @@ fn example() -> PathBuf {
 }
 
 fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
+    gateway_common::fs::copy_tree(from, to, gateway_common::fs::Symlinks::Follow, &|_| false).unwrap();
 }
 
 /// A compiled copy of the example world, with `extra` more customers in its seed.

@@ -1,7 +1,6 @@
 //! `gateway hub serve` on loopback with a fresh project key, and a `gateway` (ours or
 //! the original) run against it with the key in its environment.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
@@ -35,42 +34,27 @@ pub fn start_with(data: &Path, extra: &[&str]) -> Server {
     let keys = Command::new(GATEWAY).args(["hub", "keys", "create", "--project", "p1", "--data"]).arg(data).output().unwrap();
     assert!(keys.status.success(), "{}", String::from_utf8_lossy(&keys.stderr));
     let out = String::from_utf8(keys.stdout).unwrap();
-    let mut child = Command::new(GATEWAY)
-        .args(["hub", "serve", "--addr", "127.0.0.1:0", "--data"])
-        .arg(data)
-        .args(extra)
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut reader = BufReader::new(child.stderr.take().unwrap());
-    let mut host = String::new();
-    for _ in 0..20 {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap() == 0 {
-            break;
-        }
-        if let Some(addr) = line.trim().strip_prefix("gateway hub listening on ") {
-            host = addr.to_string();
-            break;
-        }
-    }
-    assert!(!host.is_empty(), "hub did not start");
-    std::thread::spawn(move || for _ in reader.lines() {});
+    let (child, host) = gateway_test_support::spawn_hub(
+        Command::new(GATEWAY).args(["hub", "serve", "--addr", "127.0.0.1:0", "--data"]).arg(data).args(extra),
+    );
     Server { child, host, public: field(&out, "publicKey"), secret: field(&out, "secretKey") }
 }
 
-pub fn run(server: &Server, program: &Path, args: &[&str], cwd: &Path) -> (bool, String, String) {
-    let out = Command::new(program)
+/// `program args` in `cwd` with the server's address and keys in its environment.
+pub fn command(server: &Server, program: &Path, args: &[&str], cwd: &Path) -> Command {
+    let mut command = Command::new(program);
+    command
         .args(args)
         .current_dir(cwd)
         .env("GATEWAY_HOST", &server.host)
         .env("GATEWAY_PUBLIC_KEY", &server.public)
         .env("GATEWAY_SECRET_KEY", &server.secret)
-        .env_remove("GATEWAY_AUTHOR")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+        .stdin(Stdio::null());
+    command
+}
+
+pub fn run(server: &Server, program: &Path, args: &[&str], cwd: &Path) -> (bool, String, String) {
+    let out = command(server, program, args, cwd).env_remove("GATEWAY_AUTHOR").output().unwrap();
     (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 

@@ -20,7 +20,13 @@ impl Out {
 
 /// The binary in `cwd` with a clean environment (no hub, model or CI variables leak in) plus `env`.
 pub fn gateway(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
-    let mut command = Command::new(GATEWAY);
+    clean_run(Path::new(GATEWAY), cwd, args, env)
+}
+
+/// `program` (ours or the original) in `cwd` with only PATH, HOME and LANG of this
+/// environment, plus `env`.
+pub fn clean_run(program: &Path, cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
+    let mut command = Command::new(program);
     command.env_clear().current_dir(cwd).args(args);
     for name in ["PATH", "HOME", "LANG"] {
         if let Some(value) = std::env::var_os(name) {
