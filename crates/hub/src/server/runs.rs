@@ -40,30 +40,24 @@ const MAX_LEASE: i64 = 3600;
 /// The most metric points one request may carry.
 const MAX_POINTS: usize = 10_000;
 
-pub(super) async fn route(
-    hub: &Hub,
-    project: &str,
-    method: &Method,
-    segments: &[&str],
-    query: &BTreeMap<String, String>,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Answer {
+/// The runs routes (`agents.rs` hands them here).
+pub(super) async fn route(request: &JsonRequest<'_>, project: &str) -> Answer {
+    let JsonRequest { hub, method, segments, query, headers, .. } = *request;
     let id = |raw: &str| unquote_plus(raw);
     match (method.as_str(), segments) {
-        ("POST", ["runs", "start"]) => start(hub, project, &parse_body(body)?).await,
-        ("POST", ["runs", "verify"]) => verify(hub, project, &parse_body(body)?).await,
-        ("POST", ["runs", "claim"]) => claim(hub, project, headers, &parse_body(body)?).await,
+        ("POST", ["runs", "start"]) => start(hub, project, &request.json()?).await,
+        ("POST", ["runs", "verify"]) => verify(hub, project, &request.json()?).await,
+        ("POST", ["runs", "claim"]) => claim(hub, project, headers, &request.json()?).await,
         ("GET", ["runs"]) => list(hub, project, query).await,
-        ("POST", ["runs"]) => create_sdk_run(hub, project, &parse_body(body)?).await,
+        ("POST", ["runs"]) => create_sdk_run(hub, project, &request.json()?).await,
         ("GET", ["runs", run]) => show(hub, project, &id(run)).await,
-        ("POST", ["runs", run, "heartbeat"]) => heartbeat(hub, project, &id(run), &parse_body(body)?).await,
-        ("POST" | "PATCH", ["runs", run, "state"]) => state(hub, project, &id(run), &parse_body(body)?).await,
-        ("POST", ["runs", run, "metrics"]) => metrics(hub, project, &id(run), &parse_body(body)?).await,
-        ("POST", ["runs", run, "rollouts"]) => rollout(hub, project, &id(run), &parse_body(body)?).await,
-        ("POST", ["runs", run, "finish"]) => finish(hub, project, &id(run), &parse_body(body)?).await,
+        ("POST", ["runs", run, "heartbeat"]) => heartbeat(hub, project, &id(run), &request.json()?).await,
+        ("POST" | "PATCH", ["runs", run, "state"]) => state(hub, project, &id(run), &request.json()?).await,
+        ("POST", ["runs", run, "metrics"]) => metrics(hub, project, &id(run), &request.json()?).await,
+        ("POST", ["runs", run, "rollouts"]) => rollout(hub, project, &id(run), &request.json()?).await,
+        ("POST", ["runs", run, "finish"]) => finish(hub, project, &id(run), &request.json()?).await,
         ("POST", ["runs", run, "cancel"]) => change(hub, project, &id(run), RunChange::Cancel).await.map(|r| (200, run_json(&r))),
-        _ => Err(HubError::NotFound(format!("no route for {method} /api/public/{}", segments.join("/")))),
+        _ => Err(request.no_route()),
     }
 }
 
