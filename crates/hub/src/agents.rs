@@ -225,6 +225,42 @@ pub enum Claimable {
     No,
 }
 
+/// A worker's claim: who asks, for which kinds of run, for how long, and when.
+#[derive(Debug, Clone)]
+pub struct Claim {
+    /// The worker the run is handed to.
+    pub worker_id: String,
+    /// The kinds of run it takes (`run`, `verify`).
+    pub kinds: Vec<String>,
+    /// How long the lease lasts, in seconds.
+    pub lease_secs: i64,
+    /// The clock of the claim.
+    pub now: Now,
+}
+
+impl Claim {
+    /// The claim over `candidates` (oldest first): the runs it fails on the way (their
+    /// lease lost too often), then the run it hands out, if any — each to be written back
+    /// in that order.
+    pub fn decide(&self, candidates: Vec<Run>) -> (Vec<Run>, Option<Run>) {
+        let mut exhausted = Vec::new();
+        for mut run in candidates.into_iter().filter(|r| self.kinds.contains(&r.kind)) {
+            match run.claimable(self.now.secs) {
+                Claimable::Take => {
+                    run.take(&self.worker_id, self.lease_secs, &self.now);
+                    return (exhausted, Some(run));
+                }
+                Claimable::Exhausted => {
+                    run.exhaust(&self.now);
+                    exhausted.push(run);
+                }
+                Claimable::No => {}
+            }
+        }
+        (exhausted, None)
+    }
+}
+
 impl Run {
     /// Whether a worker may claim this run now.
     pub fn claimable(&self, now: i64) -> Claimable {
@@ -436,11 +472,10 @@ pub trait AgentStore: Send + Sync {
     async fn run(&self, project_id: &str, id: &str) -> StoreResult<Option<Run>>;
     /// A project's runs of kind `run`, newest first (only `source` when given), at most `limit`.
     async fn runs(&self, project_id: &str, source: Option<&str>, limit: i64) -> StoreResult<Vec<Run>>;
-    /// The oldest claimable run of one of `kinds`, handed to `worker_id` for `lease_secs`
-    /// (runs whose lease was lost too often are failed on the way), atomically across
-    /// processes: two workers never hold the same run.
-    async fn claim_run(&self, project_id: &str, worker_id: &str, kinds: Vec<String>, lease_secs: i64, now: Now)
-        -> StoreResult<Option<Run>>;
+    /// The oldest claimable run of one of the claim's kinds, handed to its worker
+    /// ([`Claim::decide`]: runs whose lease was lost too often are failed on the way),
+    /// atomically across processes: two workers never hold the same run.
+    async fn claim_run(&self, project_id: &str, claim: Claim) -> StoreResult<Option<Run>>;
     /// Apply `change` to a run under its row lock ([`Run::apply`] decides); metric points
     /// and rollouts are stored with it. Returns the run after the change.
     async fn change_run(&self, project_id: &str, id: &str, change: RunChange, now: Now) -> StoreResult<Run>;

@@ -81,6 +81,19 @@ pub struct HubRow {
     pub head: Option<ConnectorCommit>,
 }
 
+/// A page of a project's connectors, as a listing asks for it.
+#[derive(Debug, Clone, Default)]
+pub struct RepoListing {
+    /// Only those whose slug, name or description holds this (case-insensitive).
+    pub query: Option<String>,
+    /// Only the published (`true`) or unpublished (`false`) ones.
+    pub is_public: Option<bool>,
+    /// The page size.
+    pub limit: i64,
+    /// How many to skip.
+    pub offset: i64,
+}
+
 /// A commit to make: on a new repo (`repo.id` fresh, `expected_head` None) or on an
 /// existing one whose head must still be `expected_head`.
 #[derive(Debug, Clone)]
@@ -102,16 +115,8 @@ pub trait ConnectorStore: Send + Sync {
     async fn connector_repo(&self, project_id: &str, slug: &str) -> StoreResult<Option<ConnectorRepo>>;
     /// A connector by id, with its owning project's name.
     async fn connector_repo_by_id(&self, id: &str) -> StoreResult<Option<(ConnectorRepo, String)>>;
-    /// A project's connectors by slug, filtered by `query` (slug, name or description,
-    /// case-insensitive) and `is_public`; the page and the total.
-    async fn connector_repos(
-        &self,
-        project_id: &str,
-        query: Option<&str>,
-        is_public: Option<bool>,
-        limit: i64,
-        offset: i64,
-    ) -> StoreResult<(Vec<ConnectorRepo>, i64)>;
+    /// A project's connectors by slug, filtered as `listing` asks; the page and the total.
+    async fn connector_repos(&self, project_id: &str, listing: &RepoListing) -> StoreResult<(Vec<ConnectorRepo>, i64)>;
     /// The hub: the project's own connectors and every other project's published ones,
     /// filtered by `query`, own first, then by slug.
     async fn connector_hub(&self, project_id: &str, query: Option<&str>) -> StoreResult<Vec<HubRow>>;
@@ -126,8 +131,10 @@ pub trait ConnectorStore: Send + Sync {
     async fn delete_connector(&self, project_id: &str, slug: &str) -> StoreResult<bool>;
 }
 
-/// Escape `%`, `_` and `\` for a `LIKE … ESCAPE '\'` pattern, wrapped in `%…%`.
-pub fn like_pattern(query: &str) -> String {
+/// The `LIKE … ESCAPE '\'` pattern of a search: `query` lowercased, `%`, `_` and `\`
+/// escaped, wrapped in `%…%` (None: no search, the query absent or empty).
+pub fn like_pattern(query: Option<&str>) -> Option<String> {
+    let query = query.filter(|q| !q.is_empty())?;
     let mut out = String::from("%");
     for c in query.to_lowercase().chars() {
         if matches!(c, '%' | '_' | '\\') {
@@ -136,5 +143,5 @@ pub fn like_pattern(query: &str) -> String {
         out.push(c);
     }
     out.push('%');
-    out
+    Some(out)
 }

@@ -8,9 +8,9 @@
 //! (0/1), so one reading fits both. This module holds no SQL beyond column lists.
 
 use crate::agents::{Agent, AgentBuild, Dataset, ProjectSecret, Run};
-use crate::connectors::{ConnectorCommit, ConnectorRepo};
-use crate::evaluations::{Evaluation, Sample};
-use crate::store::{Container, Proposal, Ref, Version};
+use crate::connectors::{ConnectorCommit, ConnectorRepo, HubRow};
+use crate::evaluations::{Evaluation, Sample, SampleSums, TaskVersionSums};
+use crate::store::{Container, Proposal, Ref, SecretInfo, Version};
 use crate::world_data::{DataBatch, DataChunk, DataHead};
 use sqlx::postgres::PgRow;
 use sqlx::Row as _;
@@ -34,7 +34,7 @@ macro_rules! plain_columns {
     )*};
 }
 
-plain_columns!(String, Option<String>, i64, Option<i64>, f64, Option<f64>);
+plain_columns!(String, Option<String>, i64, Option<i64>, f64, Option<f64>, Vec<u8>);
 
 /// Flags are integer columns in both schemas (PostgreSQL's were made `BIGINT` to match).
 impl Column for bool {
@@ -75,43 +75,70 @@ impl ResultRow for PgRow {
     }
 }
 
-/// A type stored as one table row: the columns a `SELECT` names for it, in field order.
-pub(crate) trait Stored: Sized {
-    const COLUMNS: &'static str;
+/// A value read from consecutive columns of a result row: one column for a [`Column`],
+/// a run of them for a struct (its fields in order; a nested struct reads its own run).
+pub(crate) trait FromColumns: Sized {
+    /// The value whose first column is `*next`; `*next` moves past its last.
+    fn read_next<R: ResultRow>(row: &R, next: &mut usize) -> Result<Self, R::Error>;
+
     /// The value from `row`, its columns starting at `at` (a join reads two types from one row).
-    fn read_at<R: ResultRow>(row: &R, at: usize) -> Result<Self, R::Error>;
+    fn read_at<R: ResultRow>(row: &R, at: usize) -> Result<Self, R::Error> {
+        Self::read_next(row, &mut { at })
+    }
 }
 
-/// A stored value from a SQLite row whose columns are [`Stored::COLUMNS`] (for `query_row`/`query_map`).
-pub(crate) fn from_sqlite<T: Stored>(row: &rusqlite::Row<'_>) -> rusqlite::Result<T> {
+impl<T: Column> FromColumns for T {
+    fn read_next<R: ResultRow>(row: &R, next: &mut usize) -> Result<Self, R::Error> {
+        *next += 1;
+        row.column(*next - 1)
+    }
+}
+
+/// Two values side by side: the first's columns, then the second's.
+impl<A: FromColumns, B: FromColumns> FromColumns for (A, B) {
+    fn read_next<R: ResultRow>(row: &R, next: &mut usize) -> Result<Self, R::Error> {
+        Ok((A::read_next(row, next)?, B::read_next(row, next)?))
+    }
+}
+
+/// A type stored as one table row: the columns a `SELECT` names for it, in field order.
+pub(crate) trait Stored: FromColumns {
+    const COLUMNS: &'static str;
+}
+
+/// A value from a SQLite row whose first columns are its own (for `query_row`/`query_map`).
+pub(crate) fn from_sqlite<T: FromColumns>(row: &rusqlite::Row<'_>) -> rusqlite::Result<T> {
     T::read_at(row, 0)
 }
 
-/// A stored value from a PostgreSQL row whose columns are [`Stored::COLUMNS`].
-pub(crate) fn from_postgres<T: Stored>(row: &PgRow) -> Result<T, sqlx::Error> {
+/// A value from a PostgreSQL row whose first columns are its own.
+pub(crate) fn from_postgres<T: FromColumns>(row: &PgRow) -> Result<T, sqlx::Error> {
     T::read_at(row, 0)
 }
 
-/// `Stored` for a struct whose listed fields are its columns, by name and in order
-/// (optionally qualified by a table alias, `"r."`); fields after `default` are not columns
-/// and start as their `Default`.
-macro_rules! stored {
-    ($ty:ty { $($rest:tt)* }) => { stored!("" $ty { $($rest)* }); };
-    ($alias:literal $ty:ty { $first:ident $(, $field:ident)* $(; default $($skipped:ident),*)? $(,)? }) => {
-        impl Stored for $ty {
-            const COLUMNS: &'static str = concat!($alias, stringify!($first) $(, ", ", $alias, stringify!($field))*);
-            fn read_at<R: ResultRow>(row: &R, at: usize) -> Result<Self, R::Error> {
-                let mut next = at;
-                let mut column = || {
-                    next += 1;
-                    next - 1
-                };
+/// [`FromColumns`] for a struct whose listed fields are read in order; fields after
+/// `default` are not read and start as their `Default`.
+macro_rules! from_columns {
+    ($ty:ty { $($field:ident),* $(; default $($skipped:ident),*)? }) => {
+        impl FromColumns for $ty {
+            fn read_next<R: ResultRow>(row: &R, next: &mut usize) -> Result<Self, R::Error> {
                 Ok(Self {
-                    $first: row.column(column())?,
-                    $($field: row.column(column())?,)*
+                    $($field: FromColumns::read_next(row, next)?,)*
                     $($($skipped: Default::default(),)*)?
                 })
             }
+        }
+    };
+}
+
+/// [`FromColumns`] and [`Stored`] for a struct whose listed fields are its columns, by name
+/// and in order (optionally qualified by a table alias, `"r."`).
+macro_rules! stored {
+    ($ty:ty { $($rest:tt)* }) => { stored!("" $ty { $($rest)* }); };
+    ($alias:literal $ty:ty { $first:ident $(, $field:ident)* $(; default $($skipped:ident),*)? $(,)? }) => {
+        from_columns!($ty { $first $(, $field)* $(; default $($skipped),*)? });
+        impl Stored for $ty {
+            const COLUMNS: &'static str = concat!($alias, stringify!($first) $(, ", ", $alias, stringify!($field))*);
         }
     };
 }
@@ -143,6 +170,7 @@ stored!(Version {
     seq
 });
 stored!(Ref { container_id, name, kind, version_id, created_at, updated_at });
+stored!(SecretInfo { key, created_at, updated_at });
 stored!(Proposal { id, container_id, title, change_reason, base_version_id, target_branch, source_branch, changes, status, created_at });
 
 stored!(ProjectSecret { name, scope, description, created_at, updated_at });
@@ -212,6 +240,10 @@ stored!(Sample {
     created_at
 });
 
+// The sums a query computes (their SQL is each backend's own), in field order.
+from_columns!(SampleSums { samples, null_rewards, reward_sum, reward_squares, scores, score_sum, judged, passed });
+from_columns!(TaskVersionSums { task, version_id, sums });
+
 stored!(DataBatch {
     id,
     project_id,
@@ -256,15 +288,30 @@ stored!("r." ConnectorRepo {
 // A commit's `files` is read only where asked for (see [`COMMIT_FILES`]).
 stored!("c." ConnectorCommit { id, repo_id, commit_hash, parent_hash, message, source, labels, metadata, created_at; default files });
 
+/// A hub listing row: [`ConnectorRepo::COLUMNS`], the owning project's name, then the
+/// head's [`ConnectorCommit::COLUMNS`], last (all NULL, and left unread, where the repo
+/// has no head yet).
+impl FromColumns for HubRow {
+    fn read_next<R: ResultRow>(row: &R, next: &mut usize) -> Result<Self, R::Error> {
+        let repo = ConnectorRepo::read_next(row, next)?;
+        let org_name = String::read_next(row, next)?;
+        let head_id: Option<String> = row.column(*next)?;
+        let head = match head_id {
+            Some(_) => Some(ConnectorCommit::read_next(row, next)?),
+            None => None,
+        };
+        Ok(HubRow { repo, org_name, head })
+    }
+}
+
 /// The column that follows [`ConnectorCommit::COLUMNS`] where a query wants the files.
 pub(crate) const COMMIT_FILES: &str = "c.files";
 
-/// A commit from [`ConnectorCommit::COLUMNS`] starting at column `at`, then [`COMMIT_FILES`] if `with_files`.
-pub(crate) fn read_commit<R: ResultRow>(row: &R, at: usize, with_files: bool) -> Result<ConnectorCommit, R::Error> {
-    let mut commit = ConnectorCommit::read_at(row, at)?;
-    if with_files {
-        commit.files = row.column(at + 9)?;
-    }
+/// A commit with its files: [`ConnectorCommit::COLUMNS`], then [`COMMIT_FILES`].
+pub(crate) fn read_commit_with_files<R: ResultRow>(row: &R) -> Result<ConnectorCommit, R::Error> {
+    let mut next = 0;
+    let mut commit = ConnectorCommit::read_next(row, &mut next)?;
+    commit.files = row.column(next)?;
     Ok(commit)
 }
 
@@ -273,6 +320,7 @@ pub(crate) const CONTAINER_COLUMNS: &str = Container::COLUMNS;
 pub(crate) const VERSION_COLUMNS: &str = Version::COLUMNS;
 pub(crate) const REF_COLUMNS: &str = Ref::COLUMNS;
 pub(crate) const PROPOSAL_COLUMNS: &str = Proposal::COLUMNS;
+pub(crate) const SECRET_INFO_COLUMNS: &str = SecretInfo::COLUMNS;
 pub(crate) const SECRET_COLUMNS: &str = ProjectSecret::COLUMNS;
 pub(crate) const AGENT_COLUMNS: &str = Agent::COLUMNS;
 pub(crate) const DATASET_COLUMNS: &str = Dataset::COLUMNS;

@@ -145,7 +145,8 @@ async fn list(hub: &Hub, project: &str, query: &BTreeMap<String, String>) -> Ans
         Some("false") => Some(false),
         Some(other) => return Err(HubError::BadRequest(format!("'is_public' must be true or false, not '{other}'"))),
     };
-    let (repos, total) = hub.meta.connector_repos(project, query.get("query").map(String::as_str), is_public, limit, offset).await?;
+    let listing = RepoListing { query: query.get("query").cloned(), is_public, limit, offset };
+    let (repos, total) = hub.meta.connector_repos(project, &listing).await?;
     super::ok(object([
         ("repos", Value::Array(repos.iter().map(repo_json).collect())),
         ("total", Value::Int(total)),

@@ -31,7 +31,7 @@
 use super::agents::{algorithm, find_agent, find_dataset, secret_aad};
 use super::evaluations::Fields;
 use super::*;
-use crate::agents::{is_terminal, Now, Run, RunChange, KIND_RUN, KIND_VERIFY, PENDING, RUNNING, SOURCE_PLATFORM, TERMINAL};
+use crate::agents::{is_terminal, Claim, Now, Run, RunChange, KIND_RUN, KIND_VERIFY, PENDING, RUNNING, SOURCE_PLATFORM, TERMINAL};
 
 /// The default and the bounds of a lease, in seconds.
 const DEFAULT_LEASE: i64 = 60;
@@ -266,7 +266,8 @@ async fn claim(hub: &Hub, project: &str, headers: &HeaderMap, body: &Map) -> Ans
     if headers.contains_key("x-worker-secret") && !with_secrets {
         return Err(HubError::Unauthorized("forbidden: X-Worker-Secret is not this hub's control-plane secret".into()));
     }
-    let Some(run) = hub.meta.claim_run(project, &worker, kinds, lease, Now::current()).await? else {
+    let claim = Claim { worker_id: worker, kinds, lease_secs: lease, now: Now::current() };
+    let Some(run) = hub.meta.claim_run(project, claim).await? else {
         return ok(object([("job", Value::Null)]));
     };
     ok(object([("job", job_json(hub, project, &run, lease, with_secrets).await?)]))

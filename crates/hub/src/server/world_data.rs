@@ -768,7 +768,7 @@ async fn apply_locked(hub: &Hub, shared: &Shared, work: &Path) -> Result<(), Hub
     hub.meta.put_data_head(new_head.clone()).await?;
     forget_snapshot(hub, previous, &new_head).await;
     // `--publish later` batches applied on this tip before it are in the version too.
-    hub.meta.publish_data_batches(&world.id, &tip.id, &version.id, &now_iso()).await?;
+    hub.meta.publish_data_batches(&tip, &version, &now_iso()).await?;
     save(hub, shared, |b| {
         b.state = PUBLISHED.into();
         b.version_id = Some(version.id.clone());
@@ -1094,7 +1094,7 @@ async fn publish_locked(hub: &Hub, world: &Container, message: Option<String>, w
     moved.pending = false;
     moved.updated_at = now_iso();
     hub.meta.put_data_head(moved).await?;
-    let batches = hub.meta.publish_data_batches(&world.id, &tip.id, &version.id, &now_iso()).await?;
+    let batches = hub.meta.publish_data_batches(&tip, &version, &now_iso()).await?;
     ok(object([
         ("slug", Value::str(&world.slug)),
         ("published", Value::Bool(true)),

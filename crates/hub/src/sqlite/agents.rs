@@ -83,24 +83,13 @@ impl AgentStore for SqliteStore {
     }
 
     async fn project_secrets(&self, project_id: &str) -> StoreResult<Vec<ProjectSecret>> {
-        let project_id = project_id.to_string();
-        self.with(move |c| {
-            let mut stmt = c.prepare(&format!("SELECT {SECRET_COLUMNS} FROM project_secrets WHERE project_id = ?1 ORDER BY name"))?;
-            let rows = stmt.query_map([&project_id], from_sqlite)?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-        })
-        .await
+        self.all(format!("SELECT {SECRET_COLUMNS} FROM project_secrets WHERE project_id = ?1 ORDER BY name"), (project_id.to_string(),))
+            .await
     }
 
     async fn project_secret_values(&self, project_id: &str) -> StoreResult<Vec<(ProjectSecret, Vec<u8>)>> {
-        let project_id = project_id.to_string();
-        self.with(move |c| {
-            let mut stmt =
-                c.prepare(&format!("SELECT {SECRET_COLUMNS}, sealed FROM project_secrets WHERE project_id = ?1 ORDER BY name"))?;
-            let rows = stmt.query_map([&project_id], |r| Ok((from_sqlite(r)?, r.get(5)?)))?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-        })
-        .await
+        let sql = format!("SELECT {SECRET_COLUMNS}, sealed FROM project_secrets WHERE project_id = ?1 ORDER BY name");
+        self.all(sql, (project_id.to_string(),)).await
     }
 
     async fn delete_project_secret(&self, project_id: &str, name: &str) -> StoreResult<bool> {
@@ -134,28 +123,13 @@ impl AgentStore for SqliteStore {
     }
 
     async fn agents(&self, project_id: &str) -> StoreResult<Vec<Agent>> {
-        let project_id = project_id.to_string();
-        self.with(move |c| {
-            let mut stmt = c.prepare(&format!("SELECT {AGENT_COLUMNS} FROM agents WHERE project_id = ?1 ORDER BY name"))?;
-            let rows = stmt.query_map([&project_id], from_sqlite)?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-        })
-        .await
+        self.all(format!("SELECT {AGENT_COLUMNS} FROM agents WHERE project_id = ?1 ORDER BY name"), (project_id.to_string(),)).await
     }
 
     async fn agent(&self, project_id: &str, id_or_name: &str) -> StoreResult<Option<Agent>> {
-        let (project_id, key) = (project_id.to_string(), id_or_name.to_string());
-        self.with(move |c| {
-            Ok(c.query_row(
-                &format!(
-                    "SELECT {AGENT_COLUMNS} FROM agents WHERE project_id = ?1 AND (id = ?2 OR name = ?2) ORDER BY id = ?2 DESC LIMIT 1"
-                ),
-                [&project_id, &key],
-                from_sqlite,
-            )
-            .optional()?)
-        })
-        .await
+        let sql =
+            format!("SELECT {AGENT_COLUMNS} FROM agents WHERE project_id = ?1 AND (id = ?2 OR name = ?2) ORDER BY id = ?2 DESC LIMIT 1");
+        self.optional(sql, (project_id.to_string(), id_or_name.to_string())).await
     }
 
     async fn put_dataset(&self, d: Dataset, items: Vec<String>) -> StoreResult<(Dataset, bool)> {
@@ -197,38 +171,19 @@ impl AgentStore for SqliteStore {
     }
 
     async fn datasets(&self, project_id: &str) -> StoreResult<Vec<Dataset>> {
-        let project_id = project_id.to_string();
-        self.with(move |c| {
-            let mut stmt = c.prepare(&format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE project_id = ?1 ORDER BY seq"))?;
-            let rows = stmt.query_map([&project_id], from_sqlite)?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-        })
-        .await
+        self.all(format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE project_id = ?1 ORDER BY seq"), (project_id.to_string(),)).await
     }
 
     async fn dataset(&self, project_id: &str, id_or_name: &str) -> StoreResult<Option<Dataset>> {
-        let (project_id, key) = (project_id.to_string(), id_or_name.to_string());
-        self.with(move |c| {
-            Ok(c.query_row(
-                &format!(
-                    "SELECT {DATASET_COLUMNS} FROM datasets WHERE project_id = ?1 AND (id = ?2 OR name = ?2) ORDER BY id = ?2 DESC LIMIT 1"
-                ),
-                [&project_id, &key],
-                from_sqlite,
-            )
-            .optional()?)
-        })
-        .await
+        let sql = format!(
+            "SELECT {DATASET_COLUMNS} FROM datasets WHERE project_id = ?1 AND (id = ?2 OR name = ?2) ORDER BY id = ?2 DESC LIMIT 1"
+        );
+        self.optional(sql, (project_id.to_string(), id_or_name.to_string())).await
     }
 
     async fn dataset_items(&self, dataset_id: &str, offset: i64, limit: i64) -> StoreResult<Vec<(i64, String)>> {
-        let dataset_id = dataset_id.to_string();
-        self.with(move |c| {
-            let mut stmt = c.prepare("SELECT idx, input FROM dataset_items WHERE dataset_id = ?1 AND idx >= ?2 ORDER BY idx LIMIT ?3")?;
-            let rows = stmt.query_map(params![dataset_id, offset, limit], |r| Ok((r.get(0)?, r.get(1)?)))?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-        })
-        .await
+        let sql = "SELECT idx, input FROM dataset_items WHERE dataset_id = ?1 AND idx >= ?2 ORDER BY idx LIMIT ?3".to_string();
+        self.all(sql, (dataset_id.to_string(), offset, limit)).await
     }
 
     async fn create_run(&self, mut run: Run) -> StoreResult<Run> {
@@ -288,27 +243,15 @@ impl AgentStore for SqliteStore {
     }
 
     async fn runs(&self, project_id: &str, source: Option<&str>, limit: i64) -> StoreResult<Vec<Run>> {
-        let (project_id, source) = (project_id.to_string(), source.map(str::to_string));
-        self.with(move |c| {
-            let mut stmt = c.prepare(&format!(
-                "SELECT {RUN_COLUMNS} FROM runs WHERE project_id = ?1 AND kind = 'run' AND (?2 IS NULL OR source = ?2) \
-                 ORDER BY seq DESC LIMIT ?3"
-            ))?;
-            let rows = stmt.query_map(params![project_id, source, limit], from_sqlite)?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-        })
-        .await
+        let sql = format!(
+            "SELECT {RUN_COLUMNS} FROM runs WHERE project_id = ?1 AND kind = 'run' AND (?2 IS NULL OR source = ?2) \
+             ORDER BY seq DESC LIMIT ?3"
+        );
+        self.all(sql, (project_id.to_string(), source.map(str::to_string), limit)).await
     }
 
-    async fn claim_run(
-        &self,
-        project_id: &str,
-        worker_id: &str,
-        kinds: Vec<String>,
-        lease_secs: i64,
-        now: Now,
-    ) -> StoreResult<Option<Run>> {
-        let (project_id, worker_id) = (project_id.to_string(), worker_id.to_string());
+    async fn claim_run(&self, project_id: &str, claim: Claim) -> StoreResult<Option<Run>> {
+        let project_id = project_id.to_string();
         self.with(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let candidates: Vec<Run> = {
@@ -316,24 +259,12 @@ impl AgentStore for SqliteStore {
                     "SELECT {RUN_COLUMNS} FROM runs WHERE project_id = ?1 AND source = 'platform' \
                      AND (state = 'pending' OR (state = 'running' AND lease_expires <= ?2)) ORDER BY seq LIMIT 64"
                 ))?;
-                let rows = stmt.query_map(params![project_id, now.secs], from_sqlite)?;
+                let rows = stmt.query_map(params![project_id, claim.now.secs], from_sqlite)?;
                 rows.collect::<rusqlite::Result<Vec<_>>>()?
             };
-            let mut taken = None;
-            for mut run in candidates.into_iter().filter(|r| kinds.contains(&r.kind)) {
-                match run.claimable(now.secs) {
-                    Claimable::Take => {
-                        run.take(&worker_id, lease_secs, &now);
-                        write_run(&tx, &run)?;
-                        taken = Some(run);
-                        break;
-                    }
-                    Claimable::Exhausted => {
-                        run.exhaust(&now);
-                        write_run(&tx, &run)?;
-                    }
-                    Claimable::No => {}
-                }
+            let (exhausted, taken) = claim.decide(candidates);
+            for run in exhausted.iter().chain(&taken) {
+                write_run(&tx, run)?;
             }
             tx.commit()?;
             Ok(taken)
@@ -389,44 +320,26 @@ impl AgentStore for SqliteStore {
     }
 
     async fn build(&self, project_id: &str, id_or_hash: &str) -> StoreResult<Option<AgentBuild>> {
-        let (project_id, key) = (project_id.to_string(), id_or_hash.to_string());
-        self.with(move |c| {
-            Ok(c.query_row(
-                &format!(
-                    "SELECT {BUILD_COLUMNS} FROM agent_builds WHERE project_id = ?1 AND (id = ?2 OR build_hash = ?2) \
-                     ORDER BY id = ?2 DESC, seq DESC LIMIT 1"
-                ),
-                [&project_id, &key],
-                from_sqlite,
-            )
-            .optional()?)
-        })
-        .await
+        let sql = format!(
+            "SELECT {BUILD_COLUMNS} FROM agent_builds WHERE project_id = ?1 AND (id = ?2 OR build_hash = ?2) \
+             ORDER BY id = ?2 DESC, seq DESC LIMIT 1"
+        );
+        self.optional(sql, (project_id.to_string(), id_or_hash.to_string())).await
     }
 
     async fn builds_by_commit(&self, project_id: &str, prefix: &str, limit: i64) -> StoreResult<Vec<AgentBuild>> {
-        let (project_id, prefix) = (project_id.to_string(), prefix.to_string());
-        self.with(move |c| {
-            let mut stmt = c.prepare(&format!(
-                "SELECT {BUILD_COLUMNS} FROM agent_builds WHERE project_id = ?1 AND commit_sha >= ?2 \
-                 AND substr(commit_sha, 1, length(?2)) = ?2 ORDER BY seq DESC LIMIT ?3"
-            ))?;
-            let rows = stmt.query_map(params![project_id, prefix, limit], from_sqlite)?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-        })
-        .await
+        let sql = format!(
+            "SELECT {BUILD_COLUMNS} FROM agent_builds WHERE project_id = ?1 AND commit_sha >= ?2 \
+             AND substr(commit_sha, 1, length(?2)) = ?2 ORDER BY seq DESC LIMIT ?3"
+        );
+        self.all(sql, (project_id.to_string(), prefix.to_string(), limit)).await
     }
 
     async fn builds_by_version(&self, project_id: &str, agent_id: &str, version: &str, limit: i64) -> StoreResult<Vec<AgentBuild>> {
-        let (project_id, agent_id, version) = (project_id.to_string(), agent_id.to_string(), version.to_string());
-        self.with(move |c| {
-            let mut stmt = c.prepare(&format!(
-                "SELECT {BUILD_COLUMNS} FROM agent_builds WHERE project_id = ?1 AND agent_id = ?2 AND version = ?3 ORDER BY seq DESC LIMIT ?4"
-            ))?;
-            let rows = stmt.query_map(params![project_id, agent_id, version, limit], from_sqlite)?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-        })
-        .await
+        let sql = format!(
+            "SELECT {BUILD_COLUMNS} FROM agent_builds WHERE project_id = ?1 AND agent_id = ?2 AND version = ?3 ORDER BY seq DESC LIMIT ?4"
+        );
+        self.all(sql, (project_id.to_string(), agent_id.to_string(), version.to_string(), limit)).await
     }
 
     async fn build_evaluations(&self, project_id: &str, keys: Vec<String>, limit: i64) -> StoreResult<Vec<BuildEvaluation>> {
@@ -457,18 +370,7 @@ impl AgentStore for SqliteStore {
             )?;
             let mut slug_of = c.prepare("SELECT slug FROM containers WHERE id = ?1")?;
             for evaluation in evaluations {
-                let sums = sums_of.query_row([&evaluation.id], |r| {
-                    Ok(SampleSums {
-                        samples: r.get(0)?,
-                        null_rewards: r.get(1)?,
-                        reward_sum: r.get(2)?,
-                        reward_squares: r.get(3)?,
-                        scores: r.get(4)?,
-                        score_sum: r.get(5)?,
-                        judged: r.get(6)?,
-                        passed: r.get(7)?,
-                    })
-                })?;
+                let sums: SampleSums = sums_of.query_row([&evaluation.id], from_sqlite)?;
                 let world: String = slug_of.query_row([&evaluation.container_id], |r| r.get(0)).optional()?.unwrap_or_default();
                 out.push(BuildEvaluation { evaluation, world, sums });
             }

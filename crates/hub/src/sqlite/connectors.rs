@@ -11,15 +11,19 @@ use crate::store::StoreResult;
 use async_trait::async_trait;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
+/// A repo matches a search (`?2`, a [`like_pattern`]) by slug, name or description.
+const MATCHES: &str = "(?2 IS NULL OR lower(r.slug) LIKE ?2 ESCAPE '\\' OR lower(r.name) LIKE ?2 ESCAPE '\\' \
+     OR lower(coalesce(r.description, '')) LIKE ?2 ESCAPE '\\')";
+
 fn find_commit(c: &Connection, repo_id: &str, version: Option<&str>) -> StoreResult<Option<ConnectorCommit>> {
     let select = format!("SELECT {COMMIT_COLUMNS}, {COMMIT_FILES} FROM connector_commits c");
     let one = |sql: &str, value: &str| -> StoreResult<Option<ConnectorCommit>> {
-        Ok(c.query_row(&format!("{select} {sql}"), params![repo_id, value], |r| read_commit(r, 0, true)).optional()?)
+        Ok(c.query_row(&format!("{select} {sql}"), params![repo_id, value], |r| read_commit_with_files(r)).optional()?)
     };
     let Some(version) = version.filter(|v| !v.is_empty()) else {
         return Ok(c
             .query_row(&format!("{select} JOIN connector_repos r ON r.head_commit_id = c.id WHERE r.id = ?1"), params![repo_id], |r| {
-                read_commit(r, 0, true)
+                read_commit_with_files(r)
             })
             .optional()?);
     };
@@ -32,7 +36,7 @@ fn find_commit(c: &Connection, repo_id: &str, version: Option<&str>) -> StoreRes
     if version.len() >= 7 && version.bytes().all(|b| b.is_ascii_hexdigit()) {
         let prefix = format!("{}%", version.to_ascii_lowercase());
         let mut stmt = c.prepare(&format!("{select} WHERE c.repo_id = ?1 AND c.commit_hash LIKE ?2 LIMIT 2"))?;
-        let found = stmt.query_map(params![repo_id, prefix], |r| read_commit(r, 0, true))?.collect::<rusqlite::Result<Vec<_>>>()?;
+        let found = stmt.query_map(params![repo_id, prefix], |r| read_commit_with_files(r))?.collect::<rusqlite::Result<Vec<_>>>()?;
         if found.len() > 1 {
             return Err(HubError::BadRequest(format!("version '{version}' names more than one commit: give more of the hash")));
         }
@@ -44,45 +48,21 @@ fn find_commit(c: &Connection, repo_id: &str, version: Option<&str>) -> StoreRes
 #[async_trait]
 impl ConnectorStore for SqliteStore {
     async fn connector_repo(&self, project_id: &str, slug: &str) -> StoreResult<Option<ConnectorRepo>> {
-        let (project_id, slug) = (project_id.to_string(), slug.to_string());
-        self.with(move |c| {
-            Ok(c.query_row(
-                &format!("SELECT {REPO_COLUMNS} FROM connector_repos r WHERE r.project_id = ?1 AND r.slug = ?2"),
-                params![project_id, slug],
-                from_sqlite,
-            )
-            .optional()?)
-        })
-        .await
+        let sql = format!("SELECT {REPO_COLUMNS} FROM connector_repos r WHERE r.project_id = ?1 AND r.slug = ?2");
+        self.optional(sql, (project_id.to_string(), slug.to_string())).await
     }
 
     async fn connector_repo_by_id(&self, id: &str) -> StoreResult<Option<(ConnectorRepo, String)>> {
-        let id = id.to_string();
-        self.with(move |c| {
-            Ok(c.query_row(
-                &format!("SELECT {REPO_COLUMNS}, p.name FROM connector_repos r JOIN projects p ON p.id = r.project_id WHERE r.id = ?1"),
-                params![id],
-                |r| Ok((from_sqlite(r)?, r.get(13)?)),
-            )
-            .optional()?)
-        })
-        .await
+        let sql = format!("SELECT {REPO_COLUMNS}, p.name FROM connector_repos r JOIN projects p ON p.id = r.project_id WHERE r.id = ?1");
+        self.optional(sql, (id.to_string(),)).await
     }
 
-    async fn connector_repos(
-        &self,
-        project_id: &str,
-        query: Option<&str>,
-        is_public: Option<bool>,
-        limit: i64,
-        offset: i64,
-    ) -> StoreResult<(Vec<ConnectorRepo>, i64)> {
+    async fn connector_repos(&self, project_id: &str, listing: &RepoListing) -> StoreResult<(Vec<ConnectorRepo>, i64)> {
         let project_id = project_id.to_string();
-        let pattern = query.filter(|q| !q.is_empty()).map(like_pattern);
-        let public = is_public.map(i64::from);
+        let pattern = like_pattern(listing.query.as_deref());
+        let (public, limit, offset) = (listing.is_public.map(i64::from), listing.limit, listing.offset);
         self.with(move |c| {
-            let filter = "r.project_id = ?1 AND (?2 IS NULL OR lower(r.slug) LIKE ?2 ESCAPE '\\' OR lower(r.name) LIKE ?2 ESCAPE '\\' \
-                 OR lower(coalesce(r.description, '')) LIKE ?2 ESCAPE '\\') AND (?3 IS NULL OR r.is_public = ?3)";
+            let filter = format!("r.project_id = ?1 AND {MATCHES} AND (?3 IS NULL OR r.is_public = ?3)");
             let total: i64 = c.query_row(
                 &format!("SELECT COUNT(*) FROM connector_repos r WHERE {filter}"),
                 params![project_id, pattern, public],
@@ -97,24 +77,13 @@ impl ConnectorStore for SqliteStore {
     }
 
     async fn connector_hub(&self, project_id: &str, query: Option<&str>) -> StoreResult<Vec<HubRow>> {
-        let project_id = project_id.to_string();
-        let pattern = query.filter(|q| !q.is_empty()).map(like_pattern);
-        self.with(move |c| {
-            let mut stmt = c.prepare(&format!(
-                "SELECT {REPO_COLUMNS}, p.name, {COMMIT_COLUMNS} FROM connector_repos r \
-                 JOIN projects p ON p.id = r.project_id LEFT JOIN connector_commits c ON c.id = r.head_commit_id \
-                 WHERE (r.project_id = ?1 OR r.is_public = 1) \
-                 AND (?2 IS NULL OR lower(r.slug) LIKE ?2 ESCAPE '\\' OR lower(r.name) LIKE ?2 ESCAPE '\\' \
-                      OR lower(coalesce(r.description, '')) LIKE ?2 ESCAPE '\\') \
-                 ORDER BY r.project_id <> ?1, r.slug, p.name"
-            ))?;
-            let rows = stmt.query_map(params![project_id, pattern], |r| {
-                let head: Option<String> = r.get(14)?;
-                Ok(HubRow { repo: from_sqlite(r)?, org_name: r.get(13)?, head: head.map(|_| read_commit(r, 14, false)).transpose()? })
-            })?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-        })
-        .await
+        let sql = format!(
+            "SELECT {REPO_COLUMNS}, p.name, {COMMIT_COLUMNS} FROM connector_repos r \
+             JOIN projects p ON p.id = r.project_id LEFT JOIN connector_commits c ON c.id = r.head_commit_id \
+             WHERE (r.project_id = ?1 OR r.is_public = 1) AND {MATCHES} \
+             ORDER BY r.project_id <> ?1, r.slug, p.name"
+        );
+        self.all(sql, (project_id.to_string(), like_pattern(query))).await
     }
 
     async fn connector_commit(&self, repo_id: &str, version: Option<&str>) -> StoreResult<Option<ConnectorCommit>> {

@@ -5,7 +5,7 @@
 use super::SqliteStore;
 use crate::error::HubError;
 use crate::rows::*;
-use crate::store::StoreResult;
+use crate::store::{StoreResult, Version};
 use crate::world_data::*;
 use async_trait::async_trait;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
@@ -95,16 +95,11 @@ impl WorldDataStore for SqliteStore {
     }
 
     async fn data_batches(&self, container_id: &str, before: Option<i64>, limit: i64) -> StoreResult<Vec<DataBatch>> {
-        let container_id = container_id.to_string();
-        self.with(move |c| {
-            let mut stmt = c.prepare(&format!(
-                "SELECT {BATCH_COLUMNS} FROM world_data_batches WHERE container_id = ?1 AND (?2 IS NULL OR seq < ?2) \
-                 ORDER BY seq DESC LIMIT ?3"
-            ))?;
-            let rows = stmt.query_map(params![container_id, before, limit], from_sqlite)?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-        })
-        .await
+        let sql = format!(
+            "SELECT {BATCH_COLUMNS} FROM world_data_batches WHERE container_id = ?1 AND (?2 IS NULL OR seq < ?2) \
+             ORDER BY seq DESC LIMIT ?3"
+        );
+        self.all(sql, (container_id.to_string(), before, limit)).await
     }
 
     async fn register_data_chunk(&self, batch_id: &str, chunk: DataChunk, now: &str) -> StoreResult<(DataChunk, bool)> {
@@ -189,15 +184,8 @@ impl WorldDataStore for SqliteStore {
         self.with(move |c| write_batch(c, &batch)).await
     }
 
-    async fn publish_data_batches(
-        &self,
-        container_id: &str,
-        base_version_id: &str,
-        version_id: &str,
-        now: &str,
-    ) -> StoreResult<Vec<String>> {
-        let (container_id, base, version, now) =
-            (container_id.to_string(), base_version_id.to_string(), version_id.to_string(), now.to_string());
+    async fn publish_data_batches(&self, base: &Version, version: &Version, now: &str) -> StoreResult<Vec<String>> {
+        let (container_id, base, version, now) = (version.container_id.clone(), base.id.clone(), version.id.clone(), now.to_string());
         self.with(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let ids: Vec<String> = {
@@ -221,12 +209,7 @@ impl WorldDataStore for SqliteStore {
     }
 
     async fn data_head(&self, container_id: &str) -> StoreResult<Option<DataHead>> {
-        let container_id = container_id.to_string();
-        self.with(move |c| {
-            Ok(c.query_row(&format!("SELECT {HEAD_COLUMNS} FROM world_data_heads WHERE container_id = ?1"), [&container_id], from_sqlite)
-                .optional()?)
-        })
-        .await
+        self.optional(format!("SELECT {HEAD_COLUMNS} FROM world_data_heads WHERE container_id = ?1"), (container_id.to_string(),)).await
     }
 
     async fn put_data_head(&self, h: DataHead) -> StoreResult<()> {
