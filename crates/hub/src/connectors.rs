@@ -69,6 +69,13 @@ pub struct ConnectorCommit {
     pub created_at: String,
 }
 
+impl ConnectorCommit {
+    /// Its labels, out of the JSON array.
+    pub fn label_list(&self) -> Vec<String> {
+        crate::util::strings(gateway_world::json::parse_clean(&self.labels).as_ref())
+    }
+}
+
 /// A hub listing row: a repo, its owning project's name and its head commit (read
 /// without files).
 #[derive(Debug, Clone, Default)]

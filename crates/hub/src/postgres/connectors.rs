@@ -167,10 +167,7 @@ impl ConnectorStore for PostgresStore {
         .bind(&repo.updated_at)
         .execute(&mut *tx)
         .await?;
-        let labels: Vec<String> = gateway_world::json::parse_clean(&commit.labels)
-            .and_then(|v| v.as_array().map(|a| a.iter().filter_map(|l| l.as_str().map(str::to_string)).collect()))
-            .unwrap_or_default();
-        for label in labels {
+        for label in commit.label_list() {
             sqlx::query(
                 "INSERT INTO connector_labels (repo_id, label, commit_id) VALUES ($1, $2, $3) \
                  ON CONFLICT (repo_id, label) DO UPDATE SET commit_id = excluded.commit_id",

@@ -75,13 +75,19 @@ fn visibility(repo: &ConnectorRepo) -> &'static str {
     }
 }
 
-fn repo_json(repo: &ConnectorRepo) -> Value {
-    object([
+/// The members every view of a repo starts with.
+fn repo_heading(repo: &ConnectorRepo) -> [(&'static str, Value); 5] {
+    [
         ("id", Value::str(&repo.id)),
         ("slug", Value::str(&repo.slug)),
         ("name", Value::str(&repo.name)),
         ("description", opt(&repo.description)),
         ("tags", parsed(&repo.tags)),
+    ]
+}
+
+fn repo_json(repo: &ConnectorRepo) -> Value {
+    object(repo_heading(repo).into_iter().chain([
         ("readme", opt(&repo.readme)),
         ("type", Value::str("connector")),
         ("isPublic", Value::Bool(repo.is_public)),
@@ -91,7 +97,7 @@ fn repo_json(repo: &ConnectorRepo) -> Value {
         ("clonedFrom", repo.cloned_from.as_deref().map(parsed).unwrap_or(Value::Null)),
         ("createdAt", Value::str(&repo.created_at)),
         ("updatedAt", Value::str(&repo.updated_at)),
-    ])
+    ]))
 }
 
 fn commit_json(commit: &ConnectorCommit) -> Value {
@@ -434,12 +440,7 @@ fn apply_file_delta(files: &mut TemplateFiles, delta: &Map) -> Result<(), HubErr
 fn hub_row_json(row: &HubRow, project: &str) -> Value {
     let repo = &row.repo;
     let head = row.head.as_ref();
-    object([
-        ("id", Value::str(&repo.id)),
-        ("slug", Value::str(&repo.slug)),
-        ("name", Value::str(&repo.name)),
-        ("description", opt(&repo.description)),
-        ("tags", parsed(&repo.tags)),
+    object(repo_heading(repo).into_iter().chain([
         ("orgName", Value::str(&row.org_name)),
         ("isOwn", Value::Bool(repo.project_id == project)),
         ("visibility", Value::str(visibility(repo))),
@@ -449,7 +450,7 @@ fn hub_row_json(row: &HubRow, project: &str) -> Value {
         ("clonedFrom", repo.cloned_from.as_deref().map(parsed).unwrap_or(Value::Null)),
         ("updatedAt", Value::str(&repo.updated_at)),
         ("metadata", head.map(|h| parsed(&h.metadata)).unwrap_or_else(|| Value::Object(Map::default()))),
-    ])
+    ]))
 }
 
 async fn hub_listing(hub: &Hub, project: &str, query: Option<&str>) -> Answer {

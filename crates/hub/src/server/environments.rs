@@ -358,15 +358,7 @@ async fn run(hub: &Hub, project: &str, container: &Container, body: &Map) -> Ans
     if let Some(id) = &run_config_id {
         let config = hub.meta.run_config(project, id).await?.ok_or_else(|| HubError::NotFound(format!("no run config '{id}'")))?;
         if models.is_empty() {
-            let config = opt_value(&config);
-            models = config
-                .get("models")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect();
+            models = strings(opt_value(&config).get("models"));
         }
     }
     if models.is_empty() || models.iter().any(|m| m.trim().is_empty()) {
@@ -428,14 +420,7 @@ pub(super) async fn dispatch_run_config(hub: &Hub, project: &str, body: &Map) ->
     fields.only(&["runConfigId", "containerId", "versionId"])?;
     let id = fields.nonblank("runConfigId")?.ok_or_else(|| HubError::BadRequest("'runConfigId' is required".into()))?;
     let config = hub.meta.run_config(project, &id).await?.ok_or_else(|| HubError::NotFound(format!("no run config '{id}'")))?;
-    let models: Vec<String> = opt_value(&config)
-        .get("models")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(str::to_string)
-        .collect();
+    let models = strings(opt_value(&config).get("models"));
     let container = match fields.nonblank("containerId")? {
         Some(cid) => hub
             .meta

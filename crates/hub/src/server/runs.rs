@@ -152,16 +152,7 @@ async fn start(hub: &Hub, project: &str, body: &Map) -> Answer {
     run.dataset_id = dataset.map(|d| d.id);
     run.config = json::canonical(&config);
     let run = hub.meta.create_run(run).await?;
-    Ok((
-        201,
-        object([
-            ("runId", Value::str(&run.id)),
-            ("runNumber", run.run_number.map(Value::Int).unwrap_or(Value::Null)),
-            ("jobId", Value::str(&run.job_id)),
-            ("status", Value::str("queued")),
-            ("state", Value::str(&run.state)),
-        ]),
-    ))
+    created(&run, [("jobId", Value::str(&run.job_id)), ("status", Value::str("queued")), ("state", Value::str(&run.state))])
 }
 
 /// `POST /api/public/runs/verify`.
@@ -198,14 +189,13 @@ async fn create_sdk_run(hub: &Hub, project: &str, body: &Map) -> Answer {
     run.details = json::canonical(&Value::Object(details));
     run.started_at = Some(run.created_at.clone());
     let run = hub.meta.create_run(run).await?;
-    Ok((
-        201,
-        object([
-            ("runId", Value::str(&run.id)),
-            ("runNumber", run.run_number.map(Value::Int).unwrap_or(Value::Null)),
-            ("state", Value::str(&run.state)),
-        ]),
-    ))
+    created(&run, [("state", Value::str(&run.state))])
+}
+
+/// The 201 answering a run's creation: its id and number, then `more`.
+fn created<const N: usize>(run: &Run, more: [(&str, Value); N]) -> Answer {
+    let number = run.run_number.map(Value::Int).unwrap_or(Value::Null);
+    Ok((201, object([("runId", Value::str(&run.id)), ("runNumber", number)].into_iter().chain(more))))
 }
 
 /// `GET /api/public/runs?limit=&source=`.
