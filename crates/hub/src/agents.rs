@@ -528,6 +528,29 @@ mod tests {
     }
 
     #[test]
+    fn a_claim_fails_the_exhausted_on_its_way_to_the_oldest_claimable() {
+        let exhausted = Run {
+            id: "run_0".into(),
+            kind: KIND_RUN.into(),
+            state: RUNNING.into(),
+            lease_expires: Some(10),
+            attempts: MAX_ATTEMPTS,
+            ..queued()
+        };
+        let verify = Run { id: "run_v".into(), kind: KIND_VERIFY.into(), ..queued() };
+        let held = Run { id: "run_h".into(), kind: KIND_RUN.into(), state: RUNNING.into(), lease_expires: Some(500), ..queued() };
+        let first = Run { id: "run_1".into(), kind: KIND_RUN.into(), ..queued() };
+        let second = Run { id: "run_2".into(), kind: KIND_RUN.into(), ..queued() };
+        let claim = Claim { worker_id: "w".into(), kinds: vec![KIND_RUN.into()], lease_secs: 30, now: at(100) };
+        let (failed, taken) = claim.decide(vec![exhausted, verify, held, first, second]);
+        assert_eq!(failed.iter().map(|r| (r.id.as_str(), r.state.as_str())).collect::<Vec<_>>(), [("run_0", "failed")]);
+        let taken = taken.unwrap();
+        assert_eq!((taken.id.as_str(), taken.worker_id.as_deref(), taken.lease_expires), ("run_1", Some("w"), Some(130)));
+        let none = Claim { kinds: vec![KIND_VERIFY.into()], now: at(600), ..claim }.decide(Vec::new());
+        assert!(none.0.is_empty() && none.1.is_none());
+    }
+
+    #[test]
     fn finish_is_idempotent_and_final() {
         let mut run = queued();
         run.take("w", 60, &at(0));

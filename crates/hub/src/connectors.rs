@@ -10,6 +10,7 @@
 //! [`ConnectorStore::commit_connector`], a compare-and-set on the head the server read:
 //! two pushes from one parent — one wins, the other is a conflict.
 
+use crate::error::HubError;
 use crate::store::StoreResult;
 use async_trait::async_trait;
 
@@ -113,6 +114,36 @@ pub struct NewCommit {
     pub expected_head: Option<String>,
     /// The commit.
     pub commit: ConnectorCommit,
+}
+
+impl NewCommit {
+    /// The row a creating commit inserts: the repo without a head yet (its first commit is
+    /// written after it, then the head moves onto it).
+    pub fn new_repo_row(&self) -> ConnectorRepo {
+        ConnectorRepo { head_commit_id: None, ..self.repo.clone() }
+    }
+
+    /// The refusal of a new repo whose slug the project already has.
+    pub fn slug_taken(&self) -> HubError {
+        HubError::Conflict(format!("connector '{}' already exists in this project", self.repo.slug))
+    }
+
+    /// The compare-and-set on an existing repo, given its id and head as they stand
+    /// (None: it was deleted meanwhile).
+    pub fn check_head(&self, current: Option<(String, Option<String>)>) -> Result<(), HubError> {
+        match current {
+            None => Err(HubError::Conflict(format!("connector '{}' was deleted meanwhile", self.repo.slug))),
+            Some((id, head)) if id != self.repo.id || head != self.expected_head => {
+                Err(HubError::Conflict(format!("connector '{}' moved on meanwhile", self.repo.slug)))
+            }
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// The refusal of a commit the repo already holds.
+    pub fn commit_exists(&self) -> HubError {
+        HubError::Conflict(format!("commit {} already exists in connector '{}'", self.commit.commit_hash, self.repo.slug))
+    }
 }
 
 /// Storage calls of the connector routes.

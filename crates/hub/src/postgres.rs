@@ -110,6 +110,22 @@ async fn all<'c, T: FromColumns>(on: impl PgExecutor<'c>, query: Query<'_>) -> S
     Ok(query.fetch_all(on).await?.iter().map(from_postgres).collect::<Result<_, _>>()?)
 }
 
+/// `query` with `params` bound in order.
+fn bind_all<'q>(query: Query<'q>, params: Vec<Param<'q>>) -> Query<'q> {
+    params.into_iter().fold(query, |query, param| match param {
+        Param::Text(text) => query.bind(text),
+        Param::Int(number) => query.bind(number),
+        Param::Real(number) => query.bind(number),
+    })
+}
+
+/// Insert `row` into `table` on `on` (then `rest`: an `ON CONFLICT …` clause, or
+/// nothing); how many rows it wrote.
+async fn insert<'c, T: Stored>(on: impl PgExecutor<'c>, table: &str, row: &T, rest: &str) -> StoreResult<u64> {
+    let sql = insert_sql::<T>(table, '$', rest);
+    Ok(bind_all(sqlx::query(&sql), row.params()).execute(on).await?.rows_affected())
+}
+
 /// The first row `query` selects on `on`, if any, read as `T`.
 async fn optional<'c, T: FromColumns>(on: impl PgExecutor<'c>, query: Query<'_>) -> StoreResult<Option<T>> {
     Ok(query.fetch_optional(on).await?.as_ref().map(from_postgres).transpose()?)
@@ -137,57 +153,12 @@ async fn lock_container(tx: &mut Tx, container_id: &str) -> StoreResult<String> 
 }
 
 async fn insert_version(tx: &mut Tx, v: &Version) -> StoreResult<bool> {
-    let done = sqlx::query(
-        "INSERT INTO versions (id, container_id, content_hash, bundle_sha256, bundle_size, semantic_version, pyproject_meta, \
-         file_manifest, state, change_reason, author, image_ref, object_key, uploaded, wheel_filename, wheel_sha256, wheel_size, \
-         wheel_uploaded, requires_dist, forked_from_version_id, pushed_branch, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22) \
-         ON CONFLICT (container_id, content_hash) DO NOTHING",
-    )
-    .bind(&v.id)
-    .bind(&v.container_id)
-    .bind(&v.content_hash)
-    .bind(&v.bundle_sha256)
-    .bind(v.bundle_size)
-    .bind(&v.semantic_version)
-    .bind(&v.pyproject_meta)
-    .bind(&v.file_manifest)
-    .bind(&v.state)
-    .bind(&v.change_reason)
-    .bind(&v.author)
-    .bind(&v.image_ref)
-    .bind(&v.object_key)
-    .bind(v.uploaded as i64)
-    .bind(&v.wheel_filename)
-    .bind(&v.wheel_sha256)
-    .bind(v.wheel_size)
-    .bind(v.wheel_uploaded as i64)
-    .bind(&v.requires_dist)
-    .bind(&v.forked_from_version_id)
-    .bind(&v.pushed_branch)
-    .bind(&v.created_at)
-    .execute(&mut **tx)
-    .await?;
-    Ok(done.rows_affected() == 1)
+    Ok(insert(&mut **tx, "versions", v, "ON CONFLICT (container_id, content_hash) DO NOTHING").await? == 1)
 }
 
 /// Insert a container unless the slug is taken in its project. Returns whether it was inserted.
 async fn insert_container(tx: &mut Tx, c: &Container) -> StoreResult<bool> {
-    let done = sqlx::query(&format!(
-        "INSERT INTO containers ({CONTAINER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (project_id, slug) DO NOTHING"
-    ))
-    .bind(&c.id)
-    .bind(&c.project_id)
-    .bind(&c.slug)
-    .bind(&c.name)
-    .bind(&c.description)
-    .bind(&c.tags)
-    .bind(&c.visibility)
-    .bind(&c.forked_from_version_id)
-    .bind(&c.created_at)
-    .execute(&mut **tx)
-    .await?;
-    Ok(done.rows_affected() == 1)
+    Ok(insert(&mut **tx, "containers", c, "ON CONFLICT (project_id, slug) DO NOTHING").await? == 1)
 }
 
 #[async_trait]
@@ -415,22 +386,7 @@ impl MetaStore for PostgresStore {
     }
 
     async fn add_proposal(&self, p: Proposal) -> StoreResult<()> {
-        sqlx::query(
-            "INSERT INTO proposals (id, container_id, title, change_reason, base_version_id, target_branch, source_branch, changes, status, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-        )
-        .bind(&p.id)
-        .bind(&p.container_id)
-        .bind(&p.title)
-        .bind(&p.change_reason)
-        .bind(&p.base_version_id)
-        .bind(&p.target_branch)
-        .bind(&p.source_branch)
-        .bind(&p.changes)
-        .bind(&p.status)
-        .bind(&p.created_at)
-        .execute(&self.pool)
-        .await?;
+        insert(&self.pool, "proposals", &p, "").await?;
         Ok(())
     }
 

@@ -1,11 +1,13 @@
-//! The row mapping both metadata backends share: for every stored type, its column list
-//! and how a result row of those columns becomes the value, written once and read the
-//! same way from a SQLite row (rusqlite) and a PostgreSQL row (sqlx).
+//! The row mapping both metadata backends share: for every stored type, its column list,
+//! how a result row of those columns becomes the value and what an INSERT of the value
+//! binds, written once and read (and bound) the same way on a SQLite connection
+//! (rusqlite) and a PostgreSQL one (sqlx).
 //!
 //! Why not sqlx's `FromRow` on both: the SQLite backend is rusqlite (bundled, synchronous,
 //! `BEGIN IMMEDIATE` as the cross-process lock), which sqlx's derive does not serve. The
 //! two schemas keep every column in the same order with the same type, flags as integers
-//! (0/1), so one reading fits both. This module holds no SQL beyond column lists.
+//! (0/1), so one reading fits both. This module holds no SQL beyond column lists, the
+//! plain `INSERT` they make and the upserts both dialects write alike.
 
 use crate::agents::{Agent, AgentBuild, Dataset, ProjectSecret, Run};
 use crate::connectors::{ConnectorCommit, ConnectorRepo, HubRow};
@@ -55,6 +57,52 @@ impl Column for Option<bool> {
     }
 }
 
+/// One value bound to a statement the same way on both backends: text, an integer (a
+/// flag as 0/1) or a float, each possibly NULL.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Param<'a> {
+    Text(Option<&'a str>),
+    Int(Option<i64>),
+    Real(Option<f64>),
+}
+
+/// A field written as one [`Param`].
+pub(crate) trait ToParam {
+    fn param(&self) -> Param<'_>;
+}
+
+macro_rules! to_param {
+    ($($t:ty => |$value:ident| $param:expr),* $(,)?) => {$(
+        impl ToParam for $t {
+            fn param(&self) -> Param<'_> {
+                let $value = self;
+                $param
+            }
+        }
+    )*};
+}
+
+to_param!(
+    String => |text| Param::Text(Some(text)),
+    Option<String> => |text| Param::Text(text.as_deref()),
+    i64 => |number| Param::Int(Some(*number)),
+    Option<i64> => |number| Param::Int(*number),
+    bool => |flag| Param::Int(Some(i64::from(*flag))),
+    Option<bool> => |flag| Param::Int(flag.map(i64::from)),
+    f64 => |number| Param::Real(Some(*number)),
+    Option<f64> => |number| Param::Real(*number),
+);
+
+impl rusqlite::ToSql for Param<'_> {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        match self {
+            Param::Text(text) => text.to_sql(),
+            Param::Int(number) => number.to_sql(),
+            Param::Real(number) => number.to_sql(),
+        }
+    }
+}
+
 /// A result row of either backend.
 pub(crate) trait ResultRow {
     type Error;
@@ -101,9 +149,27 @@ impl<A: FromColumns, B: FromColumns> FromColumns for (A, B) {
     }
 }
 
-/// A type stored as one table row: the columns a `SELECT` names for it, in field order.
+/// A type stored as one table row: the columns a `SELECT` names for it, in field order,
+/// and what an `INSERT` of it writes.
 pub(crate) trait Stored: FromColumns {
     const COLUMNS: &'static str;
+    /// The columns an `INSERT` writes (all but the one the database numbers), unqualified.
+    const INSERT_COLUMNS: &'static str;
+    /// The values of [`Stored::INSERT_COLUMNS`], in order.
+    fn params(&self) -> Vec<Param<'_>>;
+}
+
+/// `INSERT INTO <table> (<T's insert columns>) VALUES (…)` with a placeholder per column
+/// (`mark` and its number: `?1`, `$1`), then `rest` (an `ON CONFLICT …` clause, or nothing).
+pub(crate) fn insert_sql<T: Stored>(table: &str, mark: char, rest: &str) -> String {
+    let count = T::INSERT_COLUMNS.split(", ").count();
+    let values: Vec<String> = (1..=count).map(|at| format!("{mark}{at}")).collect();
+    let sql = format!("INSERT INTO {table} ({}) VALUES ({})", T::INSERT_COLUMNS, values.join(", "));
+    if rest.is_empty() {
+        sql
+    } else {
+        format!("{sql} {rest}")
+    }
 }
 
 /// A value from a SQLite row whose first columns are its own (for `query_row`/`query_map`).
@@ -132,13 +198,22 @@ macro_rules! from_columns {
 }
 
 /// [`FromColumns`] and [`Stored`] for a struct whose listed fields are its columns, by name
-/// and in order (optionally qualified by a table alias, `"r."`).
+/// and in order (optionally qualified by a table alias, `"r."`); the field after `numbered`
+/// is the last column, which the database numbers (never inserted); fields after `default`
+/// are not columns.
 macro_rules! stored {
     ($ty:ty { $($rest:tt)* }) => { stored!("" $ty { $($rest)* }); };
-    ($alias:literal $ty:ty { $first:ident $(, $field:ident)* $(; default $($skipped:ident),*)? $(,)? }) => {
-        from_columns!($ty { $first $(, $field)* $(; default $($skipped),*)? });
+    ($alias:literal $ty:ty {
+        $first:ident $(, $field:ident)* $(; numbered $numbered:ident)? $(; default $($skipped:ident),*)? $(,)?
+    }) => {
+        from_columns!($ty { $first $(, $field)* $(, $numbered)? $(; default $($skipped),*)? });
         impl Stored for $ty {
-            const COLUMNS: &'static str = concat!($alias, stringify!($first) $(, ", ", $alias, stringify!($field))*);
+            const COLUMNS: &'static str =
+                concat!($alias, stringify!($first) $(, ", ", $alias, stringify!($field))* $(, ", ", $alias, stringify!($numbered))?);
+            const INSERT_COLUMNS: &'static str = concat!(stringify!($first) $(, ", ", stringify!($field))*);
+            fn params(&self) -> Vec<Param<'_>> {
+                vec![self.$first.param() $(, self.$field.param())*]
+            }
         }
     };
 }
@@ -166,16 +241,15 @@ stored!(Version {
     requires_dist,
     forked_from_version_id,
     pushed_branch,
-    created_at,
-    seq
+    created_at; numbered seq
 });
 stored!(Ref { container_id, name, kind, version_id, created_at, updated_at });
 stored!(SecretInfo { key, created_at, updated_at });
 stored!(Proposal { id, container_id, title, change_reason, base_version_id, target_branch, source_branch, changes, status, created_at });
 
 stored!(ProjectSecret { name, scope, description, created_at, updated_at });
-stored!(Agent { id, project_id, name, image, body, created_at, updated_at, seq });
-stored!(Dataset { id, project_id, name, description, item_count, created_at, updated_at, seq });
+stored!(Agent { id, project_id, name, image, body, created_at, updated_at; numbered seq });
+stored!(Dataset { id, project_id, name, description, item_count, created_at, updated_at; numbered seq });
 stored!(Run {
     id,
     project_id,
@@ -201,10 +275,9 @@ stored!(Run {
     created_at,
     started_at,
     heartbeat_at,
-    finished_at,
-    seq
+    finished_at; numbered seq
 });
-stored!(AgentBuild { id, project_id, agent_id, build_hash, version, commit_sha, body, created_at, seq });
+stored!(AgentBuild { id, project_id, agent_id, build_hash, version, commit_sha, body, created_at; numbered seq });
 
 stored!(Evaluation {
     id,
@@ -221,8 +294,7 @@ stored!(Evaluation {
     cost,
     sample_count,
     created_at,
-    completed_at,
-    seq
+    completed_at; numbered seq
 });
 stored!(Sample {
     id,
@@ -265,8 +337,7 @@ stored!(DataBatch {
     lease_until,
     created_at,
     updated_at,
-    completed_at,
-    seq
+    completed_at; numbered seq
 });
 stored!(DataChunk { batch_id, ordinal, id, digest, bytes, rows, entity, uploaded, created_at });
 stored!(DataHead {
@@ -315,6 +386,16 @@ pub(crate) fn read_commit_with_files<R: ResultRow>(row: &R) -> Result<ConnectorC
     Ok(commit)
 }
 
+/// A chunk registered again at its ordinal replaces the one there (both dialects alike).
+pub(crate) const CHUNK_UPSERT: &str = "ON CONFLICT (batch_id, ordinal) DO UPDATE SET id = excluded.id, digest = excluded.digest, \
+     bytes = excluded.bytes, rows = excluded.rows, entity = excluded.entity, uploaded = excluded.uploaded, \
+     created_at = excluded.created_at";
+/// A world's data head is one row, replaced whole.
+pub(crate) const HEAD_UPSERT: &str = "ON CONFLICT (container_id) DO UPDATE SET base_version_id = excluded.base_version_id, \
+     snapshot_key = excluded.snapshot_key, batch_digest = excluded.batch_digest, contract_hash = excluded.contract_hash, \
+     entity_counts = excluded.entity_counts, file_sha256 = excluded.file_sha256, pending = excluded.pending, \
+     updated_at = excluded.updated_at";
+
 // The column lists by name, for `format!` strings in the backends' SQL.
 pub(crate) const CONTAINER_COLUMNS: &str = Container::COLUMNS;
 pub(crate) const VERSION_COLUMNS: &str = Version::COLUMNS;
@@ -345,6 +426,47 @@ mod tests {
             ConnectorCommit::COLUMNS,
             "c.id, c.repo_id, c.commit_hash, c.parent_hash, c.message, c.source, c.labels, c.metadata, c.created_at"
         );
+    }
+
+    #[test]
+    fn an_insert_binds_every_column_but_the_numbered_one_in_order() {
+        assert_eq!(
+            insert_sql::<Ref>("refs", '?', ""),
+            "INSERT INTO refs (container_id, name, kind, version_id, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+        );
+        assert_eq!(Agent::INSERT_COLUMNS, "id, project_id, name, image, body, created_at, updated_at");
+        assert!(Agent::COLUMNS.ends_with(", updated_at, seq"));
+        assert_eq!(ConnectorRepo::INSERT_COLUMNS.split(", ").next(), Some("id"), "a table alias qualifies only the SELECT list");
+        let sql = insert_sql::<DataHead>("world_data_heads", '$', HEAD_UPSERT);
+        assert!(sql.contains("$8, $9) ON CONFLICT (container_id) DO UPDATE"), "{sql}");
+        let run = Run::default();
+        assert_eq!(run.params().len(), Run::INSERT_COLUMNS.split(", ").count());
+    }
+
+    #[test]
+    fn a_row_inserted_with_its_params_reads_back_the_same() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE world_data_chunks (batch_id TEXT, ordinal INTEGER, id TEXT, digest TEXT, bytes INTEGER, rows INTEGER, \
+             entity TEXT, uploaded INTEGER, created_at TEXT)",
+        )
+        .unwrap();
+        let chunk = DataChunk {
+            batch_id: "b".into(),
+            ordinal: 2,
+            id: "c".into(),
+            digest: "d".into(),
+            bytes: 10,
+            rows: 3,
+            entity: None,
+            uploaded: true,
+            created_at: "t".into(),
+        };
+        conn.execute(&insert_sql::<DataChunk>("world_data_chunks", '?', ""), rusqlite::params_from_iter(chunk.params())).unwrap();
+        let flag: i64 = conn.query_row("SELECT uploaded FROM world_data_chunks", [], |row| row.get(0)).unwrap();
+        assert_eq!(flag, 1, "a flag is stored as 0/1");
+        let back: DataChunk = conn.query_row(&format!("SELECT {CHUNK_COLUMNS} FROM world_data_chunks"), [], from_sqlite).unwrap();
+        assert_eq!(format!("{back:?}"), format!("{chunk:?}"));
     }
 
     #[test]

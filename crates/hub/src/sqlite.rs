@@ -109,46 +109,10 @@ fn get_ref(conn: &Connection, container_id: &str, name: &str) -> StoreResult<Opt
         .optional()?)
 }
 
-fn insert_version(conn: &Connection, v: &Version) -> StoreResult<()> {
-    conn.execute(
-        "INSERT INTO versions (id, container_id, content_hash, bundle_sha256, bundle_size, semantic_version, pyproject_meta, \
-         file_manifest, state, change_reason, author, image_ref, object_key, uploaded, wheel_filename, wheel_sha256, wheel_size, \
-         wheel_uploaded, requires_dist, forked_from_version_id, pushed_branch, created_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
-        params![
-            v.id,
-            v.container_id,
-            v.content_hash,
-            v.bundle_sha256,
-            v.bundle_size,
-            v.semantic_version,
-            v.pyproject_meta,
-            v.file_manifest,
-            v.state,
-            v.change_reason,
-            v.author,
-            v.image_ref,
-            v.object_key,
-            v.uploaded as i64,
-            v.wheel_filename,
-            v.wheel_sha256,
-            v.wheel_size,
-            v.wheel_uploaded as i64,
-            v.requires_dist,
-            v.forked_from_version_id,
-            v.pushed_branch,
-            v.created_at
-        ],
-    )?;
-    Ok(())
-}
-
-fn insert_container(conn: &Connection, c: &Container) -> StoreResult<()> {
-    conn.execute(
-        &format!("INSERT INTO containers ({CONTAINER_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"),
-        params![c.id, c.project_id, c.slug, c.name, c.description, c.tags, c.visibility, c.forked_from_version_id, c.created_at],
-    )?;
-    Ok(())
+/// Insert `row` into `table` (then `rest`: an `ON CONFLICT …` clause, or nothing); how
+/// many rows it wrote.
+fn insert<T: Stored>(conn: &Connection, table: &str, row: &T, rest: &str) -> StoreResult<usize> {
+    Ok(conn.execute(&insert_sql::<T>(table, '?', rest), rusqlite::params_from_iter(row.params()))?)
 }
 
 #[async_trait]
@@ -197,7 +161,7 @@ impl MetaStore for SqliteStore {
             if let Some(found) = found {
                 return Ok((found, false));
             }
-            insert_container(&tx, &new)?;
+            insert(&tx, "containers", &new, "")?;
             tx.commit()?;
             Ok((new, true))
         })
@@ -235,7 +199,7 @@ impl MetaStore for SqliteStore {
                 tx.commit()?;
                 return Ok((existing, false));
             }
-            insert_version(&tx, &new)?;
+            insert(&tx, "versions", &new, "")?;
             let stored = get_version(&tx, &new.id)?.ok_or_else(|| HubError::Storage("version vanished".into()))?;
             tx.commit()?;
             Ok((stored, true))
@@ -360,10 +324,10 @@ impl MetaStore for SqliteStore {
             if taken.is_some() {
                 return Err(fork_slug_taken(&target.slug));
             }
-            insert_container(&tx, &target)?;
+            insert(&tx, "containers", &target, "")?;
             let now = now_iso();
             let copy = source.fork_copy(&target.id, &now);
-            insert_version(&tx, &copy)?;
+            insert(&tx, "versions", &copy, "")?;
             tx.execute(
                 "INSERT INTO refs (container_id, name, kind, version_id, created_at, updated_at) VALUES (?1, 'main', 'branch', ?2, ?3, ?3)",
                 params![target.id, copy.id, now],
@@ -376,15 +340,7 @@ impl MetaStore for SqliteStore {
     }
 
     async fn add_proposal(&self, p: Proposal) -> StoreResult<()> {
-        self.with(move |c| {
-            c.execute(
-                "INSERT INTO proposals (id, container_id, title, change_reason, base_version_id, target_branch, source_branch, changes, status, created_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                params![p.id, p.container_id, p.title, p.change_reason, p.base_version_id, p.target_branch, p.source_branch, p.changes, p.status, p.created_at],
-            )?;
-            Ok(())
-        })
-        .await
+        self.with(move |c| insert(c, "proposals", &p, "").map(|_| ())).await
     }
 
     async fn proposals(&self, container_id: &str) -> StoreResult<Vec<Proposal>> {

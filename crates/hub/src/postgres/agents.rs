@@ -4,7 +4,7 @@
 //! run number is taken under an advisory lock per project; upserts are single
 //! `INSERT … ON CONFLICT` statements.
 
-use super::{all, optional, PostgresStore, Tx};
+use super::{all, bind_all, insert, optional, PostgresStore, Tx};
 use crate::agents::*;
 use crate::error::HubError;
 use crate::evaluations::{Evaluation, SampleSums};
@@ -103,20 +103,10 @@ impl AgentStore for PostgresStore {
     }
 
     async fn upsert_agent(&self, a: Agent) -> StoreResult<(Agent, bool)> {
-        let row = sqlx::query(&format!(
-            "INSERT INTO agents (id, project_id, name, image, body, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7) \
-             ON CONFLICT (project_id, name) DO UPDATE SET image = EXCLUDED.image, body = EXCLUDED.body, updated_at = EXCLUDED.updated_at \
-             RETURNING {AGENT_COLUMNS}, (xmax = 0)"
-        ))
-        .bind(&a.id)
-        .bind(&a.project_id)
-        .bind(&a.name)
-        .bind(&a.image)
-        .bind(&a.body)
-        .bind(&a.created_at)
-        .bind(&a.updated_at)
-        .fetch_one(&self.pool)
-        .await?;
+        let upsert = "ON CONFLICT (project_id, name) DO UPDATE SET image = EXCLUDED.image, body = EXCLUDED.body, \
+                      updated_at = EXCLUDED.updated_at";
+        let sql = insert_sql::<Agent>("agents", '$', &format!("{upsert} RETURNING {AGENT_COLUMNS}, (xmax = 0)"));
+        let row = bind_all(sqlx::query(&sql), a.params()).fetch_one(&self.pool).await?;
         Ok((from_postgres(&row)?, row.try_get(8)?))
     }
 
@@ -133,20 +123,10 @@ impl AgentStore for PostgresStore {
 
     async fn put_dataset(&self, d: Dataset, items: Vec<String>) -> StoreResult<(Dataset, bool)> {
         let mut tx = self.pool.begin().await?;
-        let row = sqlx::query(&format!(
-            "INSERT INTO datasets (id, project_id, name, description, item_count, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (project_id, name) DO UPDATE SET description = EXCLUDED.description, \
-             item_count = EXCLUDED.item_count, updated_at = EXCLUDED.updated_at RETURNING {DATASET_COLUMNS}, (xmax = 0)"
-        ))
-        .bind(&d.id)
-        .bind(&d.project_id)
-        .bind(&d.name)
-        .bind(&d.description)
-        .bind(d.item_count)
-        .bind(&d.created_at)
-        .bind(&d.updated_at)
-        .fetch_one(&mut *tx)
-        .await?;
+        let upsert = "ON CONFLICT (project_id, name) DO UPDATE SET description = EXCLUDED.description, \
+                      item_count = EXCLUDED.item_count, updated_at = EXCLUDED.updated_at";
+        let sql = insert_sql::<Dataset>("datasets", '$', &format!("{upsert} RETURNING {DATASET_COLUMNS}, (xmax = 0)"));
+        let row = bind_all(sqlx::query(&sql), d.params()).fetch_one(&mut *tx).await?;
         let (stored, created): (Dataset, bool) = (from_postgres(&row)?, row.try_get(8)?);
         sqlx::query("DELETE FROM dataset_items WHERE dataset_id = $1").bind(&stored.id).execute(&mut *tx).await?;
         let indexes: Vec<i64> = (0..items.len() as i64).collect();
@@ -189,39 +169,7 @@ impl AgentStore for PostgresStore {
                 .try_get(0)?;
             run.run_number = Some(next);
         }
-        sqlx::query(
-            "INSERT INTO runs (id, project_id, run_number, kind, source, name, state, algorithm_name, agent_id, dataset_id, \
-             config, job_id, worker_id, lease_expires, attempts, algo_state, result, metrics, metric_points, rollouts, details, \
-             created_at, started_at, heartbeat_at, finished_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)",
-        )
-        .bind(&run.id)
-        .bind(&run.project_id)
-        .bind(run.run_number)
-        .bind(&run.kind)
-        .bind(&run.source)
-        .bind(&run.name)
-        .bind(&run.state)
-        .bind(&run.algorithm_name)
-        .bind(&run.agent_id)
-        .bind(&run.dataset_id)
-        .bind(&run.config)
-        .bind(&run.job_id)
-        .bind(&run.worker_id)
-        .bind(run.lease_expires)
-        .bind(run.attempts)
-        .bind(&run.algo_state)
-        .bind(&run.result)
-        .bind(&run.metrics)
-        .bind(run.metric_points)
-        .bind(run.rollouts)
-        .bind(&run.details)
-        .bind(&run.created_at)
-        .bind(&run.started_at)
-        .bind(&run.heartbeat_at)
-        .bind(&run.finished_at)
-        .execute(&mut *tx)
-        .await?;
+        insert(&mut *tx, "runs", &run, "").await?;
         let stored = get_run(&mut tx, &run.project_id, &run.id, false).await?.ok_or_else(|| HubError::Storage("run vanished".into()))?;
         tx.commit().await?;
         Ok(stored)
@@ -291,20 +239,7 @@ impl AgentStore for PostgresStore {
 
     async fn put_build(&self, b: AgentBuild) -> StoreResult<(AgentBuild, bool)> {
         let mut tx = self.pool.begin().await?;
-        let done = sqlx::query(
-            "INSERT INTO agent_builds (id, project_id, agent_id, build_hash, version, commit_sha, body, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (project_id, agent_id, build_hash) DO NOTHING",
-        )
-        .bind(&b.id)
-        .bind(&b.project_id)
-        .bind(&b.agent_id)
-        .bind(&b.build_hash)
-        .bind(&b.version)
-        .bind(&b.commit_sha)
-        .bind(&b.body)
-        .bind(&b.created_at)
-        .execute(&mut *tx)
-        .await?;
+        let inserted = insert(&mut *tx, "agent_builds", &b, "ON CONFLICT (project_id, agent_id, build_hash) DO NOTHING").await?;
         let row =
             sqlx::query(&format!("SELECT {BUILD_COLUMNS} FROM agent_builds WHERE project_id = $1 AND agent_id = $2 AND build_hash = $3"))
                 .bind(&b.project_id)
@@ -313,7 +248,7 @@ impl AgentStore for PostgresStore {
                 .fetch_one(&mut *tx)
                 .await?;
         tx.commit().await?;
-        Ok((from_postgres(&row)?, done.rows_affected() == 1))
+        Ok((from_postgres(&row)?, inserted == 1))
     }
 
     async fn build(&self, project_id: &str, id_or_hash: &str) -> StoreResult<Option<AgentBuild>> {

@@ -3,7 +3,7 @@
 //! re-reads the head before moving it, so the compare-and-set holds whichever process
 //! serves the push; a new repo is an `INSERT … ON CONFLICT DO NOTHING` on its slug.
 
-use super::{all, optional, PostgresStore, Tx};
+use super::{all, insert, optional, PostgresStore, Tx};
 use crate::connectors::*;
 use crate::error::HubError;
 use crate::rows::*;
@@ -101,36 +101,11 @@ impl ConnectorStore for PostgresStore {
         let mut tx = self.pool.begin().await?;
         let repo = &new.repo;
         if new.create {
-            let done = sqlx::query(
-                "INSERT INTO connector_repos (id, project_id, slug, name, description, tags, readme, is_public, scope, head_commit_id, \
-                 cloned_from, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL, $10, $11, $12) \
-                 ON CONFLICT (project_id, slug) DO NOTHING",
-            )
-            .bind(&repo.id)
-            .bind(&repo.project_id)
-            .bind(&repo.slug)
-            .bind(&repo.name)
-            .bind(&repo.description)
-            .bind(&repo.tags)
-            .bind(&repo.readme)
-            .bind(i64::from(repo.is_public))
-            .bind(&repo.scope)
-            .bind(&repo.cloned_from)
-            .bind(&repo.created_at)
-            .bind(&repo.updated_at)
-            .execute(&mut *tx)
-            .await?;
-            if done.rows_affected() != 1 {
-                return Err(HubError::Conflict(format!("connector '{}' already exists in this project", repo.slug)));
+            if insert(&mut *tx, "connector_repos", &new.new_repo_row(), "ON CONFLICT (project_id, slug) DO NOTHING").await? != 1 {
+                return Err(new.slug_taken());
             }
         } else {
-            match lock_repo(&mut tx, &repo.project_id, &repo.slug).await? {
-                None => return Err(HubError::Conflict(format!("connector '{}' was deleted meanwhile", repo.slug))),
-                Some((id, head)) if id != repo.id || head != new.expected_head => {
-                    return Err(HubError::Conflict(format!("connector '{}' moved on meanwhile", repo.slug)))
-                }
-                Some(_) => {}
-            }
+            new.check_head(lock_repo(&mut tx, &repo.project_id, &repo.slug).await?)?;
         }
         let commit = &new.commit;
         let inserted = sqlx::query(
@@ -150,7 +125,7 @@ impl ConnectorStore for PostgresStore {
         .execute(&mut *tx)
         .await?;
         if inserted.rows_affected() != 1 {
-            return Err(HubError::Conflict(format!("commit {} already exists in connector '{}'", commit.commit_hash, repo.slug)));
+            return Err(new.commit_exists());
         }
         sqlx::query(
             "UPDATE connector_repos SET name = $2, description = $3, tags = $4, readme = $5, is_public = $6, scope = $7, \

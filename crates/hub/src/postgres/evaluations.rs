@@ -4,7 +4,7 @@
 //! finalize each lock their evaluation's row (`SELECT … FOR UPDATE`), so a batch never
 //! lands on an evaluation finalized meanwhile, whichever process serves it.
 
-use super::{all, optional, PostgresStore, Tx};
+use super::{all, insert, optional, PostgresStore, Tx};
 use crate::error::HubError;
 use crate::evaluations::*;
 use crate::rows::*;
@@ -42,28 +42,7 @@ impl EvaluationStore for PostgresStore {
     }
 
     async fn create_evaluation(&self, e: Evaluation) -> StoreResult<()> {
-        sqlx::query(
-            "INSERT INTO evaluations (id, project_id, container_id, version_id, model, run_id, status, num_examples, \
-             rollouts_per_example, details, metrics, cost, sample_count, created_at, completed_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
-        )
-        .bind(&e.id)
-        .bind(&e.project_id)
-        .bind(&e.container_id)
-        .bind(&e.version_id)
-        .bind(&e.model)
-        .bind(&e.run_id)
-        .bind(&e.status)
-        .bind(e.num_examples)
-        .bind(e.rollouts_per_example)
-        .bind(&e.details)
-        .bind(&e.metrics)
-        .bind(&e.cost)
-        .bind(e.sample_count)
-        .bind(&e.created_at)
-        .bind(&e.completed_at)
-        .execute(&self.pool)
-        .await?;
+        insert(&self.pool, "evaluations", &e, "").await?;
         Ok(())
     }
 

@@ -3,7 +3,7 @@
 //! (`FOR UPDATE`), so concurrent calls through several hub processes are decided one
 //! at a time; the apply lock is one `INSERT … ON CONFLICT … WHERE` statement.
 
-use super::{all, optional, PostgresStore, Tx};
+use super::{all, insert, optional, PostgresStore, Tx};
 use crate::error::HubError;
 use crate::rows::*;
 use crate::store::{StoreResult, Version};
@@ -49,34 +49,7 @@ async fn write_batch(tx: &mut Tx, b: &DataBatch) -> StoreResult<()> {
 #[async_trait]
 impl WorldDataStore for PostgresStore {
     async fn create_data_batch(&self, b: DataBatch) -> StoreResult<()> {
-        sqlx::query(
-            "INSERT INTO world_data_batches (id, project_id, container_id, state, phase, mode, merge, atomic, publish, dry_run, \
-             message, base_version_id, result, refusals, report_key, version_id, error, lease_until, created_at, updated_at, \
-             completed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)",
-        )
-        .bind(&b.id)
-        .bind(&b.project_id)
-        .bind(&b.container_id)
-        .bind(&b.state)
-        .bind(&b.phase)
-        .bind(&b.mode)
-        .bind(&b.merge)
-        .bind(b.atomic as i64)
-        .bind(&b.publish)
-        .bind(b.dry_run as i64)
-        .bind(&b.message)
-        .bind(&b.base_version_id)
-        .bind(&b.result)
-        .bind(&b.refusals)
-        .bind(&b.report_key)
-        .bind(&b.version_id)
-        .bind(&b.error)
-        .bind(b.lease_until)
-        .bind(&b.created_at)
-        .bind(&b.updated_at)
-        .bind(&b.completed_at)
-        .execute(&self.pool)
-        .await?;
+        insert(&self.pool, "world_data_batches", &b, "").await?;
         Ok(())
     }
 
@@ -101,22 +74,7 @@ impl WorldDataStore for PostgresStore {
         let existing = optional(&mut *tx, sqlx::query(&sql).bind(batch_id).bind(chunk.ordinal)).await?;
         let (stored, new) = batch.register(chunk, existing)?;
         if new {
-            sqlx::query(&format!(
-                "INSERT INTO world_data_chunks ({CHUNK_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
-                 ON CONFLICT (batch_id, ordinal) DO UPDATE SET id = excluded.id, digest = excluded.digest, bytes = excluded.bytes, \
-                 rows = excluded.rows, entity = excluded.entity, uploaded = excluded.uploaded, created_at = excluded.created_at"
-            ))
-            .bind(&stored.batch_id)
-            .bind(stored.ordinal)
-            .bind(&stored.id)
-            .bind(&stored.digest)
-            .bind(stored.bytes)
-            .bind(stored.rows)
-            .bind(&stored.entity)
-            .bind(stored.uploaded as i64)
-            .bind(&stored.created_at)
-            .execute(&mut *tx)
-            .await?;
+            insert(&mut *tx, "world_data_chunks", &stored, CHUNK_UPSERT).await?;
         }
         batch.state = UPLOADING.into();
         batch.updated_at = now.to_string();
@@ -176,24 +134,7 @@ impl WorldDataStore for PostgresStore {
     }
 
     async fn put_data_head(&self, h: DataHead) -> StoreResult<()> {
-        sqlx::query(&format!(
-            "INSERT INTO world_data_heads ({HEAD_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
-             ON CONFLICT (container_id) DO UPDATE SET base_version_id = excluded.base_version_id, \
-             snapshot_key = excluded.snapshot_key, batch_digest = excluded.batch_digest, contract_hash = excluded.contract_hash, \
-             entity_counts = excluded.entity_counts, file_sha256 = excluded.file_sha256, pending = excluded.pending, \
-             updated_at = excluded.updated_at"
-        ))
-        .bind(&h.container_id)
-        .bind(&h.base_version_id)
-        .bind(&h.snapshot_key)
-        .bind(&h.batch_digest)
-        .bind(&h.contract_hash)
-        .bind(&h.entity_counts)
-        .bind(&h.file_sha256)
-        .bind(h.pending as i64)
-        .bind(&h.updated_at)
-        .execute(&self.pool)
-        .await?;
+        insert(&self.pool, "world_data_heads", &h, HEAD_UPSERT).await?;
         Ok(())
     }
 

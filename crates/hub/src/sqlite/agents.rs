@@ -2,7 +2,7 @@
 //! `BEGIN IMMEDIATE` transaction, so a claim, a run change or a run number is decided
 //! on rows no other process changes meanwhile (the SQLite file is the lock).
 
-use super::SqliteStore;
+use super::{insert, SqliteStore};
 use crate::agents::*;
 use crate::error::HubError;
 use crate::evaluations::{Evaluation, SampleSums};
@@ -106,10 +106,7 @@ impl AgentStore for SqliteStore {
                 params![a.image, a.body, a.updated_at, a.project_id, a.name],
             )?;
             if updated == 0 {
-                tx.execute(
-                    "INSERT INTO agents (id, project_id, name, image, body, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                    params![a.id, a.project_id, a.name, a.image, a.body, a.created_at, a.updated_at],
-                )?;
+                insert(&tx, "agents", &a, "")?;
             }
             let stored = tx.query_row(
                 &format!("SELECT {AGENT_COLUMNS} FROM agents WHERE project_id = ?1 AND name = ?2"),
@@ -149,11 +146,7 @@ impl AgentStore for SqliteStore {
                     id
                 }
                 None => {
-                    tx.execute(
-                        "INSERT INTO datasets (id, project_id, name, description, item_count, created_at, updated_at) \
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                        params![d.id, d.project_id, d.name, d.description, d.item_count, d.created_at, d.updated_at],
-                    )?;
+                    insert(&tx, "datasets", &d, "")?;
                     d.id.clone()
                 }
             };
@@ -190,46 +183,13 @@ impl AgentStore for SqliteStore {
         self.with(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             if run.kind == KIND_RUN {
-                let next: i64 = tx.query_row(
-                    "SELECT COALESCE(MAX(run_number), 0) + 1 FROM runs WHERE project_id = ?1",
-                    [&run.project_id],
-                    |r| r.get(0),
-                )?;
+                let next: i64 =
+                    tx.query_row("SELECT COALESCE(MAX(run_number), 0) + 1 FROM runs WHERE project_id = ?1", [&run.project_id], |r| {
+                        r.get(0)
+                    })?;
                 run.run_number = Some(next);
             }
-            tx.execute(
-                "INSERT INTO runs (id, project_id, run_number, kind, source, name, state, algorithm_name, agent_id, dataset_id, \
-                 config, job_id, worker_id, lease_expires, attempts, algo_state, result, metrics, metric_points, rollouts, details, \
-                 created_at, started_at, heartbeat_at, finished_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
-                params![
-                    run.id,
-                    run.project_id,
-                    run.run_number,
-                    run.kind,
-                    run.source,
-                    run.name,
-                    run.state,
-                    run.algorithm_name,
-                    run.agent_id,
-                    run.dataset_id,
-                    run.config,
-                    run.job_id,
-                    run.worker_id,
-                    run.lease_expires,
-                    run.attempts,
-                    run.algo_state,
-                    run.result,
-                    run.metrics,
-                    run.metric_points,
-                    run.rollouts,
-                    run.details,
-                    run.created_at,
-                    run.started_at,
-                    run.heartbeat_at,
-                    run.finished_at
-                ],
-            )?;
+            insert(&tx, "runs", &run, "")?;
             let stored = get_run(&tx, &run.project_id, &run.id)?.ok_or_else(|| HubError::Storage("run vanished".into()))?;
             tx.commit()?;
             Ok(stored)
@@ -303,11 +263,7 @@ impl AgentStore for SqliteStore {
     async fn put_build(&self, b: AgentBuild) -> StoreResult<(AgentBuild, bool)> {
         self.with(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let inserted = tx.execute(
-                "INSERT INTO agent_builds (id, project_id, agent_id, build_hash, version, commit_sha, body, created_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (project_id, agent_id, build_hash) DO NOTHING",
-                params![b.id, b.project_id, b.agent_id, b.build_hash, b.version, b.commit_sha, b.body, b.created_at],
-            )?;
+            let inserted = insert(&tx, "agent_builds", &b, "ON CONFLICT (project_id, agent_id, build_hash) DO NOTHING")?;
             let stored = tx.query_row(
                 &format!("SELECT {BUILD_COLUMNS} FROM agent_builds WHERE project_id = ?1 AND agent_id = ?2 AND build_hash = ?3"),
                 [&b.project_id, &b.agent_id, &b.build_hash],

@@ -3,7 +3,7 @@
 //! `BEGIN IMMEDIATE` transaction that re-reads the head first, so the compare-and-set
 //! holds across processes sharing the file.
 
-use super::SqliteStore;
+use super::{insert, SqliteStore};
 use crate::connectors::*;
 use crate::error::HubError;
 use crate::rows::*;
@@ -95,38 +95,15 @@ impl ConnectorStore for SqliteStore {
         self.with(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let repo = &new.repo;
-            let current: Option<(String, Option<String>)> = tx
-                .query_row("SELECT id, head_commit_id FROM connector_repos WHERE project_id = ?1 AND slug = ?2", params![repo.project_id, repo.slug], |r| {
-                    Ok((r.get(0)?, r.get(1)?))
-                })
-                .optional()?;
-            match (&current, new.create) {
-                (Some(_), true) => return Err(HubError::Conflict(format!("connector '{}' already exists in this project", repo.slug))),
-                (None, false) => return Err(HubError::Conflict(format!("connector '{}' was deleted meanwhile", repo.slug))),
-                (Some((id, head)), false) if id != &repo.id || head != &new.expected_head => {
-                    return Err(HubError::Conflict(format!("connector '{}' moved on meanwhile", repo.slug)))
-                }
-                _ => {}
-            }
+            let sql = "SELECT id, head_commit_id FROM connector_repos WHERE project_id = ?1 AND slug = ?2";
+            let current = tx.query_row(sql, params![repo.project_id, repo.slug], from_sqlite).optional()?;
             if new.create {
-                tx.execute(
-                    "INSERT INTO connector_repos (id, project_id, slug, name, description, tags, readme, is_public, scope, head_commit_id, \
-                     cloned_from, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, NULL, ?10, ?11, ?12)",
-                    params![
-                        repo.id,
-                        repo.project_id,
-                        repo.slug,
-                        repo.name,
-                        repo.description,
-                        repo.tags,
-                        repo.readme,
-                        i64::from(repo.is_public),
-                        repo.scope,
-                        repo.cloned_from,
-                        repo.created_at,
-                        repo.updated_at
-                    ],
-                )?;
+                if current.is_some() {
+                    return Err(new.slug_taken());
+                }
+                insert(&tx, "connector_repos", &new.new_repo_row(), "")?;
+            } else {
+                new.check_head(current)?;
             }
             let commit = &new.commit;
             let inserted = tx.execute(
@@ -146,7 +123,7 @@ impl ConnectorStore for SqliteStore {
                 ],
             )?;
             if inserted == 0 {
-                return Err(HubError::Conflict(format!("commit {} already exists in connector '{}'", commit.commit_hash, repo.slug)));
+                return Err(new.commit_exists());
             }
             tx.execute(
                 "UPDATE connector_repos SET name = ?2, description = ?3, tags = ?4, readme = ?5, is_public = ?6, scope = ?7, \

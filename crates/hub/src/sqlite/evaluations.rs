@@ -3,7 +3,7 @@
 //! run in `BEGIN IMMEDIATE` transactions like the rest of the store; a batch of
 //! samples and its evaluation's count change together or not at all.
 
-use super::SqliteStore;
+use super::{insert, SqliteStore};
 use crate::error::HubError;
 use crate::evaluations::*;
 use crate::rows::*;
@@ -38,32 +38,7 @@ impl EvaluationStore for SqliteStore {
     }
 
     async fn create_evaluation(&self, e: Evaluation) -> StoreResult<()> {
-        self.with(move |c| {
-            c.execute(
-                "INSERT INTO evaluations (id, project_id, container_id, version_id, model, run_id, status, num_examples, \
-                 rollouts_per_example, details, metrics, cost, sample_count, created_at, completed_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
-                params![
-                    e.id,
-                    e.project_id,
-                    e.container_id,
-                    e.version_id,
-                    e.model,
-                    e.run_id,
-                    e.status,
-                    e.num_examples,
-                    e.rollouts_per_example,
-                    e.details,
-                    e.metrics,
-                    e.cost,
-                    e.sample_count,
-                    e.created_at,
-                    e.completed_at
-                ],
-            )?;
-            Ok(())
-        })
-        .await
+        self.with(move |c| insert(c, "evaluations", &e, "").map(|_| ())).await
     }
 
     async fn evaluation(&self, id: &str) -> StoreResult<Option<Evaluation>> {
