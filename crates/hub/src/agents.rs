@@ -225,6 +225,42 @@ pub enum Claimable {
     No,
 }
 
+/// A worker's claim: who asks, for which kinds of run, for how long, and when.
+#[derive(Debug, Clone)]
+pub struct Claim {
+    /// The worker the run is handed to.
+    pub worker_id: String,
+    /// The kinds of run it takes (`run`, `verify`).
+    pub kinds: Vec<String>,
+    /// How long the lease lasts, in seconds.
+    pub lease_secs: i64,
+    /// The clock of the claim.
+    pub now: Now,
+}
+
+impl Claim {
+    /// The claim over `candidates` (oldest first): the runs it fails on the way (their
+    /// lease lost too often), then the run it hands out, if any — each to be written back
+    /// in that order.
+    pub fn decide(&self, candidates: Vec<Run>) -> (Vec<Run>, Option<Run>) {
+        let mut exhausted = Vec::new();
+        for mut run in candidates.into_iter().filter(|r| self.kinds.contains(&r.kind)) {
+            match run.claimable(self.now.secs) {
+                Claimable::Take => {
+                    run.take(&self.worker_id, self.lease_secs, &self.now);
+                    return (exhausted, Some(run));
+                }
+                Claimable::Exhausted => {
+                    run.exhaust(&self.now);
+                    exhausted.push(run);
+                }
+                Claimable::No => {}
+            }
+        }
+        (exhausted, None)
+    }
+}
+
 impl Run {
     /// Whether a worker may claim this run now.
     pub fn claimable(&self, now: i64) -> Claimable {
@@ -436,11 +472,10 @@ pub trait AgentStore: Send + Sync {
     async fn run(&self, project_id: &str, id: &str) -> StoreResult<Option<Run>>;
     /// A project's runs of kind `run`, newest first (only `source` when given), at most `limit`.
     async fn runs(&self, project_id: &str, source: Option<&str>, limit: i64) -> StoreResult<Vec<Run>>;
-    /// The oldest claimable run of one of `kinds`, handed to `worker_id` for `lease_secs`
-    /// (runs whose lease was lost too often are failed on the way), atomically across
-    /// processes: two workers never hold the same run.
-    async fn claim_run(&self, project_id: &str, worker_id: &str, kinds: Vec<String>, lease_secs: i64, now: Now)
-        -> StoreResult<Option<Run>>;
+    /// The oldest claimable run of one of the claim's kinds, handed to its worker
+    /// ([`Claim::decide`]: runs whose lease was lost too often are failed on the way),
+    /// atomically across processes: two workers never hold the same run.
+    async fn claim_run(&self, project_id: &str, claim: Claim) -> StoreResult<Option<Run>>;
     /// Apply `change` to a run under its row lock ([`Run::apply`] decides); metric points
     /// and rollouts are stored with it. Returns the run after the change.
     async fn change_run(&self, project_id: &str, id: &str, change: RunChange, now: Now) -> StoreResult<Run>;
@@ -490,6 +525,29 @@ mod tests {
         run.exhaust(&at(300));
         assert_eq!(run.state, "failed");
         assert_eq!(run.claimable(400), Claimable::No);
+    }
+
+    #[test]
+    fn a_claim_fails_the_exhausted_on_its_way_to_the_oldest_claimable() {
+        let exhausted = Run {
+            id: "run_0".into(),
+            kind: KIND_RUN.into(),
+            state: RUNNING.into(),
+            lease_expires: Some(10),
+            attempts: MAX_ATTEMPTS,
+            ..queued()
+        };
+        let verify = Run { id: "run_v".into(), kind: KIND_VERIFY.into(), ..queued() };
+        let held = Run { id: "run_h".into(), kind: KIND_RUN.into(), state: RUNNING.into(), lease_expires: Some(500), ..queued() };
+        let first = Run { id: "run_1".into(), kind: KIND_RUN.into(), ..queued() };
+        let second = Run { id: "run_2".into(), kind: KIND_RUN.into(), ..queued() };
+        let claim = Claim { worker_id: "w".into(), kinds: vec![KIND_RUN.into()], lease_secs: 30, now: at(100) };
+        let (failed, taken) = claim.decide(vec![exhausted, verify, held, first, second]);
+        assert_eq!(failed.iter().map(|r| (r.id.as_str(), r.state.as_str())).collect::<Vec<_>>(), [("run_0", "failed")]);
+        let taken = taken.unwrap();
+        assert_eq!((taken.id.as_str(), taken.worker_id.as_deref(), taken.lease_expires), ("run_1", Some("w"), Some(130)));
+        let none = Claim { kinds: vec![KIND_VERIFY.into()], now: at(600), ..claim }.decide(Vec::new());
+        assert!(none.0.is_empty() && none.1.is_none());
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! [`ConnectorStore::commit_connector`], a compare-and-set on the head the server read:
 //! two pushes from one parent — one wins, the other is a conflict.
 
+use crate::error::HubError;
 use crate::store::StoreResult;
 use async_trait::async_trait;
 
@@ -69,6 +70,13 @@ pub struct ConnectorCommit {
     pub created_at: String,
 }
 
+impl ConnectorCommit {
+    /// Its labels, out of the JSON array.
+    pub fn label_list(&self) -> Vec<String> {
+        crate::util::strings(gateway_world::json::parse_clean(&self.labels).as_ref())
+    }
+}
+
 /// A hub listing row: a repo, its owning project's name and its head commit (read
 /// without files).
 #[derive(Debug, Clone, Default)]
@@ -79,6 +87,19 @@ pub struct HubRow {
     pub org_name: String,
     /// The head commit, files left out.
     pub head: Option<ConnectorCommit>,
+}
+
+/// A page of a project's connectors, as a listing asks for it.
+#[derive(Debug, Clone, Default)]
+pub struct RepoListing {
+    /// Only those whose slug, name or description holds this (case-insensitive).
+    pub query: Option<String>,
+    /// Only the published (`true`) or unpublished (`false`) ones.
+    pub is_public: Option<bool>,
+    /// The page size.
+    pub limit: i64,
+    /// How many to skip.
+    pub offset: i64,
 }
 
 /// A commit to make: on a new repo (`repo.id` fresh, `expected_head` None) or on an
@@ -95,6 +116,36 @@ pub struct NewCommit {
     pub commit: ConnectorCommit,
 }
 
+impl NewCommit {
+    /// The row a creating commit inserts: the repo without a head yet (its first commit is
+    /// written after it, then the head moves onto it).
+    pub fn new_repo_row(&self) -> ConnectorRepo {
+        ConnectorRepo { head_commit_id: None, ..self.repo.clone() }
+    }
+
+    /// The refusal of a new repo whose slug the project already has.
+    pub fn slug_taken(&self) -> HubError {
+        HubError::Conflict(format!("connector '{}' already exists in this project", self.repo.slug))
+    }
+
+    /// The compare-and-set on an existing repo, given its id and head as they stand
+    /// (None: it was deleted meanwhile).
+    pub fn check_head(&self, current: Option<(String, Option<String>)>) -> Result<(), HubError> {
+        match current {
+            None => Err(HubError::Conflict(format!("connector '{}' was deleted meanwhile", self.repo.slug))),
+            Some((id, head)) if id != self.repo.id || head != self.expected_head => {
+                Err(HubError::Conflict(format!("connector '{}' moved on meanwhile", self.repo.slug)))
+            }
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// The refusal of a commit the repo already holds.
+    pub fn commit_exists(&self) -> HubError {
+        HubError::Conflict(format!("commit {} already exists in connector '{}'", self.commit.commit_hash, self.repo.slug))
+    }
+}
+
 /// Storage calls of the connector routes.
 #[async_trait]
 pub trait ConnectorStore: Send + Sync {
@@ -102,16 +153,8 @@ pub trait ConnectorStore: Send + Sync {
     async fn connector_repo(&self, project_id: &str, slug: &str) -> StoreResult<Option<ConnectorRepo>>;
     /// A connector by id, with its owning project's name.
     async fn connector_repo_by_id(&self, id: &str) -> StoreResult<Option<(ConnectorRepo, String)>>;
-    /// A project's connectors by slug, filtered by `query` (slug, name or description,
-    /// case-insensitive) and `is_public`; the page and the total.
-    async fn connector_repos(
-        &self,
-        project_id: &str,
-        query: Option<&str>,
-        is_public: Option<bool>,
-        limit: i64,
-        offset: i64,
-    ) -> StoreResult<(Vec<ConnectorRepo>, i64)>;
+    /// A project's connectors by slug, filtered as `listing` asks; the page and the total.
+    async fn connector_repos(&self, project_id: &str, listing: &RepoListing) -> StoreResult<(Vec<ConnectorRepo>, i64)>;
     /// The hub: the project's own connectors and every other project's published ones,
     /// filtered by `query`, own first, then by slug.
     async fn connector_hub(&self, project_id: &str, query: Option<&str>) -> StoreResult<Vec<HubRow>>;
@@ -126,8 +169,10 @@ pub trait ConnectorStore: Send + Sync {
     async fn delete_connector(&self, project_id: &str, slug: &str) -> StoreResult<bool>;
 }
 
-/// Escape `%`, `_` and `\` for a `LIKE … ESCAPE '\'` pattern, wrapped in `%…%`.
-pub fn like_pattern(query: &str) -> String {
+/// The `LIKE … ESCAPE '\'` pattern of a search: `query` lowercased, `%`, `_` and `\`
+/// escaped, wrapped in `%…%` (None: no search, the query absent or empty).
+pub fn like_pattern(query: Option<&str>) -> Option<String> {
+    let query = query.filter(|q| !q.is_empty())?;
     let mut out = String::from("%");
     for c in query.to_lowercase().chars() {
         if matches!(c, '%' | '_' | '\\') {
@@ -136,5 +181,5 @@ pub fn like_pattern(query: &str) -> String {
         out.push(c);
     }
     out.push('%');
-    out
+    Some(out)
 }

@@ -10,6 +10,7 @@
 //! beyond the sums: the means, rates and deviations are the server's
 //! (`server/environments.rs`). Task sets are not here: they are platform documents.
 
+use crate::error::HubError;
 use crate::store::{Container, StoreResult, Version};
 use async_trait::async_trait;
 
@@ -54,6 +55,44 @@ pub struct Evaluation {
     pub completed_at: Option<String>,
     /// Higher is newer.
     pub seq: i64,
+}
+
+impl Evaluation {
+    /// Samples and a finalize are taken only while the evaluation is RUNNING.
+    pub fn ensure_running(&self) -> Result<(), HubError> {
+        if self.status == RUNNING {
+            return Ok(());
+        }
+        Err(HubError::Conflict(format!(
+            "evaluation {} is already {}: samples and a finalize are taken only while it is RUNNING",
+            self.id, self.status
+        )))
+    }
+}
+
+/// How an evaluation ends: what a finalize writes.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// One of [`FINAL_STATUSES`].
+    pub status: String,
+    /// `metrics` (JSON), if given.
+    pub metrics: Option<String>,
+    /// `cost` (JSON), if given.
+    pub cost: Option<String>,
+    /// When it was finalized.
+    pub completed_at: String,
+}
+
+impl Outcome {
+    /// Whether finalizing `evaluation` with this outcome changes it: not when it already
+    /// ended with this status (a finalize repeated); a conflict when it ended otherwise.
+    pub fn changes(&self, evaluation: &Evaluation) -> Result<bool, HubError> {
+        if evaluation.status == self.status {
+            return Ok(false);
+        }
+        evaluation.ensure_running()?;
+        Ok(true)
+    }
 }
 
 /// One scored rollout of an evaluation.
@@ -160,14 +199,7 @@ pub trait EvaluationStore: Send + Sync {
     /// Finalize a RUNNING evaluation with `status` (`metrics` and `cost` as JSON). A
     /// second finalize with the same status answers the stored evaluation unchanged;
     /// with another status it is a [`crate::HubError::Conflict`].
-    async fn finalize_evaluation(
-        &self,
-        id: &str,
-        status: &str,
-        metrics: Option<String>,
-        cost: Option<String>,
-        at: &str,
-    ) -> StoreResult<Evaluation>;
+    async fn finalize_evaluation(&self, id: &str, outcome: Outcome) -> StoreResult<Evaluation>;
     /// A container's evaluations, newest first, at most `limit`.
     async fn evaluations(&self, container_id: &str, limit: i64) -> StoreResult<Vec<Evaluation>>;
     /// How many evaluations a container has.

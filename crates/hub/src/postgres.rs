@@ -18,11 +18,10 @@
 use crate::error::HubError;
 use crate::migrations::{postgres_dialect, MIGRATIONS};
 use crate::rows::*;
-use crate::sqlite::cas_decision;
 use crate::store::*;
 use crate::util::{new_id, now_iso};
 use async_trait::async_trait;
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::postgres::{PgArguments, PgConnectOptions, PgExecutor, PgPool, PgPoolOptions};
 use sqlx::{Postgres, Row, Transaction};
 use std::str::FromStr;
 use std::time::Duration;
@@ -103,18 +102,43 @@ impl PostgresStore {
 
 type Tx = Transaction<'static, Postgres>;
 
+/// A statement with its arguments bound.
+type Query<'q> = sqlx::query::Query<'q, Postgres, PgArguments>;
+
+/// Every row `query` selects on `on` (the pool or a transaction), read as `T`.
+async fn all<'c, T: FromColumns>(on: impl PgExecutor<'c>, query: Query<'_>) -> StoreResult<Vec<T>> {
+    Ok(query.fetch_all(on).await?.iter().map(from_postgres).collect::<Result<_, _>>()?)
+}
+
+/// `query` with `params` bound in order.
+fn bind_all<'q>(query: Query<'q>, params: Vec<Param<'q>>) -> Query<'q> {
+    params.into_iter().fold(query, |query, param| match param {
+        Param::Text(text) => query.bind(text),
+        Param::Int(number) => query.bind(number),
+        Param::Real(number) => query.bind(number),
+    })
+}
+
+/// Insert `row` into `table` on `on` (then `rest`: an `ON CONFLICT …` clause, or
+/// nothing); how many rows it wrote.
+async fn insert<'c, T: Stored>(on: impl PgExecutor<'c>, table: &str, row: &T, rest: &str) -> StoreResult<u64> {
+    let sql = insert_sql::<T>(table, '$', rest);
+    Ok(bind_all(sqlx::query(&sql), row.params()).execute(on).await?.rows_affected())
+}
+
+/// The first row `query` selects on `on`, if any, read as `T`.
+async fn optional<'c, T: FromColumns>(on: impl PgExecutor<'c>, query: Query<'_>) -> StoreResult<Option<T>> {
+    Ok(query.fetch_optional(on).await?.as_ref().map(from_postgres).transpose()?)
+}
+
 async fn get_version(tx: &mut Tx, id: &str) -> StoreResult<Option<Version>> {
-    let row = sqlx::query(&format!("SELECT {VERSION_COLUMNS} FROM versions WHERE id = $1")).bind(id).fetch_optional(&mut **tx).await?;
-    Ok(row.as_ref().map(from_postgres).transpose()?)
+    let sql = format!("SELECT {VERSION_COLUMNS} FROM versions WHERE id = $1");
+    optional(&mut **tx, sqlx::query(&sql).bind(id)).await
 }
 
 async fn get_ref(tx: &mut Tx, container_id: &str, name: &str) -> StoreResult<Option<Ref>> {
-    let row = sqlx::query(&format!("SELECT {REF_COLUMNS} FROM refs WHERE container_id = $1 AND name = $2"))
-        .bind(container_id)
-        .bind(name)
-        .fetch_optional(&mut **tx)
-        .await?;
-    Ok(row.as_ref().map(from_postgres).transpose()?)
+    let sql = format!("SELECT {REF_COLUMNS} FROM refs WHERE container_id = $1 AND name = $2");
+    optional(&mut **tx, sqlx::query(&sql).bind(container_id).bind(name)).await
 }
 
 /// Lock a container's row for the rest of the transaction: ref changes of one container
@@ -129,57 +153,12 @@ async fn lock_container(tx: &mut Tx, container_id: &str) -> StoreResult<String> 
 }
 
 async fn insert_version(tx: &mut Tx, v: &Version) -> StoreResult<bool> {
-    let done = sqlx::query(
-        "INSERT INTO versions (id, container_id, content_hash, bundle_sha256, bundle_size, semantic_version, pyproject_meta, \
-         file_manifest, state, change_reason, author, image_ref, object_key, uploaded, wheel_filename, wheel_sha256, wheel_size, \
-         wheel_uploaded, requires_dist, forked_from_version_id, pushed_branch, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22) \
-         ON CONFLICT (container_id, content_hash) DO NOTHING",
-    )
-    .bind(&v.id)
-    .bind(&v.container_id)
-    .bind(&v.content_hash)
-    .bind(&v.bundle_sha256)
-    .bind(v.bundle_size)
-    .bind(&v.semantic_version)
-    .bind(&v.pyproject_meta)
-    .bind(&v.file_manifest)
-    .bind(&v.state)
-    .bind(&v.change_reason)
-    .bind(&v.author)
-    .bind(&v.image_ref)
-    .bind(&v.object_key)
-    .bind(v.uploaded as i64)
-    .bind(&v.wheel_filename)
-    .bind(&v.wheel_sha256)
-    .bind(v.wheel_size)
-    .bind(v.wheel_uploaded as i64)
-    .bind(&v.requires_dist)
-    .bind(&v.forked_from_version_id)
-    .bind(&v.pushed_branch)
-    .bind(&v.created_at)
-    .execute(&mut **tx)
-    .await?;
-    Ok(done.rows_affected() == 1)
+    Ok(insert(&mut **tx, "versions", v, "ON CONFLICT (container_id, content_hash) DO NOTHING").await? == 1)
 }
 
 /// Insert a container unless the slug is taken in its project. Returns whether it was inserted.
 async fn insert_container(tx: &mut Tx, c: &Container) -> StoreResult<bool> {
-    let done = sqlx::query(&format!(
-        "INSERT INTO containers ({CONTAINER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (project_id, slug) DO NOTHING"
-    ))
-    .bind(&c.id)
-    .bind(&c.project_id)
-    .bind(&c.slug)
-    .bind(&c.name)
-    .bind(&c.description)
-    .bind(&c.tags)
-    .bind(&c.visibility)
-    .bind(&c.forked_from_version_id)
-    .bind(&c.created_at)
-    .execute(&mut **tx)
-    .await?;
-    Ok(done.rows_affected() == 1)
+    Ok(insert(&mut **tx, "containers", c, "ON CONFLICT (project_id, slug) DO NOTHING").await? == 1)
 }
 
 #[async_trait]
@@ -209,14 +188,7 @@ impl MetaStore for PostgresStore {
     }
 
     async fn key_lookup(&self, public_key: &str) -> StoreResult<Option<(String, String)>> {
-        let row = sqlx::query("SELECT project_id, secret_sha256 FROM api_keys WHERE public_key = $1")
-            .bind(public_key)
-            .fetch_optional(&self.pool)
-            .await?;
-        Ok(match row {
-            Some(r) => Some((r.try_get(0)?, r.try_get(1)?)),
-            None => None,
-        })
+        optional(&self.pool, sqlx::query("SELECT project_id, secret_sha256 FROM api_keys WHERE public_key = $1").bind(public_key)).await
     }
 
     async fn resolve_container(&self, new: Container) -> StoreResult<(Container, bool)> {
@@ -236,18 +208,13 @@ impl MetaStore for PostgresStore {
     }
 
     async fn container(&self, project_id: &str, slug: &str) -> StoreResult<Option<Container>> {
-        let row = sqlx::query(&format!("SELECT {CONTAINER_COLUMNS} FROM containers WHERE project_id = $1 AND slug = $2"))
-            .bind(project_id)
-            .bind(slug)
-            .fetch_optional(&self.pool)
-            .await?;
-        Ok(row.as_ref().map(from_postgres).transpose()?)
+        let sql = format!("SELECT {CONTAINER_COLUMNS} FROM containers WHERE project_id = $1 AND slug = $2");
+        optional(&self.pool, sqlx::query(&sql).bind(project_id).bind(slug)).await
     }
 
     async fn container_by_id(&self, id: &str) -> StoreResult<Option<Container>> {
-        let row =
-            sqlx::query(&format!("SELECT {CONTAINER_COLUMNS} FROM containers WHERE id = $1")).bind(id).fetch_optional(&self.pool).await?;
-        Ok(row.as_ref().map(from_postgres).transpose()?)
+        let sql = format!("SELECT {CONTAINER_COLUMNS} FROM containers WHERE id = $1");
+        optional(&self.pool, sqlx::query(&sql).bind(id)).await
     }
 
     async fn create_version(&self, new: Version) -> StoreResult<(Version, bool)> {
@@ -280,8 +247,8 @@ impl MetaStore for PostgresStore {
     }
 
     async fn version(&self, id: &str) -> StoreResult<Option<Version>> {
-        let row = sqlx::query(&format!("SELECT {VERSION_COLUMNS} FROM versions WHERE id = $1")).bind(id).fetch_optional(&self.pool).await?;
-        Ok(row.as_ref().map(from_postgres).transpose()?)
+        let sql = format!("SELECT {VERSION_COLUMNS} FROM versions WHERE id = $1");
+        optional(&self.pool, sqlx::query(&sql).bind(id)).await
     }
 
     async fn mark_uploaded(&self, version_id: &str, wheel: bool) -> StoreResult<()> {
@@ -317,17 +284,13 @@ impl MetaStore for PostgresStore {
         // The row lock: from here on, no other finalize of this container runs.
         let slug = lock_container(&mut tx, &container_id).await?;
         let mut version = get_version(&mut tx, id).await?.ok_or_else(|| HubError::NotFound(format!("version {id} not found")))?;
-        if !version.uploaded {
-            return Err(HubError::BadRequest(format!(
-                "version {id} has no uploaded bundle: PUT the tarball to the uploadUrl from POST /versions before finalizing"
-            )));
-        }
+        version.ensure_uploaded()?;
         let tip = get_ref(&mut tx, &container_id, branch).await?;
         cas_decision(&slug, branch, tip.as_ref(), id, base, force)?;
         let now = now_iso();
         let previous_tip = tip.as_ref().map(|t| t.version_id.clone());
         if version.state != "READY" {
-            let parent = base.map(str::to_string).or_else(|| previous_tip.clone()).filter(|p| p != id);
+            let parent = version.lineage(base, previous_tip.as_deref());
             sqlx::query("UPDATE versions SET state = 'READY', forked_from_version_id = COALESCE(forked_from_version_id, $1) WHERE id = $2")
                 .bind(parent)
                 .bind(id)
@@ -366,46 +329,28 @@ impl MetaStore for PostgresStore {
             VersionFilter::Semver(s) => (format!("{base} AND semantic_version = $2"), s),
             VersionFilter::HashPrefix(p) => (format!("{base} AND starts_with(content_hash, $2)"), p),
         };
-        let rows = sqlx::query(&format!("{sql} ORDER BY seq DESC LIMIT $3"))
-            .bind(container_id)
-            .bind(arg)
-            .bind(limit)
-            .fetch_all(&self.pool)
-            .await?;
-        Ok(rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?)
+        let sql = format!("{sql} ORDER BY seq DESC LIMIT $3");
+        all(&self.pool, sqlx::query(&sql).bind(container_id).bind(arg).bind(limit)).await
     }
 
     async fn refs(&self, container_id: &str) -> StoreResult<Vec<Ref>> {
-        let rows = sqlx::query(&format!(
+        let sql = format!(
             "SELECT {REF_COLUMNS} FROM refs WHERE container_id = $1 \
              ORDER BY CASE kind WHEN 'branch' THEN 0 ELSE 1 END, name COLLATE \"C\""
-        ))
-        .bind(container_id)
-        .fetch_all(&self.pool)
-        .await?;
-        Ok(rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?)
+        );
+        all(&self.pool, sqlx::query(&sql).bind(container_id)).await
     }
 
     async fn get_ref(&self, container_id: &str, name: &str) -> StoreResult<Option<Ref>> {
-        let row = sqlx::query(&format!("SELECT {REF_COLUMNS} FROM refs WHERE container_id = $1 AND name = $2"))
-            .bind(container_id)
-            .bind(name)
-            .fetch_optional(&self.pool)
-            .await?;
-        Ok(row.as_ref().map(from_postgres).transpose()?)
+        let sql = format!("SELECT {REF_COLUMNS} FROM refs WHERE container_id = $1 AND name = $2");
+        optional(&self.pool, sqlx::query(&sql).bind(container_id).bind(name)).await
     }
 
     async fn create_ref(&self, new: Ref) -> StoreResult<()> {
         let mut tx = self.pool.begin().await?;
         lock_container(&mut tx, &new.container_id).await?;
         if let Some(existing) = get_ref(&mut tx, &new.container_id, &new.name).await? {
-            return Err(HubError::Conflict(format!(
-                "a {} named '{}' already exists (at {}){}",
-                existing.kind,
-                new.name,
-                existing.version_id,
-                if existing.kind == "tag" { "; tags are immutable, pick another name" } else { "; pick another name" }
-            )));
+            return Err(existing.name_taken(&new.name));
         }
         sqlx::query("INSERT INTO refs (container_id, name, kind, version_id, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5)")
             .bind(&new.container_id)
@@ -422,21 +367,10 @@ impl MetaStore for PostgresStore {
     async fn fork(&self, target: Container, source: &Version) -> StoreResult<(Container, Version)> {
         let mut tx = self.pool.begin().await?;
         if !insert_container(&mut tx, &target).await? {
-            return Err(HubError::Conflict(format!(
-                "a container named '{}' already exists: fork into another slug with --into <slug>",
-                target.slug
-            )));
+            return Err(fork_slug_taken(&target.slug));
         }
         let now = now_iso();
-        let copy = Version {
-            id: new_id("ver_"),
-            container_id: target.id.clone(),
-            state: "READY".into(),
-            forked_from_version_id: Some(source.id.clone()),
-            pushed_branch: Some("main".into()),
-            created_at: now.clone(),
-            ..source.clone()
-        };
+        let copy = source.fork_copy(&target.id, &now);
         insert_version(&mut tx, &copy).await?;
         sqlx::query(
             "INSERT INTO refs (container_id, name, kind, version_id, created_at, updated_at) VALUES ($1, 'main', 'branch', $2, $3, $3)",
@@ -452,33 +386,15 @@ impl MetaStore for PostgresStore {
     }
 
     async fn add_proposal(&self, p: Proposal) -> StoreResult<()> {
-        sqlx::query(
-            "INSERT INTO proposals (id, container_id, title, change_reason, base_version_id, target_branch, source_branch, changes, status, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-        )
-        .bind(&p.id)
-        .bind(&p.container_id)
-        .bind(&p.title)
-        .bind(&p.change_reason)
-        .bind(&p.base_version_id)
-        .bind(&p.target_branch)
-        .bind(&p.source_branch)
-        .bind(&p.changes)
-        .bind(&p.status)
-        .bind(&p.created_at)
-        .execute(&self.pool)
-        .await?;
+        insert(&self.pool, "proposals", &p, "").await?;
         Ok(())
     }
 
     async fn proposals(&self, container_id: &str) -> StoreResult<Vec<Proposal>> {
-        let rows = sqlx::query(&format!(
+        let sql = format!(
             "SELECT {PROPOSAL_COLUMNS} FROM proposals WHERE container_id = $1 ORDER BY created_at COLLATE \"C\" DESC, id COLLATE \"C\""
-        ))
-        .bind(container_id)
-        .fetch_all(&self.pool)
-        .await?;
-        Ok(rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?)
+        );
+        all(&self.pool, sqlx::query(&sql).bind(container_id)).await
     }
 
     async fn put_secret(&self, container_id: &str, key: &str, sealed: Vec<u8>) -> StoreResult<bool> {
@@ -499,23 +415,13 @@ impl MetaStore for PostgresStore {
     }
 
     async fn secrets(&self, container_id: &str) -> StoreResult<Vec<SecretInfo>> {
-        let rows = sqlx::query("SELECT key, created_at, updated_at FROM secrets WHERE container_id = $1 ORDER BY key COLLATE \"C\"")
-            .bind(container_id)
-            .fetch_all(&self.pool)
-            .await?;
-        rows.iter().map(|r| Ok(SecretInfo { key: r.try_get(0)?, created_at: r.try_get(1)?, updated_at: r.try_get(2)? })).collect()
+        let sql = format!("SELECT {SECRET_INFO_COLUMNS} FROM secrets WHERE container_id = $1 ORDER BY key COLLATE \"C\"");
+        all(&self.pool, sqlx::query(&sql).bind(container_id)).await
     }
 
     async fn secret_value(&self, container_id: &str, key: &str) -> StoreResult<Option<Vec<u8>>> {
-        let row = sqlx::query("SELECT sealed FROM secrets WHERE container_id = $1 AND key = $2")
-            .bind(container_id)
-            .bind(key)
-            .fetch_optional(&self.pool)
-            .await?;
-        Ok(match row {
-            Some(r) => Some(r.try_get(0)?),
-            None => None,
-        })
+        optional(&self.pool, sqlx::query("SELECT sealed FROM secrets WHERE container_id = $1 AND key = $2").bind(container_id).bind(key))
+            .await
     }
 
     async fn delete_secret(&self, container_id: &str, key: &str) -> StoreResult<bool> {
@@ -528,23 +434,12 @@ impl MetaStore for PostgresStore {
     }
 
     async fn run_configs(&self, project_id: &str) -> StoreResult<Vec<String>> {
-        let rows = sqlx::query("SELECT body FROM run_configs WHERE project_id = $1 ORDER BY created_at COLLATE \"C\", id COLLATE \"C\"")
-            .bind(project_id)
-            .fetch_all(&self.pool)
-            .await?;
-        Ok(rows.iter().map(|r| r.try_get(0)).collect::<Result<Vec<String>, _>>()?)
+        let sql = "SELECT body FROM run_configs WHERE project_id = $1 ORDER BY created_at COLLATE \"C\", id COLLATE \"C\"";
+        all(&self.pool, sqlx::query(sql).bind(project_id)).await
     }
 
     async fn run_config(&self, project_id: &str, id: &str) -> StoreResult<Option<String>> {
-        let row = sqlx::query("SELECT body FROM run_configs WHERE project_id = $1 AND id = $2")
-            .bind(project_id)
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?;
-        Ok(match row {
-            Some(r) => Some(r.try_get(0)?),
-            None => None,
-        })
+        optional(&self.pool, sqlx::query("SELECT body FROM run_configs WHERE project_id = $1 AND id = $2").bind(project_id).bind(id)).await
     }
 
     async fn put_run_config(&self, project_id: &str, id: &str, body: &str) -> StoreResult<()> {
@@ -592,27 +487,13 @@ impl MetaStore for PostgresStore {
     }
 
     async fn document(&self, project_id: &str, kind: &str, id: &str) -> StoreResult<Option<String>> {
-        let row = sqlx::query("SELECT body FROM documents WHERE project_id = $1 AND kind = $2 AND id = $3")
-            .bind(project_id)
-            .bind(kind)
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?;
-        Ok(match row {
-            Some(r) => Some(r.try_get(0)?),
-            None => None,
-        })
+        let sql = "SELECT body FROM documents WHERE project_id = $1 AND kind = $2 AND id = $3";
+        optional(&self.pool, sqlx::query(sql).bind(project_id).bind(kind).bind(id)).await
     }
 
     async fn documents(&self, project_id: &str, kind: &str, after: i64, limit: i64) -> StoreResult<Vec<(i64, String)>> {
-        let rows = sqlx::query("SELECT seq, body FROM documents WHERE project_id = $1 AND kind = $2 AND seq > $3 ORDER BY seq LIMIT $4")
-            .bind(project_id)
-            .bind(kind)
-            .bind(after)
-            .bind(limit)
-            .fetch_all(&self.pool)
-            .await?;
-        Ok(rows.iter().map(|r| Ok((r.try_get(0)?, r.try_get(1)?))).collect::<Result<Vec<(i64, String)>, sqlx::Error>>()?)
+        let sql = "SELECT seq, body FROM documents WHERE project_id = $1 AND kind = $2 AND seq > $3 ORDER BY seq LIMIT $4";
+        all(&self.pool, sqlx::query(sql).bind(project_id).bind(kind).bind(after).bind(limit)).await
     }
 
     async fn delete_document(&self, project_id: &str, kind: &str, id: &str) -> StoreResult<bool> {

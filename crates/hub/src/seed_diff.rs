@@ -39,14 +39,7 @@ pub fn primary_keys(runtime_json: Option<&str>, world_json: Option<&str>) -> Pri
         let entities = path.iter().try_fold(&value, |v, k| v.get(k));
         let mut out = PrimaryKeys::new();
         for (name, entity) in entities.and_then(Value::as_object).into_iter().flatten() {
-            let fields: Vec<String> = entity
-                .get("primary_key")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect();
+            let fields = crate::util::strings(entity.get("primary_key"));
             if !fields.is_empty() {
                 out.insert(name.clone(), fields);
             }

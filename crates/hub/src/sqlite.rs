@@ -74,6 +74,29 @@ impl SqliteStore {
         .await
         .map_err(|e| HubError::Storage(e.to_string()))?
     }
+
+    /// Every row `sql` selects with `params`, read as `T` from its first column on.
+    async fn all<T, P>(&self, sql: String, params: P) -> StoreResult<Vec<T>>
+    where
+        T: FromColumns + Send + 'static,
+        P: rusqlite::Params + Send + 'static,
+    {
+        self.with(move |c| {
+            let mut stmt = c.prepare(&sql)?;
+            let rows = stmt.query_map(params, from_sqlite)?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .await
+    }
+
+    /// The first row `sql` selects with `params`, if any, read as `T`.
+    async fn optional<T, P>(&self, sql: String, params: P) -> StoreResult<Option<T>>
+    where
+        T: FromColumns + Send + 'static,
+        P: rusqlite::Params + Send + 'static,
+    {
+        self.with(move |c| Ok(c.query_row(&sql, params, from_sqlite).optional()?)).await
+    }
 }
 
 fn get_version(conn: &Connection, id: &str) -> StoreResult<Option<Version>> {
@@ -86,74 +109,10 @@ fn get_ref(conn: &Connection, container_id: &str, name: &str) -> StoreResult<Opt
         .optional()?)
 }
 
-fn insert_version(conn: &Connection, v: &Version) -> StoreResult<()> {
-    conn.execute(
-        "INSERT INTO versions (id, container_id, content_hash, bundle_sha256, bundle_size, semantic_version, pyproject_meta, \
-         file_manifest, state, change_reason, author, image_ref, object_key, uploaded, wheel_filename, wheel_sha256, wheel_size, \
-         wheel_uploaded, requires_dist, forked_from_version_id, pushed_branch, created_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
-        params![
-            v.id,
-            v.container_id,
-            v.content_hash,
-            v.bundle_sha256,
-            v.bundle_size,
-            v.semantic_version,
-            v.pyproject_meta,
-            v.file_manifest,
-            v.state,
-            v.change_reason,
-            v.author,
-            v.image_ref,
-            v.object_key,
-            v.uploaded as i64,
-            v.wheel_filename,
-            v.wheel_sha256,
-            v.wheel_size,
-            v.wheel_uploaded as i64,
-            v.requires_dist,
-            v.forked_from_version_id,
-            v.pushed_branch,
-            v.created_at
-        ],
-    )?;
-    Ok(())
-}
-
-fn insert_container(conn: &Connection, c: &Container) -> StoreResult<()> {
-    conn.execute(
-        &format!("INSERT INTO containers ({CONTAINER_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"),
-        params![c.id, c.project_id, c.slug, c.name, c.description, c.tags, c.visibility, c.forked_from_version_id, c.created_at],
-    )?;
-    Ok(())
-}
-
-/// The compare-and-set decision shared by the back ends: `Ok(true)` = move/create.
-pub fn cas_decision(
-    slug_hint: &str,
-    branch: &str,
-    tip: Option<&Ref>,
-    version_id: &str,
-    base: Option<&str>,
-    force: bool,
-) -> StoreResult<()> {
-    let Some(tip) = tip else { return Ok(()) };
-    if tip.kind != "branch" {
-        return Err(HubError::Conflict(format!("'{branch}' is a tag, and tags are immutable: push to a branch instead (--branch <name>)")));
-    }
-    if force || tip.version_id == version_id || base == Some(tip.version_id.as_str()) {
-        return Ok(());
-    }
-    let based_on = match base {
-        Some(base) => format!("based on {base}"),
-        None => "not based on any version (an ad-hoc directory)".to_string(),
-    };
-    Err(HubError::Conflict(format!(
-        "branch '{branch}' has moved: its tip is {tip_id} but this push is {based_on}. \
-         Pull the tip (`gateway bench pull {slug_hint}@{branch}`) and re-apply your changes, \
-         push to another branch with --branch <name>, or overwrite the tip with --force.",
-        tip_id = tip.version_id
-    )))
+/// Insert `row` into `table` (then `rest`: an `ON CONFLICT …` clause, or nothing); how
+/// many rows it wrote.
+fn insert<T: Stored>(conn: &Connection, table: &str, row: &T, rest: &str) -> StoreResult<usize> {
+    Ok(conn.execute(&insert_sql::<T>(table, '?', rest), rusqlite::params_from_iter(row.params()))?)
 }
 
 #[async_trait]
@@ -186,14 +145,7 @@ impl MetaStore for SqliteStore {
     }
 
     async fn key_lookup(&self, public_key: &str) -> StoreResult<Option<(String, String)>> {
-        let public_key = public_key.to_string();
-        self.with(move |c| {
-            Ok(c.query_row("SELECT project_id, secret_sha256 FROM api_keys WHERE public_key = ?1", [&public_key], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
-            .optional()?)
-        })
-        .await
+        self.optional("SELECT project_id, secret_sha256 FROM api_keys WHERE public_key = ?1".into(), (public_key.to_string(),)).await
     }
 
     async fn resolve_container(&self, new: Container) -> StoreResult<(Container, bool)> {
@@ -209,7 +161,7 @@ impl MetaStore for SqliteStore {
             if let Some(found) = found {
                 return Ok((found, false));
             }
-            insert_container(&tx, &new)?;
+            insert(&tx, "containers", &new, "")?;
             tx.commit()?;
             Ok((new, true))
         })
@@ -217,24 +169,12 @@ impl MetaStore for SqliteStore {
     }
 
     async fn container(&self, project_id: &str, slug: &str) -> StoreResult<Option<Container>> {
-        let (project_id, slug) = (project_id.to_string(), slug.to_string());
-        self.with(move |c| {
-            Ok(c.query_row(
-                &format!("SELECT {CONTAINER_COLUMNS} FROM containers WHERE project_id = ?1 AND slug = ?2"),
-                [&project_id, &slug],
-                from_sqlite,
-            )
-            .optional()?)
-        })
-        .await
+        let sql = format!("SELECT {CONTAINER_COLUMNS} FROM containers WHERE project_id = ?1 AND slug = ?2");
+        self.optional(sql, (project_id.to_string(), slug.to_string())).await
     }
 
     async fn container_by_id(&self, id: &str) -> StoreResult<Option<Container>> {
-        let id = id.to_string();
-        self.with(move |c| {
-            Ok(c.query_row(&format!("SELECT {CONTAINER_COLUMNS} FROM containers WHERE id = ?1"), [&id], from_sqlite).optional()?)
-        })
-        .await
+        self.optional(format!("SELECT {CONTAINER_COLUMNS} FROM containers WHERE id = ?1"), (id.to_string(),)).await
     }
 
     async fn create_version(&self, new: Version) -> StoreResult<(Version, bool)> {
@@ -259,7 +199,7 @@ impl MetaStore for SqliteStore {
                 tx.commit()?;
                 return Ok((existing, false));
             }
-            insert_version(&tx, &new)?;
+            insert(&tx, "versions", &new, "")?;
             let stored = get_version(&tx, &new.id)?.ok_or_else(|| HubError::Storage("version vanished".into()))?;
             tx.commit()?;
             Ok((stored, true))
@@ -300,18 +240,14 @@ impl MetaStore for SqliteStore {
         self.with(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let mut version = get_version(&tx, &id)?.ok_or_else(|| HubError::NotFound(format!("version {id} not found")))?;
-            if !version.uploaded {
-                return Err(HubError::BadRequest(format!(
-                    "version {id} has no uploaded bundle: PUT the tarball to the uploadUrl from POST /versions before finalizing"
-                )));
-            }
+            version.ensure_uploaded()?;
             let slug: String = tx.query_row("SELECT slug FROM containers WHERE id = ?1", [&version.container_id], |r| r.get(0))?;
             let tip = get_ref(&tx, &version.container_id, &branch)?;
             cas_decision(&slug, &branch, tip.as_ref(), &id, base.as_deref(), force)?;
             let now = now_iso();
             let previous_tip = tip.as_ref().map(|t| t.version_id.clone());
             if version.state != "READY" {
-                let parent = base.clone().or_else(|| previous_tip.clone()).filter(|p| *p != id);
+                let parent = version.lineage(base.as_deref(), previous_tip.as_deref());
                 tx.execute(
                     "UPDATE versions SET state = 'READY', forked_from_version_id = COALESCE(forked_from_version_id, ?1) WHERE id = ?2",
                     params![parent, id],
@@ -340,31 +276,19 @@ impl MetaStore for SqliteStore {
     }
 
     async fn find_versions(&self, container_id: &str, filter: VersionFilter, limit: i64) -> StoreResult<Vec<Version>> {
-        let container_id = container_id.to_string();
-        self.with(move |c| {
-            let base = format!("SELECT {VERSION_COLUMNS} FROM versions WHERE container_id = ?1 AND state = 'READY'");
-            let (sql, arg) = match filter {
-                VersionFilter::Ready => (format!("{base} AND ?2 = ?2"), String::new()),
-                VersionFilter::Semver(s) => (format!("{base} AND semantic_version = ?2"), s),
-                VersionFilter::HashPrefix(p) => (format!("{base} AND substr(content_hash, 1, length(?2)) = ?2"), p),
-            };
-            let mut stmt = c.prepare(&format!("{sql} ORDER BY seq DESC LIMIT ?3"))?;
-            let rows = stmt.query_map(params![container_id, arg, limit], from_sqlite)?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-        })
-        .await
+        let base = format!("SELECT {VERSION_COLUMNS} FROM versions WHERE container_id = ?1 AND state = 'READY'");
+        let (sql, arg) = match filter {
+            VersionFilter::Ready => (format!("{base} AND ?2 = ?2"), String::new()),
+            VersionFilter::Semver(s) => (format!("{base} AND semantic_version = ?2"), s),
+            VersionFilter::HashPrefix(p) => (format!("{base} AND substr(content_hash, 1, length(?2)) = ?2"), p),
+        };
+        self.all(format!("{sql} ORDER BY seq DESC LIMIT ?3"), (container_id.to_string(), arg, limit)).await
     }
 
     async fn refs(&self, container_id: &str) -> StoreResult<Vec<Ref>> {
-        let container_id = container_id.to_string();
-        self.with(move |c| {
-            let mut stmt = c.prepare(&format!(
-                "SELECT {REF_COLUMNS} FROM refs WHERE container_id = ?1 ORDER BY CASE kind WHEN 'branch' THEN 0 ELSE 1 END, name"
-            ))?;
-            let rows = stmt.query_map([&container_id], from_sqlite)?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-        })
-        .await
+        let sql =
+            format!("SELECT {REF_COLUMNS} FROM refs WHERE container_id = ?1 ORDER BY CASE kind WHEN 'branch' THEN 0 ELSE 1 END, name");
+        self.all(sql, (container_id.to_string(),)).await
     }
 
     async fn get_ref(&self, container_id: &str, name: &str) -> StoreResult<Option<Ref>> {
@@ -376,13 +300,7 @@ impl MetaStore for SqliteStore {
         self.with(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             if let Some(existing) = get_ref(&tx, &new.container_id, &new.name)? {
-                return Err(HubError::Conflict(format!(
-                    "a {} named '{}' already exists (at {}){}",
-                    existing.kind,
-                    new.name,
-                    existing.version_id,
-                    if existing.kind == "tag" { "; tags are immutable, pick another name" } else { "; pick another name" }
-                )));
+                return Err(existing.name_taken(&new.name));
             }
             tx.execute(
                 "INSERT INTO refs (container_id, name, kind, version_id, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
@@ -404,23 +322,12 @@ impl MetaStore for SqliteStore {
                 })
                 .optional()?;
             if taken.is_some() {
-                return Err(HubError::Conflict(format!(
-                    "a container named '{}' already exists: fork into another slug with --into <slug>",
-                    target.slug
-                )));
+                return Err(fork_slug_taken(&target.slug));
             }
-            insert_container(&tx, &target)?;
+            insert(&tx, "containers", &target, "")?;
             let now = now_iso();
-            let copy = Version {
-                id: new_id("ver_"),
-                container_id: target.id.clone(),
-                state: "READY".into(),
-                forked_from_version_id: Some(source.id.clone()),
-                pushed_branch: Some("main".into()),
-                created_at: now.clone(),
-                ..source.clone()
-            };
-            insert_version(&tx, &copy)?;
+            let copy = source.fork_copy(&target.id, &now);
+            insert(&tx, "versions", &copy, "")?;
             tx.execute(
                 "INSERT INTO refs (container_id, name, kind, version_id, created_at, updated_at) VALUES (?1, 'main', 'branch', ?2, ?3, ?3)",
                 params![target.id, copy.id, now],
@@ -433,26 +340,12 @@ impl MetaStore for SqliteStore {
     }
 
     async fn add_proposal(&self, p: Proposal) -> StoreResult<()> {
-        self.with(move |c| {
-            c.execute(
-                "INSERT INTO proposals (id, container_id, title, change_reason, base_version_id, target_branch, source_branch, changes, status, created_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                params![p.id, p.container_id, p.title, p.change_reason, p.base_version_id, p.target_branch, p.source_branch, p.changes, p.status, p.created_at],
-            )?;
-            Ok(())
-        })
-        .await
+        self.with(move |c| insert(c, "proposals", &p, "").map(|_| ())).await
     }
 
     async fn proposals(&self, container_id: &str) -> StoreResult<Vec<Proposal>> {
-        let container_id = container_id.to_string();
-        self.with(move |c| {
-            let mut stmt =
-                c.prepare(&format!("SELECT {PROPOSAL_COLUMNS} FROM proposals WHERE container_id = ?1 ORDER BY created_at DESC, id"))?;
-            let rows = stmt.query_map([&container_id], from_sqlite)?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-        })
-        .await
+        let sql = format!("SELECT {PROPOSAL_COLUMNS} FROM proposals WHERE container_id = ?1 ORDER BY created_at DESC, id");
+        self.all(sql, (container_id.to_string(),)).await
     }
 
     async fn put_secret(&self, container_id: &str, key: &str, sealed: Vec<u8>) -> StoreResult<bool> {
@@ -477,23 +370,13 @@ impl MetaStore for SqliteStore {
     }
 
     async fn secrets(&self, container_id: &str) -> StoreResult<Vec<SecretInfo>> {
-        let container_id = container_id.to_string();
-        self.with(move |c| {
-            let mut stmt = c.prepare("SELECT key, created_at, updated_at FROM secrets WHERE container_id = ?1 ORDER BY key")?;
-            let rows =
-                stmt.query_map([&container_id], |r| Ok(SecretInfo { key: r.get(0)?, created_at: r.get(1)?, updated_at: r.get(2)? }))?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-        })
-        .await
+        let sql = format!("SELECT {SECRET_INFO_COLUMNS} FROM secrets WHERE container_id = ?1 ORDER BY key");
+        self.all(sql, (container_id.to_string(),)).await
     }
 
     async fn secret_value(&self, container_id: &str, key: &str) -> StoreResult<Option<Vec<u8>>> {
-        let (container_id, key) = (container_id.to_string(), key.to_string());
-        self.with(move |c| {
-            Ok(c.query_row("SELECT sealed FROM secrets WHERE container_id = ?1 AND key = ?2", [&container_id, &key], |r| r.get(0))
-                .optional()?)
-        })
-        .await
+        let sql = "SELECT sealed FROM secrets WHERE container_id = ?1 AND key = ?2".to_string();
+        self.optional(sql, (container_id.to_string(), key.to_string())).await
     }
 
     async fn delete_secret(&self, container_id: &str, key: &str) -> StoreResult<bool> {
@@ -502,22 +385,12 @@ impl MetaStore for SqliteStore {
     }
 
     async fn run_configs(&self, project_id: &str) -> StoreResult<Vec<String>> {
-        let project_id = project_id.to_string();
-        self.with(move |c| {
-            let mut stmt = c.prepare("SELECT body FROM run_configs WHERE project_id = ?1 ORDER BY created_at, id")?;
-            let rows = stmt.query_map([&project_id], |r| r.get(0))?;
-            Ok(rows.collect::<rusqlite::Result<Vec<String>>>()?)
-        })
-        .await
+        self.all("SELECT body FROM run_configs WHERE project_id = ?1 ORDER BY created_at, id".into(), (project_id.to_string(),)).await
     }
 
     async fn run_config(&self, project_id: &str, id: &str) -> StoreResult<Option<String>> {
-        let (project_id, id) = (project_id.to_string(), id.to_string());
-        self.with(move |c| {
-            Ok(c.query_row("SELECT body FROM run_configs WHERE project_id = ?1 AND id = ?2", [&project_id, &id], |r| r.get(0))
-                .optional()?)
-        })
-        .await
+        let sql = "SELECT body FROM run_configs WHERE project_id = ?1 AND id = ?2".to_string();
+        self.optional(sql, (project_id.to_string(), id.to_string())).await
     }
 
     async fn put_run_config(&self, project_id: &str, id: &str, body: &str) -> StoreResult<()> {
@@ -575,25 +448,13 @@ impl MetaStore for SqliteStore {
     }
 
     async fn document(&self, project_id: &str, kind: &str, id: &str) -> StoreResult<Option<String>> {
-        let (project_id, kind, id) = (project_id.to_string(), kind.to_string(), id.to_string());
-        self.with(move |c| {
-            Ok(c.query_row("SELECT body FROM documents WHERE project_id = ?1 AND kind = ?2 AND id = ?3", [&project_id, &kind, &id], |r| {
-                r.get(0)
-            })
-            .optional()?)
-        })
-        .await
+        let sql = "SELECT body FROM documents WHERE project_id = ?1 AND kind = ?2 AND id = ?3".to_string();
+        self.optional(sql, (project_id.to_string(), kind.to_string(), id.to_string())).await
     }
 
     async fn documents(&self, project_id: &str, kind: &str, after: i64, limit: i64) -> StoreResult<Vec<(i64, String)>> {
-        let (project_id, kind) = (project_id.to_string(), kind.to_string());
-        self.with(move |c| {
-            let mut stmt =
-                c.prepare("SELECT seq, body FROM documents WHERE project_id = ?1 AND kind = ?2 AND seq > ?3 ORDER BY seq LIMIT ?4")?;
-            let rows = stmt.query_map(params![project_id, kind, after, limit], |r| Ok((r.get(0)?, r.get(1)?)))?;
-            Ok(rows.collect::<rusqlite::Result<Vec<(i64, String)>>>()?)
-        })
-        .await
+        let sql = "SELECT seq, body FROM documents WHERE project_id = ?1 AND kind = ?2 AND seq > ?3 ORDER BY seq LIMIT ?4".to_string();
+        self.all(sql, (project_id.to_string(), kind.to_string(), after, limit)).await
     }
 
     async fn delete_document(&self, project_id: &str, kind: &str, id: &str) -> StoreResult<bool> {

@@ -174,6 +174,86 @@ pub struct WheelDecl {
     pub requires_dist: String,
 }
 
+// ------------------------------------------------------------------ decisions both back ends share
+
+/// The compare-and-set decision shared by the back ends: `Ok(true)` = move/create.
+pub fn cas_decision(
+    slug_hint: &str,
+    branch: &str,
+    tip: Option<&Ref>,
+    version_id: &str,
+    base: Option<&str>,
+    force: bool,
+) -> StoreResult<()> {
+    let Some(tip) = tip else { return Ok(()) };
+    if tip.kind != "branch" {
+        return Err(HubError::Conflict(format!("'{branch}' is a tag, and tags are immutable: push to a branch instead (--branch <name>)")));
+    }
+    if force || tip.version_id == version_id || base == Some(tip.version_id.as_str()) {
+        return Ok(());
+    }
+    let based_on = match base {
+        Some(base) => format!("based on {base}"),
+        None => "not based on any version (an ad-hoc directory)".to_string(),
+    };
+    Err(HubError::Conflict(format!(
+        "branch '{branch}' has moved: its tip is {tip_id} but this push is {based_on}. \
+         Pull the tip (`gateway bench pull {slug_hint}@{branch}`) and re-apply your changes, \
+         push to another branch with --branch <name>, or overwrite the tip with --force.",
+        tip_id = tip.version_id
+    )))
+}
+
+impl Version {
+    /// A finalize needs the version's bundle stored.
+    pub fn ensure_uploaded(&self) -> StoreResult<()> {
+        if self.uploaded {
+            return Ok(());
+        }
+        Err(HubError::BadRequest(format!(
+            "version {} has no uploaded bundle: PUT the tarball to the uploadUrl from POST /versions before finalizing",
+            self.id
+        )))
+    }
+
+    /// The lineage its first finalize records: the push's base, else the branch's
+    /// previous tip; never the version itself.
+    pub fn lineage(&self, base: Option<&str>, previous_tip: Option<&str>) -> Option<String> {
+        base.or(previous_tip).filter(|parent| *parent != self.id).map(str::to_string)
+    }
+
+    /// The copy of this version a fork puts in `container_id` at `now`: READY, pushed to
+    /// `main`, forked from this one.
+    pub fn fork_copy(&self, container_id: &str, now: &str) -> Version {
+        Version {
+            id: crate::util::new_id("ver_"),
+            container_id: container_id.to_string(),
+            state: "READY".into(),
+            forked_from_version_id: Some(self.id.clone()),
+            pushed_branch: Some("main".into()),
+            created_at: now.to_string(),
+            ..self.clone()
+        }
+    }
+}
+
+impl Ref {
+    /// The refusal of a new ref named `name`, where this one already stands.
+    pub fn name_taken(&self, name: &str) -> HubError {
+        HubError::Conflict(format!(
+            "a {} named '{name}' already exists (at {}){}",
+            self.kind,
+            self.version_id,
+            if self.kind == "tag" { "; tags are immutable, pick another name" } else { "; pick another name" }
+        ))
+    }
+}
+
+/// The refusal of a fork into a slug its project already has.
+pub fn fork_slug_taken(slug: &str) -> HubError {
+    HubError::Conflict(format!("a container named '{slug}' already exists: fork into another slug with --into <slug>"))
+}
+
 /// The metadata store (evaluations and the environment views' reads included: see
 /// [`crate::evaluations::EvaluationStore`]; the agents platform: [`crate::agents::AgentStore`];
 /// workspace connectors: [`crate::connectors::ConnectorStore`]; world data batches:

@@ -10,7 +10,7 @@
 //! the apply are the server's (`server/world_data.rs`).
 
 use crate::error::HubError;
-use crate::store::StoreResult;
+use crate::store::{StoreResult, Version};
 use async_trait::async_trait;
 
 /// A batch just opened: chunks may be registered.
@@ -202,15 +202,9 @@ pub trait WorldDataStore: Send + Sync {
     /// Write back what the applier changed (state, phase, result, refusals, report,
     /// version, error, lease, base).
     async fn update_data_batch(&self, batch: &DataBatch) -> StoreResult<()>;
-    /// Every applied, unpublished `--publish later` batch of a world on `base_version_id`
-    /// becomes `published` in `version_id`; their ids.
-    async fn publish_data_batches(
-        &self,
-        container_id: &str,
-        base_version_id: &str,
-        version_id: &str,
-        now: &str,
-    ) -> StoreResult<Vec<String>>;
+    /// Every applied, unpublished `--publish later` batch of `version`'s world applied on
+    /// `base` becomes `published` in `version`; their ids.
+    async fn publish_data_batches(&self, base: &Version, version: &Version, now: &str) -> StoreResult<Vec<String>>;
     /// A world's data head.
     async fn data_head(&self, container_id: &str) -> StoreResult<Option<DataHead>>;
     /// Set a world's data head (only the lock holder calls it).

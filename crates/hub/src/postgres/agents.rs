@@ -4,7 +4,7 @@
 //! run number is taken under an advisory lock per project; upserts are single
 //! `INSERT … ON CONFLICT` statements.
 
-use super::{PostgresStore, Tx};
+use super::{all, bind_all, insert, optional, PostgresStore, Tx};
 use crate::agents::*;
 use crate::error::HubError;
 use crate::evaluations::{Evaluation, SampleSums};
@@ -15,15 +15,11 @@ use sqlx::Row;
 
 /// A run by id, else by job id; its row locked until the transaction ends when `lock`.
 async fn get_run(tx: &mut Tx, project_id: &str, id: &str, lock: bool) -> StoreResult<Option<Run>> {
-    let row = sqlx::query(&format!(
+    let sql = format!(
         "SELECT {RUN_COLUMNS} FROM runs WHERE project_id = $1 AND (id = $2 OR job_id = $2) ORDER BY (id = $2) DESC LIMIT 1{}",
         if lock { " FOR UPDATE" } else { "" }
-    ))
-    .bind(project_id)
-    .bind(id)
-    .fetch_optional(&mut **tx)
-    .await?;
-    Ok(row.as_ref().map(from_postgres).transpose()?)
+    );
+    optional(&mut **tx, sqlx::query(&sql).bind(project_id).bind(id)).await
 }
 
 /// Write back every column a change or a claim may move.
@@ -88,20 +84,13 @@ impl AgentStore for PostgresStore {
     }
 
     async fn project_secrets(&self, project_id: &str) -> StoreResult<Vec<ProjectSecret>> {
-        let rows = sqlx::query(&format!("SELECT {SECRET_COLUMNS} FROM project_secrets WHERE project_id = $1 ORDER BY name COLLATE \"C\""))
-            .bind(project_id)
-            .fetch_all(&self.pool)
-            .await?;
-        Ok(rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?)
+        let sql = format!("SELECT {SECRET_COLUMNS} FROM project_secrets WHERE project_id = $1 ORDER BY name COLLATE \"C\"");
+        all(&self.pool, sqlx::query(&sql).bind(project_id)).await
     }
 
     async fn project_secret_values(&self, project_id: &str) -> StoreResult<Vec<(ProjectSecret, Vec<u8>)>> {
-        let rows =
-            sqlx::query(&format!("SELECT {SECRET_COLUMNS}, sealed FROM project_secrets WHERE project_id = $1 ORDER BY name COLLATE \"C\""))
-                .bind(project_id)
-                .fetch_all(&self.pool)
-                .await?;
-        Ok(rows.iter().map(|r| Ok((from_postgres(r)?, r.try_get(5)?))).collect::<Result<Vec<_>, sqlx::Error>>()?)
+        let sql = format!("SELECT {SECRET_COLUMNS}, sealed FROM project_secrets WHERE project_id = $1 ORDER BY name COLLATE \"C\"");
+        all(&self.pool, sqlx::query(&sql).bind(project_id)).await
     }
 
     async fn delete_project_secret(&self, project_id: &str, name: &str) -> StoreResult<bool> {
@@ -114,58 +103,30 @@ impl AgentStore for PostgresStore {
     }
 
     async fn upsert_agent(&self, a: Agent) -> StoreResult<(Agent, bool)> {
-        let row = sqlx::query(&format!(
-            "INSERT INTO agents (id, project_id, name, image, body, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7) \
-             ON CONFLICT (project_id, name) DO UPDATE SET image = EXCLUDED.image, body = EXCLUDED.body, updated_at = EXCLUDED.updated_at \
-             RETURNING {AGENT_COLUMNS}, (xmax = 0)"
-        ))
-        .bind(&a.id)
-        .bind(&a.project_id)
-        .bind(&a.name)
-        .bind(&a.image)
-        .bind(&a.body)
-        .bind(&a.created_at)
-        .bind(&a.updated_at)
-        .fetch_one(&self.pool)
-        .await?;
+        let upsert = "ON CONFLICT (project_id, name) DO UPDATE SET image = EXCLUDED.image, body = EXCLUDED.body, \
+                      updated_at = EXCLUDED.updated_at";
+        let sql = insert_sql::<Agent>("agents", '$', &format!("{upsert} RETURNING {AGENT_COLUMNS}, (xmax = 0)"));
+        let row = bind_all(sqlx::query(&sql), a.params()).fetch_one(&self.pool).await?;
         Ok((from_postgres(&row)?, row.try_get(8)?))
     }
 
     async fn agents(&self, project_id: &str) -> StoreResult<Vec<Agent>> {
-        let rows = sqlx::query(&format!("SELECT {AGENT_COLUMNS} FROM agents WHERE project_id = $1 ORDER BY name COLLATE \"C\""))
-            .bind(project_id)
-            .fetch_all(&self.pool)
-            .await?;
-        Ok(rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?)
+        let sql = format!("SELECT {AGENT_COLUMNS} FROM agents WHERE project_id = $1 ORDER BY name COLLATE \"C\"");
+        all(&self.pool, sqlx::query(&sql).bind(project_id)).await
     }
 
     async fn agent(&self, project_id: &str, id_or_name: &str) -> StoreResult<Option<Agent>> {
-        let row = sqlx::query(&format!(
-            "SELECT {AGENT_COLUMNS} FROM agents WHERE project_id = $1 AND (id = $2 OR name = $2) ORDER BY (id = $2) DESC LIMIT 1"
-        ))
-        .bind(project_id)
-        .bind(id_or_name)
-        .fetch_optional(&self.pool)
-        .await?;
-        Ok(row.as_ref().map(from_postgres).transpose()?)
+        let sql =
+            format!("SELECT {AGENT_COLUMNS} FROM agents WHERE project_id = $1 AND (id = $2 OR name = $2) ORDER BY (id = $2) DESC LIMIT 1");
+        optional(&self.pool, sqlx::query(&sql).bind(project_id).bind(id_or_name)).await
     }
 
     async fn put_dataset(&self, d: Dataset, items: Vec<String>) -> StoreResult<(Dataset, bool)> {
         let mut tx = self.pool.begin().await?;
-        let row = sqlx::query(&format!(
-            "INSERT INTO datasets (id, project_id, name, description, item_count, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (project_id, name) DO UPDATE SET description = EXCLUDED.description, \
-             item_count = EXCLUDED.item_count, updated_at = EXCLUDED.updated_at RETURNING {DATASET_COLUMNS}, (xmax = 0)"
-        ))
-        .bind(&d.id)
-        .bind(&d.project_id)
-        .bind(&d.name)
-        .bind(&d.description)
-        .bind(d.item_count)
-        .bind(&d.created_at)
-        .bind(&d.updated_at)
-        .fetch_one(&mut *tx)
-        .await?;
+        let upsert = "ON CONFLICT (project_id, name) DO UPDATE SET description = EXCLUDED.description, \
+                      item_count = EXCLUDED.item_count, updated_at = EXCLUDED.updated_at";
+        let sql = insert_sql::<Dataset>("datasets", '$', &format!("{upsert} RETURNING {DATASET_COLUMNS}, (xmax = 0)"));
+        let row = bind_all(sqlx::query(&sql), d.params()).fetch_one(&mut *tx).await?;
         let (stored, created): (Dataset, bool) = (from_postgres(&row)?, row.try_get(8)?);
         sqlx::query("DELETE FROM dataset_items WHERE dataset_id = $1").bind(&stored.id).execute(&mut *tx).await?;
         let indexes: Vec<i64> = (0..items.len() as i64).collect();
@@ -180,32 +141,20 @@ impl AgentStore for PostgresStore {
     }
 
     async fn datasets(&self, project_id: &str) -> StoreResult<Vec<Dataset>> {
-        let rows = sqlx::query(&format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE project_id = $1 ORDER BY seq"))
-            .bind(project_id)
-            .fetch_all(&self.pool)
-            .await?;
-        Ok(rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?)
+        let sql = format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE project_id = $1 ORDER BY seq");
+        all(&self.pool, sqlx::query(&sql).bind(project_id)).await
     }
 
     async fn dataset(&self, project_id: &str, id_or_name: &str) -> StoreResult<Option<Dataset>> {
-        let row = sqlx::query(&format!(
+        let sql = format!(
             "SELECT {DATASET_COLUMNS} FROM datasets WHERE project_id = $1 AND (id = $2 OR name = $2) ORDER BY (id = $2) DESC LIMIT 1"
-        ))
-        .bind(project_id)
-        .bind(id_or_name)
-        .fetch_optional(&self.pool)
-        .await?;
-        Ok(row.as_ref().map(from_postgres).transpose()?)
+        );
+        optional(&self.pool, sqlx::query(&sql).bind(project_id).bind(id_or_name)).await
     }
 
     async fn dataset_items(&self, dataset_id: &str, offset: i64, limit: i64) -> StoreResult<Vec<(i64, String)>> {
-        let rows = sqlx::query("SELECT idx, input FROM dataset_items WHERE dataset_id = $1 AND idx >= $2 ORDER BY idx LIMIT $3")
-            .bind(dataset_id)
-            .bind(offset)
-            .bind(limit)
-            .fetch_all(&self.pool)
-            .await?;
-        Ok(rows.iter().map(|r| Ok((r.try_get(0)?, r.try_get(1)?))).collect::<Result<Vec<_>, sqlx::Error>>()?)
+        let sql = "SELECT idx, input FROM dataset_items WHERE dataset_id = $1 AND idx >= $2 ORDER BY idx LIMIT $3";
+        all(&self.pool, sqlx::query(sql).bind(dataset_id).bind(offset).bind(limit)).await
     }
 
     async fn create_run(&self, mut run: Run) -> StoreResult<Run> {
@@ -220,39 +169,7 @@ impl AgentStore for PostgresStore {
                 .try_get(0)?;
             run.run_number = Some(next);
         }
-        sqlx::query(
-            "INSERT INTO runs (id, project_id, run_number, kind, source, name, state, algorithm_name, agent_id, dataset_id, \
-             config, job_id, worker_id, lease_expires, attempts, algo_state, result, metrics, metric_points, rollouts, details, \
-             created_at, started_at, heartbeat_at, finished_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)",
-        )
-        .bind(&run.id)
-        .bind(&run.project_id)
-        .bind(run.run_number)
-        .bind(&run.kind)
-        .bind(&run.source)
-        .bind(&run.name)
-        .bind(&run.state)
-        .bind(&run.algorithm_name)
-        .bind(&run.agent_id)
-        .bind(&run.dataset_id)
-        .bind(&run.config)
-        .bind(&run.job_id)
-        .bind(&run.worker_id)
-        .bind(run.lease_expires)
-        .bind(run.attempts)
-        .bind(&run.algo_state)
-        .bind(&run.result)
-        .bind(&run.metrics)
-        .bind(run.metric_points)
-        .bind(run.rollouts)
-        .bind(&run.details)
-        .bind(&run.created_at)
-        .bind(&run.started_at)
-        .bind(&run.heartbeat_at)
-        .bind(&run.finished_at)
-        .execute(&mut *tx)
-        .await?;
+        insert(&mut *tx, "runs", &run, "").await?;
         let stored = get_run(&mut tx, &run.project_id, &run.id, false).await?.ok_or_else(|| HubError::Storage("run vanished".into()))?;
         tx.commit().await?;
         Ok(stored)
@@ -266,53 +183,24 @@ impl AgentStore for PostgresStore {
     }
 
     async fn runs(&self, project_id: &str, source: Option<&str>, limit: i64) -> StoreResult<Vec<Run>> {
-        let rows = sqlx::query(&format!(
+        let sql = format!(
             "SELECT {RUN_COLUMNS} FROM runs WHERE project_id = $1 AND kind = 'run' AND ($2::TEXT IS NULL OR source = $2) \
              ORDER BY seq DESC LIMIT $3"
-        ))
-        .bind(project_id)
-        .bind(source)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
-        Ok(rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?)
+        );
+        all(&self.pool, sqlx::query(&sql).bind(project_id).bind(source).bind(limit)).await
     }
 
-    async fn claim_run(
-        &self,
-        project_id: &str,
-        worker_id: &str,
-        kinds: Vec<String>,
-        lease_secs: i64,
-        now: Now,
-    ) -> StoreResult<Option<Run>> {
+    async fn claim_run(&self, project_id: &str, claim: Claim) -> StoreResult<Option<Run>> {
         let mut tx = self.pool.begin().await?;
         // Rows another worker's claim holds are skipped, not waited for.
-        let rows = sqlx::query(&format!(
+        let sql = format!(
             "SELECT {RUN_COLUMNS} FROM runs WHERE project_id = $1 AND source = 'platform' AND kind = ANY($2) \
              AND (state = 'pending' OR (state = 'running' AND lease_expires <= $3)) ORDER BY seq LIMIT 64 FOR UPDATE SKIP LOCKED"
-        ))
-        .bind(project_id)
-        .bind(&kinds)
-        .bind(now.secs)
-        .fetch_all(&mut *tx)
-        .await?;
-        let mut taken = None;
-        for row in &rows {
-            let mut run: Run = from_postgres(row)?;
-            match run.claimable(now.secs) {
-                Claimable::Take => {
-                    run.take(worker_id, lease_secs, &now);
-                    write_run(&mut tx, &run).await?;
-                    taken = Some(run);
-                    break;
-                }
-                Claimable::Exhausted => {
-                    run.exhaust(&now);
-                    write_run(&mut tx, &run).await?;
-                }
-                Claimable::No => {}
-            }
+        );
+        let candidates = all(&mut *tx, sqlx::query(&sql).bind(project_id).bind(&claim.kinds).bind(claim.now.secs)).await?;
+        let (exhausted, taken) = claim.decide(candidates);
+        for run in exhausted.iter().chain(&taken) {
+            write_run(&mut tx, run).await?;
         }
         tx.commit().await?;
         Ok(taken)
@@ -351,20 +239,7 @@ impl AgentStore for PostgresStore {
 
     async fn put_build(&self, b: AgentBuild) -> StoreResult<(AgentBuild, bool)> {
         let mut tx = self.pool.begin().await?;
-        let done = sqlx::query(
-            "INSERT INTO agent_builds (id, project_id, agent_id, build_hash, version, commit_sha, body, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (project_id, agent_id, build_hash) DO NOTHING",
-        )
-        .bind(&b.id)
-        .bind(&b.project_id)
-        .bind(&b.agent_id)
-        .bind(&b.build_hash)
-        .bind(&b.version)
-        .bind(&b.commit_sha)
-        .bind(&b.body)
-        .bind(&b.created_at)
-        .execute(&mut *tx)
-        .await?;
+        let inserted = insert(&mut *tx, "agent_builds", &b, "ON CONFLICT (project_id, agent_id, build_hash) DO NOTHING").await?;
         let row =
             sqlx::query(&format!("SELECT {BUILD_COLUMNS} FROM agent_builds WHERE project_id = $1 AND agent_id = $2 AND build_hash = $3"))
                 .bind(&b.project_id)
@@ -373,62 +248,42 @@ impl AgentStore for PostgresStore {
                 .fetch_one(&mut *tx)
                 .await?;
         tx.commit().await?;
-        Ok((from_postgres(&row)?, done.rows_affected() == 1))
+        Ok((from_postgres(&row)?, inserted == 1))
     }
 
     async fn build(&self, project_id: &str, id_or_hash: &str) -> StoreResult<Option<AgentBuild>> {
-        let row = sqlx::query(&format!(
+        let sql = format!(
             "SELECT {BUILD_COLUMNS} FROM agent_builds WHERE project_id = $1 AND (id = $2 OR build_hash = $2) \
              ORDER BY (id = $2) DESC, seq DESC LIMIT 1"
-        ))
-        .bind(project_id)
-        .bind(id_or_hash)
-        .fetch_optional(&self.pool)
-        .await?;
-        Ok(row.as_ref().map(from_postgres).transpose()?)
+        );
+        optional(&self.pool, sqlx::query(&sql).bind(project_id).bind(id_or_hash)).await
     }
 
     async fn builds_by_commit(&self, project_id: &str, prefix: &str, limit: i64) -> StoreResult<Vec<AgentBuild>> {
-        let rows = sqlx::query(&format!(
+        let sql = format!(
             "SELECT {BUILD_COLUMNS} FROM agent_builds WHERE project_id = $1 AND commit_sha >= $2 \
              AND left(commit_sha, length($2)) = $2 ORDER BY seq DESC LIMIT $3"
-        ))
-        .bind(project_id)
-        .bind(prefix)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
-        Ok(rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?)
+        );
+        all(&self.pool, sqlx::query(&sql).bind(project_id).bind(prefix).bind(limit)).await
     }
 
     async fn builds_by_version(&self, project_id: &str, agent_id: &str, version: &str, limit: i64) -> StoreResult<Vec<AgentBuild>> {
-        let rows = sqlx::query(&format!(
+        let sql = format!(
             "SELECT {BUILD_COLUMNS} FROM agent_builds WHERE project_id = $1 AND agent_id = $2 AND version = $3 ORDER BY seq DESC LIMIT $4"
-        ))
-        .bind(project_id)
-        .bind(agent_id)
-        .bind(version)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
-        Ok(rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?)
+        );
+        all(&self.pool, sqlx::query(&sql).bind(project_id).bind(agent_id).bind(version).bind(limit)).await
     }
 
     async fn build_evaluations(&self, project_id: &str, keys: Vec<String>, limit: i64) -> StoreResult<Vec<BuildEvaluation>> {
         // The evaluations through migration 0004's expression index (the same
         // expression here), each with its samples summed and its world's slug.
-        let rows = sqlx::query(&format!(
+        let sql = format!(
             "SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE project_id = $1 \
              AND ((details::jsonb) ->> 'agentBuildId') = ANY($2) ORDER BY seq DESC LIMIT $3"
-        ))
-        .bind(project_id)
-        .bind(&keys)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
+        );
+        let evaluations: Vec<Evaluation> = all(&self.pool, sqlx::query(&sql).bind(project_id).bind(&keys).bind(limit)).await?;
         let mut out = Vec::new();
-        for row in &rows {
-            let evaluation: Evaluation = from_postgres(row)?;
+        for evaluation in evaluations {
             let sums = sqlx::query(
                 "SELECT COUNT(*), COUNT(*) - COUNT(reward), COALESCE(SUM(reward), 0.0), COALESCE(SUM(reward * reward), 0.0), \
                  COUNT(score), COALESCE(SUM(score), 0.0), COUNT(passed), COUNT(*) FILTER (WHERE passed = 1) \
@@ -437,22 +292,9 @@ impl AgentStore for PostgresStore {
             .bind(&evaluation.id)
             .fetch_one(&self.pool)
             .await?;
-            let sums = SampleSums {
-                samples: sums.try_get(0)?,
-                null_rewards: sums.try_get(1)?,
-                reward_sum: sums.try_get(2)?,
-                reward_squares: sums.try_get(3)?,
-                scores: sums.try_get(4)?,
-                score_sum: sums.try_get(5)?,
-                judged: sums.try_get(6)?,
-                passed: sums.try_get(7)?,
-            };
-            let world: Option<String> = sqlx::query("SELECT slug FROM containers WHERE id = $1")
-                .bind(&evaluation.container_id)
-                .fetch_optional(&self.pool)
-                .await?
-                .map(|r| r.try_get(0))
-                .transpose()?;
+            let sums: SampleSums = from_postgres(&sums)?;
+            let slug = sqlx::query("SELECT slug FROM containers WHERE id = $1").bind(&evaluation.container_id);
+            let world: Option<String> = optional(&self.pool, slug).await?;
             out.push(BuildEvaluation { evaluation, world: world.unwrap_or_default(), sums });
         }
         Ok(out)

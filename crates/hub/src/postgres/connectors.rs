@@ -3,7 +3,7 @@
 //! re-reads the head before moving it, so the compare-and-set holds whichever process
 //! serves the push; a new repo is an `INSERT … ON CONFLICT DO NOTHING` on its slug.
 
-use super::{PostgresStore, Tx};
+use super::{all, insert, optional, PostgresStore, Tx};
 use crate::connectors::*;
 use crate::error::HubError;
 use crate::rows::*;
@@ -11,6 +11,7 @@ use crate::store::StoreResult;
 use async_trait::async_trait;
 use sqlx::Row;
 
+/// A repo matches a search (`$2`, a [`like_pattern`]) by slug, name or description.
 const MATCHES: &str = "($2::TEXT IS NULL OR lower(r.slug) LIKE $2 ESCAPE '\\' OR lower(r.name) LIKE $2 ESCAPE '\\' \
      OR lower(coalesce(r.description, '')) LIKE $2 ESCAPE '\\')";
 
@@ -21,56 +22,30 @@ impl PostgresStore {
             .bind(value)
             .fetch_all(&self.pool)
             .await?;
-        Ok(rows.iter().map(|r| read_commit(r, 0, true)).collect::<Result<Vec<_>, _>>()?)
+        Ok(rows.iter().map(read_commit_with_files).collect::<Result<Vec<_>, _>>()?)
     }
 }
 
 async fn lock_repo(tx: &mut Tx, project_id: &str, slug: &str) -> StoreResult<Option<(String, Option<String>)>> {
-    let row = sqlx::query("SELECT id, head_commit_id FROM connector_repos WHERE project_id = $1 AND slug = $2 FOR UPDATE")
-        .bind(project_id)
-        .bind(slug)
-        .fetch_optional(&mut **tx)
-        .await?;
-    Ok(match row {
-        Some(row) => Some((row.try_get(0)?, row.try_get(1)?)),
-        None => None,
-    })
+    let sql = "SELECT id, head_commit_id FROM connector_repos WHERE project_id = $1 AND slug = $2 FOR UPDATE";
+    optional(&mut **tx, sqlx::query(sql).bind(project_id).bind(slug)).await
 }
 
 #[async_trait]
 impl ConnectorStore for PostgresStore {
     async fn connector_repo(&self, project_id: &str, slug: &str) -> StoreResult<Option<ConnectorRepo>> {
-        let row = sqlx::query(&format!("SELECT {REPO_COLUMNS} FROM connector_repos r WHERE r.project_id = $1 AND r.slug = $2"))
-            .bind(project_id)
-            .bind(slug)
-            .fetch_optional(&self.pool)
-            .await?;
-        Ok(row.as_ref().map(from_postgres).transpose()?)
+        let sql = format!("SELECT {REPO_COLUMNS} FROM connector_repos r WHERE r.project_id = $1 AND r.slug = $2");
+        optional(&self.pool, sqlx::query(&sql).bind(project_id).bind(slug)).await
     }
 
     async fn connector_repo_by_id(&self, id: &str) -> StoreResult<Option<(ConnectorRepo, String)>> {
-        let row = sqlx::query(&format!(
-            "SELECT {REPO_COLUMNS}, p.name FROM connector_repos r JOIN projects p ON p.id = r.project_id WHERE r.id = $1"
-        ))
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .await?;
-        Ok(match row {
-            Some(row) => Some((from_postgres(&row)?, row.try_get(13)?)),
-            None => None,
-        })
+        let sql = format!("SELECT {REPO_COLUMNS}, p.name FROM connector_repos r JOIN projects p ON p.id = r.project_id WHERE r.id = $1");
+        optional(&self.pool, sqlx::query(&sql).bind(id)).await
     }
 
-    async fn connector_repos(
-        &self,
-        project_id: &str,
-        query: Option<&str>,
-        is_public: Option<bool>,
-        limit: i64,
-        offset: i64,
-    ) -> StoreResult<(Vec<ConnectorRepo>, i64)> {
-        let pattern = query.filter(|q| !q.is_empty()).map(like_pattern);
-        let public = is_public.map(i64::from);
+    async fn connector_repos(&self, project_id: &str, listing: &RepoListing) -> StoreResult<(Vec<ConnectorRepo>, i64)> {
+        let pattern = like_pattern(listing.query.as_deref());
+        let public = listing.is_public.map(i64::from);
         let filter = format!("r.project_id = $1 AND {MATCHES} AND ($3::BIGINT IS NULL OR r.is_public = $3)");
         let total: i64 = sqlx::query(&format!("SELECT COUNT(*) FROM connector_repos r WHERE {filter}"))
             .bind(project_id)
@@ -79,41 +54,20 @@ impl ConnectorStore for PostgresStore {
             .fetch_one(&self.pool)
             .await?
             .try_get(0)?;
-        let rows = sqlx::query(&format!(
-            "SELECT {REPO_COLUMNS} FROM connector_repos r WHERE {filter} ORDER BY r.slug COLLATE \"C\" LIMIT $4 OFFSET $5"
-        ))
-        .bind(project_id)
-        .bind(&pattern)
-        .bind(public)
-        .bind(limit)
-        .bind(offset)
-        .fetch_all(&self.pool)
-        .await?;
-        Ok((rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?, total))
+        let sql = format!("SELECT {REPO_COLUMNS} FROM connector_repos r WHERE {filter} ORDER BY r.slug COLLATE \"C\" LIMIT $4 OFFSET $5");
+        let page = sqlx::query(&sql).bind(project_id).bind(&pattern).bind(public).bind(listing.limit).bind(listing.offset);
+        let repos = all(&self.pool, page).await?;
+        Ok((repos, total))
     }
 
     async fn connector_hub(&self, project_id: &str, query: Option<&str>) -> StoreResult<Vec<HubRow>> {
-        let pattern = query.filter(|q| !q.is_empty()).map(like_pattern);
-        let rows = sqlx::query(&format!(
+        let sql = format!(
             "SELECT {REPO_COLUMNS}, p.name, {COMMIT_COLUMNS} FROM connector_repos r \
              JOIN projects p ON p.id = r.project_id LEFT JOIN connector_commits c ON c.id = r.head_commit_id \
              WHERE (r.project_id = $1 OR r.is_public = 1) AND {MATCHES} \
              ORDER BY r.project_id <> $1, r.slug COLLATE \"C\", p.name COLLATE \"C\""
-        ))
-        .bind(project_id)
-        .bind(&pattern)
-        .fetch_all(&self.pool)
-        .await?;
-        let mut out = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let head: Option<String> = row.try_get(14)?;
-            out.push(HubRow {
-                repo: from_postgres(row)?,
-                org_name: row.try_get(13)?,
-                head: if head.is_some() { Some(read_commit(row, 14, false)?) } else { None },
-            });
-        }
-        Ok(out)
+        );
+        all(&self.pool, sqlx::query(&sql).bind(project_id).bind(like_pattern(query))).await
     }
 
     async fn connector_commit(&self, repo_id: &str, version: Option<&str>) -> StoreResult<Option<ConnectorCommit>> {
@@ -147,36 +101,11 @@ impl ConnectorStore for PostgresStore {
         let mut tx = self.pool.begin().await?;
         let repo = &new.repo;
         if new.create {
-            let done = sqlx::query(
-                "INSERT INTO connector_repos (id, project_id, slug, name, description, tags, readme, is_public, scope, head_commit_id, \
-                 cloned_from, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL, $10, $11, $12) \
-                 ON CONFLICT (project_id, slug) DO NOTHING",
-            )
-            .bind(&repo.id)
-            .bind(&repo.project_id)
-            .bind(&repo.slug)
-            .bind(&repo.name)
-            .bind(&repo.description)
-            .bind(&repo.tags)
-            .bind(&repo.readme)
-            .bind(i64::from(repo.is_public))
-            .bind(&repo.scope)
-            .bind(&repo.cloned_from)
-            .bind(&repo.created_at)
-            .bind(&repo.updated_at)
-            .execute(&mut *tx)
-            .await?;
-            if done.rows_affected() != 1 {
-                return Err(HubError::Conflict(format!("connector '{}' already exists in this project", repo.slug)));
+            if insert(&mut *tx, "connector_repos", &new.new_repo_row(), "ON CONFLICT (project_id, slug) DO NOTHING").await? != 1 {
+                return Err(new.slug_taken());
             }
         } else {
-            match lock_repo(&mut tx, &repo.project_id, &repo.slug).await? {
-                None => return Err(HubError::Conflict(format!("connector '{}' was deleted meanwhile", repo.slug))),
-                Some((id, head)) if id != repo.id || head != new.expected_head => {
-                    return Err(HubError::Conflict(format!("connector '{}' moved on meanwhile", repo.slug)))
-                }
-                Some(_) => {}
-            }
+            new.check_head(lock_repo(&mut tx, &repo.project_id, &repo.slug).await?)?;
         }
         let commit = &new.commit;
         let inserted = sqlx::query(
@@ -196,7 +125,7 @@ impl ConnectorStore for PostgresStore {
         .execute(&mut *tx)
         .await?;
         if inserted.rows_affected() != 1 {
-            return Err(HubError::Conflict(format!("commit {} already exists in connector '{}'", commit.commit_hash, repo.slug)));
+            return Err(new.commit_exists());
         }
         sqlx::query(
             "UPDATE connector_repos SET name = $2, description = $3, tags = $4, readme = $5, is_public = $6, scope = $7, \
@@ -213,10 +142,7 @@ impl ConnectorStore for PostgresStore {
         .bind(&repo.updated_at)
         .execute(&mut *tx)
         .await?;
-        let labels: Vec<String> = gateway_world::json::parse_clean(&commit.labels)
-            .and_then(|v| v.as_array().map(|a| a.iter().filter_map(|l| l.as_str().map(str::to_string)).collect()))
-            .unwrap_or_default();
-        for label in labels {
+        for label in commit.label_list() {
             sqlx::query(
                 "INSERT INTO connector_labels (repo_id, label, commit_id) VALUES ($1, $2, $3) \
                  ON CONFLICT (repo_id, label) DO UPDATE SET commit_id = excluded.commit_id",

@@ -4,7 +4,7 @@
 //! finalize each lock their evaluation's row (`SELECT … FOR UPDATE`), so a batch never
 //! lands on an evaluation finalized meanwhile, whichever process serves it.
 
-use super::{PostgresStore, Tx};
+use super::{all, insert, optional, PostgresStore, Tx};
 use crate::error::HubError;
 use crate::evaluations::*;
 use crate::rows::*;
@@ -14,43 +14,23 @@ use sqlx::Row;
 
 /// The evaluation, its row locked until the transaction ends.
 async fn lock_evaluation(tx: &mut Tx, id: &str) -> StoreResult<Evaluation> {
-    let row = sqlx::query(&format!("SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE id = $1 FOR UPDATE"))
-        .bind(id)
-        .fetch_optional(&mut **tx)
-        .await?;
-    let row = row.ok_or_else(|| HubError::NotFound(format!("no evaluation '{id}'")))?;
-    Ok(from_postgres(&row)?)
-}
-
-fn finalized(evaluation: &Evaluation) -> HubError {
-    HubError::Conflict(format!(
-        "evaluation {} is already {}: samples and a finalize are taken only while it is RUNNING",
-        evaluation.id, evaluation.status
-    ))
+    let sql = format!("SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE id = $1 FOR UPDATE");
+    optional(&mut **tx, sqlx::query(&sql).bind(id)).await?.ok_or_else(|| HubError::NotFound(format!("no evaluation '{id}'")))
 }
 
 #[async_trait]
 impl EvaluationStore for PostgresStore {
     async fn project_containers(&self, project_id: &str, slug: Option<&str>, limit: i64) -> StoreResult<Vec<Container>> {
-        let rows = sqlx::query(&format!(
+        let sql = format!(
             "SELECT {CONTAINER_COLUMNS} FROM containers WHERE project_id = $1 AND ($2::TEXT IS NULL OR slug = $2) \
              ORDER BY slug COLLATE \"C\" LIMIT $3"
-        ))
-        .bind(project_id)
-        .bind(slug)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
-        Ok(rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?)
+        );
+        all(&self.pool, sqlx::query(&sql).bind(project_id).bind(slug).bind(limit)).await
     }
 
     async fn container_versions(&self, container_id: &str, limit: i64) -> StoreResult<Vec<Version>> {
-        let rows = sqlx::query(&format!("SELECT {VERSION_COLUMNS} FROM versions WHERE container_id = $1 ORDER BY seq DESC LIMIT $2"))
-            .bind(container_id)
-            .bind(limit)
-            .fetch_all(&self.pool)
-            .await?;
-        Ok(rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?)
+        let sql = format!("SELECT {VERSION_COLUMNS} FROM versions WHERE container_id = $1 ORDER BY seq DESC LIMIT $2");
+        all(&self.pool, sqlx::query(&sql).bind(container_id).bind(limit)).await
     }
 
     async fn ready_version_count(&self, container_id: &str) -> StoreResult<i64> {
@@ -62,43 +42,19 @@ impl EvaluationStore for PostgresStore {
     }
 
     async fn create_evaluation(&self, e: Evaluation) -> StoreResult<()> {
-        sqlx::query(
-            "INSERT INTO evaluations (id, project_id, container_id, version_id, model, run_id, status, num_examples, \
-             rollouts_per_example, details, metrics, cost, sample_count, created_at, completed_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
-        )
-        .bind(&e.id)
-        .bind(&e.project_id)
-        .bind(&e.container_id)
-        .bind(&e.version_id)
-        .bind(&e.model)
-        .bind(&e.run_id)
-        .bind(&e.status)
-        .bind(e.num_examples)
-        .bind(e.rollouts_per_example)
-        .bind(&e.details)
-        .bind(&e.metrics)
-        .bind(&e.cost)
-        .bind(e.sample_count)
-        .bind(&e.created_at)
-        .bind(&e.completed_at)
-        .execute(&self.pool)
-        .await?;
+        insert(&self.pool, "evaluations", &e, "").await?;
         Ok(())
     }
 
     async fn evaluation(&self, id: &str) -> StoreResult<Option<Evaluation>> {
-        let row =
-            sqlx::query(&format!("SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE id = $1")).bind(id).fetch_optional(&self.pool).await?;
-        Ok(row.as_ref().map(from_postgres).transpose()?)
+        let sql = format!("SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE id = $1");
+        optional(&self.pool, sqlx::query(&sql).bind(id)).await
     }
 
     async fn add_samples(&self, evaluation_id: &str, samples: Vec<Sample>) -> StoreResult<i64> {
         let mut tx = self.pool.begin().await?;
         let evaluation = lock_evaluation(&mut tx, evaluation_id).await?;
-        if evaluation.status != RUNNING {
-            return Err(finalized(&evaluation));
-        }
+        evaluation.ensure_running()?;
         let insert =
             format!("INSERT INTO evaluation_samples ({SAMPLE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)");
         for s in &samples {
@@ -129,29 +85,19 @@ impl EvaluationStore for PostgresStore {
         Ok(count)
     }
 
-    async fn finalize_evaluation(
-        &self,
-        id: &str,
-        status: &str,
-        metrics: Option<String>,
-        cost: Option<String>,
-        at: &str,
-    ) -> StoreResult<Evaluation> {
+    async fn finalize_evaluation(&self, id: &str, outcome: Outcome) -> StoreResult<Evaluation> {
         let mut tx = self.pool.begin().await?;
         let evaluation = lock_evaluation(&mut tx, id).await?;
-        if evaluation.status == status {
+        if !outcome.changes(&evaluation)? {
             return Ok(evaluation);
-        }
-        if evaluation.status != RUNNING {
-            return Err(finalized(&evaluation));
         }
         let row = sqlx::query(&format!(
             "UPDATE evaluations SET status = $1, metrics = $2, cost = $3, completed_at = $4 WHERE id = $5 RETURNING {EVALUATION_COLUMNS}"
         ))
-        .bind(status)
-        .bind(metrics)
-        .bind(cost)
-        .bind(at)
+        .bind(&outcome.status)
+        .bind(&outcome.metrics)
+        .bind(&outcome.cost)
+        .bind(&outcome.completed_at)
         .bind(id)
         .fetch_one(&mut *tx)
         .await?;
@@ -161,12 +107,8 @@ impl EvaluationStore for PostgresStore {
     }
 
     async fn evaluations(&self, container_id: &str, limit: i64) -> StoreResult<Vec<Evaluation>> {
-        let rows = sqlx::query(&format!("SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE container_id = $1 ORDER BY seq DESC LIMIT $2"))
-            .bind(container_id)
-            .bind(limit)
-            .fetch_all(&self.pool)
-            .await?;
-        Ok(rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?)
+        let sql = format!("SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE container_id = $1 ORDER BY seq DESC LIMIT $2");
+        all(&self.pool, sqlx::query(&sql).bind(container_id).bind(limit)).await
     }
 
     async fn evaluation_count(&self, container_id: &str) -> StoreResult<i64> {
@@ -175,77 +117,36 @@ impl EvaluationStore for PostgresStore {
     }
 
     async fn samples(&self, evaluation_id: &str, limit: i64) -> StoreResult<Vec<Sample>> {
-        let rows = sqlx::query(&format!("SELECT {SAMPLE_COLUMNS} FROM evaluation_samples WHERE evaluation_id = $1 ORDER BY seq LIMIT $2"))
-            .bind(evaluation_id)
-            .bind(limit)
-            .fetch_all(&self.pool)
-            .await?;
-        Ok(rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?)
+        let sql = format!("SELECT {SAMPLE_COLUMNS} FROM evaluation_samples WHERE evaluation_id = $1 ORDER BY seq LIMIT $2");
+        all(&self.pool, sqlx::query(&sql).bind(evaluation_id).bind(limit)).await
     }
 
     async fn task_sums(&self, container_id: &str) -> StoreResult<Vec<TaskVersionSums>> {
         // COUNT(*) FILTER rather than SUM over the 0/1 columns: SUM(BIGINT) is NUMERIC.
-        let rows = sqlx::query(
-            "SELECT task, version_id, COUNT(*), COUNT(*) - COUNT(reward), COALESCE(SUM(reward), 0.0), \
-             COALESCE(SUM(reward * reward), 0.0), COUNT(score), COALESCE(SUM(score), 0.0), COUNT(passed), \
-             COUNT(*) FILTER (WHERE passed = 1) \
-             FROM evaluation_samples WHERE container_id = $1 GROUP BY task, version_id \
-             ORDER BY task COLLATE \"C\", version_id COLLATE \"C\"",
-        )
-        .bind(container_id)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(TaskVersionSums {
-                    task: r.try_get(0)?,
-                    version_id: r.try_get(1)?,
-                    sums: SampleSums {
-                        samples: r.try_get(2)?,
-                        null_rewards: r.try_get(3)?,
-                        reward_sum: r.try_get(4)?,
-                        reward_squares: r.try_get(5)?,
-                        scores: r.try_get(6)?,
-                        score_sum: r.try_get(7)?,
-                        judged: r.try_get(8)?,
-                        passed: r.try_get(9)?,
-                    },
-                })
-            })
-            .collect::<Result<Vec<_>, sqlx::Error>>()
-            .map_err(HubError::from)
+        let sql = "SELECT task, version_id, COUNT(*), COUNT(*) - COUNT(reward), COALESCE(SUM(reward), 0.0), \
+                   COALESCE(SUM(reward * reward), 0.0), COUNT(score), COALESCE(SUM(score), 0.0), COUNT(passed), \
+                   COUNT(*) FILTER (WHERE passed = 1) \
+                   FROM evaluation_samples WHERE container_id = $1 GROUP BY task, version_id \
+                   ORDER BY task COLLATE \"C\", version_id COLLATE \"C\"";
+        all(&self.pool, sqlx::query(sql).bind(container_id)).await
     }
 
     async fn evaluations_before(&self, container_id: &str, before: Option<i64>, limit: i64) -> StoreResult<Vec<Evaluation>> {
-        let rows = sqlx::query(&format!(
+        let sql = format!(
             "SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE container_id = $1 AND ($2::BIGINT IS NULL OR seq < $2) \
              ORDER BY seq DESC LIMIT $3"
-        ))
-        .bind(container_id)
-        .bind(before)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
-        Ok(rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?)
+        );
+        all(&self.pool, sqlx::query(&sql).bind(container_id).bind(before).bind(limit)).await
     }
 
     async fn samples_after(&self, evaluation_id: &str, after: i64, limit: i64) -> StoreResult<Vec<(i64, Sample)>> {
-        let rows = sqlx::query(&format!(
-            "SELECT {SAMPLE_COLUMNS}, seq FROM evaluation_samples WHERE evaluation_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"
-        ))
-        .bind(evaluation_id)
-        .bind(after)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
-        Ok(rows.iter().map(|r| Ok((r.try_get(13)?, from_postgres(r)?))).collect::<Result<Vec<_>, sqlx::Error>>()?)
+        let sql =
+            format!("SELECT seq, {SAMPLE_COLUMNS} FROM evaluation_samples WHERE evaluation_id = $1 AND seq > $2 ORDER BY seq LIMIT $3");
+        all(&self.pool, sqlx::query(&sql).bind(evaluation_id).bind(after).bind(limit)).await
     }
 
     async fn sample(&self, id: &str) -> StoreResult<Option<Sample>> {
-        let row = sqlx::query(&format!("SELECT {SAMPLE_COLUMNS} FROM evaluation_samples WHERE id = $1"))
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?;
-        Ok(row.as_ref().map(from_postgres).transpose()?)
+        let sql = format!("SELECT {SAMPLE_COLUMNS} FROM evaluation_samples WHERE id = $1");
+        optional(&self.pool, sqlx::query(&sql).bind(id)).await
     }
 }

@@ -3,13 +3,12 @@
 //! (`FOR UPDATE`), so concurrent calls through several hub processes are decided one
 //! at a time; the apply lock is one `INSERT … ON CONFLICT … WHERE` statement.
 
-use super::{PostgresStore, Tx};
+use super::{all, insert, optional, PostgresStore, Tx};
 use crate::error::HubError;
 use crate::rows::*;
-use crate::store::StoreResult;
+use crate::store::{StoreResult, Version};
 use crate::world_data::*;
 use async_trait::async_trait;
-use sqlx::Row;
 
 async fn get_batch_locked(tx: &mut Tx, filter: &str, binds: &[&str]) -> StoreResult<Option<DataBatch>> {
     let sql = format!("SELECT {BATCH_COLUMNS} FROM world_data_batches WHERE {filter} FOR UPDATE");
@@ -17,16 +16,12 @@ async fn get_batch_locked(tx: &mut Tx, filter: &str, binds: &[&str]) -> StoreRes
     for bind in binds {
         query = query.bind(*bind);
     }
-    let row = query.fetch_optional(&mut **tx).await?;
-    Ok(row.as_ref().map(from_postgres).transpose()?)
+    optional(&mut **tx, query).await
 }
 
 async fn get_chunks(tx: &mut Tx, batch_id: &str) -> StoreResult<Vec<DataChunk>> {
-    let rows = sqlx::query(&format!("SELECT {CHUNK_COLUMNS} FROM world_data_chunks WHERE batch_id = $1 ORDER BY ordinal"))
-        .bind(batch_id)
-        .fetch_all(&mut **tx)
-        .await?;
-    Ok(rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?)
+    let sql = format!("SELECT {CHUNK_COLUMNS} FROM world_data_chunks WHERE batch_id = $1 ORDER BY ordinal");
+    all(&mut **tx, sqlx::query(&sql).bind(batch_id)).await
 }
 
 async fn write_batch(tx: &mut Tx, b: &DataBatch) -> StoreResult<()> {
@@ -54,87 +49,32 @@ async fn write_batch(tx: &mut Tx, b: &DataBatch) -> StoreResult<()> {
 #[async_trait]
 impl WorldDataStore for PostgresStore {
     async fn create_data_batch(&self, b: DataBatch) -> StoreResult<()> {
-        sqlx::query(
-            "INSERT INTO world_data_batches (id, project_id, container_id, state, phase, mode, merge, atomic, publish, dry_run, \
-             message, base_version_id, result, refusals, report_key, version_id, error, lease_until, created_at, updated_at, \
-             completed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)",
-        )
-        .bind(&b.id)
-        .bind(&b.project_id)
-        .bind(&b.container_id)
-        .bind(&b.state)
-        .bind(&b.phase)
-        .bind(&b.mode)
-        .bind(&b.merge)
-        .bind(b.atomic as i64)
-        .bind(&b.publish)
-        .bind(b.dry_run as i64)
-        .bind(&b.message)
-        .bind(&b.base_version_id)
-        .bind(&b.result)
-        .bind(&b.refusals)
-        .bind(&b.report_key)
-        .bind(&b.version_id)
-        .bind(&b.error)
-        .bind(b.lease_until)
-        .bind(&b.created_at)
-        .bind(&b.updated_at)
-        .bind(&b.completed_at)
-        .execute(&self.pool)
-        .await?;
+        insert(&self.pool, "world_data_batches", &b, "").await?;
         Ok(())
     }
 
     async fn data_batch(&self, project_id: &str, id: &str) -> StoreResult<Option<DataBatch>> {
-        let row = sqlx::query(&format!("SELECT {BATCH_COLUMNS} FROM world_data_batches WHERE project_id = $1 AND id = $2"))
-            .bind(project_id)
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?;
-        Ok(row.as_ref().map(from_postgres).transpose()?)
+        let sql = format!("SELECT {BATCH_COLUMNS} FROM world_data_batches WHERE project_id = $1 AND id = $2");
+        optional(&self.pool, sqlx::query(&sql).bind(project_id).bind(id)).await
     }
 
     async fn data_batches(&self, container_id: &str, before: Option<i64>, limit: i64) -> StoreResult<Vec<DataBatch>> {
-        let rows = sqlx::query(&format!(
+        let sql = format!(
             "SELECT {BATCH_COLUMNS} FROM world_data_batches WHERE container_id = $1 AND ($2::BIGINT IS NULL OR seq < $2) \
              ORDER BY seq DESC LIMIT $3"
-        ))
-        .bind(container_id)
-        .bind(before)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
-        Ok(rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?)
+        );
+        all(&self.pool, sqlx::query(&sql).bind(container_id).bind(before).bind(limit)).await
     }
 
     async fn register_data_chunk(&self, batch_id: &str, chunk: DataChunk, now: &str) -> StoreResult<(DataChunk, bool)> {
         let mut tx = self.pool.begin().await?;
         let mut batch =
             get_batch_locked(&mut tx, "id = $1", &[batch_id]).await?.ok_or_else(|| HubError::NotFound(format!("no batch '{batch_id}'")))?;
-        let existing = sqlx::query(&format!("SELECT {CHUNK_COLUMNS} FROM world_data_chunks WHERE batch_id = $1 AND ordinal = $2"))
-            .bind(batch_id)
-            .bind(chunk.ordinal)
-            .fetch_optional(&mut *tx)
-            .await?;
-        let existing = existing.as_ref().map(from_postgres).transpose()?;
+        let sql = format!("SELECT {CHUNK_COLUMNS} FROM world_data_chunks WHERE batch_id = $1 AND ordinal = $2");
+        let existing = optional(&mut *tx, sqlx::query(&sql).bind(batch_id).bind(chunk.ordinal)).await?;
         let (stored, new) = batch.register(chunk, existing)?;
         if new {
-            sqlx::query(&format!(
-                "INSERT INTO world_data_chunks ({CHUNK_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
-                 ON CONFLICT (batch_id, ordinal) DO UPDATE SET id = excluded.id, digest = excluded.digest, bytes = excluded.bytes, \
-                 rows = excluded.rows, entity = excluded.entity, uploaded = excluded.uploaded, created_at = excluded.created_at"
-            ))
-            .bind(&stored.batch_id)
-            .bind(stored.ordinal)
-            .bind(&stored.id)
-            .bind(&stored.digest)
-            .bind(stored.bytes)
-            .bind(stored.rows)
-            .bind(&stored.entity)
-            .bind(stored.uploaded as i64)
-            .bind(&stored.created_at)
-            .execute(&mut *tx)
-            .await?;
+            insert(&mut *tx, "world_data_chunks", &stored, CHUNK_UPSERT).await?;
         }
         batch.state = UPLOADING.into();
         batch.updated_at = now.to_string();
@@ -144,21 +84,13 @@ impl WorldDataStore for PostgresStore {
     }
 
     async fn data_chunks(&self, batch_id: &str) -> StoreResult<Vec<DataChunk>> {
-        let rows = sqlx::query(&format!("SELECT {CHUNK_COLUMNS} FROM world_data_chunks WHERE batch_id = $1 ORDER BY ordinal"))
-            .bind(batch_id)
-            .fetch_all(&self.pool)
-            .await?;
-        Ok(rows.iter().map(from_postgres).collect::<Result<Vec<_>, _>>()?)
+        let sql = format!("SELECT {CHUNK_COLUMNS} FROM world_data_chunks WHERE batch_id = $1 ORDER BY ordinal");
+        all(&self.pool, sqlx::query(&sql).bind(batch_id)).await
     }
 
     async fn mark_data_chunk_uploaded(&self, batch_id: &str, chunk_id: &str) -> StoreResult<Option<DataChunk>> {
-        let row =
-            sqlx::query(&format!("UPDATE world_data_chunks SET uploaded = 1 WHERE batch_id = $1 AND id = $2 RETURNING {CHUNK_COLUMNS}"))
-                .bind(batch_id)
-                .bind(chunk_id)
-                .fetch_optional(&self.pool)
-                .await?;
-        Ok(row.as_ref().map(from_postgres).transpose()?)
+        let sql = format!("UPDATE world_data_chunks SET uploaded = 1 WHERE batch_id = $1 AND id = $2 RETURNING {CHUNK_COLUMNS}");
+        optional(&self.pool, sqlx::query(&sql).bind(batch_id).bind(chunk_id)).await
     }
 
     async fn complete_data_batch(&self, project_id: &str, id: &str, now: &str) -> StoreResult<DataBatch> {
@@ -180,58 +112,29 @@ impl WorldDataStore for PostgresStore {
         Ok(())
     }
 
-    async fn publish_data_batches(
-        &self,
-        container_id: &str,
-        base_version_id: &str,
-        version_id: &str,
-        now: &str,
-    ) -> StoreResult<Vec<String>> {
-        let rows = sqlx::query(
+    async fn publish_data_batches(&self, base: &Version, version: &Version, now: &str) -> StoreResult<Vec<String>> {
+        let published = sqlx::query(
             "UPDATE world_data_batches SET state = $1, version_id = $2, updated_at = $3 WHERE container_id = $4 \
-             AND base_version_id = $5 AND state = $6 AND version_id IS NULL AND dry_run = 0 RETURNING id, seq",
+             AND base_version_id = $5 AND state = $6 AND version_id IS NULL AND dry_run = 0 RETURNING seq, id",
         )
         .bind(PUBLISHED)
-        .bind(version_id)
+        .bind(&version.id)
         .bind(now)
-        .bind(container_id)
-        .bind(base_version_id)
-        .bind(APPLIED)
-        .fetch_all(&self.pool)
-        .await?;
-        let mut ids: Vec<(i64, String)> =
-            rows.iter().map(|r| Ok((r.try_get(1)?, r.try_get(0)?))).collect::<Result<Vec<_>, sqlx::Error>>()?;
+        .bind(&version.container_id)
+        .bind(&base.id)
+        .bind(APPLIED);
+        let mut ids: Vec<(i64, String)> = all(&self.pool, published).await?;
         ids.sort();
         Ok(ids.into_iter().map(|(_, id)| id).collect())
     }
 
     async fn data_head(&self, container_id: &str) -> StoreResult<Option<DataHead>> {
-        let row = sqlx::query(&format!("SELECT {HEAD_COLUMNS} FROM world_data_heads WHERE container_id = $1"))
-            .bind(container_id)
-            .fetch_optional(&self.pool)
-            .await?;
-        Ok(row.as_ref().map(from_postgres).transpose()?)
+        let sql = format!("SELECT {HEAD_COLUMNS} FROM world_data_heads WHERE container_id = $1");
+        optional(&self.pool, sqlx::query(&sql).bind(container_id)).await
     }
 
     async fn put_data_head(&self, h: DataHead) -> StoreResult<()> {
-        sqlx::query(&format!(
-            "INSERT INTO world_data_heads ({HEAD_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
-             ON CONFLICT (container_id) DO UPDATE SET base_version_id = excluded.base_version_id, \
-             snapshot_key = excluded.snapshot_key, batch_digest = excluded.batch_digest, contract_hash = excluded.contract_hash, \
-             entity_counts = excluded.entity_counts, file_sha256 = excluded.file_sha256, pending = excluded.pending, \
-             updated_at = excluded.updated_at"
-        ))
-        .bind(&h.container_id)
-        .bind(&h.base_version_id)
-        .bind(&h.snapshot_key)
-        .bind(&h.batch_digest)
-        .bind(&h.contract_hash)
-        .bind(&h.entity_counts)
-        .bind(&h.file_sha256)
-        .bind(h.pending as i64)
-        .bind(&h.updated_at)
-        .execute(&self.pool)
-        .await?;
+        insert(&self.pool, "world_data_heads", &h, HEAD_UPSERT).await?;
         Ok(())
     }
 

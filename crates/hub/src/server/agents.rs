@@ -66,47 +66,25 @@ fn compatible(capabilities: &[String]) -> Vec<Value> {
     ALGORITHMS.iter().filter(|a| a.requires.iter().all(|r| capabilities.iter().any(|c| c == r))).map(|a| Value::str(a.name)).collect()
 }
 
-/// The routes of the agents platform (None: not one of them).
-pub(super) async fn route(
-    hub: &Hub,
-    method: &Method,
-    segments: &[&str],
-    query: &BTreeMap<String, String>,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Option<Answer> {
-    if !matches!(segments.first(), Some(&"secrets" | &"agents" | &"datasets" | &"runs" | &"agent-builds" | &"algorithms")) {
-        return None;
-    }
-    Some(dispatch(hub, method, segments, query, headers, body).await)
-}
-
-async fn dispatch(
-    hub: &Hub,
-    method: &Method,
-    segments: &[&str],
-    query: &BTreeMap<String, String>,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Answer {
-    let project = authenticate(hub, headers).await?;
-    let p = project.as_str();
+/// The routes of the agents platform (`routes::Family::Agents`).
+pub(super) async fn route(request: &JsonRequest<'_>, p: &str) -> Answer {
+    let JsonRequest { hub, method, segments, .. } = *request;
     let id = |raw: &str| unquote_plus(raw);
     match (method.as_str(), segments) {
-        ("POST", ["secrets"]) => create_secret(hub, p, &parse_body(body)?).await,
+        ("POST", ["secrets"]) => create_secret(hub, p, &request.json()?).await,
         ("GET", ["secrets"]) => list_secrets(hub, p).await,
-        ("PUT", ["secrets", name]) => put_secret(hub, p, &id(name), &parse_body(body)?).await,
+        ("PUT", ["secrets", name]) => put_secret(hub, p, &id(name), &request.json()?).await,
         ("DELETE", ["secrets", name]) => delete_secret(hub, p, &id(name)).await,
-        ("POST", ["agents", "register"]) => register_agent(hub, p, &parse_body(body)?).await,
+        ("POST", ["agents", "register"]) => register_agent(hub, p, &request.json()?).await,
         ("GET", ["agents"]) => list_agents(hub, p).await,
         ("GET", ["agents", agent]) => show_agent(hub, p, &id(agent)).await,
         ("GET", ["algorithms"]) => ok(object([("algorithms", Value::Array(ALGORITHMS.iter().map(algorithm_json).collect()))])),
-        ("POST", ["datasets", "import"]) => import_dataset(hub, p, &parse_body(body)?).await,
+        ("POST", ["datasets", "import"]) => import_dataset(hub, p, &request.json()?).await,
         ("GET", ["datasets"]) => list_datasets(hub, p).await,
         ("GET", ["datasets", name]) => show_dataset(hub, p, &id(name)).await,
-        (_, ["runs", ..]) => super::runs::route(hub, p, method, segments, query, headers, body).await,
-        (_, ["agent-builds", ..]) => super::release::route(hub, p, method, segments, query, body).await,
-        _ => Err(HubError::NotFound(format!("no route for {method} /api/public/{}", segments.join("/")))),
+        (_, ["runs", ..]) => super::runs::route(request, p).await,
+        (_, ["agent-builds", ..]) => super::release::route(request, p).await,
+        _ => Err(request.no_route()),
     }
 }
 

@@ -13,11 +13,10 @@
 //! it. `is_public` publishes it: every project then sees it in the hub listing and may
 //! clone it. Another project's unpublished connector is a 404, as if absent.
 
-use super::{authenticate, base_url, opt_bool, opt_str, parse_body, quote_segment, unquote_plus, Answer, Hub};
+use super::{opt_bool, opt_str, quote_segment, unquote_plus, Answer, Hub, JsonRequest};
 use crate::connectors::*;
 use crate::error::HubError;
 use crate::util::{new_id, now_iso};
-use axum::http::{HeaderMap, Method};
 use gateway_world::json::{self, object, Map, Value};
 use gateway_world::scaffold::{self, TemplateFiles};
 use sha2::{Digest, Sha256};
@@ -29,25 +28,10 @@ const MAX_FILES: usize = 2_000;
 /// Most bytes of template text (all files together).
 const MAX_TEMPLATE_BYTES: usize = 16 * 1024 * 1024;
 
-/// The connector routes (None: not one of them).
-pub(super) async fn route(
-    hub: &Hub,
-    method: &Method,
-    segments: &[&str],
-    query: &BTreeMap<String, String>,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Option<Answer> {
-    let ours = matches!(segments, ["context", "connectors", ..] | ["connectors", "hub" | "clone"]);
-    if !ours {
-        return None;
-    }
-    let project = match authenticate(hub, headers).await {
-        Ok(project) => project,
-        Err(error) => return Some(Err(error)),
-    };
-    let p = project.as_str();
-    Some(match (method.as_str(), segments) {
+/// The connector routes (`routes::Family::Connectors`).
+pub(super) async fn route(request: &JsonRequest<'_>, p: &str) -> Answer {
+    let JsonRequest { hub, method, segments, query, .. } = *request;
+    match (method.as_str(), segments) {
         ("GET", ["context", "connectors"]) => list(hub, p, query).await,
         ("GET", ["context", "connectors", slug]) => {
             let slug = unquote_plus(slug);
@@ -57,18 +41,12 @@ pub(super) async fn route(
                 pull(hub, p, &slug, query.get("version").map(String::as_str)).await
             }
         }
-        ("POST", ["context", "connectors", slug]) => match parse_body(body) {
-            Ok(body) => push(hub, p, &unquote_plus(slug), &body, &base_url(hub, headers)).await,
-            Err(e) => Err(e),
-        },
+        ("POST", ["context", "connectors", slug]) => push(hub, p, &unquote_plus(slug), &request.json()?, request.base_url).await,
         ("DELETE", ["context", "connectors", slug]) => delete(hub, p, &unquote_plus(slug)).await,
         ("GET", ["connectors", "hub"]) => hub_listing(hub, p, query.get("query").map(String::as_str)).await,
-        ("POST", ["connectors", "clone"]) => match parse_body(body) {
-            Ok(body) => clone(hub, p, &body).await,
-            Err(e) => Err(e),
-        },
-        _ => Err(HubError::NotFound(format!("no route for {method} /api/public/{}", segments.join("/")))),
-    })
+        ("POST", ["connectors", "clone"]) => clone(hub, p, &request.json()?).await,
+        _ => Err(request.no_route()),
+    }
 }
 
 fn check_connector_slug(slug: &str) -> Result<(), HubError> {
@@ -97,13 +75,19 @@ fn visibility(repo: &ConnectorRepo) -> &'static str {
     }
 }
 
-fn repo_json(repo: &ConnectorRepo) -> Value {
-    object([
+/// The members every view of a repo starts with.
+fn repo_heading(repo: &ConnectorRepo) -> [(&'static str, Value); 5] {
+    [
         ("id", Value::str(&repo.id)),
         ("slug", Value::str(&repo.slug)),
         ("name", Value::str(&repo.name)),
         ("description", opt(&repo.description)),
         ("tags", parsed(&repo.tags)),
+    ]
+}
+
+fn repo_json(repo: &ConnectorRepo) -> Value {
+    object(repo_heading(repo).into_iter().chain([
         ("readme", opt(&repo.readme)),
         ("type", Value::str("connector")),
         ("isPublic", Value::Bool(repo.is_public)),
@@ -113,7 +97,7 @@ fn repo_json(repo: &ConnectorRepo) -> Value {
         ("clonedFrom", repo.cloned_from.as_deref().map(parsed).unwrap_or(Value::Null)),
         ("createdAt", Value::str(&repo.created_at)),
         ("updatedAt", Value::str(&repo.updated_at)),
-    ])
+    ]))
 }
 
 fn commit_json(commit: &ConnectorCommit) -> Value {
@@ -167,7 +151,8 @@ async fn list(hub: &Hub, project: &str, query: &BTreeMap<String, String>) -> Ans
         Some("false") => Some(false),
         Some(other) => return Err(HubError::BadRequest(format!("'is_public' must be true or false, not '{other}'"))),
     };
-    let (repos, total) = hub.meta.connector_repos(project, query.get("query").map(String::as_str), is_public, limit, offset).await?;
+    let listing = RepoListing { query: query.get("query").cloned(), is_public, limit, offset };
+    let (repos, total) = hub.meta.connector_repos(project, &listing).await?;
     super::ok(object([
         ("repos", Value::Array(repos.iter().map(repo_json).collect())),
         ("total", Value::Int(total)),
@@ -455,12 +440,7 @@ fn apply_file_delta(files: &mut TemplateFiles, delta: &Map) -> Result<(), HubErr
 fn hub_row_json(row: &HubRow, project: &str) -> Value {
     let repo = &row.repo;
     let head = row.head.as_ref();
-    object([
-        ("id", Value::str(&repo.id)),
-        ("slug", Value::str(&repo.slug)),
-        ("name", Value::str(&repo.name)),
-        ("description", opt(&repo.description)),
-        ("tags", parsed(&repo.tags)),
+    object(repo_heading(repo).into_iter().chain([
         ("orgName", Value::str(&row.org_name)),
         ("isOwn", Value::Bool(repo.project_id == project)),
         ("visibility", Value::str(visibility(repo))),
@@ -470,7 +450,7 @@ fn hub_row_json(row: &HubRow, project: &str) -> Value {
         ("clonedFrom", repo.cloned_from.as_deref().map(parsed).unwrap_or(Value::Null)),
         ("updatedAt", Value::str(&repo.updated_at)),
         ("metadata", head.map(|h| parsed(&h.metadata)).unwrap_or_else(|| Value::Object(Map::default()))),
-    ])
+    ]))
 }
 
 async fn hub_listing(hub: &Hub, project: &str, query: Option<&str>) -> Answer {

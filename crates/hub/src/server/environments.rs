@@ -39,34 +39,12 @@ const MAX_SAMPLES: i64 = 1000;
 const NO_RUNNER: &str = "this self-hosted hub has no hosted runner: run the world yourself \
      (`gateway worlds run <slug> --agent agent.py -m <model>` files its result here as an evaluation)";
 
-/// The routes of this module and `task_sets.rs` (None: not one of them).
-pub(super) async fn route(
-    hub: &Hub,
-    method: &Method,
-    segments: &[&str],
-    query: &BTreeMap<String, String>,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Option<Answer> {
-    if !matches!(segments.first(), Some(&"environments" | &"task-sets" | &"environment-agent" | &"ingestion")) {
-        return None;
-    }
-    Some(dispatch(hub, method, segments, query, headers, body).await)
-}
-
-async fn dispatch(
-    hub: &Hub,
-    method: &Method,
-    segments: &[&str],
-    query: &BTreeMap<String, String>,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Answer {
-    let project = authenticate(hub, headers).await?;
-    let p = project.as_str();
+/// The routes of this module and `task_sets.rs` (`routes::Family::Environments`).
+pub(super) async fn route(request: &JsonRequest<'_>, p: &str) -> Answer {
+    let JsonRequest { hub, method, segments, query, .. } = *request;
     let id = |raw: &str| unquote_plus(raw);
     match (method.as_str(), segments) {
-        ("POST", ["ingestion"]) => ingestion(hub, p, &parse_body(body)?).await,
+        ("POST", ["ingestion"]) => ingestion(hub, p, &request.json()?).await,
         ("GET", ["environments"]) => list(hub, p, query).await,
         ("GET", ["environments", "runs", run]) => Err(HubError::NotFound(format!(
             "no run '{}': this self-hosted hub dispatches no hosted runs (`environment run` answers ok: false), so it has none to report",
@@ -75,7 +53,7 @@ async fn dispatch(
         ("GET", ["environments", cid]) => get(hub, p, &id(cid)).await,
         ("GET", ["environments", cid, "task-set"]) => task_sets::get_linked(hub, p, &find(hub, p, &id(cid)).await?).await,
         ("POST", ["environments", cid, "task-set"]) => {
-            let body = parse_body(body)?;
+            let body = request.json()?;
             task_sets::link(hub, p, &find(hub, p, &id(cid)).await?, &body).await
         }
         ("GET", ["environments", cid, "performance"]) => performance(hub, &find(hub, p, &id(cid)).await?).await,
@@ -84,28 +62,27 @@ async fn dispatch(
             rollout_samples(hub, p, &find(hub, p, &id(cid)).await?, &id(eid), query).await
         }
         ("POST", ["environments", cid, "run"]) => {
-            let body = parse_body(body)?;
+            let body = request.json()?;
             run(hub, p, &find(hub, p, &id(cid)).await?, &body).await
         }
         ("POST", ["environments", cid, "connector-captures"]) => {
-            let body = parse_body(body)?;
+            let body = request.json()?;
             super::captures::start(hub, p, &find(hub, p, &id(cid)).await?, &body).await
         }
         ("GET", ["environments", cid, "connector-captures", rid]) => {
             super::captures::status(hub, p, &find(hub, p, &id(cid)).await?, &id(rid)).await
         }
         ("GET", ["environments", cid, "files", "download"]) => {
-            let base = base_url(hub, headers);
-            super::captures::download(hub, &find(hub, p, &id(cid)).await?, query.get("path"), &base).await
+            super::captures::download(hub, &find(hub, p, &id(cid)).await?, query.get("path"), request.base_url).await
         }
-        ("POST", ["task-sets"]) => task_sets::create_set(hub, p, &parse_body(body)?).await,
-        ("POST", ["task-sets", did, "tasks"]) => task_sets::create_task(hub, p, &id(did), &parse_body(body)?).await,
-        ("POST", ["task-sets", did, "tasks", tid]) => task_sets::update_task(hub, p, &id(did), &id(tid), &parse_body(body)?).await,
+        ("POST", ["task-sets"]) => task_sets::create_set(hub, p, &request.json()?).await,
+        ("POST", ["task-sets", did, "tasks"]) => task_sets::create_task(hub, p, &id(did), &request.json()?).await,
+        ("POST", ["task-sets", did, "tasks", tid]) => task_sets::update_task(hub, p, &id(did), &id(tid), &request.json()?).await,
         ("GET", ["environment-agent"]) => ok(object([("config", Value::Null), ("runs", Value::Array(Vec::new()))])),
         ("POST", ["environment-agent", "trigger"]) => Err(HubError::BadRequest(
             "no Environment Agent is configured for this project: this self-hosted hub runs no Environment Agent".into(),
         )),
-        _ => Err(HubError::NotFound(format!("no route for {method} /api/public/{}", segments.join("/")))),
+        _ => Err(request.no_route()),
     }
 }
 
@@ -381,15 +358,7 @@ async fn run(hub: &Hub, project: &str, container: &Container, body: &Map) -> Ans
     if let Some(id) = &run_config_id {
         let config = hub.meta.run_config(project, id).await?.ok_or_else(|| HubError::NotFound(format!("no run config '{id}'")))?;
         if models.is_empty() {
-            let config = opt_value(&config);
-            models = config
-                .get("models")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect();
+            models = strings(opt_value(&config).get("models"));
         }
     }
     if models.is_empty() || models.iter().any(|m| m.trim().is_empty()) {
@@ -451,14 +420,7 @@ pub(super) async fn dispatch_run_config(hub: &Hub, project: &str, body: &Map) ->
     fields.only(&["runConfigId", "containerId", "versionId"])?;
     let id = fields.nonblank("runConfigId")?.ok_or_else(|| HubError::BadRequest("'runConfigId' is required".into()))?;
     let config = hub.meta.run_config(project, &id).await?.ok_or_else(|| HubError::NotFound(format!("no run config '{id}'")))?;
-    let models: Vec<String> = opt_value(&config)
-        .get("models")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(str::to_string)
-        .collect();
+    let models = strings(opt_value(&config).get("models"));
     let container = match fields.nonblank("containerId")? {
         Some(cid) => hub
             .meta

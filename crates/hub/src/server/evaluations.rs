@@ -10,7 +10,7 @@
 //! evaluations are in `environments.rs`; nothing here runs an evaluation.
 
 use super::*;
-use crate::evaluations::{Evaluation, Sample, FINAL_STATUSES, RUNNING};
+use crate::evaluations::{Evaluation, Outcome, Sample, FINAL_STATUSES, RUNNING};
 
 /// The members an evaluation create may carry.
 const CREATE_MEMBERS: [&str; 11] = [
@@ -350,7 +350,7 @@ pub(super) async fn finalize_evaluation(hub: &Hub, project: &str, id: &str, body
     }
     let metrics = fields.object("metrics")?.map(|m| tasks::document_text(&m));
     let cost = fields.object("cost")?.map(|c| tasks::document_text(&c));
-    let done = hub.meta.finalize_evaluation(&evaluation.id, &status, metrics, cost, &now_iso()).await?;
+    let done = hub.meta.finalize_evaluation(&evaluation.id, Outcome { status, metrics, cost, completed_at: now_iso() }).await?;
     ok(object([
         ("evaluationId", Value::str(done.id)),
         ("status", Value::str(done.status)),

@@ -7,7 +7,7 @@
 // What the route modules share (they `use super::*`).
 use crate::error::HubError;
 use crate::store::*;
-use crate::util::{new_id, now_iso, now_secs};
+use crate::util::{new_id, now_iso, now_secs, strings};
 use axum::body::{to_bytes, Body};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::Response;

@@ -44,26 +44,21 @@ pub(super) struct Rule {
     pub min_graded: i64,
 }
 
-pub(super) async fn route(
-    hub: &Hub,
-    project: &str,
-    method: &Method,
-    segments: &[&str],
-    query: &BTreeMap<String, String>,
-    body: &[u8],
-) -> Answer {
+/// The agent-builds routes (`agents.rs` hands them here).
+pub(super) async fn route(request: &JsonRequest<'_>, project: &str) -> Answer {
+    let JsonRequest { hub, method, segments, query, .. } = *request;
     match (method.as_str(), segments) {
-        ("POST", ["agent-builds"]) => register(hub, project, &parse_body(body)?).await,
+        ("POST", ["agent-builds"]) => register(hub, project, &request.json()?).await,
         ("GET", ["agent-builds", "gate"]) => gate(hub, project, query).await,
         ("GET", ["agent-builds", "gate-rule"]) => ok(rule_json(&rule(hub, project).await?, false)),
-        ("PUT", ["agent-builds", "gate-rule"]) => set_rule(hub, project, &parse_body(body)?).await,
+        ("PUT", ["agent-builds", "gate-rule"]) => set_rule(hub, project, &request.json()?).await,
         ("GET", ["agent-builds", id]) => {
             let id = unquote_plus(id);
             let build =
                 hub.meta.build(project, &id).await?.ok_or_else(|| HubError::NotFound(format!("no agent build '{id}' in this project")))?;
             ok(build_json(&build, true))
         }
-        _ => Err(HubError::NotFound(format!("no route for {method} /api/public/{}", segments.join("/")))),
+        _ => Err(request.no_route()),
     }
 }
 

@@ -3,10 +3,36 @@
 
 use super::state::Hub;
 use crate::error::HubError;
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, Method};
 use gateway_common::url::query_pairs;
 use gateway_world::json::{self, Map, Value};
 use std::collections::BTreeMap;
+
+/// A request to a JSON route under `/api/public/`, as the route modules read it.
+#[derive(Clone, Copy)]
+pub(super) struct JsonRequest<'a> {
+    pub hub: &'a Hub,
+    pub method: &'a Method,
+    /// The path after `/api/public/`, split at `/` (still percent-encoded).
+    pub segments: &'a [&'a str],
+    pub query: &'a BTreeMap<String, String>,
+    pub headers: &'a HeaderMap,
+    pub body: &'a [u8],
+    /// What the answers' URLs start with ([`base_url`]).
+    pub base_url: &'a str,
+}
+
+impl JsonRequest<'_> {
+    /// The body as a JSON object ([`parse_body`]).
+    pub fn json(&self) -> Result<Map, HubError> {
+        parse_body(self.body)
+    }
+
+    /// The refusal of a path no route serves.
+    pub fn no_route(&self) -> HubError {
+        HubError::NotFound(format!("no route for {} /api/public/{}", self.method, self.segments.join("/")))
+    }
+}
 
 /// The query's pairs by name (a repeated name: the last wins).
 pub(super) fn parse_query(query: &str) -> BTreeMap<String, String> {

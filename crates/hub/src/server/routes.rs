@@ -27,20 +27,9 @@ pub(super) async fn route(
             ("GET", ["world-sessions", sid, "host"]) => return sessions::session_host(hub, headers, &unquote_plus(sid)).await,
             _ => {}
         }
-        if let Some(answer) = world_route(hub, method, &segments, query, headers, body, &base_url).await {
-            return answer;
-        }
-        if let Some(answer) = world_data::route(hub, method, &segments, query, headers, body, &base_url).await {
-            return answer;
-        }
-        if let Some(answer) = environments::route(hub, method, &segments, query, headers, body).await {
-            return answer;
-        }
-        if let Some(answer) = agents::route(hub, method, &segments, query, headers, body).await {
-            return answer;
-        }
-        if let Some(answer) = connectors::route(hub, method, &segments, query, headers, body).await {
-            return answer;
+        if let Some(family) = Family::of(&segments) {
+            let request = JsonRequest { hub, method, segments: &segments, query, headers, body, base_url: &base_url };
+            return family.route(&request).await;
         }
     }
     let Some(rest) = path.strip_prefix(API) else {
@@ -79,60 +68,69 @@ pub(super) async fn route(
     }
 }
 
-/// The world-sessions and world-tasks routes (None: not one of them).
-pub(super) async fn world_route(
-    hub: &Hub,
-    method: &Method,
-    segments: &[&str],
-    query: &BTreeMap<String, String>,
-    headers: &HeaderMap,
-    body: &[u8],
-    base_url: &str,
-) -> Option<Answer> {
-    if !matches!(segments.first(), Some(&"world-sessions" | &"world-tasks")) {
-        return None;
+/// The `/api/public/*` families other than the benchmark containers, each served by
+/// its module once the request's project key is checked.
+#[derive(Clone, Copy)]
+enum Family<'a> {
+    /// World sessions and tasks (here).
+    Worlds,
+    /// A world's data batches (`world_data.rs`): `worlds/<slug>/data/<rest>`.
+    WorldData { slug: &'a str, rest: &'a [&'a str] },
+    /// Environments, task sets, ingestion (`environments.rs`).
+    Environments,
+    /// The agents platform (`agents.rs`).
+    Agents,
+    /// Workspace connectors (`connectors.rs`).
+    Connectors,
+}
+
+impl<'a> Family<'a> {
+    /// The family a path (split after `/api/public/`) belongs to, if any.
+    fn of(segments: &'a [&'a str]) -> Option<Family<'a>> {
+        Some(match segments {
+            ["world-sessions" | "world-tasks", ..] => Family::Worlds,
+            ["worlds", slug, "data", rest @ ..] => Family::WorldData { slug, rest },
+            ["environments" | "task-sets" | "environment-agent" | "ingestion", ..] => Family::Environments,
+            ["secrets" | "agents" | "datasets" | "runs" | "agent-builds" | "algorithms", ..] => Family::Agents,
+            ["context", "connectors", ..] | ["connectors", "hub" | "clone"] => Family::Connectors,
+            _ => return None,
+        })
     }
-    let project = match authenticate(hub, headers).await {
-        Ok(project) => project,
-        Err(error) => return Some(Err(error)),
-    };
-    let p = project.as_str();
+
+    /// The answer of the family's module, for the project whose key the request carries.
+    async fn route(self, request: &JsonRequest<'_>) -> Answer {
+        let project = authenticate(request.hub, request.headers).await?;
+        match self {
+            Family::Worlds => world_route(request, &project).await,
+            Family::WorldData { slug, rest } => world_data::route(request, &project, slug, rest).await,
+            Family::Environments => environments::route(request, &project).await,
+            Family::Agents => agents::route(request, &project).await,
+            Family::Connectors => connectors::route(request, &project).await,
+        }
+    }
+}
+
+/// The world-sessions and world-tasks routes.
+async fn world_route(request: &JsonRequest<'_>, p: &str) -> Answer {
+    let JsonRequest { hub, method, segments, query, base_url, .. } = *request;
     let id = |raw: &str| unquote_plus(raw);
-    Some(match (method.as_str(), segments) {
-        ("POST", ["world-sessions"]) => match parse_body(body) {
-            Ok(body) => sessions::open_session(hub, p, &body, base_url).await,
-            Err(e) => Err(e),
-        },
+    match (method.as_str(), segments) {
+        ("POST", ["world-sessions"]) => sessions::open_session(hub, p, &request.json()?, base_url).await,
         ("GET", ["world-sessions", sid]) => sessions::session_status(hub, p, &id(sid)).await,
         ("DELETE", ["world-sessions", sid]) => sessions::close_session(hub, p, &id(sid)).await,
-        ("POST", ["world-sessions", sid, "calls"]) => match parse_body(body) {
-            Ok(body) => sessions::create_call(hub, p, &id(sid), &body, base_url).await,
-            Err(e) => Err(e),
-        },
+        ("POST", ["world-sessions", sid, "calls"]) => sessions::create_call(hub, p, &id(sid), &request.json()?, base_url).await,
         ("GET", ["world-sessions", sid, "calls"]) => sessions::list_calls(hub, p, &id(sid), query).await,
         ("GET", ["world-sessions", sid, "calls", call]) => sessions::get_call(hub, p, &id(sid), &id(call)).await,
-        ("POST", ["world-sessions", sid, "task"]) => match parse_body(body) {
-            Ok(body) => sessions::save_task(hub, p, &id(sid), &body).await,
-            Err(e) => Err(e),
-        },
+        ("POST", ["world-sessions", sid, "task"]) => sessions::save_task(hub, p, &id(sid), &request.json()?).await,
         ("POST", ["world-sessions", _, "browser-events"]) | ("GET", ["world-sessions", _, "browser-events"]) => {
             Err(HubError::BadRequest("surface not available: this hub serves no browser surface".into()))
         }
-        ("POST", ["world-tasks"]) => match parse_body(body) {
-            Ok(body) => tasks::create_task(hub, p, &body).await,
-            Err(e) => Err(e),
-        },
+        ("POST", ["world-tasks"]) => tasks::create_task(hub, p, &request.json()?).await,
         ("GET", ["world-tasks"]) => tasks::list_tasks(hub, p, query).await,
         ("GET", ["world-tasks", tid]) => tasks::show_task(hub, p, &id(tid), query.get("version").cloned()).await,
-        ("PATCH", ["world-tasks", tid]) => match parse_body(body) {
-            Ok(body) => tasks::update_task(hub, p, &id(tid), &body).await,
-            Err(e) => Err(e),
-        },
+        ("PATCH", ["world-tasks", tid]) => tasks::update_task(hub, p, &id(tid), &request.json()?).await,
         ("DELETE", ["world-tasks", tid]) => tasks::delete_task(hub, p, &id(tid)).await,
-        ("POST", ["world-tasks", tid, "validate"]) => match parse_body(body) {
-            Ok(body) => tasks::validate_task(hub, p, &id(tid), &body, base_url).await,
-            Err(e) => Err(e),
-        },
-        _ => Err(HubError::NotFound(format!("no route for {method} /api/public/{}", segments.join("/")))),
-    })
+        ("POST", ["world-tasks", tid, "validate"]) => tasks::validate_task(hub, p, &id(tid), &request.json()?, base_url).await,
+        _ => Err(request.no_route()),
+    }
 }

@@ -31,7 +31,7 @@
 use super::agents::{algorithm, find_agent, find_dataset, secret_aad};
 use super::evaluations::Fields;
 use super::*;
-use crate::agents::{is_terminal, Now, Run, RunChange, KIND_RUN, KIND_VERIFY, PENDING, RUNNING, SOURCE_PLATFORM, TERMINAL};
+use crate::agents::{is_terminal, Claim, Now, Run, RunChange, KIND_RUN, KIND_VERIFY, PENDING, RUNNING, SOURCE_PLATFORM, TERMINAL};
 
 /// The default and the bounds of a lease, in seconds.
 const DEFAULT_LEASE: i64 = 60;
@@ -40,30 +40,24 @@ const MAX_LEASE: i64 = 3600;
 /// The most metric points one request may carry.
 const MAX_POINTS: usize = 10_000;
 
-pub(super) async fn route(
-    hub: &Hub,
-    project: &str,
-    method: &Method,
-    segments: &[&str],
-    query: &BTreeMap<String, String>,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Answer {
+/// The runs routes (`agents.rs` hands them here).
+pub(super) async fn route(request: &JsonRequest<'_>, project: &str) -> Answer {
+    let JsonRequest { hub, method, segments, query, headers, .. } = *request;
     let id = |raw: &str| unquote_plus(raw);
     match (method.as_str(), segments) {
-        ("POST", ["runs", "start"]) => start(hub, project, &parse_body(body)?).await,
-        ("POST", ["runs", "verify"]) => verify(hub, project, &parse_body(body)?).await,
-        ("POST", ["runs", "claim"]) => claim(hub, project, headers, &parse_body(body)?).await,
+        ("POST", ["runs", "start"]) => start(hub, project, &request.json()?).await,
+        ("POST", ["runs", "verify"]) => verify(hub, project, &request.json()?).await,
+        ("POST", ["runs", "claim"]) => claim(hub, project, headers, &request.json()?).await,
         ("GET", ["runs"]) => list(hub, project, query).await,
-        ("POST", ["runs"]) => create_sdk_run(hub, project, &parse_body(body)?).await,
+        ("POST", ["runs"]) => create_sdk_run(hub, project, &request.json()?).await,
         ("GET", ["runs", run]) => show(hub, project, &id(run)).await,
-        ("POST", ["runs", run, "heartbeat"]) => heartbeat(hub, project, &id(run), &parse_body(body)?).await,
-        ("POST" | "PATCH", ["runs", run, "state"]) => state(hub, project, &id(run), &parse_body(body)?).await,
-        ("POST", ["runs", run, "metrics"]) => metrics(hub, project, &id(run), &parse_body(body)?).await,
-        ("POST", ["runs", run, "rollouts"]) => rollout(hub, project, &id(run), &parse_body(body)?).await,
-        ("POST", ["runs", run, "finish"]) => finish(hub, project, &id(run), &parse_body(body)?).await,
+        ("POST", ["runs", run, "heartbeat"]) => heartbeat(hub, project, &id(run), &request.json()?).await,
+        ("POST" | "PATCH", ["runs", run, "state"]) => state(hub, project, &id(run), &request.json()?).await,
+        ("POST", ["runs", run, "metrics"]) => metrics(hub, project, &id(run), &request.json()?).await,
+        ("POST", ["runs", run, "rollouts"]) => rollout(hub, project, &id(run), &request.json()?).await,
+        ("POST", ["runs", run, "finish"]) => finish(hub, project, &id(run), &request.json()?).await,
         ("POST", ["runs", run, "cancel"]) => change(hub, project, &id(run), RunChange::Cancel).await.map(|r| (200, run_json(&r))),
-        _ => Err(HubError::NotFound(format!("no route for {method} /api/public/{}", segments.join("/")))),
+        _ => Err(request.no_route()),
     }
 }
 
@@ -158,16 +152,7 @@ async fn start(hub: &Hub, project: &str, body: &Map) -> Answer {
     run.dataset_id = dataset.map(|d| d.id);
     run.config = json::canonical(&config);
     let run = hub.meta.create_run(run).await?;
-    Ok((
-        201,
-        object([
-            ("runId", Value::str(&run.id)),
-            ("runNumber", run.run_number.map(Value::Int).unwrap_or(Value::Null)),
-            ("jobId", Value::str(&run.job_id)),
-            ("status", Value::str("queued")),
-            ("state", Value::str(&run.state)),
-        ]),
-    ))
+    created(&run, [("jobId", Value::str(&run.job_id)), ("status", Value::str("queued")), ("state", Value::str(&run.state))])
 }
 
 /// `POST /api/public/runs/verify`.
@@ -204,14 +189,13 @@ async fn create_sdk_run(hub: &Hub, project: &str, body: &Map) -> Answer {
     run.details = json::canonical(&Value::Object(details));
     run.started_at = Some(run.created_at.clone());
     let run = hub.meta.create_run(run).await?;
-    Ok((
-        201,
-        object([
-            ("runId", Value::str(&run.id)),
-            ("runNumber", run.run_number.map(Value::Int).unwrap_or(Value::Null)),
-            ("state", Value::str(&run.state)),
-        ]),
-    ))
+    created(&run, [("state", Value::str(&run.state))])
+}
+
+/// The 201 answering a run's creation: its id and number, then `more`.
+fn created<const N: usize>(run: &Run, more: [(&str, Value); N]) -> Answer {
+    let number = run.run_number.map(Value::Int).unwrap_or(Value::Null);
+    Ok((201, object([("runId", Value::str(&run.id)), ("runNumber", number)].into_iter().chain(more))))
 }
 
 /// `GET /api/public/runs?limit=&source=`.
@@ -272,7 +256,8 @@ async fn claim(hub: &Hub, project: &str, headers: &HeaderMap, body: &Map) -> Ans
     if headers.contains_key("x-worker-secret") && !with_secrets {
         return Err(HubError::Unauthorized("forbidden: X-Worker-Secret is not this hub's control-plane secret".into()));
     }
-    let Some(run) = hub.meta.claim_run(project, &worker, kinds, lease, Now::current()).await? else {
+    let claim = Claim { worker_id: worker, kinds, lease_secs: lease, now: Now::current() };
+    let Some(run) = hub.meta.claim_run(project, claim).await? else {
         return ok(object([("job", Value::Null)]));
     };
     ok(object([("job", job_json(hub, project, &run, lease, with_secrets).await?)]))

@@ -37,42 +37,19 @@ const SHOW_ROWS: usize = 10_000;
 /// a snapshot is most of it, and level 1 packs one several times faster than 6).
 const BUNDLE_LEVEL: u32 = 1;
 
-pub(super) async fn route(
-    hub: &Hub,
-    method: &Method,
-    segments: &[&str],
-    query: &BTreeMap<String, String>,
-    headers: &HeaderMap,
-    body: &[u8],
-    base_url: &str,
-) -> Option<Answer> {
-    let ["worlds", slug, "data", rest @ ..] = segments else { return None };
-    Some(dispatch(hub, method, slug, rest, query, headers, body, base_url).await)
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn dispatch(
-    hub: &Hub,
-    method: &Method,
-    slug: &str,
-    rest: &[&str],
-    query: &BTreeMap<String, String>,
-    headers: &HeaderMap,
-    body: &[u8],
-    base_url: &str,
-) -> Answer {
-    let project = authenticate(hub, headers).await?;
-    let world = container(hub, &project, Some(unquote_plus(slug))).await?;
-    let p = project.as_str();
+/// A world's data routes, `worlds/<slug>/data/<rest>` (`routes::Family::WorldData`).
+pub(super) async fn route(request: &JsonRequest<'_>, p: &str, slug: &str, rest: &[&str]) -> Answer {
+    let JsonRequest { hub, method, query, base_url, .. } = *request;
+    let world = container(hub, p, Some(unquote_plus(slug))).await?;
     match (method.as_str(), rest) {
         ("GET", []) => show(hub, &world, query.get("entity").map(String::as_str)).await,
-        ("POST", ["batches"]) => open_batch(hub, p, &world, &parse_body(body)?).await,
+        ("POST", ["batches"]) => open_batch(hub, p, &world, &request.json()?).await,
         ("GET", ["batches"]) => list_batches(hub, &world, query).await,
         ("GET", ["batches", id]) => status(hub, p, &world, id, base_url).await,
-        ("POST", ["batches", id, "chunks"]) => register_chunk(hub, p, &world, id, &parse_body(body)?, base_url).await,
+        ("POST", ["batches", id, "chunks"]) => register_chunk(hub, p, &world, id, &request.json()?, base_url).await,
         ("POST", ["batches", id, "chunks", chunk, "uploaded"]) => chunk_uploaded(hub, p, &world, id, chunk).await,
         ("POST", ["batches", id, "complete"]) => complete(hub, p, &world, id).await,
-        ("POST", ["publish"]) => publish(hub, &world, &parse_body(body)?).await,
+        ("POST", ["publish"]) => publish(hub, &world, &request.json()?).await,
         _ => Err(HubError::NotFound(format!("no route for {method} /api/public/worlds/{slug}/data/{}", rest.join("/")))),
     }
 }
@@ -791,7 +768,7 @@ async fn apply_locked(hub: &Hub, shared: &Shared, work: &Path) -> Result<(), Hub
     hub.meta.put_data_head(new_head.clone()).await?;
     forget_snapshot(hub, previous, &new_head).await;
     // `--publish later` batches applied on this tip before it are in the version too.
-    hub.meta.publish_data_batches(&world.id, &tip.id, &version.id, &now_iso()).await?;
+    hub.meta.publish_data_batches(&tip, &version, &now_iso()).await?;
     save(hub, shared, |b| {
         b.state = PUBLISHED.into();
         b.version_id = Some(version.id.clone());
@@ -1117,7 +1094,7 @@ async fn publish_locked(hub: &Hub, world: &Container, message: Option<String>, w
     moved.pending = false;
     moved.updated_at = now_iso();
     hub.meta.put_data_head(moved).await?;
-    let batches = hub.meta.publish_data_batches(&world.id, &tip.id, &version.id, &now_iso()).await?;
+    let batches = hub.meta.publish_data_batches(&tip, &version, &now_iso()).await?;
     ok(object([
         ("slug", Value::str(&world.slug)),
         ("published", Value::Bool(true)),

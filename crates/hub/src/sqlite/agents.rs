@@ -2,7 +2,7 @@
 //! `BEGIN IMMEDIATE` transaction, so a claim, a run change or a run number is decided
 //! on rows no other process changes meanwhile (the SQLite file is the lock).
 
-use super::SqliteStore;
+use super::{insert, SqliteStore};
 use crate::agents::*;
 use crate::error::HubError;
 use crate::evaluations::{Evaluation, SampleSums};
@@ -83,24 +83,13 @@ impl AgentStore for SqliteStore {
     }
 
     async fn project_secrets(&self, project_id: &str) -> StoreResult<Vec<ProjectSecret>> {
-        let project_id = project_id.to_string();
-        self.with(move |c| {
-            let mut stmt = c.prepare(&format!("SELECT {SECRET_COLUMNS} FROM project_secrets WHERE project_id = ?1 ORDER BY name"))?;
-            let rows = stmt.query_map([&project_id], from_sqlite)?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-        })
-        .await
+        self.all(format!("SELECT {SECRET_COLUMNS} FROM project_secrets WHERE project_id = ?1 ORDER BY name"), (project_id.to_string(),))
+            .await
     }
 
     async fn project_secret_values(&self, project_id: &str) -> StoreResult<Vec<(ProjectSecret, Vec<u8>)>> {
-        let project_id = project_id.to_string();
-        self.with(move |c| {
-            let mut stmt =
-                c.prepare(&format!("SELECT {SECRET_COLUMNS}, sealed FROM project_secrets WHERE project_id = ?1 ORDER BY name"))?;
-            let rows = stmt.query_map([&project_id], |r| Ok((from_sqlite(r)?, r.get(5)?)))?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-        })
-        .await
+        let sql = format!("SELECT {SECRET_COLUMNS}, sealed FROM project_secrets WHERE project_id = ?1 ORDER BY name");
+        self.all(sql, (project_id.to_string(),)).await
     }
 
     async fn delete_project_secret(&self, project_id: &str, name: &str) -> StoreResult<bool> {
@@ -117,10 +106,7 @@ impl AgentStore for SqliteStore {
                 params![a.image, a.body, a.updated_at, a.project_id, a.name],
             )?;
             if updated == 0 {
-                tx.execute(
-                    "INSERT INTO agents (id, project_id, name, image, body, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                    params![a.id, a.project_id, a.name, a.image, a.body, a.created_at, a.updated_at],
-                )?;
+                insert(&tx, "agents", &a, "")?;
             }
             let stored = tx.query_row(
                 &format!("SELECT {AGENT_COLUMNS} FROM agents WHERE project_id = ?1 AND name = ?2"),
@@ -134,28 +120,13 @@ impl AgentStore for SqliteStore {
     }
 
     async fn agents(&self, project_id: &str) -> StoreResult<Vec<Agent>> {
-        let project_id = project_id.to_string();
-        self.with(move |c| {
-            let mut stmt = c.prepare(&format!("SELECT {AGENT_COLUMNS} FROM agents WHERE project_id = ?1 ORDER BY name"))?;
-            let rows = stmt.query_map([&project_id], from_sqlite)?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-        })
-        .await
+        self.all(format!("SELECT {AGENT_COLUMNS} FROM agents WHERE project_id = ?1 ORDER BY name"), (project_id.to_string(),)).await
     }
 
     async fn agent(&self, project_id: &str, id_or_name: &str) -> StoreResult<Option<Agent>> {
-        let (project_id, key) = (project_id.to_string(), id_or_name.to_string());
-        self.with(move |c| {
-            Ok(c.query_row(
-                &format!(
-                    "SELECT {AGENT_COLUMNS} FROM agents WHERE project_id = ?1 AND (id = ?2 OR name = ?2) ORDER BY id = ?2 DESC LIMIT 1"
-                ),
-                [&project_id, &key],
-                from_sqlite,
-            )
-            .optional()?)
-        })
-        .await
+        let sql =
+            format!("SELECT {AGENT_COLUMNS} FROM agents WHERE project_id = ?1 AND (id = ?2 OR name = ?2) ORDER BY id = ?2 DESC LIMIT 1");
+        self.optional(sql, (project_id.to_string(), id_or_name.to_string())).await
     }
 
     async fn put_dataset(&self, d: Dataset, items: Vec<String>) -> StoreResult<(Dataset, bool)> {
@@ -175,11 +146,7 @@ impl AgentStore for SqliteStore {
                     id
                 }
                 None => {
-                    tx.execute(
-                        "INSERT INTO datasets (id, project_id, name, description, item_count, created_at, updated_at) \
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                        params![d.id, d.project_id, d.name, d.description, d.item_count, d.created_at, d.updated_at],
-                    )?;
+                    insert(&tx, "datasets", &d, "")?;
                     d.id.clone()
                 }
             };
@@ -197,84 +164,32 @@ impl AgentStore for SqliteStore {
     }
 
     async fn datasets(&self, project_id: &str) -> StoreResult<Vec<Dataset>> {
-        let project_id = project_id.to_string();
-        self.with(move |c| {
-            let mut stmt = c.prepare(&format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE project_id = ?1 ORDER BY seq"))?;
-            let rows = stmt.query_map([&project_id], from_sqlite)?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-        })
-        .await
+        self.all(format!("SELECT {DATASET_COLUMNS} FROM datasets WHERE project_id = ?1 ORDER BY seq"), (project_id.to_string(),)).await
     }
 
     async fn dataset(&self, project_id: &str, id_or_name: &str) -> StoreResult<Option<Dataset>> {
-        let (project_id, key) = (project_id.to_string(), id_or_name.to_string());
-        self.with(move |c| {
-            Ok(c.query_row(
-                &format!(
-                    "SELECT {DATASET_COLUMNS} FROM datasets WHERE project_id = ?1 AND (id = ?2 OR name = ?2) ORDER BY id = ?2 DESC LIMIT 1"
-                ),
-                [&project_id, &key],
-                from_sqlite,
-            )
-            .optional()?)
-        })
-        .await
+        let sql = format!(
+            "SELECT {DATASET_COLUMNS} FROM datasets WHERE project_id = ?1 AND (id = ?2 OR name = ?2) ORDER BY id = ?2 DESC LIMIT 1"
+        );
+        self.optional(sql, (project_id.to_string(), id_or_name.to_string())).await
     }
 
     async fn dataset_items(&self, dataset_id: &str, offset: i64, limit: i64) -> StoreResult<Vec<(i64, String)>> {
-        let dataset_id = dataset_id.to_string();
-        self.with(move |c| {
-            let mut stmt = c.prepare("SELECT idx, input FROM dataset_items WHERE dataset_id = ?1 AND idx >= ?2 ORDER BY idx LIMIT ?3")?;
-            let rows = stmt.query_map(params![dataset_id, offset, limit], |r| Ok((r.get(0)?, r.get(1)?)))?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-        })
-        .await
+        let sql = "SELECT idx, input FROM dataset_items WHERE dataset_id = ?1 AND idx >= ?2 ORDER BY idx LIMIT ?3".to_string();
+        self.all(sql, (dataset_id.to_string(), offset, limit)).await
     }
 
     async fn create_run(&self, mut run: Run) -> StoreResult<Run> {
         self.with(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             if run.kind == KIND_RUN {
-                let next: i64 = tx.query_row(
-                    "SELECT COALESCE(MAX(run_number), 0) + 1 FROM runs WHERE project_id = ?1",
-                    [&run.project_id],
-                    |r| r.get(0),
-                )?;
+                let next: i64 =
+                    tx.query_row("SELECT COALESCE(MAX(run_number), 0) + 1 FROM runs WHERE project_id = ?1", [&run.project_id], |r| {
+                        r.get(0)
+                    })?;
                 run.run_number = Some(next);
             }
-            tx.execute(
-                "INSERT INTO runs (id, project_id, run_number, kind, source, name, state, algorithm_name, agent_id, dataset_id, \
-                 config, job_id, worker_id, lease_expires, attempts, algo_state, result, metrics, metric_points, rollouts, details, \
-                 created_at, started_at, heartbeat_at, finished_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
-                params![
-                    run.id,
-                    run.project_id,
-                    run.run_number,
-                    run.kind,
-                    run.source,
-                    run.name,
-                    run.state,
-                    run.algorithm_name,
-                    run.agent_id,
-                    run.dataset_id,
-                    run.config,
-                    run.job_id,
-                    run.worker_id,
-                    run.lease_expires,
-                    run.attempts,
-                    run.algo_state,
-                    run.result,
-                    run.metrics,
-                    run.metric_points,
-                    run.rollouts,
-                    run.details,
-                    run.created_at,
-                    run.started_at,
-                    run.heartbeat_at,
-                    run.finished_at
-                ],
-            )?;
+            insert(&tx, "runs", &run, "")?;
             let stored = get_run(&tx, &run.project_id, &run.id)?.ok_or_else(|| HubError::Storage("run vanished".into()))?;
             tx.commit()?;
             Ok(stored)
@@ -288,27 +203,15 @@ impl AgentStore for SqliteStore {
     }
 
     async fn runs(&self, project_id: &str, source: Option<&str>, limit: i64) -> StoreResult<Vec<Run>> {
-        let (project_id, source) = (project_id.to_string(), source.map(str::to_string));
-        self.with(move |c| {
-            let mut stmt = c.prepare(&format!(
-                "SELECT {RUN_COLUMNS} FROM runs WHERE project_id = ?1 AND kind = 'run' AND (?2 IS NULL OR source = ?2) \
-                 ORDER BY seq DESC LIMIT ?3"
-            ))?;
-            let rows = stmt.query_map(params![project_id, source, limit], from_sqlite)?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-        })
-        .await
+        let sql = format!(
+            "SELECT {RUN_COLUMNS} FROM runs WHERE project_id = ?1 AND kind = 'run' AND (?2 IS NULL OR source = ?2) \
+             ORDER BY seq DESC LIMIT ?3"
+        );
+        self.all(sql, (project_id.to_string(), source.map(str::to_string), limit)).await
     }
 
-    async fn claim_run(
-        &self,
-        project_id: &str,
-        worker_id: &str,
-        kinds: Vec<String>,
-        lease_secs: i64,
-        now: Now,
-    ) -> StoreResult<Option<Run>> {
-        let (project_id, worker_id) = (project_id.to_string(), worker_id.to_string());
+    async fn claim_run(&self, project_id: &str, claim: Claim) -> StoreResult<Option<Run>> {
+        let project_id = project_id.to_string();
         self.with(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let candidates: Vec<Run> = {
@@ -316,24 +219,12 @@ impl AgentStore for SqliteStore {
                     "SELECT {RUN_COLUMNS} FROM runs WHERE project_id = ?1 AND source = 'platform' \
                      AND (state = 'pending' OR (state = 'running' AND lease_expires <= ?2)) ORDER BY seq LIMIT 64"
                 ))?;
-                let rows = stmt.query_map(params![project_id, now.secs], from_sqlite)?;
+                let rows = stmt.query_map(params![project_id, claim.now.secs], from_sqlite)?;
                 rows.collect::<rusqlite::Result<Vec<_>>>()?
             };
-            let mut taken = None;
-            for mut run in candidates.into_iter().filter(|r| kinds.contains(&r.kind)) {
-                match run.claimable(now.secs) {
-                    Claimable::Take => {
-                        run.take(&worker_id, lease_secs, &now);
-                        write_run(&tx, &run)?;
-                        taken = Some(run);
-                        break;
-                    }
-                    Claimable::Exhausted => {
-                        run.exhaust(&now);
-                        write_run(&tx, &run)?;
-                    }
-                    Claimable::No => {}
-                }
+            let (exhausted, taken) = claim.decide(candidates);
+            for run in exhausted.iter().chain(&taken) {
+                write_run(&tx, run)?;
             }
             tx.commit()?;
             Ok(taken)
@@ -372,11 +263,7 @@ impl AgentStore for SqliteStore {
     async fn put_build(&self, b: AgentBuild) -> StoreResult<(AgentBuild, bool)> {
         self.with(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let inserted = tx.execute(
-                "INSERT INTO agent_builds (id, project_id, agent_id, build_hash, version, commit_sha, body, created_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (project_id, agent_id, build_hash) DO NOTHING",
-                params![b.id, b.project_id, b.agent_id, b.build_hash, b.version, b.commit_sha, b.body, b.created_at],
-            )?;
+            let inserted = insert(&tx, "agent_builds", &b, "ON CONFLICT (project_id, agent_id, build_hash) DO NOTHING")?;
             let stored = tx.query_row(
                 &format!("SELECT {BUILD_COLUMNS} FROM agent_builds WHERE project_id = ?1 AND agent_id = ?2 AND build_hash = ?3"),
                 [&b.project_id, &b.agent_id, &b.build_hash],
@@ -389,44 +276,26 @@ impl AgentStore for SqliteStore {
     }
 
     async fn build(&self, project_id: &str, id_or_hash: &str) -> StoreResult<Option<AgentBuild>> {
-        let (project_id, key) = (project_id.to_string(), id_or_hash.to_string());
-        self.with(move |c| {
-            Ok(c.query_row(
-                &format!(
-                    "SELECT {BUILD_COLUMNS} FROM agent_builds WHERE project_id = ?1 AND (id = ?2 OR build_hash = ?2) \
-                     ORDER BY id = ?2 DESC, seq DESC LIMIT 1"
-                ),
-                [&project_id, &key],
-                from_sqlite,
-            )
-            .optional()?)
-        })
-        .await
+        let sql = format!(
+            "SELECT {BUILD_COLUMNS} FROM agent_builds WHERE project_id = ?1 AND (id = ?2 OR build_hash = ?2) \
+             ORDER BY id = ?2 DESC, seq DESC LIMIT 1"
+        );
+        self.optional(sql, (project_id.to_string(), id_or_hash.to_string())).await
     }
 
     async fn builds_by_commit(&self, project_id: &str, prefix: &str, limit: i64) -> StoreResult<Vec<AgentBuild>> {
-        let (project_id, prefix) = (project_id.to_string(), prefix.to_string());
-        self.with(move |c| {
-            let mut stmt = c.prepare(&format!(
-                "SELECT {BUILD_COLUMNS} FROM agent_builds WHERE project_id = ?1 AND commit_sha >= ?2 \
-                 AND substr(commit_sha, 1, length(?2)) = ?2 ORDER BY seq DESC LIMIT ?3"
-            ))?;
-            let rows = stmt.query_map(params![project_id, prefix, limit], from_sqlite)?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-        })
-        .await
+        let sql = format!(
+            "SELECT {BUILD_COLUMNS} FROM agent_builds WHERE project_id = ?1 AND commit_sha >= ?2 \
+             AND substr(commit_sha, 1, length(?2)) = ?2 ORDER BY seq DESC LIMIT ?3"
+        );
+        self.all(sql, (project_id.to_string(), prefix.to_string(), limit)).await
     }
 
     async fn builds_by_version(&self, project_id: &str, agent_id: &str, version: &str, limit: i64) -> StoreResult<Vec<AgentBuild>> {
-        let (project_id, agent_id, version) = (project_id.to_string(), agent_id.to_string(), version.to_string());
-        self.with(move |c| {
-            let mut stmt = c.prepare(&format!(
-                "SELECT {BUILD_COLUMNS} FROM agent_builds WHERE project_id = ?1 AND agent_id = ?2 AND version = ?3 ORDER BY seq DESC LIMIT ?4"
-            ))?;
-            let rows = stmt.query_map(params![project_id, agent_id, version, limit], from_sqlite)?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-        })
-        .await
+        let sql = format!(
+            "SELECT {BUILD_COLUMNS} FROM agent_builds WHERE project_id = ?1 AND agent_id = ?2 AND version = ?3 ORDER BY seq DESC LIMIT ?4"
+        );
+        self.all(sql, (project_id.to_string(), agent_id.to_string(), version.to_string(), limit)).await
     }
 
     async fn build_evaluations(&self, project_id: &str, keys: Vec<String>, limit: i64) -> StoreResult<Vec<BuildEvaluation>> {
@@ -457,18 +326,7 @@ impl AgentStore for SqliteStore {
             )?;
             let mut slug_of = c.prepare("SELECT slug FROM containers WHERE id = ?1")?;
             for evaluation in evaluations {
-                let sums = sums_of.query_row([&evaluation.id], |r| {
-                    Ok(SampleSums {
-                        samples: r.get(0)?,
-                        null_rewards: r.get(1)?,
-                        reward_sum: r.get(2)?,
-                        reward_squares: r.get(3)?,
-                        scores: r.get(4)?,
-                        score_sum: r.get(5)?,
-                        judged: r.get(6)?,
-                        passed: r.get(7)?,
-                    })
-                })?;
+                let sums: SampleSums = sums_of.query_row([&evaluation.id], from_sqlite)?;
                 let world: String = slug_of.query_row([&evaluation.container_id], |r| r.get(0)).optional()?.unwrap_or_default();
                 out.push(BuildEvaluation { evaluation, world, sums });
             }

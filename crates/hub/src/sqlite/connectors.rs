@@ -3,7 +3,7 @@
 //! `BEGIN IMMEDIATE` transaction that re-reads the head first, so the compare-and-set
 //! holds across processes sharing the file.
 
-use super::SqliteStore;
+use super::{insert, SqliteStore};
 use crate::connectors::*;
 use crate::error::HubError;
 use crate::rows::*;
@@ -11,15 +11,19 @@ use crate::store::StoreResult;
 use async_trait::async_trait;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
+/// A repo matches a search (`?2`, a [`like_pattern`]) by slug, name or description.
+const MATCHES: &str = "(?2 IS NULL OR lower(r.slug) LIKE ?2 ESCAPE '\\' OR lower(r.name) LIKE ?2 ESCAPE '\\' \
+     OR lower(coalesce(r.description, '')) LIKE ?2 ESCAPE '\\')";
+
 fn find_commit(c: &Connection, repo_id: &str, version: Option<&str>) -> StoreResult<Option<ConnectorCommit>> {
     let select = format!("SELECT {COMMIT_COLUMNS}, {COMMIT_FILES} FROM connector_commits c");
     let one = |sql: &str, value: &str| -> StoreResult<Option<ConnectorCommit>> {
-        Ok(c.query_row(&format!("{select} {sql}"), params![repo_id, value], |r| read_commit(r, 0, true)).optional()?)
+        Ok(c.query_row(&format!("{select} {sql}"), params![repo_id, value], |r| read_commit_with_files(r)).optional()?)
     };
     let Some(version) = version.filter(|v| !v.is_empty()) else {
         return Ok(c
             .query_row(&format!("{select} JOIN connector_repos r ON r.head_commit_id = c.id WHERE r.id = ?1"), params![repo_id], |r| {
-                read_commit(r, 0, true)
+                read_commit_with_files(r)
             })
             .optional()?);
     };
@@ -32,7 +36,7 @@ fn find_commit(c: &Connection, repo_id: &str, version: Option<&str>) -> StoreRes
     if version.len() >= 7 && version.bytes().all(|b| b.is_ascii_hexdigit()) {
         let prefix = format!("{}%", version.to_ascii_lowercase());
         let mut stmt = c.prepare(&format!("{select} WHERE c.repo_id = ?1 AND c.commit_hash LIKE ?2 LIMIT 2"))?;
-        let found = stmt.query_map(params![repo_id, prefix], |r| read_commit(r, 0, true))?.collect::<rusqlite::Result<Vec<_>>>()?;
+        let found = stmt.query_map(params![repo_id, prefix], |r| read_commit_with_files(r))?.collect::<rusqlite::Result<Vec<_>>>()?;
         if found.len() > 1 {
             return Err(HubError::BadRequest(format!("version '{version}' names more than one commit: give more of the hash")));
         }
@@ -44,45 +48,21 @@ fn find_commit(c: &Connection, repo_id: &str, version: Option<&str>) -> StoreRes
 #[async_trait]
 impl ConnectorStore for SqliteStore {
     async fn connector_repo(&self, project_id: &str, slug: &str) -> StoreResult<Option<ConnectorRepo>> {
-        let (project_id, slug) = (project_id.to_string(), slug.to_string());
-        self.with(move |c| {
-            Ok(c.query_row(
-                &format!("SELECT {REPO_COLUMNS} FROM connector_repos r WHERE r.project_id = ?1 AND r.slug = ?2"),
-                params![project_id, slug],
-                from_sqlite,
-            )
-            .optional()?)
-        })
-        .await
+        let sql = format!("SELECT {REPO_COLUMNS} FROM connector_repos r WHERE r.project_id = ?1 AND r.slug = ?2");
+        self.optional(sql, (project_id.to_string(), slug.to_string())).await
     }
 
     async fn connector_repo_by_id(&self, id: &str) -> StoreResult<Option<(ConnectorRepo, String)>> {
-        let id = id.to_string();
-        self.with(move |c| {
-            Ok(c.query_row(
-                &format!("SELECT {REPO_COLUMNS}, p.name FROM connector_repos r JOIN projects p ON p.id = r.project_id WHERE r.id = ?1"),
-                params![id],
-                |r| Ok((from_sqlite(r)?, r.get(13)?)),
-            )
-            .optional()?)
-        })
-        .await
+        let sql = format!("SELECT {REPO_COLUMNS}, p.name FROM connector_repos r JOIN projects p ON p.id = r.project_id WHERE r.id = ?1");
+        self.optional(sql, (id.to_string(),)).await
     }
 
-    async fn connector_repos(
-        &self,
-        project_id: &str,
-        query: Option<&str>,
-        is_public: Option<bool>,
-        limit: i64,
-        offset: i64,
-    ) -> StoreResult<(Vec<ConnectorRepo>, i64)> {
+    async fn connector_repos(&self, project_id: &str, listing: &RepoListing) -> StoreResult<(Vec<ConnectorRepo>, i64)> {
         let project_id = project_id.to_string();
-        let pattern = query.filter(|q| !q.is_empty()).map(like_pattern);
-        let public = is_public.map(i64::from);
+        let pattern = like_pattern(listing.query.as_deref());
+        let (public, limit, offset) = (listing.is_public.map(i64::from), listing.limit, listing.offset);
         self.with(move |c| {
-            let filter = "r.project_id = ?1 AND (?2 IS NULL OR lower(r.slug) LIKE ?2 ESCAPE '\\' OR lower(r.name) LIKE ?2 ESCAPE '\\' \
-                 OR lower(coalesce(r.description, '')) LIKE ?2 ESCAPE '\\') AND (?3 IS NULL OR r.is_public = ?3)";
+            let filter = format!("r.project_id = ?1 AND {MATCHES} AND (?3 IS NULL OR r.is_public = ?3)");
             let total: i64 = c.query_row(
                 &format!("SELECT COUNT(*) FROM connector_repos r WHERE {filter}"),
                 params![project_id, pattern, public],
@@ -97,24 +77,13 @@ impl ConnectorStore for SqliteStore {
     }
 
     async fn connector_hub(&self, project_id: &str, query: Option<&str>) -> StoreResult<Vec<HubRow>> {
-        let project_id = project_id.to_string();
-        let pattern = query.filter(|q| !q.is_empty()).map(like_pattern);
-        self.with(move |c| {
-            let mut stmt = c.prepare(&format!(
-                "SELECT {REPO_COLUMNS}, p.name, {COMMIT_COLUMNS} FROM connector_repos r \
-                 JOIN projects p ON p.id = r.project_id LEFT JOIN connector_commits c ON c.id = r.head_commit_id \
-                 WHERE (r.project_id = ?1 OR r.is_public = 1) \
-                 AND (?2 IS NULL OR lower(r.slug) LIKE ?2 ESCAPE '\\' OR lower(r.name) LIKE ?2 ESCAPE '\\' \
-                      OR lower(coalesce(r.description, '')) LIKE ?2 ESCAPE '\\') \
-                 ORDER BY r.project_id <> ?1, r.slug, p.name"
-            ))?;
-            let rows = stmt.query_map(params![project_id, pattern], |r| {
-                let head: Option<String> = r.get(14)?;
-                Ok(HubRow { repo: from_sqlite(r)?, org_name: r.get(13)?, head: head.map(|_| read_commit(r, 14, false)).transpose()? })
-            })?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-        })
-        .await
+        let sql = format!(
+            "SELECT {REPO_COLUMNS}, p.name, {COMMIT_COLUMNS} FROM connector_repos r \
+             JOIN projects p ON p.id = r.project_id LEFT JOIN connector_commits c ON c.id = r.head_commit_id \
+             WHERE (r.project_id = ?1 OR r.is_public = 1) AND {MATCHES} \
+             ORDER BY r.project_id <> ?1, r.slug, p.name"
+        );
+        self.all(sql, (project_id.to_string(), like_pattern(query))).await
     }
 
     async fn connector_commit(&self, repo_id: &str, version: Option<&str>) -> StoreResult<Option<ConnectorCommit>> {
@@ -126,38 +95,15 @@ impl ConnectorStore for SqliteStore {
         self.with(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let repo = &new.repo;
-            let current: Option<(String, Option<String>)> = tx
-                .query_row("SELECT id, head_commit_id FROM connector_repos WHERE project_id = ?1 AND slug = ?2", params![repo.project_id, repo.slug], |r| {
-                    Ok((r.get(0)?, r.get(1)?))
-                })
-                .optional()?;
-            match (&current, new.create) {
-                (Some(_), true) => return Err(HubError::Conflict(format!("connector '{}' already exists in this project", repo.slug))),
-                (None, false) => return Err(HubError::Conflict(format!("connector '{}' was deleted meanwhile", repo.slug))),
-                (Some((id, head)), false) if id != &repo.id || head != &new.expected_head => {
-                    return Err(HubError::Conflict(format!("connector '{}' moved on meanwhile", repo.slug)))
-                }
-                _ => {}
-            }
+            let sql = "SELECT id, head_commit_id FROM connector_repos WHERE project_id = ?1 AND slug = ?2";
+            let current = tx.query_row(sql, params![repo.project_id, repo.slug], from_sqlite).optional()?;
             if new.create {
-                tx.execute(
-                    "INSERT INTO connector_repos (id, project_id, slug, name, description, tags, readme, is_public, scope, head_commit_id, \
-                     cloned_from, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, NULL, ?10, ?11, ?12)",
-                    params![
-                        repo.id,
-                        repo.project_id,
-                        repo.slug,
-                        repo.name,
-                        repo.description,
-                        repo.tags,
-                        repo.readme,
-                        i64::from(repo.is_public),
-                        repo.scope,
-                        repo.cloned_from,
-                        repo.created_at,
-                        repo.updated_at
-                    ],
-                )?;
+                if current.is_some() {
+                    return Err(new.slug_taken());
+                }
+                insert(&tx, "connector_repos", &new.new_repo_row(), "")?;
+            } else {
+                new.check_head(current)?;
             }
             let commit = &new.commit;
             let inserted = tx.execute(
@@ -177,7 +123,7 @@ impl ConnectorStore for SqliteStore {
                 ],
             )?;
             if inserted == 0 {
-                return Err(HubError::Conflict(format!("commit {} already exists in connector '{}'", commit.commit_hash, repo.slug)));
+                return Err(new.commit_exists());
             }
             tx.execute(
                 "UPDATE connector_repos SET name = ?2, description = ?3, tags = ?4, readme = ?5, is_public = ?6, scope = ?7, \
@@ -194,10 +140,7 @@ impl ConnectorStore for SqliteStore {
                     repo.updated_at
                 ],
             )?;
-            let labels: Vec<String> = gateway_world::json::parse_clean(&commit.labels)
-                .and_then(|v| v.as_array().map(|a| a.iter().filter_map(|l| l.as_str().map(str::to_string)).collect()))
-                .unwrap_or_default();
-            for label in labels {
+            for label in commit.label_list() {
                 tx.execute(
                     "INSERT INTO connector_labels (repo_id, label, commit_id) VALUES (?1, ?2, ?3) \
                      ON CONFLICT (repo_id, label) DO UPDATE SET commit_id = excluded.commit_id",

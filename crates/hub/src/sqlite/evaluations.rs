@@ -3,7 +3,7 @@
 //! run in `BEGIN IMMEDIATE` transactions like the rest of the store; a batch of
 //! samples and its evaluation's count change together or not at all.
 
-use super::SqliteStore;
+use super::{insert, SqliteStore};
 use crate::error::HubError;
 use crate::evaluations::*;
 use crate::rows::*;
@@ -15,36 +15,18 @@ fn get_evaluation(conn: &Connection, id: &str) -> StoreResult<Option<Evaluation>
     Ok(conn.query_row(&format!("SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE id = ?1"), [id], from_sqlite).optional()?)
 }
 
-fn finalized(evaluation: &Evaluation) -> HubError {
-    HubError::Conflict(format!(
-        "evaluation {} is already {}: samples and a finalize are taken only while it is RUNNING",
-        evaluation.id, evaluation.status
-    ))
-}
-
 #[async_trait]
 impl EvaluationStore for SqliteStore {
     async fn project_containers(&self, project_id: &str, slug: Option<&str>, limit: i64) -> StoreResult<Vec<Container>> {
-        let (project_id, slug) = (project_id.to_string(), slug.map(str::to_string));
-        self.with(move |c| {
-            let mut stmt = c.prepare(&format!(
-                "SELECT {CONTAINER_COLUMNS} FROM containers WHERE project_id = ?1 AND (?2 IS NULL OR slug = ?2) ORDER BY slug LIMIT ?3"
-            ))?;
-            let rows = stmt.query_map(params![project_id, slug, limit], from_sqlite)?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-        })
-        .await
+        let sql = format!(
+            "SELECT {CONTAINER_COLUMNS} FROM containers WHERE project_id = ?1 AND (?2 IS NULL OR slug = ?2) ORDER BY slug LIMIT ?3"
+        );
+        self.all(sql, (project_id.to_string(), slug.map(str::to_string), limit)).await
     }
 
     async fn container_versions(&self, container_id: &str, limit: i64) -> StoreResult<Vec<Version>> {
-        let container_id = container_id.to_string();
-        self.with(move |c| {
-            let mut stmt =
-                c.prepare(&format!("SELECT {VERSION_COLUMNS} FROM versions WHERE container_id = ?1 ORDER BY seq DESC LIMIT ?2"))?;
-            let rows = stmt.query_map(params![container_id, limit], from_sqlite)?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-        })
-        .await
+        let sql = format!("SELECT {VERSION_COLUMNS} FROM versions WHERE container_id = ?1 ORDER BY seq DESC LIMIT ?2");
+        self.all(sql, (container_id.to_string(), limit)).await
     }
 
     async fn ready_version_count(&self, container_id: &str) -> StoreResult<i64> {
@@ -56,32 +38,7 @@ impl EvaluationStore for SqliteStore {
     }
 
     async fn create_evaluation(&self, e: Evaluation) -> StoreResult<()> {
-        self.with(move |c| {
-            c.execute(
-                "INSERT INTO evaluations (id, project_id, container_id, version_id, model, run_id, status, num_examples, \
-                 rollouts_per_example, details, metrics, cost, sample_count, created_at, completed_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
-                params![
-                    e.id,
-                    e.project_id,
-                    e.container_id,
-                    e.version_id,
-                    e.model,
-                    e.run_id,
-                    e.status,
-                    e.num_examples,
-                    e.rollouts_per_example,
-                    e.details,
-                    e.metrics,
-                    e.cost,
-                    e.sample_count,
-                    e.created_at,
-                    e.completed_at
-                ],
-            )?;
-            Ok(())
-        })
-        .await
+        self.with(move |c| insert(c, "evaluations", &e, "").map(|_| ())).await
     }
 
     async fn evaluation(&self, id: &str) -> StoreResult<Option<Evaluation>> {
@@ -95,9 +52,7 @@ impl EvaluationStore for SqliteStore {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let evaluation =
                 get_evaluation(&tx, &evaluation_id)?.ok_or_else(|| HubError::NotFound(format!("no evaluation '{evaluation_id}'")))?;
-            if evaluation.status != RUNNING {
-                return Err(finalized(&evaluation));
-            }
+            evaluation.ensure_running()?;
             {
                 let mut insert = tx.prepare(&format!(
                     "INSERT INTO evaluation_samples ({SAMPLE_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
@@ -128,27 +83,17 @@ impl EvaluationStore for SqliteStore {
         .await
     }
 
-    async fn finalize_evaluation(
-        &self,
-        id: &str,
-        status: &str,
-        metrics: Option<String>,
-        cost: Option<String>,
-        at: &str,
-    ) -> StoreResult<Evaluation> {
-        let (id, status, at) = (id.to_string(), status.to_string(), at.to_string());
+    async fn finalize_evaluation(&self, id: &str, outcome: Outcome) -> StoreResult<Evaluation> {
+        let id = id.to_string();
         self.with(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let evaluation = get_evaluation(&tx, &id)?.ok_or_else(|| HubError::NotFound(format!("no evaluation '{id}'")))?;
-            if evaluation.status == status {
+            if !outcome.changes(&evaluation)? {
                 return Ok(evaluation);
-            }
-            if evaluation.status != RUNNING {
-                return Err(finalized(&evaluation));
             }
             tx.execute(
                 "UPDATE evaluations SET status = ?1, metrics = ?2, cost = ?3, completed_at = ?4 WHERE id = ?5",
-                params![status, metrics, cost, at, id],
+                params![outcome.status, outcome.metrics, outcome.cost, outcome.completed_at, id],
             )?;
             let done = get_evaluation(&tx, &id)?.ok_or_else(|| HubError::Storage("evaluation vanished".into()))?;
             tx.commit()?;
@@ -158,14 +103,8 @@ impl EvaluationStore for SqliteStore {
     }
 
     async fn evaluations(&self, container_id: &str, limit: i64) -> StoreResult<Vec<Evaluation>> {
-        let container_id = container_id.to_string();
-        self.with(move |c| {
-            let mut stmt =
-                c.prepare(&format!("SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE container_id = ?1 ORDER BY seq DESC LIMIT ?2"))?;
-            let rows = stmt.query_map(params![container_id, limit], from_sqlite)?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-        })
-        .await
+        let sql = format!("SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE container_id = ?1 ORDER BY seq DESC LIMIT ?2");
+        self.all(sql, (container_id.to_string(), limit)).await
     }
 
     async fn evaluation_count(&self, container_id: &str) -> StoreResult<i64> {
@@ -175,75 +114,32 @@ impl EvaluationStore for SqliteStore {
     }
 
     async fn samples(&self, evaluation_id: &str, limit: i64) -> StoreResult<Vec<Sample>> {
-        let evaluation_id = evaluation_id.to_string();
-        self.with(move |c| {
-            let mut stmt =
-                c.prepare(&format!("SELECT {SAMPLE_COLUMNS} FROM evaluation_samples WHERE evaluation_id = ?1 ORDER BY seq LIMIT ?2"))?;
-            let rows = stmt.query_map(params![evaluation_id, limit], from_sqlite)?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-        })
-        .await
+        let sql = format!("SELECT {SAMPLE_COLUMNS} FROM evaluation_samples WHERE evaluation_id = ?1 ORDER BY seq LIMIT ?2");
+        self.all(sql, (evaluation_id.to_string(), limit)).await
     }
 
     async fn task_sums(&self, container_id: &str) -> StoreResult<Vec<TaskVersionSums>> {
-        let container_id = container_id.to_string();
-        self.with(move |c| {
-            let mut stmt = c.prepare(
-                "SELECT task, version_id, COUNT(*), COUNT(*) - COUNT(reward), COALESCE(SUM(reward), 0.0), \
-                 COALESCE(SUM(reward * reward), 0.0), COUNT(score), COALESCE(SUM(score), 0.0), COUNT(passed), \
-                 COALESCE(SUM(passed), 0) \
-                 FROM evaluation_samples WHERE container_id = ?1 GROUP BY task, version_id ORDER BY task, version_id",
-            )?;
-            let rows = stmt.query_map([&container_id], |r| {
-                Ok(TaskVersionSums {
-                    task: r.get(0)?,
-                    version_id: r.get(1)?,
-                    sums: SampleSums {
-                        samples: r.get(2)?,
-                        null_rewards: r.get(3)?,
-                        reward_sum: r.get(4)?,
-                        reward_squares: r.get(5)?,
-                        scores: r.get(6)?,
-                        score_sum: r.get(7)?,
-                        judged: r.get(8)?,
-                        passed: r.get(9)?,
-                    },
-                })
-            })?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-        })
-        .await
+        let sql = "SELECT task, version_id, COUNT(*), COUNT(*) - COUNT(reward), COALESCE(SUM(reward), 0.0), \
+                   COALESCE(SUM(reward * reward), 0.0), COUNT(score), COALESCE(SUM(score), 0.0), COUNT(passed), \
+                   COALESCE(SUM(passed), 0) \
+                   FROM evaluation_samples WHERE container_id = ?1 GROUP BY task, version_id ORDER BY task, version_id";
+        self.all(sql.into(), (container_id.to_string(),)).await
     }
 
     async fn evaluations_before(&self, container_id: &str, before: Option<i64>, limit: i64) -> StoreResult<Vec<Evaluation>> {
-        let container_id = container_id.to_string();
-        self.with(move |c| {
-            let mut stmt = c.prepare(&format!(
-                "SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE container_id = ?1 AND (?2 IS NULL OR seq < ?2) ORDER BY seq DESC LIMIT ?3"
-            ))?;
-            let rows = stmt.query_map(params![container_id, before, limit], from_sqlite)?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-        })
-        .await
+        let sql = format!(
+            "SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE container_id = ?1 AND (?2 IS NULL OR seq < ?2) ORDER BY seq DESC LIMIT ?3"
+        );
+        self.all(sql, (container_id.to_string(), before, limit)).await
     }
 
     async fn samples_after(&self, evaluation_id: &str, after: i64, limit: i64) -> StoreResult<Vec<(i64, Sample)>> {
-        let evaluation_id = evaluation_id.to_string();
-        self.with(move |c| {
-            let mut stmt = c.prepare(&format!(
-                "SELECT {SAMPLE_COLUMNS}, seq FROM evaluation_samples WHERE evaluation_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3"
-            ))?;
-            let rows = stmt.query_map(params![evaluation_id, after, limit], |r| Ok((r.get(13)?, from_sqlite(r)?)))?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-        })
-        .await
+        let sql =
+            format!("SELECT seq, {SAMPLE_COLUMNS} FROM evaluation_samples WHERE evaluation_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3");
+        self.all(sql, (evaluation_id.to_string(), after, limit)).await
     }
 
     async fn sample(&self, id: &str) -> StoreResult<Option<Sample>> {
-        let id = id.to_string();
-        self.with(move |c| {
-            Ok(c.query_row(&format!("SELECT {SAMPLE_COLUMNS} FROM evaluation_samples WHERE id = ?1"), [&id], from_sqlite).optional()?)
-        })
-        .await
+        self.optional(format!("SELECT {SAMPLE_COLUMNS} FROM evaluation_samples WHERE id = ?1"), (id.to_string(),)).await
     }
 }

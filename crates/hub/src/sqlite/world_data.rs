@@ -2,10 +2,10 @@
 //! `complete` and the apply lock are each one `BEGIN IMMEDIATE` transaction, so they
 //! are decided on rows no other process changes meanwhile (the SQLite file is the lock).
 
-use super::SqliteStore;
+use super::{insert, SqliteStore};
 use crate::error::HubError;
 use crate::rows::*;
-use crate::store::StoreResult;
+use crate::store::{StoreResult, Version};
 use crate::world_data::*;
 use async_trait::async_trait;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
@@ -55,38 +55,7 @@ fn write_batch(conn: &Connection, b: &DataBatch) -> StoreResult<()> {
 #[async_trait]
 impl WorldDataStore for SqliteStore {
     async fn create_data_batch(&self, b: DataBatch) -> StoreResult<()> {
-        self.with(move |c| {
-            c.execute(
-                "INSERT INTO world_data_batches (id, project_id, container_id, state, phase, mode, merge, atomic, publish, dry_run, \
-                 message, base_version_id, result, refusals, report_key, version_id, error, lease_until, created_at, updated_at, \
-                 completed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
-                params![
-                    b.id,
-                    b.project_id,
-                    b.container_id,
-                    b.state,
-                    b.phase,
-                    b.mode,
-                    b.merge,
-                    b.atomic as i64,
-                    b.publish,
-                    b.dry_run as i64,
-                    b.message,
-                    b.base_version_id,
-                    b.result,
-                    b.refusals,
-                    b.report_key,
-                    b.version_id,
-                    b.error,
-                    b.lease_until,
-                    b.created_at,
-                    b.updated_at,
-                    b.completed_at
-                ],
-            )?;
-            Ok(())
-        })
-        .await
+        self.with(move |c| insert(c, "world_data_batches", &b, "").map(|_| ())).await
     }
 
     async fn data_batch(&self, project_id: &str, id: &str) -> StoreResult<Option<DataBatch>> {
@@ -95,16 +64,11 @@ impl WorldDataStore for SqliteStore {
     }
 
     async fn data_batches(&self, container_id: &str, before: Option<i64>, limit: i64) -> StoreResult<Vec<DataBatch>> {
-        let container_id = container_id.to_string();
-        self.with(move |c| {
-            let mut stmt = c.prepare(&format!(
-                "SELECT {BATCH_COLUMNS} FROM world_data_batches WHERE container_id = ?1 AND (?2 IS NULL OR seq < ?2) \
-                 ORDER BY seq DESC LIMIT ?3"
-            ))?;
-            let rows = stmt.query_map(params![container_id, before, limit], from_sqlite)?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-        })
-        .await
+        let sql = format!(
+            "SELECT {BATCH_COLUMNS} FROM world_data_batches WHERE container_id = ?1 AND (?2 IS NULL OR seq < ?2) \
+             ORDER BY seq DESC LIMIT ?3"
+        );
+        self.all(sql, (container_id.to_string(), before, limit)).await
     }
 
     async fn register_data_chunk(&self, batch_id: &str, chunk: DataChunk, now: &str) -> StoreResult<(DataChunk, bool)> {
@@ -121,25 +85,7 @@ impl WorldDataStore for SqliteStore {
                 .optional()?;
             let (stored, new) = batch.register(chunk, existing)?;
             if new {
-                tx.execute(
-                    &format!(
-                        "INSERT INTO world_data_chunks ({CHUNK_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) \
-                         ON CONFLICT (batch_id, ordinal) DO UPDATE SET id = excluded.id, digest = excluded.digest, \
-                         bytes = excluded.bytes, rows = excluded.rows, entity = excluded.entity, uploaded = excluded.uploaded, \
-                         created_at = excluded.created_at"
-                    ),
-                    params![
-                        stored.batch_id,
-                        stored.ordinal,
-                        stored.id,
-                        stored.digest,
-                        stored.bytes,
-                        stored.rows,
-                        stored.entity,
-                        stored.uploaded as i64,
-                        stored.created_at
-                    ],
-                )?;
+                insert(&tx, "world_data_chunks", &stored, CHUNK_UPSERT)?;
             }
             batch.state = UPLOADING.into();
             batch.updated_at = now;
@@ -189,15 +135,8 @@ impl WorldDataStore for SqliteStore {
         self.with(move |c| write_batch(c, &batch)).await
     }
 
-    async fn publish_data_batches(
-        &self,
-        container_id: &str,
-        base_version_id: &str,
-        version_id: &str,
-        now: &str,
-    ) -> StoreResult<Vec<String>> {
-        let (container_id, base, version, now) =
-            (container_id.to_string(), base_version_id.to_string(), version_id.to_string(), now.to_string());
+    async fn publish_data_batches(&self, base: &Version, version: &Version, now: &str) -> StoreResult<Vec<String>> {
+        let (container_id, base, version, now) = (version.container_id.clone(), base.id.clone(), version.id.clone(), now.to_string());
         self.with(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let ids: Vec<String> = {
@@ -221,39 +160,11 @@ impl WorldDataStore for SqliteStore {
     }
 
     async fn data_head(&self, container_id: &str) -> StoreResult<Option<DataHead>> {
-        let container_id = container_id.to_string();
-        self.with(move |c| {
-            Ok(c.query_row(&format!("SELECT {HEAD_COLUMNS} FROM world_data_heads WHERE container_id = ?1"), [&container_id], from_sqlite)
-                .optional()?)
-        })
-        .await
+        self.optional(format!("SELECT {HEAD_COLUMNS} FROM world_data_heads WHERE container_id = ?1"), (container_id.to_string(),)).await
     }
 
     async fn put_data_head(&self, h: DataHead) -> StoreResult<()> {
-        self.with(move |c| {
-            c.execute(
-                &format!(
-                    "INSERT INTO world_data_heads ({HEAD_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) \
-                     ON CONFLICT (container_id) DO UPDATE SET base_version_id = excluded.base_version_id, \
-                     snapshot_key = excluded.snapshot_key, batch_digest = excluded.batch_digest, \
-                     contract_hash = excluded.contract_hash, entity_counts = excluded.entity_counts, \
-                     file_sha256 = excluded.file_sha256, pending = excluded.pending, updated_at = excluded.updated_at"
-                ),
-                params![
-                    h.container_id,
-                    h.base_version_id,
-                    h.snapshot_key,
-                    h.batch_digest,
-                    h.contract_hash,
-                    h.entity_counts,
-                    h.file_sha256,
-                    h.pending as i64,
-                    h.updated_at
-                ],
-            )?;
-            Ok(())
-        })
-        .await
+        self.with(move |c| insert(c, "world_data_heads", &h, HEAD_UPSERT).map(|_| ())).await
     }
 
     async fn lock_data(&self, container_id: &str, holder: &str, lease_until: i64, now: i64) -> StoreResult<bool> {
