@@ -27,18 +27,8 @@ struct Ran {
 /// Run `program` against `server` in `cwd`, with `env` on top (a `PATH` there replaces
 /// ours) and `stdin` piped in.
 fn gw(server: &Server, program: &Path, args: &[&str], cwd: &Path, env: &[(&str, &str)], stdin: Option<&str>) -> Ran {
-    let mut command = Command::new(program);
-    command
-        .args(args)
-        .current_dir(cwd)
-        .env("GATEWAY_HOST", &server.host)
-        .env("GATEWAY_PUBLIC_KEY", &server.public)
-        .env("GATEWAY_SECRET_KEY", &server.secret)
-        .env("COLUMNS", "400")
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let mut command = command(server, program, args, cwd);
+    command.env("COLUMNS", "400").env_remove("GITHUB_STEP_SUMMARY").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
     for (name, value) in env {
         command.env(name, value);
     }
@@ -89,17 +79,7 @@ fn api_ok(server: &Server, method: &str, path: &str, body: Option<&str>) -> Valu
     answer
 }
 
-/// A member by dotted path, as text: strings bare, the rest as JSON.
-fn text(value: &Value, path: &str) -> String {
-    let found = path.split('.').fold(value, |v, k| match (v, k.parse::<usize>()) {
-        (Value::Array(items), Ok(i)) => items.get(i).unwrap_or(&Value::Null),
-        _ => v.get(k).unwrap_or(&Value::Null),
-    });
-    match found {
-        Value::Str(s) => s.clone(),
-        other => json::canonical(other),
-    }
-}
+use gateway_test_support::text;
 
 /// The value after `label` on a line of `printed` (`  ID: agt_…` → `agt_…`).
 fn after(printed: &str, label: &str) -> String {

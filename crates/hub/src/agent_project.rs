@@ -70,19 +70,6 @@ fn from_yaml(value: serde_yaml_ng::Value) -> Value {
     }
 }
 
-/// Python's `type(x).__name__` of a YAML value.
-fn python_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "NoneType",
-        Value::Bool(_) => "bool",
-        Value::Int(_) => "int",
-        Value::Float(_) => "float",
-        Value::Str(_) => "str",
-        Value::Array(_) => "list",
-        Value::Object(_) => "dict",
-    }
-}
-
 /// A YAML file's document (`None` when the file is absent).
 fn read_yaml(path: &Path, name: &str) -> Result<Option<Value>, String> {
     let text = match std::fs::read_to_string(path) {
@@ -106,7 +93,7 @@ fn mapping(data: &Map, key: &str) -> Result<Map, String> {
     match data.get(key) {
         None => Ok(Map::default()),
         Some(Value::Object(map)) => Ok(map.clone()),
-        Some(other) => Err(format!("agent.yml '{key}' must be a mapping, got {}", python_type(other))),
+        Some(other) => Err(format!("agent.yml '{key}' must be a mapping, got {}", other.python_type_name())),
     }
 }
 
@@ -117,7 +104,7 @@ pub fn parse_manifest(manifest_dir: &Path, shown: &str) -> Result<AgentManifest,
         return Err(format!("agent.yml not found in {}", python_path(shown)));
     };
     let Value::Object(data) = data else {
-        return Err(format!("agent.yml must be a YAML mapping, got {}", python_type(&data)));
+        return Err(format!("agent.yml must be a YAML mapping, got {}", data.python_type_name()));
     };
     let Some(name) = member(&data, "name").cloned() else {
         return Err("agent.yml must contain a 'name' field".into());
@@ -131,7 +118,7 @@ pub fn parse_manifest(manifest_dir: &Path, shown: &str) -> Result<AgentManifest,
             .map(|c| c.as_str().map(str::to_string))
             .collect::<Option<Vec<_>>>()
             .ok_or("agent.yml 'capabilities' must be a list of strings")?,
-        Some(other) => return Err(format!("agent.yml 'capabilities' must be a list of strings, got {}", python_type(other))),
+        Some(other) => return Err(format!("agent.yml 'capabilities' must be a list of strings, got {}", other.python_type_name())),
     };
     let or = |map: &Map, key: &str, default: Value| map.get(key).cloned().unwrap_or(default);
     let mut runner = Map::default();

@@ -240,20 +240,11 @@ pub fn openapi_document(spec: &Spec, contract_id: &str, settings: Option<&ApiSet
 
 // ------------------------------------------------------------------ seed and scenarios
 
-fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "NoneType",
-        Value::Bool(_) => "bool",
-        Value::Int(_) => "int",
-        Value::Float(_) => "float",
-        Value::Str(_) => "str",
-        Value::Array(_) => "list",
-        Value::Object(_) => "dict",
-    }
-}
-
 fn no_get(value: &Value) -> BundleError {
-    BundleError::Python { exception: "AttributeError".into(), message: format!("'{}' object has no attribute 'get'", type_name(value)) }
+    BundleError::Python {
+        exception: "AttributeError".into(),
+        message: format!("'{}' object has no attribute 'get'", value.python_type_name()),
+    }
 }
 
 /// `seed/base.json`: the initial batch's inserted rows by entity (the original's `base_seed`).
@@ -267,7 +258,7 @@ pub fn base_seed(initial: &Value) -> Result<Value, BundleError> {
         Some(other) => {
             return Err(BundleError::Python {
                 exception: "TypeError".into(),
-                message: format!("'{}' object is not iterable", type_name(other)),
+                message: format!("'{}' object is not iterable", other.python_type_name()),
             })
         }
     };
@@ -288,7 +279,7 @@ pub fn base_seed(initial: &Value) -> Result<Value, BundleError> {
                 // A dict key must be hashable; the original would fail on a list or dict here.
                 return Err(BundleError::Python {
                     exception: "TypeError".into(),
-                    message: format!("unhashable type: '{}'", type_name(other)),
+                    message: format!("unhashable type: '{}'", other.python_type_name()),
                 });
             }
         };

@@ -16,7 +16,7 @@ use crate::data::tempfile_dir::Scratch;
 use crate::data::{entity_counts, refuse_kind};
 use crate::error::{ContractError, Error, Result};
 use crate::files::{read_batch, read_json, sha256_hex, write_atomic, write_atomic_with, BatchFile};
-use crate::json::{dumps_with_items, encoded, object, python_float_repr, DumpOptions, Spread, Value};
+use crate::json::{dumps_with_items, encoded, object, DumpOptions, Spread, Value};
 use crate::plan::{consulted, held_from, plan, Mode, Rows};
 use crate::rows::{count_rows, plain, read_rows, Flow, Seen};
 use crate::snapshot::{build_default, default_snapshot, sidecar_path};
@@ -342,12 +342,7 @@ fn sql_literal(value: &Value) -> String {
         Value::Null => "NULL".into(),
         Value::Bool(b) => if *b { "1" } else { "0" }.into(),
         Value::Int(n) => n.to_string(),
-        Value::Float(f) => match python_float_repr(*f).as_str() {
-            "NaN" => "nan".into(),
-            "Infinity" => "inf".into(),
-            "-Infinity" => "-inf".into(),
-            text => text.into(),
-        },
+        Value::Float(f) => crate::json::python_float_str(*f),
         Value::Str(text) => format!("'{}'", text.replace('\'', "''")),
         other => crate::json::python_str(other),
     }

@@ -33,6 +33,20 @@ pub enum Value {
 pub const SAFE_INTEGER: i64 = (1 << 53) - 1;
 
 impl Value {
+    /// Python's `type(x).__name__` of the value as the original holds it (`dict`,
+    /// `list`, `str`, `int`, `float`, `bool`, `NoneType`), for refusals that name it.
+    pub fn python_type_name(&self) -> &'static str {
+        match self {
+            Value::Null => "NoneType",
+            Value::Bool(_) => "bool",
+            Value::Int(_) => "int",
+            Value::Float(_) => "float",
+            Value::Str(_) => "str",
+            Value::Array(_) => "list",
+            Value::Object(_) => "dict",
+        }
+    }
+
     /// The object's map, if this is an object.
     pub fn as_object(&self) -> Option<&Map> {
         match self {

@@ -320,6 +320,17 @@ pub fn python_str(value: &Value) -> String {
     }
 }
 
+/// Python's `str()` (and `repr()`) of a float: [`python_float_repr`], with the
+/// non-finite values spelled as Python spells them (`nan`, `inf`, `-inf`).
+pub fn python_float_str(value: f64) -> String {
+    match python_float_repr(value).as_str() {
+        "NaN" => "nan".into(),
+        "Infinity" => "inf".into(),
+        "-Infinity" => "-inf".into(),
+        text => text.into(),
+    }
+}
+
 /// Python's `repr()` of a JSON value.
 pub fn python_repr(value: &Value) -> String {
     match value {
@@ -327,12 +338,7 @@ pub fn python_repr(value: &Value) -> String {
         Value::Bool(true) => "True".into(),
         Value::Bool(false) => "False".into(),
         Value::Int(n) => n.to_string(),
-        Value::Float(f) => match python_float_repr(*f).as_str() {
-            "NaN" => "nan".into(),
-            "Infinity" => "inf".into(),
-            "-Infinity" => "-inf".into(),
-            text => text.into(),
-        },
+        Value::Float(f) => python_float_str(*f),
         Value::Str(text) => {
             let quote = if text.contains('\'') && !text.contains('"') { '"' } else { '\'' };
             let mut out = String::new();
