@@ -91,3 +91,41 @@ pub use gateway_common::fs::{file_sha256, sha256_hex, write_atomic, write_atomic
 pub fn is_symlink(path: &Path) -> bool {
     std::fs::symlink_metadata(path).map(|m| m.file_type().is_symlink()).unwrap_or(false)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A batch file read as text refuses exactly what `read_json` refuses, and reads
+    /// back (header and mutations) as the document `read_json` builds.
+    #[test]
+    fn read_batch_refuses_and_reads_as_read_json() {
+        let scratch = gateway_common::temp::Scratch::new("files-test").unwrap();
+        let texts = [
+            r#"{"id": "b", "mutations": [{"op": "insert", "value": {"n": 1}}, {"op": "delete"}], "coverage": "partial"}"#,
+            r#"{"id": "b", "mutations": [{"n": 9007199254740993}]}"#,
+            r#"{"id": "b", "mutations": [{"s": "\ud800"}]}"#,
+            r#"{"id": "b", "mutations": [{"a": 1, "a": 2}]}"#,
+            r#"{"id": "b", "mutations": [1, 2"#,
+            r#"{"id": "b", "mutations": 3}"#,
+            "[]",
+            "\u{feff}{}",
+        ];
+        for (i, text) in texts.iter().enumerate() {
+            let path = scratch.path().join(format!("batch{i}.json"));
+            std::fs::write(&path, text).unwrap();
+            match (read_json(&path), read_batch(&path)) {
+                (Ok(whole), Ok(file)) => {
+                    let spread = file.spread();
+                    let mut value = spread.value.clone();
+                    if let (true, Value::Object(map)) = (spread.is_spread(), &mut value) {
+                        map.insert("mutations".into(), Value::Array(spread.items().map(Result::unwrap).collect()));
+                    }
+                    assert_eq!(crate::json::canonical(&value), crate::json::canonical(&whole), "{text}");
+                }
+                (Err(whole), Err(batch)) => assert_eq!(format!("{whole:?}"), format!("{batch:?}"), "{text}"),
+                (whole, batch) => panic!("{text}: read_json {whole:?}, read_batch {batch:?}"),
+            }
+        }
+    }
+}
