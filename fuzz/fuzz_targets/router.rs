@@ -5,24 +5,10 @@
 //! values, and the parsed query has no blank values and no repeated names.
 #![no_main]
 
+use gateway_connector::authoring::toml_string;
 use gateway_connector::spec::{parse_spec, placeholders};
 use gateway_serve::router::{parse_query, unquote, Router};
 use libfuzzer_sys::fuzz_target;
-
-/// `text` as a TOML basic string.
-fn toml_string(text: &str) -> String {
-    let mut out = String::from("\"");
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => out.push_str(&format!("\\u{:04X}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };

@@ -24,7 +24,7 @@ fn is_field(name: &str) -> bool {
 }
 
 /// A TOML basic string.
-fn toml_string(text: &str) -> String {
+pub fn toml_string(text: &str) -> String {
     let mut out = String::from("\"");
     for c in text.chars() {
         match c {

@@ -9,8 +9,8 @@
 
 use crate::compiler::{pointer_parts, quote, Contract, Entity, GENERATED, LOCK, TARGET};
 use crate::dialect::{declared_types, LANGUAGE};
+use crate::hash::digest_of_pieces as digest;
 use crate::json::{canonical, dumps_in_pieces, encoded, write_string, DumpOptions, Value};
-use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 
 /// Where generated text goes: a file, a hasher, a string.
@@ -58,13 +58,6 @@ impl Contract {
     pub fn artifact_paths() -> impl Iterator<Item = &'static str> {
         GENERATED.into_iter().chain([LOCK])
     }
-}
-
-/// `sha256` of the text `generate` hands its sink, in lowercase hex.
-pub(crate) fn digest(generate: impl FnOnce(&mut Sink<'_>)) -> String {
-    let mut hasher = Sha256::new();
-    generate(&mut |piece: &str| hasher.update(piece.as_bytes()));
-    hex::encode(hasher.finalize())
 }
 
 /// The domain hash: `sha256(encoded({entities, language, target}))`, streamed.

@@ -34,6 +34,20 @@ fn json_id(bytes: &[u8], name: &str) -> Result<Option<String>, ContractError> {
     }
 }
 
+/// [`write_atomic_with`] for text `generate` hands its sink a piece at a time (a
+/// generated file, a batch with its mutations streamed); the first write error wins.
+pub fn write_atomic_pieces(path: &Path, generate: impl FnOnce(&mut dyn FnMut(&str))) -> std::io::Result<()> {
+    write_atomic_with(path, |file| {
+        let mut failed = None;
+        generate(&mut |piece| {
+            if failed.is_none() {
+                failed = file.write_all(piece.as_bytes()).err();
+            }
+        });
+        failed.map_or(Ok(()), Err)
+    })
+}
+
 /// A batch file's text, accepted with exactly [`read_json`]'s refusals but not built:
 /// its mutations are parsed one at a time ([`BatchFile::spread`]).
 #[derive(Debug)]

@@ -10,9 +10,17 @@ const PIECE: usize = 64 * 1024;
 /// `sha256(encoded(value))`: the hex digest of the value's canonical text and a newline
 /// (what the lock records for documents and generated JSON).
 pub fn encoded_digest(value: &Value) -> String {
+    digest_of_pieces(|sink| {
+        dumps_in_pieces(value, DumpOptions::CANONICAL, sink);
+        sink("\n");
+    })
+}
+
+/// The lowercase hex SHA-256 of the text `generate` hands its sink a piece at a time
+/// (a generated file, a batch with its mutations streamed): nothing held whole.
+pub fn digest_of_pieces(generate: impl FnOnce(&mut dyn FnMut(&str))) -> String {
     let mut hasher = Sha256::new();
-    dumps_in_pieces(value, DumpOptions::CANONICAL, &mut |piece| hasher.update(piece.as_bytes()));
-    hasher.update(b"\n");
+    generate(&mut |piece: &str| hasher.update(piece.as_bytes()));
     hex::encode(hasher.finalize())
 }
 

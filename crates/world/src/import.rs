@@ -15,7 +15,7 @@
 use crate::data::tempfile_dir::Scratch;
 use crate::data::{entity_counts, refuse_kind};
 use crate::error::{ContractError, Error, Result};
-use crate::files::{read_batch, read_json, sha256_hex, write_atomic, write_atomic_with, BatchFile};
+use crate::files::{read_batch, read_json, sha256_hex, write_atomic, write_atomic_pieces, write_atomic_with, BatchFile};
 use crate::json::{dumps_with_items, encoded, object, DumpOptions, Spread, Value};
 use crate::plan::{consulted, held_from, plan, Mode, Rows};
 use crate::rows::{count_rows, plain, read_rows, Flow, Seen};
@@ -280,14 +280,9 @@ fn import_schema(world: &World, parsed: &ParsedRows, mode: &str, batch_id: Optio
 /// Write `data/initial.json` (atomically) from its header and its mutations, as the
 /// original's `json.dumps(batch, indent=1, sort_keys=True)` and a newline.
 fn write_initial(path: &Path, head: &crate::json::Map, mutations: impl Iterator<Item = Value>) -> Result<()> {
-    write_atomic_with(path, |out| {
-        let mut failed = None;
-        dumps_with_items(head, "mutations", mutations, INITIAL_JSON, &mut |piece| {
-            if failed.is_none() {
-                failed = out.write_all(piece.as_bytes()).err();
-            }
-        });
-        failed.map_or_else(|| out.write_all(b"\n"), Err)
+    write_atomic_pieces(path, |sink| {
+        dumps_with_items(head, "mutations", mutations, INITIAL_JSON, sink);
+        sink("\n");
     })
     .map_err(|e| Error::io(e, path))
 }

@@ -2,7 +2,7 @@
 
 use crate::compiler::{build, Contract, LOCK};
 use crate::error::{ContractError, Error, Result};
-use crate::files::{file_sha256, write_atomic_with};
+use crate::files::{file_sha256, write_atomic_pieces};
 use crate::json::{encoded, Value};
 use crate::snapshot;
 use crate::world::build_counted;
@@ -14,16 +14,7 @@ use std::sync::Arc;
 pub fn write_artifacts(world: &Path, contract: &Contract) -> Result<()> {
     for relative in Contract::artifact_paths() {
         let path = world.join(relative);
-        write_atomic_with(&path, |file| {
-            let mut failed = None;
-            contract.write_artifact(relative, &mut |piece| {
-                if failed.is_none() {
-                    failed = file.write_all(piece.as_bytes()).err();
-                }
-            });
-            failed.map_or(Ok(()), Err)
-        })
-        .map_err(|e| Error::io(e, &path))?;
+        write_atomic_pieces(&path, |sink| contract.write_artifact(relative, sink)).map_err(|e| Error::io(e, &path))?;
     }
     Ok(())
 }

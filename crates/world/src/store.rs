@@ -857,13 +857,10 @@ fn each_mutation<'b>(mutations: &'b [Value], spread: Option<&Spread<'b>>) -> Box
 /// `sha256(encoded(batch))` with the batch's mutations streamed (the original's batch
 /// digest), never encoded whole.
 fn batch_digest<'b>(head: &Map, mutations: impl Iterator<Item = Cow<'b, Value>>) -> String {
-    use sha2::{Digest, Sha256};
-    let mut hasher = Sha256::new();
-    crate::json::dumps_with_items(head, "mutations", mutations, crate::json::DumpOptions::CANONICAL, &mut |piece| {
-        hasher.update(piece.as_bytes());
-    });
-    hasher.update(b"\n");
-    hex::encode(hasher.finalize())
+    crate::hash::digest_of_pieces(|sink| {
+        crate::json::dumps_with_items(head, "mutations", mutations, crate::json::DumpOptions::CANONICAL, sink);
+        sink("\n");
+    })
 }
 
 fn contextualize_mutation(error: Error, batch: &str, index: usize, mutation: &Value) -> Error {
