@@ -23,6 +23,8 @@ forbid() { # crate, then the dependencies it must not have (anywhere below it)
     fi
   done
 }
+# The sandbox is a leaf too: it runs commands and knows nothing of worlds or servers.
+forbid gateway-sandbox tokio axum hyper reqwest clap serde_json gateway-common gateway-world gateway-connector gateway-serve gateway-host gateway-hub gateway-runner gateway-cli
 # The shared leaf depends on no gateway crate and nothing async or HTTP.
 forbid gateway-common tokio axum hyper reqwest clap serde_json gateway-world gateway-connector gateway-serve gateway-host gateway-hub gateway-runner gateway-cli
 forbid gateway-world tokio axum hyper reqwest clap gateway-serve gateway-host gateway-hub gateway-runner gateway-cli

@@ -48,6 +48,9 @@ pub enum HostCommand {
         /// Seconds a drain waits for sessions to close before exiting.
         #[arg(long = "drain-seconds", default_value_t = 45.0)]
         drain_seconds: f64,
+        /// World code (handlers, tools, graders) always runs confined on a host.
+        #[command(flatten)]
+        workers: crate::args::WorkerLimits,
     },
 }
 
@@ -68,7 +71,13 @@ pub fn run(command: HostCommand) -> ExitCode {
         lease_seconds,
         heartbeat_seconds,
         drain_seconds,
+        workers,
     } = command;
+    let workers = workers.options(false);
+    if let Err(error) = workers.sandbox.check() {
+        errln!("Error: {error}");
+        return Status::FAILED.into();
+    }
     let Some(secret) = secret.filter(|s| !s.is_empty()) else {
         errln!("Error: the world host needs a control-plane secret: --secret or WORLDS_HOST_SECRET");
         return Status::FAILED.into();
@@ -98,6 +107,7 @@ pub fn run(command: HostCommand) -> ExitCode {
         config.objects = Arc::new(gateway_hub::worlds::HttpObjects);
         config.max_sessions = max_sessions;
         config.lease_seconds = lease_seconds;
+        config.workers = workers;
         config.advertise_url = Some(advertise.unwrap_or_else(|| format!("http://{bound}")));
         let host = Arc::new(WorldHost::new(config));
         let heartbeat = platform.clone().map(|platform| {

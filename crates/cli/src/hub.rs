@@ -41,6 +41,9 @@ pub enum HubCommand {
         /// with `gateway host serve --platform <this hub>` (same WORLDS_HOST_SECRET).
         #[arg(long = "no-host")]
         no_host: bool,
+        /// World code (handlers, tools, graders) always runs confined on a hub.
+        #[command(flatten)]
+        workers: crate::args::WorkerLimits,
     },
     /// Project API keys.
     Keys {
@@ -100,7 +103,7 @@ fn runtime() -> tokio::runtime::Runtime {
 /// Run one `hub` command.
 pub fn run(command: HubCommand) -> ExitCode {
     match command {
-        HubCommand::Serve { addr, data, database, objects, public_url, max_bundle_mb, max_chunk_bytes, no_host } => {
+        HubCommand::Serve { addr, data, database, objects, public_url, max_bundle_mb, max_chunk_bytes, no_host, workers } => {
             let Ok(addr) = addr.parse::<std::net::SocketAddr>() else {
                 errln!("Error: Invalid value: --addr must be HOST:PORT, not {addr}");
                 return Status::USAGE.into();
@@ -114,7 +117,12 @@ pub fn run(command: HubCommand) -> ExitCode {
             };
             let database_flag = if database.is_some() { " --database <the same URL>" } else { "" };
             let config = HubConfig { data: data.clone(), database, objects };
-            let limits = Limits { max_object_bytes: max_bundle_mb.saturating_mul(1024 * 1024), chunk_bytes, ..Limits::default() };
+            let limits = Limits {
+                max_object_bytes: max_bundle_mb.saturating_mul(1024 * 1024),
+                chunk_bytes,
+                workers: workers.options(false),
+                ..Limits::default()
+            };
             let result = runtime().block_on(async move {
                 let mut hub = config.open(public_url, limits).await?;
                 if no_host {

@@ -43,6 +43,13 @@ pub enum WorldsCommand {
         /// acknowledged write. Without it, every start begins afresh (as the original).
         #[arg(long, value_name = "DIR")]
         state: Option<PathBuf>,
+        /// Run the world's handlers as yourself, with your environment, files and
+        /// network (the original's way; for your own world on your own machine only).
+        /// By default they run in a sandbox, which needs bubblewrap (`bwrap`).
+        #[arg(long)]
+        unconfined: bool,
+        #[command(flatten)]
+        limits: crate::args::WorkerLimits,
     },
     /// Serve the world's tools over MCP (stdio) as one local session.
     Mcp(crate::mcp::McpArgs),
@@ -287,8 +294,11 @@ pub fn run(command: WorldsCommand) -> ExitCode {
         WorldsCommand::Skill(args) => crate::connector::skill(args),
         WorldsCommand::Session { command } => crate::session::run_session(command),
         WorldsCommand::Task { command } => crate::session::run_task(command),
-        WorldsCommand::Serve { path, port, bind, admin_key, api_key, scenario, state } => {
-            serve(path, bind, port, admin_key, api_key, scenario, state)
+        WorldsCommand::Serve { path, port, bind, admin_key, api_key, scenario, state, unconfined, limits } => {
+            let api_key = api_key.or_else(|| std::env::var("WORLD_API_KEY").ok().filter(|k| !k.is_empty()));
+            let workers = limits.options(unconfined);
+            let options = gateway_serve::server::ServeOptions { port, host: None, api_key, scenario, state_dir: state, workers };
+            serve(path, bind, admin_key, options)
         }
         WorldsCommand::Mcp(args) => crate::mcp::run(args),
         WorldsCommand::Run(args) => crate::run::run(*args),
@@ -296,17 +306,8 @@ pub fn run(command: WorldsCommand) -> ExitCode {
     }
 }
 
-fn serve(
-    path: PathBuf,
-    bind: std::net::IpAddr,
-    port: u16,
-    admin_key: Option<String>,
-    api_key: Option<String>,
-    scenario: Option<String>,
-    state_dir: Option<PathBuf>,
-) -> ExitCode {
-    let api_key = api_key.or_else(|| std::env::var("WORLD_API_KEY").ok().filter(|k| !k.is_empty()));
-    let options = gateway_serve::server::ServeOptions { port, host: None, api_key, scenario, state_dir };
+fn serve(path: PathBuf, bind: std::net::IpAddr, admin_key: Option<String>, options: gateway_serve::server::ServeOptions) -> ExitCode {
+    let port = options.port;
     let mut app = match gateway_serve::server::load(&path, &options) {
         Ok(app) => app,
         Err(error) => {

@@ -374,7 +374,9 @@ pub fn conform(world: &Path, openapi: &[PathBuf], limit: Option<usize>) -> Resul
             .unwrap_err()
             .into());
     }
-    let app = load(world, &ServeOptions { api_key: Some(PIN.into()), ..ServeOptions::default() }).map_err(Box::new)?;
+    // The author's own world on the author's machine: confined where the machine can.
+    let workers = gateway_serve::handlers::WorkerOptions::local();
+    let app = load(world, &ServeOptions { api_key: Some(PIN.into()), workers, ..ServeOptions::default() }).map_err(Box::new)?;
     let headers = credentials(&app, &app.router.spec);
     let mut outcomes = Vec::new();
     let mut notes = Vec::new();

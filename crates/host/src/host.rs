@@ -6,6 +6,7 @@ use crate::error::{refuse, HostError, UNKNOWN_SESSION};
 use crate::session::{now, Clock, Export, Session, SessionTask};
 use crate::version::{Fetch, VersionCache};
 use gateway_serve::app::WorldApp;
+use gateway_serve::handlers::WorkerOptions;
 use gateway_serve::router::Router;
 use gateway_world::json::{object, Map, Value};
 use gateway_world::task::TaskSpec;
@@ -59,6 +60,9 @@ pub struct HostConfig {
     pub fetch: Fetch,
     /// Moves exports.
     pub objects: Arc<dyn Objects>,
+    /// How world code runs (handler and tool workers, python graders): confined by
+    /// default, with a deadline per call.
+    pub workers: WorkerOptions,
 }
 
 impl HostConfig {
@@ -71,6 +75,9 @@ impl HostConfig {
             advertise_url: None,
             fetch: Arc::new(crate::version::local_fetch),
             objects: Arc::new(LocalObjects),
+            // A host of one's own (tests, `worlds mcp`, `worlds run`): confined where the
+            // machine can; `host serve` and a hub set strictly confined options.
+            workers: WorkerOptions::local(),
         }
     }
 }
@@ -119,7 +126,7 @@ impl WorldHost {
         let sessions = config.root.join("sessions");
         let _ = std::fs::remove_dir_all(&sessions);
         let _ = std::fs::create_dir_all(&sessions);
-        let versions = VersionCache::new(config.root.join("versions"), config.fetch.clone());
+        let versions = VersionCache::new(config.root.join("versions"), config.fetch.clone(), config.workers.clone());
         WorldHost {
             config,
             versions,
@@ -338,16 +345,7 @@ impl WorldHost {
             ("hostUrl", self.config.advertise_url.clone().map(Value::Str).unwrap_or_default()),
             ("leaseSeconds", Value::Float(self.config.lease_seconds)),
             ("leaseUntil", Value::Float(clock.lease_until)),
-            (
-                "workerPid",
-                session
-                    .version
-                    .worker
-                    .as_ref()
-                    .and_then(|w| w.lock().ok().and_then(|w| w.pid()))
-                    .map(|p| Value::Int(p.into()))
-                    .unwrap_or_default(),
-            ),
+            ("workerPid", session.version.worker.as_ref().and_then(|w| w.pid()).map(|p| Value::Int(p.into())).unwrap_or_default()),
             ("ui", ui.unwrap_or_default()),
             ("browser", Value::Bool(false)),
             ("restored", Value::Bool(session.restored)),
@@ -432,6 +430,15 @@ impl WorldHost {
         state_dump(&session)
     }
 
+    /// How this host runs a session's python grader: in the host's sandbox.
+    fn grader_options(&self, session: &Session) -> gateway_world::task::GraderOptions {
+        gateway_world::task::GraderOptions {
+            home: Some(session.dir.join("verify")),
+            sandbox: self.config.workers.sandbox.clone(),
+            ..Default::default()
+        }
+    }
+
     /// Grade the session's state with its task's grader.
     pub fn grade(&self, session_id: &str) -> Result<Value, HostError> {
         let session = self.using(session_id, true)?;
@@ -443,7 +450,7 @@ impl WorldHost {
                     (Some(gateway_world::task::Grader::Assertions { checks }), None) => assertion_state(&session, checks)?,
                     _ => state_dump(&session)?,
                 };
-                let options = gateway_world::task::GraderOptions { home: Some(session.dir.join("verify")), ..Default::default() };
+                let options = self.grader_options(&session);
                 let grade = gateway_world::task::grade(spec, &state, &options).map_err(|e| HostError::Refused(e.to_contract_error()))?;
                 match collateral {
                     Some(allow) => with_collateral(&session, spec, grade, &state, &allow),
@@ -456,8 +463,13 @@ impl WorldHost {
                     None => Ok(none()),
                     Some(verify) => {
                         let state = state_dump(&session)?;
-                        gateway_world::task::run_python_grader(gateway_world::task::PythonSource::File(verify), &state, VERIFY_TIMEOUT)
-                            .map_err(|e| HostError::Refused(e.to_contract_error()))
+                        gateway_world::task::run_python_grader_with(
+                            gateway_world::task::PythonSource::File(verify),
+                            &state,
+                            VERIFY_TIMEOUT,
+                            &self.grader_options(&session),
+                        )
+                        .map_err(|e| HostError::Refused(e.to_contract_error()))
                     }
                 }
             }

@@ -4,6 +4,7 @@
 use crate::error::{refuse, HostError};
 use gateway_connector::spec::Spec;
 use gateway_serve::app::{start_worker, SharedWorker};
+use gateway_serve::handlers::WorkerOptions;
 use gateway_serve::settings::ApiSettings;
 use gateway_serve::state::Template;
 use std::collections::HashMap;
@@ -73,7 +74,8 @@ impl Version {
     /// Open an extracted bundle: find its tree, compile it when its generated
     /// artifacts or snapshot are missing or stale (a pushed world need not carry
     /// them), load its connector and start its handler worker.
-    pub fn open(id: &str, bundle: &Path, handlers: bool) -> Result<Version, HostError> {
+    /// `workers`: how its handler and tool workers run; `None` (a catalog) runs none.
+    pub fn open(id: &str, bundle: &Path, workers: Option<&WorkerOptions>) -> Result<Version, HostError> {
         let tree = world_tree(bundle)?;
         // One contract build for the whole open: the check, a compile when the
         // bundle's artifacts or snapshot are stale, and the template's check.
@@ -97,15 +99,17 @@ impl Version {
         }
         let settings = gateway_serve::settings::load_api_settings(&tree, &spec)?;
         let template = Arc::new(Template::open_world(&world, gateway_serve::server::index_plan(&spec, &settings))?);
-        let worker = if handlers {
-            start_worker(&settings).map_err(|e| refuse("host", format!("the world's handlers could not start: {e}")))?
-        } else {
-            None
+        let worker = match workers {
+            Some(options) => {
+                start_worker(&tree, &settings, options).map_err(|e| refuse("host", format!("the world's handlers could not start: {e}")))?
+            }
+            None => None,
         };
-        let tools = if handlers {
-            crate::world_tools::ToolRunner::start(&tree, template.contract(), &bundle.with_file_name("tools-adapter"))?
-        } else {
-            None
+        let tools = match workers {
+            Some(options) => {
+                crate::world_tools::ToolRunner::start(&tree, template.contract(), &bundle.with_file_name("tools-adapter"), options)?
+            }
+            None => None,
         };
         Ok(Version { id: id.to_string(), bundle: bundle.to_path_buf(), tree, spec, settings, template, worker, tools })
     }
@@ -135,20 +139,20 @@ pub struct VersionCache {
     /// One build at a time per version: concurrent opens of a version being
     /// fetched wait for that fetch instead of starting their own.
     building: Mutex<HashMap<String, Arc<Mutex<()>>>>,
-    /// Whether versions start their handler workers (a host's cache does; a
-    /// catalog that only reads contracts and connectors does not).
-    handlers: bool,
+    /// How versions start their handler workers (a host's cache does; a catalog
+    /// that only reads contracts and connectors does not: `None`).
+    workers: Option<WorkerOptions>,
 }
 
 impl VersionCache {
-    /// A cache under `root`, fetching bundles with `fetch`.
-    pub fn new(root: PathBuf, fetch: Fetch) -> VersionCache {
-        VersionCache { root, fetch, versions: Mutex::default(), building: Mutex::default(), handlers: true }
+    /// A cache under `root`, fetching bundles with `fetch`, running their handlers as `workers` say.
+    pub fn new(root: PathBuf, fetch: Fetch, workers: WorkerOptions) -> VersionCache {
+        VersionCache { root, fetch, versions: Mutex::default(), building: Mutex::default(), workers: Some(workers) }
     }
 
     /// A cache that reads versions without running their code (no handler workers).
     pub fn catalog(root: PathBuf, fetch: Fetch) -> VersionCache {
-        VersionCache { handlers: false, ..VersionCache::new(root, fetch) }
+        VersionCache { root, fetch, versions: Mutex::default(), building: Mutex::default(), workers: None }
     }
 
     /// The version, fetched and opened on first use.
@@ -195,7 +199,7 @@ impl VersionCache {
             }
             std::fs::rename(&staging, &bundle).map_err(|e| refuse("host", e.to_string()))?;
         }
-        Version::open(id, &bundle, self.handlers)
+        Version::open(id, &bundle, self.workers.as_ref())
     }
 }
 

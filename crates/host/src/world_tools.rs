@@ -10,13 +10,13 @@
 
 use crate::error::{refuse, HostError};
 use gateway_serve::app::SharedWorker;
+use gateway_serve::handlers::WorkerOptions;
 use gateway_serve::handlers::{CtxError, CtxHost, HandlerFailure, HandlerOutcome, HandlerRequest, Worker, WorkerError};
 use gateway_serve::state::WorldState;
 use gateway_world::json::{self, object, Map, Value};
 use gateway_world::store::Store;
 use gateway_world::{Contract, ContractError};
 use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError};
 
 /// The adapter module, embedded.
 pub const ADAPTER_SOURCE: &str = include_str!("tools_adapter.py");
@@ -24,6 +24,10 @@ pub const ADAPTER_SOURCE: &str = include_str!("tools_adapter.py");
 /// The code of the refusal that carries a tool's own exception through the
 /// transaction (it becomes a `{status: 500}` answer, not a refusal).
 const RAISED: &str = "__tool_raised__";
+
+/// The code of the refusal that carries a tool past its deadline out of the
+/// transaction (rolled back; a `{status: 504}` answer).
+const TIMED_OUT: &str = "__tool_timed_out__";
 
 /// A world's tools, loaded once per version.
 pub struct ToolRunner {
@@ -41,7 +45,7 @@ impl std::fmt::Debug for ToolRunner {
 impl ToolRunner {
     /// Load the tools of the world at `tree` (None when it declares none or has no
     /// `tools/` directory); the adapter is written under `scratch`.
-    pub fn start(tree: &Path, contract: &Contract, scratch: &Path) -> Result<Option<ToolRunner>, HostError> {
+    pub fn start(tree: &Path, contract: &Contract, scratch: &Path, options: &WorkerOptions) -> Result<Option<ToolRunner>, HostError> {
         let tools = contract.tools().as_object().cloned().unwrap_or_default();
         let dir = tree.join("tools");
         if tools.is_empty() || !dir.is_dir() {
@@ -59,14 +63,15 @@ impl ToolRunner {
         let adapter = scratch.join("gateway_tools_adapter.py");
         std::fs::write(&adapter, source).map_err(|e| refuse("host", e.to_string()))?;
         let functions: Vec<String> = names.iter().map(|n| format!("tool__{n}")).collect();
-        let worker = match Worker::start(&adapter, &functions) {
+        // The worker sees the adapter's directory and the world's tools, read-only.
+        let worker = match Worker::start(&adapter, &functions, &options.seeing(&absolute)) {
             Ok(worker) => worker,
             Err(WorkerError::Missing(_)) => {
                 return Err(HostError::Refused(ContractError::new("tool", "Authored handlers must exactly cover the declared tools", "")))
             }
             Err(error) => return Err(refuse("tool", format!("the world's tools could not load: {error}"))),
         };
-        Ok(Some(ToolRunner { worker: Arc::new(Mutex::new(worker)), tools }))
+        Ok(Some(ToolRunner { worker: SharedWorker::new(worker), tools }))
     }
 
     /// Whether `name` is one of the world's tools.
@@ -104,13 +109,15 @@ impl ToolRunner {
                     )?;
                     let request = HandlerRequest { body: input.clone(), ..HandlerRequest::default() };
                     let mut host = StoreHost { store, tool: name };
-                    let outcome =
-                        self.worker.lock().unwrap_or_else(PoisonError::into_inner).call(&format!("tool__{name}"), &request, &mut host);
+                    let outcome = self.worker.call(&format!("tool__{name}"), &request, &mut host);
                     let result = match outcome {
                         Ok(HandlerOutcome::Body(body)) | Ok(HandlerOutcome::Answer { body, .. }) => body,
                         Err(HandlerFailure::Contract(detail)) => return Err(contract_error(&detail).into()),
                         Err(HandlerFailure::Exception(text)) | Err(HandlerFailure::WorkerDied(text)) => {
                             return Err(ContractError::new(RAISED, text, "").into())
+                        }
+                        Err(failure @ HandlerFailure::TimedOut(_)) => {
+                            return Err(ContractError::new(TIMED_OUT, failure.to_string(), "").into())
                         }
                     };
                     gateway_world::dialect::validate(
@@ -132,6 +139,10 @@ impl ToolRunner {
                 let message: String = message.chars().take(2000).collect();
                 Ok(object([("status", Value::Int(500)), ("body", object([("error", Value::Str(message))]))]))
             }
+            Err(gateway_world::Error::Contract(error)) if error.code == TIMED_OUT => Ok(object([
+                ("status", Value::Int(504)),
+                ("body", object([("error", Value::str("handler_timeout")), ("detail", Value::Str(error.message))])),
+            ])),
             Err(error) => Err(error.into()),
         }
     }

@@ -40,6 +40,9 @@ pub enum HubError {
     /// A storage back end failure (database or object store).
     #[error("storage: {0}")]
     Storage(String),
+    /// World code cannot be run confined here (a hub then refuses to serve).
+    #[error(transparent)]
+    Confinement(#[from] gateway_sandbox::SandboxError),
 }
 
 impl HubError {
@@ -56,7 +59,7 @@ impl HubError {
             HubError::NotFound(_) => 404,
             HubError::Conflict(_) => 409,
             HubError::TooLarge(_) => 413,
-            HubError::Client(_) | HubError::Io { .. } | HubError::Storage(_) => 500,
+            HubError::Client(_) | HubError::Io { .. } | HubError::Storage(_) | HubError::Confinement(_) => 500,
         }
     }
 
@@ -70,7 +73,7 @@ impl HubError {
             HubError::NotFound(_) => "not_found",
             HubError::Conflict(_) => "conflict",
             HubError::TooLarge(_) => "payload_too_large",
-            HubError::Client(_) | HubError::Io { .. } | HubError::Storage(_) => "internal",
+            HubError::Client(_) | HubError::Io { .. } | HubError::Storage(_) | HubError::Confinement(_) => "internal",
         }
     }
 }

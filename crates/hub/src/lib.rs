@@ -138,14 +138,20 @@ impl HubConfig {
     }
 
     /// Open everything a server needs.
+    /// World code is confined: a machine that cannot confine it (no bubblewrap) does not serve.
     pub async fn open(&self, public_url: Option<String>, limits: server::Limits) -> Result<server::Hub, HubError> {
+        if !limits.workers.sandbox.is_confined() {
+            return Err(HubError::BadRequest("a hub never runs world code unconfined".into()));
+        }
+        limits.workers.sandbox.check()?;
+        let workers = limits.workers.clone();
         Ok(server::Hub {
             meta: self.open_meta().await?,
             objects: self.open_objects().await?,
             keys: server::Keys::load_or_create(&self.keys_dir())?,
             public_url,
             limits,
-            worlds: Some(Arc::new(worlds::Worlds::embedded(&self.data.join("host"), self.host_secret()?))),
+            worlds: Some(Arc::new(worlds::Worlds::embedded(&self.data.join("host"), self.host_secret()?, workers))),
             scratch: Some(self.data.join("work")),
         })
     }

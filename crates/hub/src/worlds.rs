@@ -88,8 +88,9 @@ impl HostRefusal {
 }
 
 impl Worlds {
-    /// Live sessions with an embedded host under `root` (bundles fetched over HTTP).
-    pub fn embedded(root: &Path, secret: String) -> Worlds {
+    /// Live sessions with an embedded host under `root` (bundles fetched over HTTP),
+    /// world code run as `workers` say (always confined on a hub: see `HubConfig`).
+    pub fn embedded(root: &Path, secret: String, workers: gateway_serve::handlers::WorkerOptions) -> Worlds {
         // One directory per process: hub processes sharing a data directory must not
         // clear each other's sessions; those of processes that are gone are removed.
         if let Ok(entries) = std::fs::read_dir(root) {
@@ -103,6 +104,7 @@ impl Worlds {
         let mut config = HostConfig::local(root.join(format!("pid-{}", std::process::id())));
         config.fetch = Arc::new(fetch_bundle);
         config.objects = Arc::new(HttpObjects);
+        config.workers = workers;
         if let Some(max) = std::env::var("WORLDS_HOST_MAX_SESSIONS").ok().and_then(|v| v.parse().ok()) {
             config.max_sessions = max;
         }

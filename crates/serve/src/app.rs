@@ -2,7 +2,7 @@
 //! token endpoint, auth, routing, the gate, actions and handlers. Nothing here
 //! touches a socket (the server module does), so it is tested directly.
 
-use crate::handlers::{CtxError, CtxHost, HandlerFailure, HandlerOutcome, HandlerRequest, Worker};
+use crate::handlers::{CtxError, CtxHost, HandlerFailure, HandlerOutcome, HandlerRequest, Worker, WorkerOptions};
 use crate::page::{page_headers, paginate, window, wrap, Link, Page};
 use crate::router::{parse_query, python_b64decode, Router};
 use crate::settings::{ApiSettings, OperationSettings, Paging};
@@ -228,17 +228,17 @@ fn json_body(raw: &[u8]) -> Option<Value> {
     gateway_world::json::parse_loads(text).ok().map(|p| p.value).filter(|v| !matches!(v, Value::Null))
 }
 
-/// A handler worker behind a lock, shareable between the sessions of one world.
-pub type SharedWorker = std::sync::Arc<Mutex<Worker>>;
+pub use crate::handlers::SharedWorker;
 
-/// Start the worker for a world's `api/handlers.py`, when `[api]` names one.
-pub fn start_worker(settings: &ApiSettings) -> Result<Option<SharedWorker>, String> {
+/// Start the worker for a world's `api/handlers.py`, when `[api]` names one, confined
+/// and timed as `options` say; it sees the world directory `world` read-only.
+pub fn start_worker(world: &std::path::Path, settings: &ApiSettings, options: &WorkerOptions) -> Result<Option<SharedWorker>, String> {
     let mut functions: Vec<String> = settings.operations.values().filter_map(|o| o.handler.clone()).collect();
     if let Some(gate) = &settings.before {
         functions.push(gate.clone());
     }
     match &settings.handlers {
-        Some(path) => Ok(Some(std::sync::Arc::new(Mutex::new(Worker::start(path, &functions).map_err(|e| e.to_string())?)))),
+        Some(path) => Ok(Some(SharedWorker::new(Worker::start(path, &functions, &options.seeing(world)).map_err(|e| e.to_string())?))),
         None => Ok(None),
     }
 }
@@ -281,8 +281,9 @@ impl WorldApp {
         router: Router,
         settings: ApiSettings,
         key: Option<String>,
+        workers: &WorkerOptions,
     ) -> Result<WorldApp, String> {
-        let worker = start_worker(&settings)?;
+        let worker = start_worker(world, &settings, workers)?;
         Ok(WorldApp::with_worker(world, state, router, settings, key, worker))
     }
 
@@ -314,6 +315,11 @@ impl WorldApp {
             handler_settings,
             document: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The world's handler worker, if it has one.
+    pub fn worker(&self) -> Option<&SharedWorker> {
+        self.worker.as_ref()
     }
 
     /// The URL path prefix of the vendor's base URL (routes are matched below it).
@@ -636,6 +642,7 @@ impl WorldApp {
                 Response::json(settings.invalid_status, invalid)
             }
             Failure::Internal(message) => internal(&message),
+            Failure::TimedOut(limit) => handler_timeout(limit),
         }
     }
 
@@ -675,12 +682,12 @@ impl WorldApp {
             ]),
         };
         let mut host = Host { app: self, link: &request.link };
-        let mut worker = worker.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         match worker.call(function, &payload, &mut host) {
             Ok(outcome) => Ok(outcome),
             Err(HandlerFailure::Contract(detail)) => Err(Failure::Contract(detail)),
             Err(HandlerFailure::Exception(message)) => Err(Failure::Internal(message)),
             Err(HandlerFailure::WorkerDied(message)) => Err(Failure::Internal(message)),
+            Err(HandlerFailure::TimedOut(limit)) => Err(Failure::TimedOut(limit)),
         }
     }
 
@@ -821,6 +828,17 @@ fn source(record: &str) -> Value {
 
 fn internal(message: &str) -> Response {
     Response::json(500, object([("error", Value::str("internal_error")), ("detail", Value::str(message))]))
+}
+
+/// The 504 of a handler that did not answer in time (its worker was killed and restarts).
+pub fn handler_timeout(limit: std::time::Duration) -> Response {
+    Response::json(
+        504,
+        object([
+            ("error", Value::str("handler_timeout")),
+            ("detail", Value::str(format!("the world's handler did not answer within {} s", limit.as_secs_f64()))),
+        ]),
+    )
 }
 
 fn answer(status: i64, body: Value, headers: Vec<(String, String)>) -> Response {
@@ -977,6 +995,8 @@ struct Request<'a> {
 enum Failure {
     Contract(Value),
     Internal(String),
+    /// A handler past its deadline: 504.
+    TimedOut(std::time::Duration),
 }
 
 impl From<WorldError> for Failure {

@@ -351,7 +351,8 @@ pub fn check_handlers(spec: &Spec, settings: &ApiSettings) -> Result<(), BundleE
         .collect();
     functions.extend(handled.iter().map(|(_, h)| h.clone()));
     let file = handlers.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    match Worker::start(handlers, &functions) {
+    // The author's own code, checked on the author's machine: confined where it can be.
+    match Worker::start(handlers, &functions, &crate::handlers::WorkerOptions::local()) {
         Ok(worker) => {
             drop(worker);
             Ok(())

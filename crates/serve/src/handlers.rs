@@ -7,8 +7,14 @@
 //! the binary with `include_str!` and passed on the command line, so no
 //! temporary file is written or cleaned up.
 //!
-//! The two sides talk in JSON lines over the child's stdin/stdout (handlers'
-//! own output goes to the inherited stderr):
+//! The child is confined as [`WorkerOptions::sandbox`] says (gateway-sandbox: no
+//! environment, no network, a read-only view of the world and the Python runtime,
+//! rlimits, a PID namespace); every call has a deadline ([`WorkerOptions::deadline`]),
+//! past which the worker is killed with everything it started and restarted on the
+//! next call. Its stderr (handlers' prints, tracebacks) reaches the server's log a
+//! line at a time, marked and escaped ([`worker_log_line`]).
+//!
+//! The two sides talk in JSON lines over the child's stdin/stdout:
 //!
 //! * start: Rust sends `{"op":"check","functions":[..]}`, the worker answers
 //!   `{"ok":true}`, `{"ok":false,"missing":name}`, or — when the import itself
@@ -24,7 +30,7 @@
 //!
 //! The clock (`now`, `elapsed`, `ladder`, `clock`) and `uuid` are computed in
 //! Python exactly as the original does, reading `GATEWAY_WORLD_CLOCK` from the
-//! worker's environment (inherited from the server).
+//! worker's environment (the server's value, handed on).
 //!
 //! ctx RPC methods and their params: `rows {entity}`, `get {entity,key}`,
 //! `find {entity,fields}` (field values already `str()`-ed in Python, as the
@@ -33,11 +39,15 @@
 //! `paged {rows,query,envelope,status}` (answer `[status, body, headers|null]`),
 //! `not_found {}` and `invalid {detail}` (answer `[status, body]`).
 
+use gateway_sandbox::{Sandbox, View};
 use gateway_world::json::{dumps, parse, write_string, DumpOptions, ParseError, Value};
+use parking_lot::Mutex;
 use std::fmt;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The worker's Python source, embedded in the binary.
@@ -107,6 +117,9 @@ pub enum HandlerFailure {
     Exception(String),
     /// The worker process died or broke the protocol; it is restarted on the next call.
     WorkerDied(String),
+    /// No answer within the deadline (the worker busy or looping): the worker was
+    /// killed and is restarted on the next call.
+    TimedOut(Duration),
 }
 
 impl fmt::Display for HandlerFailure {
@@ -115,6 +128,7 @@ impl fmt::Display for HandlerFailure {
             HandlerFailure::Contract(detail) => write!(f, "contract error: {}", dumps(detail, WIRE)),
             HandlerFailure::Exception(text) => write!(f, "handler raised {text}"),
             HandlerFailure::WorkerDied(why) => write!(f, "handler worker died: {why}"),
+            HandlerFailure::TimedOut(limit) => write!(f, "the handler did not answer within {} s", limit.as_secs_f64()),
         }
     }
 }
@@ -135,12 +149,54 @@ pub enum WorkerError {
     Missing(String),
 }
 
-/// One running `python3` child and its protocol pipes.
+/// How a world's handler workers are started and how long a call may take.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerOptions {
+    /// Confinement of the worker (see gateway-sandbox); unconfined only on request.
+    pub sandbox: Sandbox,
+    /// The longest a call may take, waiting for the worker included: past it the
+    /// caller gets [`HandlerFailure::TimedOut`] and the worker is killed and restarted.
+    pub deadline: Duration,
+    /// Paths the worker sees read-only besides the handlers' own directory (the world).
+    pub sees: Vec<PathBuf>,
+}
+
+/// A handler call's deadline unless configured (`--handler-timeout`).
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
+
+impl Default for WorkerOptions {
+    /// Confined with the default limits, the default deadline.
+    fn default() -> Self {
+        WorkerOptions { sandbox: Sandbox::default(), deadline: DEFAULT_DEADLINE, sees: Vec::new() }
+    }
+}
+
+impl WorkerOptions {
+    /// For code of the user's own on the user's machine (`schema api-bundle`'s import
+    /// check, `worlds mcp`): confined where this machine can confine, as the user where
+    /// it cannot (no bubblewrap).
+    pub fn local() -> WorkerOptions {
+        WorkerOptions { sandbox: Sandbox::local(), ..WorkerOptions::default() }
+    }
+
+    /// These options, the worker also seeing `path` read-only.
+    pub fn seeing(&self, path: impl Into<PathBuf>) -> WorkerOptions {
+        let mut options = self.clone();
+        options.sees.push(path.into());
+        options
+    }
+}
+
+/// One running `python3` child and its protocol pipes. Its answers are read by a
+/// thread of their own, so that a call can stop waiting at its deadline.
 struct Process {
     child: Child,
     stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
+    lines: Receiver<Vec<u8>>,
 }
+
+/// Lines a worker may write on the protocol pipe (a handler's answer is one line).
+const MAX_LINE: u64 = 64 << 20;
 
 impl Process {
     fn send(&mut self, line: &str) -> std::io::Result<()> {
@@ -151,18 +207,18 @@ impl Process {
         self.stdin.flush()
     }
 
-    /// The next line, without its newline; `None` at end of stream (or a torn last line).
-    fn receive(&mut self) -> std::io::Result<Option<String>> {
-        let mut buf = Vec::new();
-        self.stdout.read_until(b'\n', &mut buf)?;
-        if buf.last() != Some(&b'\n') {
-            return Ok(None);
-        }
-        buf.pop();
-        Ok(Some(match String::from_utf8(buf) {
+    /// The next line, without its newline, if one comes before `deadline`.
+    fn receive(&mut self, deadline: Instant) -> Result<String, Broken> {
+        let wait = deadline.saturating_duration_since(Instant::now());
+        let buf = match self.lines.recv_timeout(wait) {
+            Ok(buf) => buf,
+            Err(RecvTimeoutError::Timeout) => return Err(Broken::TimedOut),
+            Err(RecvTimeoutError::Disconnected) => return Err(Broken::Ended),
+        };
+        Ok(match String::from_utf8(buf) {
             Ok(text) => text,
             Err(error) => String::from_utf8_lossy(error.as_bytes()).into_owned(),
-        }))
+        })
     }
 
     /// Reap the child after its stream ended, killing it if it lingers; describes how it ended.
@@ -182,19 +238,76 @@ impl Process {
         }
     }
 
+    /// Kill the worker: confined, the sandbox's outer process, whose death takes every
+    /// process inside with it (PID namespace); unconfined, the python process itself.
     fn kill(mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 }
 
+/// Read the worker's protocol lines on a thread of their own; a line that does not
+/// end (the stream closed mid-line) or outgrows [`MAX_LINE`] ends the stream.
+fn read_lines(stdout: ChildStdout) -> Receiver<Vec<u8>> {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(stdout);
+        loop {
+            let mut buf = Vec::new();
+            match (&mut reader).take(MAX_LINE).read_until(b'\n', &mut buf) {
+                Ok(_) if buf.last() == Some(&b'\n') => {
+                    buf.pop();
+                    if sender.send(buf).is_err() {
+                        return;
+                    }
+                }
+                _ => return,
+            }
+        }
+    });
+    receiver
+}
+
+/// Copy the worker's stderr (handlers' prints and tracebacks) into ours a line at a
+/// time, each marked as the world's and escaped, so that nothing a world writes can
+/// pass for a line of the server's own log.
+fn forward_stderr(stderr: ChildStderr, world: String) {
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(stderr);
+        loop {
+            let mut buf = Vec::new();
+            match (&mut reader).take(16 * 1024).read_until(b'\n', &mut buf) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => eprintln!("{}", worker_log_line(&world, &buf)),
+            }
+        }
+    });
+}
+
+/// One line of a worker's output as the server logs it: `[world <name>] ` then the
+/// text with control characters (newlines, escapes, carriage returns) escaped.
+pub fn worker_log_line(world: &str, line: &[u8]) -> String {
+    let text = String::from_utf8_lossy(line);
+    let text = text.strip_suffix('\n').unwrap_or(&text);
+    let mut out = format!("[world {}] ", world.escape_debug());
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// A world's handlers module, loaded in one `python3` child process.
 ///
-/// Calls are sequential (`&mut self`); share a worker between threads behind a mutex.
-/// The child is killed when the worker is dropped.
+/// Calls are sequential (`&mut self`); share a worker between threads as a
+/// [`SharedWorker`]. The child is killed when the worker is dropped.
 pub struct Worker {
     handlers: PathBuf,
     functions: Vec<String>,
+    options: WorkerOptions,
     process: Option<Process>,
     traceback: Option<String>,
 }
@@ -210,13 +323,20 @@ impl fmt::Debug for Worker {
 }
 
 impl Worker {
-    /// Start python3 on the handlers file and check that every named function exists.
+    /// Start python3 on the handlers file, confined as `options` say, and check that
+    /// every named function exists.
     ///
     /// Functions are checked in order; the first one missing (or not callable) is
     /// reported as [`WorkerError::Missing`].
-    pub fn start(handlers: &Path, functions: &[String]) -> Result<Worker, WorkerError> {
-        let process = spawn(handlers, functions)?;
-        Ok(Worker { handlers: handlers.to_path_buf(), functions: functions.to_vec(), process: Some(process), traceback: None })
+    pub fn start(handlers: &Path, functions: &[String], options: &WorkerOptions) -> Result<Worker, WorkerError> {
+        let process = spawn(handlers, functions, options)?;
+        Ok(Worker {
+            handlers: handlers.to_path_buf(),
+            functions: functions.to_vec(),
+            options: options.clone(),
+            process: Some(process),
+            traceback: None,
+        })
     }
 
     /// The handlers file this worker runs.
@@ -224,7 +344,7 @@ impl Worker {
         &self.handlers
     }
 
-    /// The process id of the running child, if one is running.
+    /// The process id of the running child (confined: the sandbox's outer process), if one is running.
     pub fn pid(&self) -> Option<u32> {
         self.process.as_ref().map(|p| p.child.id())
     }
@@ -234,22 +354,39 @@ impl Worker {
         self.traceback.as_deref()
     }
 
-    /// Run one handler to completion, answering its ctx calls through `host`.
-    ///
-    /// A worker that died on an earlier call is restarted first.
+    /// Run one handler to completion within the options' deadline, answering its ctx
+    /// calls through `host`.
     pub fn call(&mut self, function: &str, request: &HandlerRequest, host: &mut dyn CtxHost) -> Result<HandlerOutcome, HandlerFailure> {
+        let deadline = Instant::now() + self.options.deadline;
+        self.call_until(function, request, host, deadline)
+    }
+
+    /// Run one handler, giving up at `deadline`: the worker is then killed (with
+    /// everything it started) and [`HandlerFailure::TimedOut`] returned; the next call
+    /// starts a fresh one. A worker that died on an earlier call is restarted first.
+    pub fn call_until(
+        &mut self,
+        function: &str,
+        request: &HandlerRequest,
+        host: &mut dyn CtxHost,
+        deadline: Instant,
+    ) -> Result<HandlerOutcome, HandlerFailure> {
         self.traceback = None;
         let mut process = match self.process.take() {
             Some(process) => process,
-            None => spawn(&self.handlers, &self.functions).map_err(|error| HandlerFailure::WorkerDied(error.to_string()))?,
+            None => spawn(&self.handlers, &self.functions, &self.options).map_err(|error| HandlerFailure::WorkerDied(error.to_string()))?,
         };
-        let result = exchange(&mut process, function, request, host, &mut self.traceback);
+        let result = exchange(&mut process, function, request, host, &mut self.traceback, deadline);
         match result {
             Ok(answer) => {
                 self.process = Some(process);
                 answer
             }
             Err(Broken::Ended) => Err(HandlerFailure::WorkerDied(process.finish())),
+            Err(Broken::TimedOut) => {
+                process.kill();
+                Err(HandlerFailure::TimedOut(self.options.deadline))
+            }
             Err(Broken::Protocol(why)) => {
                 process.kill();
                 Err(HandlerFailure::WorkerDied(why))
@@ -266,10 +403,73 @@ impl Drop for Worker {
     }
 }
 
+/// A worker shared by the sessions (and threads) of one world. A call waits for the
+/// worker at most until its deadline: behind a handler that loops, callers get
+/// [`HandlerFailure::TimedOut`] instead of queueing for ever.
+#[derive(Clone)]
+pub struct SharedWorker {
+    worker: Arc<Mutex<Worker>>,
+    deadline: Duration,
+    /// Admission for the server: at most one request per worker holds a blocking
+    /// thread; the rest wait without one (see `server::respond`).
+    gate: Arc<tokio::sync::Semaphore>,
+}
+
+impl fmt::Debug for SharedWorker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedWorker").field("deadline", &self.deadline).finish()
+    }
+}
+
+impl SharedWorker {
+    /// Share `worker`.
+    pub fn new(worker: Worker) -> SharedWorker {
+        let deadline = worker.options.deadline;
+        SharedWorker { worker: Arc::new(Mutex::new(worker)), deadline, gate: Arc::new(tokio::sync::Semaphore::new(1)) }
+    }
+
+    /// The longest a call may take.
+    pub fn deadline(&self) -> Duration {
+        self.deadline
+    }
+
+    /// The admission gate a server passes before it hands a request to a blocking thread.
+    pub fn gate(&self) -> &Arc<tokio::sync::Semaphore> {
+        &self.gate
+    }
+
+    /// The running child's process id.
+    pub fn pid(&self) -> Option<u32> {
+        self.worker.try_lock_for(Duration::from_millis(100)).and_then(|worker| worker.pid())
+    }
+
+    /// Run one handler within the deadline, the wait for the worker included.
+    pub fn call(&self, function: &str, request: &HandlerRequest, host: &mut dyn CtxHost) -> Result<HandlerOutcome, HandlerFailure> {
+        self.call_until(function, request, host, Instant::now() + self.deadline)
+    }
+
+    /// Run one handler, giving up at `deadline` (a request's, counted from its arrival).
+    pub fn call_until(
+        &self,
+        function: &str,
+        request: &HandlerRequest,
+        host: &mut dyn CtxHost,
+        deadline: Instant,
+    ) -> Result<HandlerOutcome, HandlerFailure> {
+        let wait = deadline.saturating_duration_since(Instant::now());
+        let Some(mut worker) = self.worker.try_lock_for(wait) else {
+            return Err(HandlerFailure::TimedOut(self.deadline));
+        };
+        worker.call_until(function, request, host, deadline)
+    }
+}
+
 /// How the conversation with a worker broke down.
 enum Broken {
     /// The pipes closed: the process is gone (or going).
     Ended,
+    /// The call's deadline passed with no answer.
+    TimedOut,
     /// It said something that is not the protocol.
     Protocol(String),
 }
@@ -280,30 +480,59 @@ impl From<std::io::Error> for Broken {
     }
 }
 
-fn spawn(handlers: &Path, functions: &[String]) -> Result<Process, WorkerError> {
-    let mut child = Command::new(PYTHON)
-        .arg("-u")
-        .arg("-c")
-        .arg(WORKER_SOURCE)
-        .arg(handlers)
+/// How long a fresh worker may take to import the handlers and answer the check.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The world a handlers file belongs to, for log lines: `<world>/api/handlers.py` → `<world>`'s name.
+fn world_name(handlers: &Path) -> String {
+    let dir = handlers.parent().unwrap_or(Path::new(""));
+    let world = if dir.file_name().is_some_and(|n| n == "api") { dir.parent().unwrap_or(dir) } else { dir };
+    world.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+fn spawn(handlers: &Path, functions: &[String], options: &WorkerOptions) -> Result<Process, WorkerError> {
+    let handlers = std::path::absolute(handlers).map_err(|e| WorkerError::Spawn(format!("{}: {e}", handlers.display())))?;
+    let python = gateway_sandbox::interpreter(Path::new(PYTHON));
+    let mut view = View::new();
+    if let Some(dir) = handlers.parent() {
+        view = view.read_only(dir);
+    }
+    for path in &options.sees {
+        view = view.read_only(path);
+    }
+    // The clock a server was started with (tests, reproducible runs) is the worker's too.
+    if let Some(clock) = std::env::var_os("GATEWAY_WORLD_CLOCK") {
+        view = view.env("GATEWAY_WORLD_CLOCK", clock);
+    }
+    if !handlers.exists() && options.sandbox.is_confined() {
+        return Err(WorkerError::Import(format!("FileNotFoundError: {} does not exist", handlers.display())));
+    }
+    let args: Vec<std::ffi::OsString> = vec!["-u".into(), "-c".into(), WORKER_SOURCE.into(), handlers.clone().into()];
+    let mut command = options.sandbox.command(&python.executable, &args, &view).map_err(|error| WorkerError::Spawn(error.to_string()))?;
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(Stdio::piped())
         .spawn()
-        .map_err(|error| WorkerError::Spawn(format!("{PYTHON}: {error}")))?;
-    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        .map_err(|error| WorkerError::Spawn(format!("{}: {error}", python.executable.display())))?;
+    let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
         let _ = child.kill();
         let _ = child.wait();
         return Err(WorkerError::Spawn("no pipes to the worker".into()));
     };
-    let mut process = Process { child, stdin, stdout: BufReader::new(stdout) };
+    forward_stderr(stderr, world_name(&handlers));
+    let mut process = Process { child, stdin, lines: read_lines(stdout) };
     let check = Value::Array(functions.iter().map(|name| Value::str(name.as_str())).collect());
     // A worker whose import failed has already written its answer and may be gone:
     // a failed write is not the end of it, the answer is still to be read.
     let _ = process.send(&format!("{{\"op\":\"check\",\"functions\":{}}}", dumps(&check, WIRE)));
-    let line = match process.receive() {
-        Ok(Some(line)) => line,
-        _ => return Err(WorkerError::Spawn(process.finish())),
+    let line = match process.receive(Instant::now() + START_TIMEOUT) {
+        Ok(line) => line,
+        Err(Broken::TimedOut) => {
+            process.kill();
+            return Err(WorkerError::Spawn(format!("the handlers did not load within {} s", START_TIMEOUT.as_secs())));
+        }
+        Err(_) => return Err(WorkerError::Spawn(process.finish())),
     };
     let answer = match parse(&line) {
         Ok(parsed) => parsed.value,
@@ -357,12 +586,11 @@ fn exchange(
     request: &HandlerRequest,
     host: &mut dyn CtxHost,
     traceback: &mut Option<String>,
+    deadline: Instant,
 ) -> Result<Result<HandlerOutcome, HandlerFailure>, Broken> {
     process.send(&call_line(function, request))?;
     loop {
-        let Some(line) = process.receive()? else {
-            return Err(Broken::Ended);
-        };
+        let line = process.receive(deadline)?;
         let message = match parse(&line) {
             Ok(parsed) => parsed.value,
             Err(ParseError::DuplicateKey(name)) => {

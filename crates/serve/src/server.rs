@@ -48,6 +48,8 @@ pub struct ServeOptions {
     pub scenario: Option<String>,
     /// Keep the state in this directory across restarts (durable commits).
     pub state_dir: Option<std::path::PathBuf>,
+    /// How the world's handlers run: confined (the default) or, on request, as the caller.
+    pub workers: crate::handlers::WorkerOptions,
 }
 
 /// The dotted paths each entity's equality filters use: what gets a serving index.
@@ -82,7 +84,7 @@ pub fn load(world: &Path, options: &ServeOptions) -> Result<WorldApp, ServeError
     if let (Some(scenario), true) = (&options.scenario, fresh) {
         state.apply_scenario(scenario)?;
     }
-    WorldApp::new(world, state, Router::new(spec), settings, options.api_key.clone()).map_err(ServeError::Handlers)
+    WorldApp::new(world, state, Router::new(spec), settings, options.api_key.clone(), &options.workers).map_err(ServeError::Handlers)
 }
 
 async fn answer(State(app): State<Arc<WorldApp>>, request: Request) -> Response {
@@ -134,6 +136,20 @@ pub async fn respond(
         };
         return render(&app, answered);
     }
+    // A world with handlers: one request at a time holds a blocking thread for its
+    // worker (which answers one call at a time anyway); the rest wait here without a
+    // thread, and give up at the deadline. A looping handler so costs its own world
+    // one thread, never the pool every other world and project shares.
+    let _admitted = match app.worker() {
+        Some(worker) => {
+            let gate = worker.gate().clone();
+            match tokio::time::timeout(worker.deadline(), gate.acquire_owned()).await {
+                Ok(Ok(permit)) => Some(permit),
+                _ => return render(&app, crate::app::handler_timeout(worker.deadline())),
+            }
+        }
+        None => None,
+    };
     let worker_app = app.clone();
     let answered = tokio::task::spawn_blocking(move || worker_app.handle(&method, &target, &headers, &raw, &default_host)).await;
     let answered = answered.unwrap_or_else(|_| AppResponse {

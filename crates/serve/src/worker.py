@@ -57,6 +57,15 @@ sys.stdout = sys.stderr
 # Ctrl-C in the server's terminal reaches us too; the server stops us itself.
 signal.signal(signal.SIGINT, signal.SIG_IGN)
 
+# Non-dumpable before any world code runs: no other process of our uid may ptrace us
+# or read /proc/<pid>/mem or environ (the sandbox gives us a uid of our own as well).
+try:
+    import ctypes
+
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+except Exception:
+    pass
+
 
 def _encode(value):
     # Lone surrogates (from Python strings) become \udXXX escapes: valid JSON.

@@ -1,6 +1,6 @@
 //! The Python handler worker: protocol, ctx round trips, failures and restarts.
 
-use gateway_serve::handlers::{CtxError, CtxHost, HandlerFailure, HandlerOutcome, HandlerRequest, Worker, WorkerError};
+use gateway_serve::handlers::{CtxError, CtxHost, HandlerFailure, HandlerOutcome, HandlerRequest, Worker, WorkerError, WorkerOptions};
 use gateway_world::json::{canonical, object, parse, Value};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -18,7 +18,7 @@ fn names(functions: &[&str]) -> Vec<String> {
 }
 
 fn worker() -> Worker {
-    Worker::start(&fixture("basic.py"), &names(&["plain", "gate"])).expect("worker starts")
+    Worker::start(&fixture("basic.py"), &names(&["plain", "gate"]), &WorkerOptions::default()).expect("worker starts")
 }
 
 fn request(args: &str) -> HandlerRequest {
@@ -270,11 +270,11 @@ fn handler_output_does_not_break_the_protocol() {
 
 #[test]
 fn missing_function_is_refused_at_start() {
-    match Worker::start(&fixture("basic.py"), &names(&["plain", "absent", "also_absent"])) {
+    match Worker::start(&fixture("basic.py"), &names(&["plain", "absent", "also_absent"]), &WorkerOptions::default()) {
         Err(WorkerError::Missing(name)) => assert_eq!(name, "absent"),
         other => panic!("{other:?}"),
     }
-    match Worker::start(&fixture("basic.py"), &names(&["not_callable"])) {
+    match Worker::start(&fixture("basic.py"), &names(&["not_callable"]), &WorkerOptions::default()) {
         Err(WorkerError::Missing(name)) => assert_eq!(name, "not_callable"),
         other => panic!("{other:?}"),
     }
@@ -282,13 +282,13 @@ fn missing_function_is_refused_at_start() {
 
 #[test]
 fn import_error_is_refused_at_start() {
-    match Worker::start(&fixture("broken.py"), &names(&["fine"])) {
+    match Worker::start(&fixture("broken.py"), &names(&["fine"]), &WorkerOptions::default()) {
         Err(WorkerError::Import(traceback)) => {
             assert!(traceback.contains("RuntimeError: this world's handlers do not import"), "{traceback}")
         }
         other => panic!("{other:?}"),
     }
-    match Worker::start(&fixture("does_not_exist.py"), &[]) {
+    match Worker::start(&fixture("does_not_exist.py"), &[], &WorkerOptions::default()) {
         Err(WorkerError::Import(traceback)) => assert!(traceback.contains("FileNotFoundError"), "{traceback}"),
         other => panic!("{other:?}"),
     }
@@ -298,19 +298,16 @@ fn import_error_is_refused_at_start() {
 fn a_dead_worker_is_restarted() {
     let mut worker = worker();
     let mut host = FakeHost::new();
-    let first = match call(&mut worker, "pid", &mut host) {
-        Ok(HandlerOutcome::Body(Value::Int(pid))) => pid,
-        other => panic!("{other:?}"),
-    };
+    // Confined, the handler sees its own PID namespace: the worker's pid is the host's view.
+    assert!(matches!(call(&mut worker, "pid", &mut host), Ok(HandlerOutcome::Body(Value::Int(_)))));
+    let first = worker.pid().expect("a running worker");
     match call(&mut worker, "dies", &mut host) {
         Err(HandlerFailure::WorkerDied(why)) => assert!(why.contains("exit status: 7"), "{why}"),
         other => panic!("{other:?}"),
     }
     assert_eq!(worker.pid(), None);
-    let second = match call(&mut worker, "pid", &mut host) {
-        Ok(HandlerOutcome::Body(Value::Int(pid))) => pid,
-        other => panic!("{other:?}"),
-    };
+    assert!(matches!(call(&mut worker, "pid", &mut host), Ok(HandlerOutcome::Body(Value::Int(_)))));
+    let second = worker.pid().expect("a restarted worker");
     assert_ne!(first, second);
     assert_eq!(answer(call(&mut worker, "pair", &mut host)).0, 201);
 }
@@ -348,4 +345,23 @@ fn round_trip_cost() {
     }
     let with_ctx = started.elapsed() / calls;
     eprintln!("handler round trip: {per_call:?} per trivial call, {with_ctx:?} per call making 2 ctx calls");
+}
+
+#[test]
+fn a_call_past_its_deadline_times_out_and_the_worker_is_replaced() {
+    let options = WorkerOptions { deadline: std::time::Duration::from_millis(700), ..WorkerOptions::default() };
+    let mut worker = Worker::start(&fixture("basic.py"), &names(&["plain", "loops"]), &options).expect("worker starts");
+    let mut host = FakeHost::new();
+    let first = worker.pid().expect("running");
+    let started = Instant::now();
+    match call(&mut worker, "loops", &mut host) {
+        Err(HandlerFailure::TimedOut(limit)) => assert_eq!(limit, options.deadline),
+        other => panic!("{other:?}"),
+    }
+    assert!(started.elapsed() >= options.deadline, "answered before the deadline");
+    assert_eq!(worker.pid(), None, "the looping worker was killed");
+    assert!(!std::path::Path::new(&format!("/proc/{first}")).exists(), "the killed worker is reaped");
+    // The next call gets a fresh worker and an answer.
+    assert_eq!(body(call(&mut worker, "plain", &mut host)), body(call(&mut worker, "plain", &mut host)));
+    assert!(worker.pid().is_some_and(|pid| pid != first));
 }

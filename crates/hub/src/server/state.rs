@@ -17,6 +17,9 @@ pub struct Limits {
     /// Largest world data chunk (`limits.chunkBytes`): its gzipped upload, and its
     /// JSONL once gunzipped.
     pub chunk_bytes: usize,
+    /// How the embedded host runs world code: always confined (gateway-sandbox); the
+    /// limits and the per-call deadline are the operator's to set.
+    pub workers: gateway_serve::handlers::WorkerOptions,
 }
 
 impl Default for Limits {
@@ -26,6 +29,7 @@ impl Default for Limits {
             max_object_bytes: 1024 * 1024 * 1024,
             url_ttl_secs: 3600,
             chunk_bytes: gateway_world::chunks::CHUNK_BYTES,
+            workers: gateway_serve::handlers::WorkerOptions::default(),
         }
     }
 }

@@ -1,15 +1,20 @@
 //! The python grader: a task's `verify.py` run as a confined `python3` child over
 //! the state dump, its last line of output read as the grade.
 //!
-//! The child gets a scrubbed environment (the interpreter's needs and a home of
-//! its own), rlimits and a non-dumpable process set by a small prelude of ours,
-//! its own process group (killed whole at the timeout), and — where the kernel
-//! lets an unprivileged `unshare -rn` (or, as root, `unshare -n`) run — no
-//! network. This module does not decide which script a session runs or when;
+//! Confined ([`GraderOptions::sandbox`], gateway-sandbox — what a hub and a host
+//! always use), the child runs in a sandbox: an empty environment, no network, a
+//! read-only view of its own directory and the Python runtime, a private `/tmp` as
+//! its home, rlimits, a uid and a PID namespace of its own (a daemon it starts dies
+//! with it at the timeout). Unconfined (a laptop without bubblewrap), it gets a
+//! scrubbed environment (the interpreter's needs and a home of its own) and — where
+//! the kernel lets an unprivileged `unshare -rn` (or, as root, `unshare -n`) run —
+//! no network. Either way rlimits and a non-dumpable process are set by a small
+//! prelude of ours, and its own process group is killed whole at the timeout. This module does not decide which script a session runs or when;
 //! that is the host's.
 
 use crate::json::{dumps, parse_loads, DumpOptions, Map, Value};
 use crate::ContractError;
+use gateway_sandbox::{Sandbox, View};
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -74,13 +79,17 @@ pub struct GraderOptions {
     /// The child's `HOME` (default: a fresh temporary directory, removed after).
     pub home: Option<PathBuf>,
     /// Run without network where `unshare` allows it (default true; silently
-    /// skipped where it does not).
+    /// skipped where it does not). Unconfined runs only: a sandbox has no network.
     pub deny_network: bool,
+    /// Confinement (gateway-sandbox): a hub's or host's graders always run confined
+    /// (`Sandbox::default()`); the default here confines where this machine can
+    /// ([`Sandbox::local`]) and otherwise runs scrubbed as above.
+    pub sandbox: Sandbox,
 }
 
 impl Default for GraderOptions {
     fn default() -> Self {
-        GraderOptions { python: PathBuf::from("python3"), home: None, deny_network: true }
+        GraderOptions { python: PathBuf::from("python3"), home: None, deny_network: true, sandbox: Sandbox::local() }
     }
 }
 
@@ -161,32 +170,42 @@ pub fn run_python_grader_with(
             path
         }
     };
-    let home = match &options.home {
-        Some(home) => home.clone(),
-        None => {
-            let home = scratch.path().join("home");
-            std::fs::create_dir(&home).map_err(launch)?;
-            home
-        }
-    };
     let cwd = script.parent().unwrap_or(Path::new("/")).to_path_buf();
     let dump = dumps(state, DumpOptions { sort_keys: false, ensure_ascii: true, indent: None, compact: false });
 
-    let mut command = match options.deny_network.then(network_jail).flatten() {
-        Some(jail) => {
-            let mut command = Command::new("unshare");
-            command.args(jail).arg("--").arg(interpreter(&options.python));
-            command
+    let command = if options.sandbox.is_confined() {
+        // The sandbox's own private /tmp is its home; it sees the script's directory
+        // read-only and nothing of the session's or the hub's files.
+        let python = gateway_sandbox::interpreter(&options.python);
+        let view = View::new().read_only(&cwd).cwd(&cwd).env("HOME", "/tmp");
+        let args: Vec<std::ffi::OsString> = vec!["-c".into(), PRELUDE.into(), script.clone().into()];
+        options.sandbox.command(&python.executable, &args, &view).map_err(|e| GraderError::Launch(e.to_string()))?
+    } else {
+        let home = match &options.home {
+            Some(home) => home.clone(),
+            None => {
+                let home = scratch.path().join("home");
+                std::fs::create_dir(&home).map_err(launch)?;
+                home
+            }
+        };
+        let mut command = match options.deny_network.then(network_jail).flatten() {
+            Some(jail) => {
+                let mut command = Command::new("unshare");
+                command.args(jail).arg("--").arg(interpreter(&options.python));
+                command
+            }
+            None => Command::new(interpreter(&options.python)),
+        };
+        command.arg("-c").arg(PRELUDE).arg(&script).current_dir(&cwd).env_clear();
+        for name in INHERITED_ENV {
+            if let Some(value) = std::env::var_os(name) {
+                command.env(name, value);
+            }
         }
-        None => Command::new(interpreter(&options.python)),
+        command.env("HOME", &home);
+        command
     };
-    command.arg("-c").arg(PRELUDE).arg(&script).current_dir(&cwd).env_clear();
-    for name in INHERITED_ENV {
-        if let Some(value) = std::env::var_os(name) {
-            command.env(name, value);
-        }
-    }
-    command.env("HOME", &home);
     let (status, stdout, stderr) = run_confined(command, dump.into_bytes(), timeout).map_err(|e| match e {
         Outcome::TimedOut => GraderError::TimedOut(timeout),
         Outcome::Io(error) => launch(error),
