@@ -17,6 +17,9 @@ pub struct Limits {
     /// Largest world data chunk (`limits.chunkBytes`): its gzipped upload, and its
     /// JSONL once gunzipped.
     pub chunk_bytes: usize,
+    /// Where remote connector captures may connect (`hub serve --capture-allow`); by
+    /// default an empty allow-list: remote captures are refused.
+    pub capture_egress: gateway_connector::egress::Egress,
 }
 
 impl Default for Limits {
@@ -26,6 +29,7 @@ impl Default for Limits {
             max_object_bytes: 1024 * 1024 * 1024,
             url_ttl_secs: 3600,
             chunk_bytes: gateway_world::chunks::CHUNK_BYTES,
+            capture_egress: gateway_connector::egress::Egress::AllowList(gateway_connector::egress::AllowList::default()),
         }
     }
 }
