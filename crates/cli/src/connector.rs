@@ -40,8 +40,9 @@ pub enum ConnectorCommand {
         /// Override [capture].max_pages.
         #[arg(long = "max-pages")]
         max_pages: Option<i64>,
-        /// Run the capture on the platform (from its allow-listed egress, with the
-        /// environment's secret) and pull the pages into captures/ here.
+        /// Run the capture on the hub, with the environment's secret, and pull the pages
+        /// into captures/ here. The hub calls only hosts its operator allows (`hub serve
+        /// --capture-allow`), at public addresses, GET only, no redirect to another host.
         #[arg(long)]
         remote: bool,
         /// Environment slug or id for --remote (default: the world's directory name).

@@ -414,6 +414,7 @@ const DOCS: &[Doc] = &[
         examples: &[
             "gateway hub serve",
             "gateway hub serve --addr 0.0.0.0:8090 --database postgres://hub@db/hub --objects s3://bucket/hub",
+            "gateway hub serve --capture-allow api.acme.com,login.acme.com",
         ],
         exit: SERVER,
     },

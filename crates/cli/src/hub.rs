@@ -44,6 +44,19 @@ pub enum HubCommand {
         /// World code (handlers, tools, graders) always runs confined on a hub.
         #[command(flatten)]
         workers: crate::args::WorkerLimits,
+        /// A host remote connector captures may call: HOST (any port) or HOST:PORT,
+        /// repeatable or comma-separated. Without one, `connector capture --remote` is
+        /// refused. A name is resolved and every address must be public (no loopback,
+        /// private, link-local, CGNAT, multicast or metadata address); an IP address with
+        /// a port (127.0.0.1:8080) allows exactly that address even when it is not.
+        #[arg(
+            long = "capture-allow",
+            env = "GATEWAY_CAPTURE_ALLOW",
+            hide_env_values = true,
+            value_name = "HOST[:PORT]",
+            value_delimiter = ','
+        )]
+        capture_allow: Vec<String>,
     },
     /// Project API keys.
     Keys {
@@ -103,7 +116,18 @@ fn runtime() -> tokio::runtime::Runtime {
 /// Run one `hub` command.
 pub fn run(command: HubCommand) -> ExitCode {
     match command {
-        HubCommand::Serve { addr, data, database, objects, public_url, max_bundle_mb, max_chunk_bytes, no_host, workers } => {
+        HubCommand::Serve {
+            addr,
+            data,
+            database,
+            objects,
+            public_url,
+            max_bundle_mb,
+            max_chunk_bytes,
+            no_host,
+            workers,
+            capture_allow,
+        } => {
             let Ok(addr) = addr.parse::<std::net::SocketAddr>() else {
                 errln!("Error: Invalid value: --addr must be HOST:PORT, not {addr}");
                 return Status::USAGE.into();
@@ -115,12 +139,20 @@ pub fn run(command: HubCommand) -> ExitCode {
                     return Status::USAGE.into();
                 }
             };
+            let allowed = match gateway_connector::egress::AllowList::parse(capture_allow.iter().map(String::as_str)) {
+                Ok(allowed) => allowed,
+                Err(error) => {
+                    errln!("Error: Invalid value: {error}");
+                    return Status::USAGE.into();
+                }
+            };
             let database_flag = if database.is_some() { " --database <the same URL>" } else { "" };
             let config = HubConfig { data: data.clone(), database, objects };
             let limits = Limits {
                 max_object_bytes: max_bundle_mb.saturating_mul(1024 * 1024),
                 chunk_bytes,
                 workers: workers.options(false),
+                capture_egress: gateway_connector::egress::Egress::AllowList(allowed),
                 ..Limits::default()
             };
             let result = runtime().block_on(async move {

@@ -2,13 +2,16 @@
 //! connector-captures) with the environment's sealed secret, the pages come back through
 //! the drive into captures/ and the manifest. The vendor is a world served on loopback
 //! (`gateway worlds serve --api-key`); ours and — when installed — the original CLI
-//! drive it against our hub.
+//! drive it against our hub, which allows that loopback address and port by name
+//! (`hub serve --capture-allow 127.0.0.1:PORT`). The `hostile_*` tests are a
+//! connector.toml trying to reach what the operator did not allow.
 
 use gateway_test_support::copy_example;
 use std::io::Write as _;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 mod common;
@@ -80,11 +83,13 @@ fn grep_tree(root: &Path, needle: &[u8]) -> Vec<PathBuf> {
 #[test]
 fn remote_capture_through_our_hub() {
     let tmp = tempfile::tempdir().unwrap();
-    let server = start(&tmp.path().join("data"));
     let (gw, work) = (Path::new(GATEWAY), tmp.path());
+    let (_vendor, port) = vendor(&copy_example("helpdesk", &work.join("vendor")));
+    let slow = slow_vendor(Duration::from_secs(6));
+    let allowed = format!("127.0.0.1:{port},127.0.0.1:{slow}");
+    let server = start_with(&tmp.path().join("data"), &["--capture-allow", &allowed]);
     let world = copy_example("helpdesk", &work.join("helpdesk"));
     ok(&server, gw, &["bench", "push", "helpdesk"], work);
-    let (_vendor, port) = vendor(&copy_example("helpdesk", &work.join("vendor")));
     point_at(&world, port);
     let capture = |program: &Path, extra: &[&str]| {
         let mut args = vec!["worlds", "connector", "capture", "helpdesk", "--op", "list_tickets", "--remote"];
@@ -145,7 +150,6 @@ fn remote_capture_through_our_hub() {
     assert!(!success && stderr.starts_with("ContractError: spec at"), "{stderr}");
 
     // A capture that outlasts --timeout: the request id to poll, exit 1.
-    let slow = slow_vendor(Duration::from_secs(6));
     let std_text = std::fs::read_to_string(world.join("connector.toml")).unwrap();
     std::fs::write(world.join("connector.toml"), std_text.replace(&format!("127.0.0.1:{port}"), &format!("127.0.0.1:{slow}"))).unwrap();
     let started = Instant::now();
@@ -169,4 +173,146 @@ fn remote_capture_through_our_hub() {
     assert_eq!(manifest(&world).len(), 3);
     let (success, _, stderr) = capture(&reference, &["--environment", "nope"]);
     assert!(!success && stderr.contains("404"), "{stderr}");
+}
+
+/// A loopback server that answers every request with `answer(target)` (a whole HTTP
+/// response) and records each request's line and headers.
+fn recording(answer: impl Fn(&str) -> String + Send + Sync + 'static) -> (u16, Arc<Mutex<Vec<String>>>) {
+    use std::io::{BufRead as _, BufReader};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut head = String::new();
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+                    break;
+                }
+                head.push_str(&line);
+            }
+            let target = head.split_whitespace().nth(1).unwrap_or("/").to_string();
+            log.lock().unwrap().push(head);
+            let _ = stream.write_all(answer(&target).as_bytes());
+        }
+    });
+    (port, seen)
+}
+
+fn response(status: &str, headers: &str, body: &str) -> String {
+    format!(
+        "HTTP/1.1 {status}\r\n{headers}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// The helpdesk world pushed to `server` with its token stored, and a capture of
+/// `list_tickets` against whatever `base_url` the world's connector.toml is given.
+struct Attempt<'a> {
+    server: &'a Server,
+    work: &'a Path,
+    world: PathBuf,
+}
+
+impl Attempt<'_> {
+    fn new<'a>(server: &'a Server, work: &'a Path) -> Attempt<'a> {
+        let world = copy_example("helpdesk", &work.join("helpdesk"));
+        ok(server, Path::new(GATEWAY), &["bench", "push", "helpdesk"], work);
+        let store = ["bench", "secrets", "set", "--env", "helpdesk", "--key", "HELPDESK_TOKEN", "--value", TOKEN];
+        ok(server, Path::new(GATEWAY), &store, work);
+        Attempt { server, work, world }
+    }
+
+    /// Capture with `base_url` (and `edit` applied to connector.toml): the last line said.
+    fn capture(&self, base_url: &str, edit: &dyn Fn(String) -> String) -> String {
+        let path = self.world.join("connector.toml");
+        let text = std::fs::read_to_string(self.world.parent().unwrap().join("pristine.toml"))
+            .or_else(|_| {
+                let original = std::fs::read_to_string(&path)?;
+                std::fs::write(self.world.parent().unwrap().join("pristine.toml"), &original).map(|()| original)
+            })
+            .unwrap();
+        std::fs::write(&path, edit(text.replace("https://helpdesk.example.test/api/v2", base_url))).unwrap();
+        let args = ["worlds", "connector", "capture", "helpdesk", "--op", "list_tickets", "--remote", "--timeout", "30"];
+        let (success, stdout, stderr) = run(self.server, Path::new(GATEWAY), &args, self.work);
+        assert!(!success && stdout.is_empty(), "{base_url} was captured: {stdout}\n{stderr}");
+        assert!(!self.world.join("captures").exists(), "{base_url}: pages were written");
+        stderr.lines().last().unwrap_or_default().to_string()
+    }
+}
+
+#[test]
+fn hostile_a_hub_without_an_allow_list_runs_no_remote_capture() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (trap, seen) = recording(|_| response("200 OK", "", r#"{"tickets": []}"#));
+    let server = start(&tmp.path().join("data"));
+    let attempt = Attempt::new(&server, tmp.path());
+    let said = attempt.capture(&format!("http://127.0.0.1:{trap}/api/v2"), &|t| t);
+    assert!(said.contains("-> 400") && said.contains("remote captures are off on this hub"), "{said}");
+    assert!(said.contains("gateway hub serve --capture-allow HOST"), "{said}");
+    assert!(seen.lock().unwrap().is_empty(), "the hub called {:?}", seen.lock().unwrap());
+}
+
+#[test]
+fn hostile_connector_tomls_reach_only_what_the_operator_allows() {
+    let tmp = tempfile::tempdir().unwrap();
+    // The trap stands for everything the operator did not allow (the hub's own loopback
+    // services, the metadata service): it must never be called.
+    let (trap, trapped) = recording(|_| response("200 OK", "", r#"{"tickets": [{"id": 1}]}"#));
+    // The vendor the operator allows, turned hostile: it redirects, or names a next page
+    // on another host.
+    let elsewhere = format!("http://127.0.0.1:{trap}");
+    let (vendor, vendor_seen) = recording(move |target| match target {
+        t if t.starts_with("/to-loopback/") => response("302 Found", &format!("Location: {elsewhere}/stolen\r\n"), ""),
+        t if t.starts_with("/to-another-host/") => response("302 Found", &format!("Location: http://localhost:{trap}/stolen\r\n"), ""),
+        t if t.starts_with("/elsewhere-next/") => {
+            response("200 OK", "", &format!(r#"{{"tickets": [{{"id": 1}}], "cursor": "{elsewhere}/api/v2/tickets?cursor=2"}}"#))
+        }
+        _ => response("404 Not Found", "", "{}"),
+    });
+    let allowed = format!("127.0.0.1:{vendor},localhost,127.0.0.1");
+    let server = start_with(&tmp.path().join("data"), &["--capture-allow", &allowed]);
+    let attempt = Attempt::new(&server, tmp.path());
+    let same = |t: String| t;
+
+    // A host the operator did not name: refused before the capture starts, naming the flag.
+    let said = attempt.capture("http://169.254.169.254/latest", &same);
+    assert!(said.contains("-> 400") && said.contains("169.254.169.254:80 is not on this hub's capture allow-list"), "{said}");
+    assert!(said.contains("--capture-allow"), "{said}");
+    let said = attempt.capture("https://api.example.test/v2", &same);
+    assert!(said.contains("api.example.test:443 is not on this hub's capture allow-list"), "{said}");
+
+    // Loopback through the toml: an allowed address or name is still refused when it is
+    // (or resolves to) loopback — only the exact address and port the operator named pass.
+    let said = attempt.capture(&format!("http://127.0.0.1:{trap}/api/v2"), &same);
+    assert!(said.starts_with("Remote capture failed:") && said.contains("127.0.0.1 is a loopback address"), "{said}");
+    let said = attempt.capture(&format!("http://localhost:{trap}/api/v2"), &same);
+    assert!(said.contains("localhost resolves to") && said.contains("a loopback address"), "{said}");
+    let said = attempt.capture(&format!("http://[::ffff:127.0.0.1]:{trap}/api/v2"), &same);
+    assert!(said.contains("a loopback address: remote captures reach public addresses only"), "{said}");
+
+    // A redirect from the allowed vendor to loopback, or to another host: not followed.
+    let said = attempt.capture(&format!("http://127.0.0.1:{vendor}/to-loopback"), &same);
+    assert!(said.contains(&format!("a redirect to http://127.0.0.1:{trap}/stolen refused")), "{said}");
+    let said = attempt.capture(&format!("http://127.0.0.1:{vendor}/to-another-host"), &same);
+    assert!(said.contains(&format!("a redirect to http://localhost:{trap}/stolen refused")), "{said}");
+    // A next page on another host: the secret is not sent there.
+    let said = attempt.capture(&format!("http://127.0.0.1:{vendor}/elsewhere-next"), &same);
+    assert!(said.contains(&format!("The next-page URL points at 127.0.0.1:{trap}, not the connection")), "{said}");
+    // Only GET: an operation that writes is refused before it is sent.
+    let post = |t: String| t.replace("name = \"list_tickets\"\n", "name = \"list_tickets\"\nmethod = \"POST\"\n");
+    let before = vendor_seen.lock().unwrap().len();
+    let said = attempt.capture(&format!("http://127.0.0.1:{vendor}/api/v2"), &post);
+    assert!(said.contains("a remote capture sends GET requests only, not POST"), "{said}");
+    assert_eq!(vendor_seen.lock().unwrap().len(), before, "the POST was sent");
+
+    // The trap heard nothing; the allowed vendor got the secret, and only it.
+    assert!(trapped.lock().unwrap().is_empty(), "reached: {:?}", trapped.lock().unwrap());
+    let heard = vendor_seen.lock().unwrap();
+    assert_eq!(heard.len(), 3, "{heard:?}");
+    assert!(heard.iter().all(|h| h.contains(&format!("authorization: Bearer {TOKEN}"))), "{heard:?}");
 }

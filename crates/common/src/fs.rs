@@ -54,7 +54,26 @@ pub enum Symlinks {
     Keep,
     /// Leave it out: nothing is read through a link.
     Skip,
+    /// Stop the copy at the first link not left out by `skip`: a [`PathError`] on the
+    /// link whose [`PathError::refused_link`] is what it points to. For copies that
+    /// must never carry anything from outside the tree (a world bundled or pushed).
+    Refuse,
 }
+
+/// The error a [`Symlinks::Refuse`] copy stops with, inside a [`PathError`].
+#[derive(Debug)]
+pub struct RefusedLink {
+    /// What the link points to.
+    pub target: PathBuf,
+}
+
+impl std::fmt::Display for RefusedLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "a symbolic link (to {}) is not copied", self.target.display())
+    }
+}
+
+impl std::error::Error for RefusedLink {}
 
 /// An entry [`copy_tree`] is about to copy, for its `skip` rule.
 pub struct Entry<'a> {
@@ -79,6 +98,14 @@ impl PathError {
     /// A closure that puts `path` on an I/O error (`.map_err(PathError::at(path))`).
     pub fn at(path: &Path) -> impl Fn(std::io::Error) -> PathError + '_ {
         move |source| PathError { path: path.to_path_buf(), source }
+    }
+}
+
+impl PathError {
+    /// Where the refused link points, when a [`Symlinks::Refuse`] copy stopped at one
+    /// (the link itself is [`PathError::path`]).
+    pub fn refused_link(&self) -> Option<&Path> {
+        self.source.get_ref().and_then(|inner| inner.downcast_ref::<RefusedLink>()).map(|link| link.target.as_path())
     }
 }
 
@@ -123,6 +150,17 @@ fn copy_below(from: &Path, to: &Path, relative: &Path, symlinks: Symlinks, skip:
                     continue;
                 }
                 Symlinks::Follow => kind = std::fs::metadata(&source).map_err(at(&source))?.file_type(),
+                Symlinks::Refuse => {
+                    let is_dir = std::fs::metadata(&source).is_ok_and(|m| m.is_dir());
+                    if skip(&Entry { relative: &child, name: &name, is_dir }) {
+                        continue;
+                    }
+                    let target = std::fs::read_link(&source).map_err(at(&source))?;
+                    return Err(PathError {
+                        path: source,
+                        source: std::io::Error::new(std::io::ErrorKind::InvalidInput, RefusedLink { target }),
+                    });
+                }
             }
         }
         if skip(&Entry { relative: &child, name: &name, is_dir: kind.is_dir() }) {
@@ -171,6 +209,26 @@ mod tests {
         }
         let error = copy_tree(&top.path().join("missing"), &top.path().join("t"), Symlinks::Skip, &|_| false).unwrap_err();
         assert!(error.path.ends_with("missing"));
+    }
+
+    #[test]
+    fn hostile_a_refusing_copy_stops_at_a_link_unless_it_is_left_out() {
+        let top = tempfile::tempdir().unwrap();
+        let from = top.path().join("from");
+        std::fs::create_dir_all(from.join("data")).unwrap();
+        std::fs::write(from.join("data/a.json"), "a").unwrap();
+        std::fs::write(top.path().join("secret"), "secret").unwrap();
+        std::os::unix::fs::symlink(top.path(), from.join("data/outside")).unwrap();
+        let error = copy_tree(&from, &top.path().join("to"), Symlinks::Refuse, &|_| false).unwrap_err();
+        assert_eq!(error.path, from.join("data/outside"));
+        assert_eq!(error.refused_link(), Some(top.path()));
+        assert!(error.to_string().contains("a symbolic link (to "), "{error}");
+        assert!(!top.path().join("to/data/outside").exists());
+        // A link the skip rule leaves out is not a refusal; other errors are no refused link.
+        copy_tree(&from, &top.path().join("skipped"), Symlinks::Refuse, &|e| e.name == "outside").unwrap();
+        assert_eq!(std::fs::read_to_string(top.path().join("skipped/data/a.json")).unwrap(), "a");
+        let missing = copy_tree(&top.path().join("missing"), &top.path().join("t"), Symlinks::Refuse, &|_| false).unwrap_err();
+        assert_eq!(missing.refused_link(), None);
     }
 
     #[test]

@@ -4,8 +4,12 @@
 //! for oauth2, an access token minted from the client credentials) and never reaches
 //! disk: the recorded URL is built without it and the token exchange is not recorded.
 //! Bodies are redacted before they are written; non-2xx replies are recorded too
-//! (the vendor's error bodies are evidence) and end the run.
+//! (the vendor's error bodies are evidence) and end the run. Where the calls may go is
+//! the caller's [`Egress`]: anywhere for a capture on the author's machine, the
+//! operator's allow-list (public addresses, pinned, no cross-host redirects, GET only,
+//! and POST to the token endpoint) for the hub's remote captures.
 
+use crate::egress::{Egress, EgressError, Gate};
 use crate::redact::redact;
 use crate::spec::{load_spec, Operation, Spec, DEFAULT_TOKEN_PATH};
 use crate::url::{parse_qsl, quote, split, urlencode};
@@ -72,12 +76,26 @@ fn secret_value(spec: &Spec, env: Secrets<'_>) -> Result<String, ContractError> 
     }
 }
 
-/// The HTTP client capture uses: rustls, the spec's timeout, redirects followed.
-fn client(spec: &Spec) -> Result<reqwest::blocking::Client, ContractError> {
-    reqwest::blocking::Client::builder()
-        .timeout(Duration::from_secs_f64(spec.timeout_seconds))
-        .build()
-        .map_err(|e| ContractError::new("transport", format!("Could not start the HTTP client: {e}"), "/capture"))
+fn refused(error: EgressError) -> ContractError {
+    match error {
+        EgressError::Client(why) => ContractError::new("transport", format!("Could not start the HTTP client: {why}"), "/capture"),
+        other => ContractError::new("egress", other.to_string(), "/capture"),
+    }
+}
+
+/// The URLs a capture of `spec` calls before any page names another: its base URL,
+/// and for oauth2 its token endpoint.
+pub fn origins(spec: &Spec) -> Vec<String> {
+    let mut urls = vec![spec.base_url.clone()];
+    if spec.scheme == "oauth2" {
+        urls.push(token_endpoint(spec));
+    }
+    urls
+}
+
+/// The HTTP client capture uses (rustls, the spec's timeout), made by `egress`.
+fn client(spec: &Spec, egress: &Egress) -> Result<Gate, ContractError> {
+    egress.gate(&origins(spec), Duration::from_secs_f64(spec.timeout_seconds)).map_err(refused)
 }
 
 fn send(request: reqwest::blocking::RequestBuilder) -> Result<Reply, ContractError> {
@@ -121,7 +139,7 @@ pub fn token_endpoint(spec: &Spec) -> String {
 
 /// Exchange the client credentials for an access token (RFC 6749 §4.4). Nothing about
 /// the exchange is recorded.
-fn mint_token(spec: &Spec, http: &reqwest::blocking::Client, env: Secrets<'_>) -> Result<String, ContractError> {
+fn mint_token(spec: &Spec, gate: &Gate, env: Secrets<'_>) -> Result<String, ContractError> {
     let id_env = spec.client_id_env.clone().unwrap_or_default();
     let Some(client_id) = env(&id_env) else {
         return fail("secret", format!("Set {id_env} to the connection's client id"), "/auth/client_id_env");
@@ -135,8 +153,11 @@ fn mint_token(spec: &Spec, http: &reqwest::blocking::Client, env: Secrets<'_>) -
     if let Some(scope) = &spec.scope {
         form.push(("scope".into(), scope.clone()));
     }
-    let request = http
-        .post(token_endpoint(spec))
+    let endpoint = token_endpoint(spec);
+    gate.admit("POST", &endpoint, true).map_err(refused)?;
+    let request = gate
+        .http
+        .post(endpoint)
         .header("Accept", "application/json")
         .header("Content-Type", "application/x-www-form-urlencoded")
         .header("User-Agent", format!("gateway-connector/{}", spec.slug))
@@ -151,10 +172,10 @@ fn mint_token(spec: &Spec, http: &reqwest::blocking::Client, env: Secrets<'_>) -
 }
 
 /// The value requests carry: the credential, or for oauth2 a minted access token.
-fn credential(spec: &Spec, http: &reqwest::blocking::Client, env: Secrets<'_>) -> Result<Option<String>, ContractError> {
+fn credential(spec: &Spec, gate: &Gate, env: Secrets<'_>) -> Result<Option<String>, ContractError> {
     match spec.scheme.as_str() {
         "none" => Ok(None),
-        "oauth2" => mint_token(spec, http, env).map(Some),
+        "oauth2" => mint_token(spec, gate, env).map(Some),
         _ => secret_value(spec, env).map(Some),
     }
 }
@@ -283,17 +304,19 @@ fn io(error: std::io::Error, path: &Path) -> ContractError {
 
 /// Run one operation against the live connection and record every page; returns the
 /// files written. `progress` receives one line per page (for stderr). Credentials come
-/// from the process environment.
+/// from the process environment; the calls may go anywhere ([`Egress::Any`]).
 pub fn capture(world: &Path, request: &CaptureRequest, progress: &mut dyn FnMut(&str)) -> Result<Vec<PathBuf>, ContractError> {
-    capture_with(world, request, &process_env, progress)
+    capture_with(world, request, &process_env, &Egress::Any, progress)
 }
 
 /// [`capture`] with the credentials read through `env` (a hub reads the environment's
-/// stored secrets under the variable names `connector.toml` gives).
+/// stored secrets under the variable names `connector.toml` gives) and the calls held
+/// to `egress`.
 pub fn capture_with(
     world: &Path,
     request: &CaptureRequest,
     env: Secrets<'_>,
+    egress: &Egress,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Vec<PathBuf>, ContractError> {
     let spec = load_spec(world)?;
@@ -302,8 +325,8 @@ pub fn capture_with(
         names.sort_unstable();
         return fail("operation", format!("Unknown operation; choose one of {}", names.join(", ")), "/capture/op");
     };
-    let http = client(&spec)?;
-    let secret = credential(&spec, &http, env)?;
+    let gate = client(&spec, egress)?;
+    let secret = credential(&spec, &gate, env)?;
     let pages = request.max_pages.unwrap_or(spec.max_pages);
     if pages < 1 {
         return fail("capture", "max_pages must be at least 1", "/capture/max_pages");
@@ -336,8 +359,9 @@ pub fn capture_with(
             None => {}
         }
         let built = build_request(&spec, operation, &request.args, &page_params, secret.as_deref(), env)?;
+        gate.admit(&built.method, &built.url, false).map_err(refused)?;
         let method = reqwest::Method::from_bytes(built.method.as_bytes()).unwrap_or(reqwest::Method::GET);
-        let mut outgoing = http.request(method, &built.url);
+        let mut outgoing = gate.http.request(method, &built.url);
         for (name, value) in &built.headers {
             outgoing = outgoing.header(name.as_str(), value.as_str());
         }

@@ -238,19 +238,18 @@ pub fn bundled_world_snapshot(world: &Path) -> Result<std::collections::BTreeMap
     Ok(out)
 }
 
-/// Copy a directory tree (`shutil.copytree`: files and directories, symlinks followed).
+/// Copy a directory tree (`.gateway/` metadata, in and out of a connector world's bundle);
+/// a symbolic link in it is refused, naming it.
 fn copy_dir(from: &Path, to: &Path) -> Result<()> {
-    std::fs::create_dir_all(to).map_err(|e| HubError::io(to, e))?;
-    for entry in std::fs::read_dir(from).map_err(|e| HubError::io(from, e))? {
-        let entry = entry.map_err(|e| HubError::io(from, e))?;
-        let (path, target) = (entry.path(), to.join(entry.file_name()));
-        if path.is_dir() {
-            copy_dir(&path, &target)?;
-        } else {
-            std::fs::copy(&path, &target).map_err(|e| HubError::io(&path, e))?;
-        }
-    }
-    Ok(())
+    use gateway_common::fs::{copy_tree, Symlinks};
+    copy_tree(from, to, Symlinks::Refuse, &|_| false).map_err(|error| match error.refused_link() {
+        Some(link) => fail(format!(
+            "refusing to push {}: it is a symlink ({}); a push never follows links out of the world — copy the files in or remove the link",
+            error.path.display(),
+            link.display()
+        )),
+        None => HubError::io(&error.path, error.source),
+    })
 }
 
 // ------------------------------------------------------------------ progress

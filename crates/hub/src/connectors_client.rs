@@ -250,10 +250,18 @@ pub struct Gathered {
     pub skipped: Vec<String>,
 }
 
-/// Every regular file under `root` (no symlinks, `.pyc`, dotfiles, or anything under a
-/// dot- or `__pycache__` directory), as relative component lists in Python's path order.
-fn walk(root: &Path) -> std::io::Result<Vec<Vec<String>>> {
-    fn visit(dir: &Path, prefix: &[String], out: &mut Vec<Vec<String>>) -> std::io::Result<()> {
+/// What [`walk`] found: every regular file, and every symbolic link (not followed).
+#[derive(Default)]
+struct Walked {
+    files: Vec<Vec<String>>,
+    links: Vec<Vec<String>>,
+}
+
+/// Every regular file under `root` (no `.pyc`, dotfiles, or anything under a dot- or
+/// `__pycache__` directory) and every symbolic link not named with a dot, as relative
+/// component lists in Python's path order.
+fn walk(root: &Path) -> std::io::Result<Walked> {
+    fn visit(dir: &Path, prefix: &[String], out: &mut Walked) -> std::io::Result<()> {
         for entry in std::fs::read_dir(dir)? {
             let entry = entry?;
             let name = entry.file_name().to_string_lossy().into_owned();
@@ -261,6 +269,9 @@ fn walk(root: &Path) -> std::io::Result<Vec<Vec<String>>> {
             let mut parts = prefix.to_vec();
             parts.push(name.clone());
             if kind.is_symlink() {
+                if !name.starts_with('.') {
+                    out.links.push(parts);
+                }
                 continue;
             }
             if kind.is_dir() {
@@ -269,14 +280,15 @@ fn walk(root: &Path) -> std::io::Result<Vec<Vec<String>>> {
                 }
                 visit(&entry.path(), &parts, out)?;
             } else if kind.is_file() && !name.starts_with('.') && !name.ends_with(".pyc") {
-                out.push(parts);
+                out.files.push(parts);
             }
         }
         Ok(())
     }
-    let mut out = Vec::new();
+    let mut out = Walked::default();
     visit(root, &[], &mut out)?;
-    out.sort();
+    out.files.sort();
+    out.links.sort();
     Ok(out)
 }
 
@@ -323,7 +335,19 @@ pub fn collect_template(directory: &Path) -> std::result::Result<Gathered, Strin
         return Err(format!("{shown}: neither a connector template (world.json) nor a world (schema/world.json)"));
     }
     let mut gathered = Gathered { source: if is_template { "template" } else { "world" }.into(), ..Gathered::default() };
-    for parts in walk(&root).map_err(|e| format!("{shown}: {e}"))? {
+    let walked = walk(&root).map_err(|e| format!("{shown}: {e}"))?;
+    // A link the template would carry is refused (what it points to may be outside the
+    // world); one in a place a world leaves behind is only left behind.
+    for parts in &walked.links {
+        if is_template || template_path(parts).is_some() {
+            let relative = parts.join("/");
+            let target = std::fs::read_link(root.join(&relative)).map(|t| t.display().to_string()).unwrap_or_default();
+            return Err(format!(
+                "refusing to publish {relative}: it is a symlink ({target}); a connector never follows links out of the world — copy the files in or remove the link"
+            ));
+        }
+    }
+    for parts in walked.files {
         if is_template {
             gathered.files.insert(parts.join("/"), read(&parts)?);
             continue;
@@ -335,6 +359,7 @@ pub fn collect_template(directory: &Path) -> std::result::Result<Gathered, Strin
             None => gathered.skipped.push(parts.join("/")),
         }
     }
+    gathered.skipped.extend(walked.links.iter().map(|parts| parts.join("/")));
     Ok(gathered)
 }
 
@@ -369,6 +394,25 @@ mod tests {
         let paths: Vec<&str> = gathered.files.keys().map(String::as_str).collect();
         assert_eq!(paths, ["api/handlers.py", "connector.toml", "handlers.py", "scope.toml", "world.json"]);
         assert_eq!(gathered.skipped, ["data/initial.json", "gateway-env.toml", "notes.txt", "schema/base.json", "schema/lock.json"]);
+    }
+
+    #[test]
+    fn hostile_a_symlink_the_template_would_carry_is_refused_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("world");
+        std::fs::create_dir_all(root.join("schema")).unwrap();
+        std::fs::create_dir_all(root.join("data")).unwrap();
+        std::fs::write(root.join("schema/world.json"), "{}").unwrap();
+        std::fs::write(dir.path().join("secret"), "s3cret").unwrap();
+        // Left behind anyway: listed as skipped, never read.
+        std::os::unix::fs::symlink(dir.path().join("secret"), root.join("data/initial.json")).unwrap();
+        let gathered = collect_template(&root).unwrap();
+        assert_eq!(gathered.skipped, ["data/initial.json"]);
+        // Carried: refused, naming it.
+        std::os::unix::fs::symlink(dir.path().join("secret"), root.join("connector.toml")).unwrap();
+        let error = collect_template(&root).unwrap_err();
+        assert!(error.starts_with("refusing to publish connector.toml: it is a symlink ("), "{error}");
+        assert!(!error.contains("s3cret"));
     }
 
     #[test]

@@ -380,12 +380,29 @@ impl Skip {
     }
 }
 
-/// `shutil.copytree` (symlinks followed, file modes kept), leaving out entries
-/// whose name `ignored` accepts and the directories `skip` holds.
+/// `shutil.copytree` (file modes kept), leaving out entries whose name `ignored`
+/// accepts and the directories `skip` holds — except that a symbolic link is refused,
+/// naming it, where the original copied what it points to: a bundle (and so a push of
+/// a connector world) never carries a file from outside the world.
 fn copy_tree(source: &Path, target: &Path, ignored: &dyn Fn(&str) -> bool, skip: &Skip) -> Result<(), BundleError> {
     use gateway_common::fs::{copy_tree, Symlinks};
     let leave_out = |entry: &gateway_common::fs::Entry| ignored(entry.name) || skip.holds(&source.join(entry.relative));
-    copy_tree(source, target, Symlinks::Follow, &leave_out).or_else(|e| io(Err(e.source), &e.path))
+    copy_tree(source, target, Symlinks::Refuse, &leave_out).or_else(|error| match error.refused_link() {
+        Some(link) => Err(refused_link(source, &error.path, link)),
+        None => io(Err(error.source), &error.path),
+    })
+}
+
+/// The refusal of a symbolic link met while copying the world (`link` under `root`),
+/// worded as a plain push words its refusal.
+fn refused_link(root: &Path, at: &Path, link: &Path) -> BundleError {
+    let world = root.ancestors().find(|dir| dir.join("gateway-env.toml").is_file()).unwrap_or(root);
+    let shown = at.strip_prefix(world).unwrap_or(at).display().to_string();
+    let message = format!(
+        "refusing to bundle {shown}: it is a symlink ({}); a bundle never follows links out of the world — copy the files in or remove the link",
+        link.display()
+    );
+    ContractError::new("symlink", message, "/api/world").into()
 }
 
 /// What `server/world` leaves out: the original's ignore list, plus the files a

@@ -374,6 +374,26 @@ mod tests {
     }
 
     #[test]
+    fn hostile_a_template_directory_with_a_symlinked_folder_is_refused_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let template = dir.path().join("template");
+        for (path, bytes) in builtin_files(CUSTOM).unwrap() {
+            let at = template.join(path);
+            std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+            std::fs::write(at, bytes).unwrap();
+        }
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("secret.json"), "{}").unwrap();
+        std::os::unix::fs::symlink(&outside, template.join("scenarios")).unwrap();
+        let target = dir.path().join("w");
+        let error = init(&target, &Template::Directory(template.clone()), None, false).unwrap_err();
+        assert!(error.to_string().contains("Template resources must be regular files, not symlinks"), "{error}");
+        assert!(error.to_string().contains(&template.join("scenarios").display().to_string()), "{error}");
+        assert!(!target.exists());
+    }
+
+    #[test]
     fn digest_is_over_sorted_paths() {
         let mut files = TemplateFiles::new();
         files.insert("b".into(), b"2".to_vec());

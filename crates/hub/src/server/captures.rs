@@ -7,16 +7,22 @@
 //! capture itself runs on the blocking pool through gateway-connector's `capture_with`,
 //! from this hub's network, with the credentials read from the environment's sealed
 //! secrets under the variable names connector.toml gives (`bench secrets set --key
-//! <SECRET_ENV>`), never from the hub's own environment. The redacted pages go to the
-//! object store under `drive/<container>/worlds/<slug>/captures/…`; the document then
-//! says `complete` with the drive `files` and the `manifest` entries, or `failed` with
-//! the refusal. `GET …/connector-captures/{requestId}` reads the document. A capture
+//! <SECRET_ENV>`), never from the hub's own environment. The calls are held to the
+//! operator's allow-list (`hub serve --capture-allow`,
+//! [`crate::server::Limits::capture_egress`]): a host it does not name — or no
+//! allow-list at all — is refused here, before the capture starts; an address that is
+//! not public, a redirect to another host, a page URL on another host or a method other
+//! than GET (POST for the token exchange) ends the capture as `failed`. The redacted
+//! pages go to the object store under `drive/<container>/worlds/<slug>/captures/…`; the
+//! document then says `complete` with the drive `files` and the `manifest` entries, or
+//! `failed` with the refusal. `GET …/connector-captures/{requestId}` reads the document. A capture
 //! whose hub process died while it ran stays `running`: the client's `--timeout` ends
 //! its wait.
 
 use super::tasks::document_text;
 use super::*;
-use gateway_connector::capture::{capture_with, CaptureRequest, CAPTURES, MANIFEST};
+use gateway_connector::capture::{capture_with, origins, CaptureRequest, CAPTURES, MANIFEST};
+use gateway_connector::egress::Egress;
 use gateway_connector::spec::{parse_spec, Spec};
 
 /// The document kind of remote captures.
@@ -70,6 +76,8 @@ pub(super) async fn start(hub: &Hub, project: &str, container: &Container, body:
         names.sort_unstable();
         return Err(HubError::BadRequest(format!("unknown operation '{op}': choose one of {}", names.join(", "))));
     }
+    let egress = hub.limits.capture_egress.clone();
+    egress.admits_hosts(&origins(&spec)).map_err(|e| HubError::BadRequest(e.to_string()))?;
     let max_pages = match body.get("maxPages") {
         None | Some(Value::Null) => None,
         Some(Value::Int(n)) if (1..=MAX_PAGES).contains(n) => Some(*n),
@@ -98,7 +106,7 @@ pub(super) async fn start(hub: &Hub, project: &str, container: &Container, body:
 
     let (meta, objects, project, container) = (hub.meta.clone(), hub.objects.clone(), project.to_string(), container.clone());
     tokio::spawn(async move {
-        let finished = match run(objects, &container, text, request, secrets).await {
+        let finished = match run(objects, &container, text, request, secrets, egress).await {
             Ok((files, manifest)) => {
                 document.insert("stage".into(), Value::str("complete"));
                 document.insert("files".into(), Value::Array(files));
@@ -129,12 +137,13 @@ async fn run(
     text: String,
     request: CaptureRequest,
     secrets: BTreeMap<String, String>,
+    egress: Egress,
 ) -> Result<(Vec<Value>, Vec<Value>), String> {
     let captured = tokio::task::spawn_blocking(move || -> Result<Vec<(String, Vec<u8>, Value)>, String> {
         let scratch = tempfile::Builder::new().prefix("gateway-capture-").tempdir().map_err(|e| e.to_string())?;
         std::fs::write(scratch.path().join("connector.toml"), text).map_err(|e| e.to_string())?;
         let lookup = |name: &str| secrets.get(name).filter(|v| !v.is_empty()).cloned();
-        let written = capture_with(scratch.path(), &request, &lookup, &mut |_| {}).map_err(|error| {
+        let written = capture_with(scratch.path(), &request, &lookup, &egress, &mut |_| {}).map_err(|error| {
             if error.code == "secret" {
                 format!("{}: store it as the environment's secret (`gateway bench secrets set --env <slug> --key <NAME>`)", error.message)
             } else {

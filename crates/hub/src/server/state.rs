@@ -20,6 +20,9 @@ pub struct Limits {
     /// How the embedded host runs world code: always confined (gateway-sandbox); the
     /// limits and the per-call deadline are the operator's to set.
     pub workers: gateway_serve::handlers::WorkerOptions,
+    /// Where remote connector captures may connect (`hub serve --capture-allow`); by
+    /// default an empty allow-list: remote captures are refused.
+    pub capture_egress: gateway_connector::egress::Egress,
 }
 
 impl Default for Limits {
@@ -30,6 +33,7 @@ impl Default for Limits {
             url_ttl_secs: 3600,
             chunk_bytes: gateway_world::chunks::CHUNK_BYTES,
             workers: gateway_serve::handlers::WorkerOptions::default(),
+            capture_egress: gateway_connector::egress::Egress::AllowList(gateway_connector::egress::AllowList::default()),
         }
     }
 }
