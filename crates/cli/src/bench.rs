@@ -371,7 +371,7 @@ pub fn run(command: BenchCommand) -> ExitCode {
                 host: host.given(),
             };
             return match gateway_runner::bench::bench_eval(&request, &mut |line| errln!("{line}")) {
-                Ok(report) => crate::run::finish(&report),
+                Ok(report) => crate::run::finish(&report, false),
                 Err(error) => runner_failure(error),
             };
         }

@@ -49,6 +49,11 @@ pub struct RolloutArgs {
     /// Model calls a rollout of the built-in runner gets.
     #[arg(long = "max-turns", default_value_t = gateway_runner::model::DEFAULT_MAX_TURNS)]
     pub max_turns: usize,
+    /// Exit 0 even when rollouts errored (the session did not open, the agent did not
+    /// finish — model unreachable, command exited non-zero — or grading failed). Errored
+    /// rollouts have no reward and are left out of means and pass rates either way.
+    #[arg(long = "allow-errors")]
+    pub allow_errors: bool,
 }
 
 impl RolloutArgs {
@@ -148,12 +153,25 @@ fn note(line: &str) {
     errln!("{line}");
 }
 
-/// Print the result, then the gate's verdict: exit 1 under the bar.
-pub(crate) fn finish(report: &Report) -> ExitCode {
+/// Print the result, then the gate's verdict: exit 1 under the bar, and exit 1 when
+/// rollouts errored (unless `allow_errors`): a harness failure is not a score.
+pub(crate) fn finish(report: &Report, allow_errors: bool) -> ExitCode {
     printer::json(&report.result);
     let verdict = gateway_runner::gate::finish(&report.result, &report.gate);
     if let Some(message) = &verdict.message {
         errln!("{message}");
+    }
+    let (errored, first) = &report.errored;
+    if *errored > 0 {
+        let first = first.as_deref().unwrap_or_default();
+        if allow_errors {
+            errln!("note: {errored} rollout(s) errored and were left out of the scores (--allow-errors); first: {first}");
+        } else {
+            errln!(
+                "error: {errored} rollout(s) errored — they measured the harness, not the agent, and were left out of the scores; first: {first}\n(--allow-errors exits 0 on them)"
+            );
+            return Status::FAILED.into();
+        }
     }
     if verdict.pass {
         ExitCode::SUCCESS
@@ -184,7 +202,7 @@ pub fn run(args: RunArgs) -> ExitCode {
         options: args.rollout.options(args.output_dir),
     };
     match flows::worlds_run(&request, &mut note) {
-        Ok(report) => finish(&report),
+        Ok(report) => finish(&report, args.rollout.allow_errors),
         Err(error) => {
             errln!("{error}");
             Status::FAILED.into()
@@ -208,7 +226,7 @@ pub fn ci(args: CiArgs) -> ExitCode {
         options: args.rollout.options(None),
     };
     match flows::worlds_ci(&request, &mut note) {
-        Ok(report) => finish(&report),
+        Ok(report) => finish(&report, args.rollout.allow_errors),
         Err(error) => {
             errln!("{error}");
             Status::FAILED.into()

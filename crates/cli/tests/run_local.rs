@@ -97,14 +97,16 @@ fn python_agents_run_and_grade_locally_without_filing() {
         "### World run · local · solve-101\n\n| | |\n|---|---|\n| avg reward | 0.000 |\n| model | sdk-dev-loop |\n| gate | FAIL — bar 0.5 (--fail-under) |\n\n"
     );
 
-    // An agent that raises: recorded, graded anyway, exit 0 without a bar.
+    // An agent that raises failed on its own: recorded, graded anyway (the original's
+    // way), exit 0 without a bar — not an errored rollout.
     let out = gateway(dir.path(), &["worlds", "run", "--path", path, "--variant", "103", "--agent", "agents.py:boom", "--no-file"], &[]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let result = out.json();
     assert_eq!((result["agentError"].as_str(), result["calls"].as_i64()), (Some("the agent broke"), Some(1)));
+    assert_eq!(result["reward"].as_f64(), Some(0.0), "graded: {result}");
     assert_eq!(result["world"]["variant"], "solve-103", "a variant matches by substring as the original's");
 
-    // An agent past its budget is stopped.
+    // An agent past its budget is stopped (its own failure: graded).
     let out = gateway(dir.path(), &["worlds", "run", "--path", path, "--agent", "agents.py:slow", "--no-file", "--timeout", "1"], &[]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.json()["agentError"].as_str().unwrap().contains("budget"), "{}", out.stdout);
@@ -273,9 +275,9 @@ fn an_agent_command_reaches_its_session_over_rest_and_mcp() {
     let requests: Vec<&str> = transcript["calls"].as_array().unwrap().iter().filter_map(|c| c["request"].as_str()).collect();
     assert_eq!(requests, ["POST /mcp", "POST /mcp", "GET /api/v2/tickets/103", "GET /api/v2/tickets/103"], "{transcript}");
 
-    // A failing command is the agent's error.
+    // A failing command is the agent's error, and the rollout errored: exit 1.
     let out = gateway(dir.path(), &["worlds", "run", "--path", world.to_str().unwrap(), "--agent-cmd", "exit 3", "--no-file"], &[]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(out.json()["agentError"].as_str().unwrap().contains("failed (exit status: 3)"), "{}", out.stdout);
 }
 
@@ -407,4 +409,50 @@ fn a_rubric_task_is_judged_by_the_configured_judge() {
     let out = gateway(dir.path(), &args, &[]);
     assert_eq!(out.code, 1, "{}", out.stdout);
     assert!(out.stderr.contains("rubric grading needs a judge"), "{}", out.stderr);
+}
+
+#[test]
+fn harness_failures_are_errored_samples_not_zeros() {
+    let dir = tempfile::tempdir().unwrap();
+    let world = world(dir.path());
+    let path = world.to_str().unwrap();
+    // Nothing listens on port 9 (discard): the built-in runner's model is unreachable.
+    let unreachable = [
+        "worlds",
+        "run",
+        "--path",
+        path,
+        "--agent",
+        "builtin",
+        "--all-tasks",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--model",
+        "m",
+        "--no-file",
+    ];
+    let command = ["worlds", "run", "--path", path, "--all-tasks", "-r", "2", "--agent-cmd", "exit 3", "--no-file"];
+    for args in [&unreachable[..], &command[..]] {
+        let out = gateway(dir.path(), args, &[("OPENAI_API_KEY", "sk-fake")]);
+        assert_eq!(out.code, 1, "{args:?}: {}\n{}", out.stdout, out.stderr);
+        let result = out.json();
+        let samples = result["samples"].as_i64().unwrap();
+        assert_eq!(result["errored"].as_i64(), Some(samples), "every rollout errored: {result}");
+        assert_eq!(result["metrics"]["avg_reward"], Value::Null, "no zeros in the mean: {result}");
+        assert_eq!(result["passHatK"], serde_json::json!({}), "no pass rate from errored rollouts: {result}");
+        for task in result["tasks"].as_array().unwrap() {
+            assert!(task["rewards"].as_array().unwrap().iter().all(Value::is_null), "{task}");
+            assert_eq!(task["errored"], task["rollouts"], "{task}");
+        }
+        assert!(out.stderr.contains(&format!("error: {samples} rollout(s) errored")), "{}", out.stderr);
+        // With --allow-errors: exit 0, the same result.
+        let out = gateway(dir.path(), &[args, &["--allow-errors"]].concat(), &[("OPENAI_API_KEY", "sk-fake")]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert_eq!(out.json()["errored"].as_i64(), Some(samples));
+    }
+    // A gate over errored rollouts alone has nothing to measure: it fails (exit 1), and
+    // --allow-errors does not turn that into a pass.
+    let out = gateway(dir.path(), &[&command[..], &["--allow-errors", "--fail-under", "0"]].concat(), &[]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stderr.contains("cannot verify the 0 bar"), "{}", out.stderr);
 }

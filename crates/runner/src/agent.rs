@@ -81,6 +81,12 @@ pub struct Outcome {
     pub calls: Option<usize>,
     /// What else belongs in its transcript (a model's messages and usage).
     pub transcript: Option<Value>,
+    /// Whether `error` is the harness's, not the agent's: the agent could not be run
+    /// (its command did not start or exited non-zero, the Python bridge broke, its model
+    /// endpoint could not be reached or kept failing). Such a rollout measured nothing of
+    /// the agent: it is errored, not scored. An agent that raised, ran out of turns or of
+    /// time, or whose reference solution failed, failed on its own: it is graded.
+    pub harness: bool,
 }
 
 fn oracle(session: &Session<'_>) -> Outcome {

@@ -198,7 +198,7 @@ pub fn bench_eval(request: &EvalRequest, note: &mut dyn FnMut(&str)) -> Result<R
         let harvest = Harvest { model: job.model.clone(), run_id: None, rollouts_per_example: request.rollouts };
         let result = harbor::harvest_job_dir(&jobs_dir.display().to_string(), &version_id, &client, &harvest)?;
         let facts = vec![("model".into(), job.model), ("agent".into(), request.agent.clone())];
-        return Ok(Report { result, gate: gate(request, title, facts) });
+        return Ok(Report { result, gate: gate(request, title, facts), errored: (0, None) });
     }
     // verifiers (v0), and the original's fallback for anything else that is not a task tree.
     let eval = VerifiersEval {
@@ -213,7 +213,7 @@ pub fn bench_eval(request: &EvalRequest, note: &mut dyn FnMut(&str)) -> Result<R
     };
     let client = EvalsClient::from_env(request.host.as_deref())?;
     let result = verifiers::run_local_eval(&eval, &version_id, &client)?;
-    Ok(Report { result, gate: gate(request, title, vec![("model".into(), request.model.clone())]) })
+    Ok(Report { result, gate: gate(request, title, vec![("model".into(), request.model.clone())]), errored: (0, None) })
 }
 
 fn eval_path(request: &EvalRequest, path: &Path, api_key: &str, note: &mut dyn FnMut(&str)) -> Result<Report, RunnerError> {
@@ -270,5 +270,5 @@ fn eval_path(request: &EvalRequest, path: &Path, api_key: &str, note: &mut dyn F
         }
     };
     let facts = vec![("model".into(), job.model), ("agent".into(), request.agent.clone())];
-    Ok(Report { result, gate: gate(request, format!("World eval · {name} (local)"), facts) })
+    Ok(Report { result, gate: gate(request, format!("World eval · {name} (local)"), facts), errored: (0, None) })
 }

@@ -87,11 +87,11 @@ pub fn act(spec: &str, session: &Session<'_>, budget: Duration) -> Outcome {
         .spawn();
     let mut child = match spawned {
         Ok(child) => child,
-        Err(error) => return Outcome { error: Some(format!("{PYTHON} could not start: {error}")), ..Outcome::default() },
+        Err(error) => return Outcome { error: Some(format!("{PYTHON} could not start: {error}")), harness: true, ..Outcome::default() },
     };
     let watchdog = Watchdog::start(child.id(), budget);
     let (Some(mut input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
-        return Outcome { error: Some("the Python bridge has no pipes".into()), ..Outcome::default() };
+        return Outcome { error: Some("the Python bridge has no pipes".into()), harness: true, ..Outcome::default() };
     };
     let start = object([("agent", Value::str(spec)), ("world", world_info(session))]);
     let mut outcome: Option<Outcome> = None;
@@ -101,6 +101,7 @@ pub fn act(spec: &str, session: &Session<'_>, budget: Duration) -> Outcome {
             let Ok(message) = json::parse_loads(&text).map(|p| p.value) else {
                 outcome = Some(Outcome {
                     error: Some(format!("the Python bridge said something that is not JSON: {text}")),
+                    harness: true,
                     ..Outcome::default()
                 });
                 break;
@@ -126,6 +127,7 @@ pub fn act(spec: &str, session: &Session<'_>, budget: Duration) -> Outcome {
                         call_log: message.get("callLog").and_then(Value::as_array).cloned(),
                         calls: message.get("calls").and_then(Value::as_f64).map(|n| n as usize),
                         transcript: None,
+                        harness: false,
                     });
                     break;
                 }
@@ -145,7 +147,11 @@ pub fn act(spec: &str, session: &Session<'_>, budget: Duration) -> Outcome {
         None if fired => Outcome { error: Some(over_budget(budget)), ..Outcome::default() },
         None => {
             let status = status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
-            Outcome { error: Some(format!("the Python agent bridge stopped ({status}) before the agent finished")), ..Outcome::default() }
+            Outcome {
+                error: Some(format!("the Python agent bridge stopped ({status}) before the agent finished")),
+                harness: true,
+                ..Outcome::default()
+            }
         }
     }
 }

@@ -46,8 +46,9 @@ pub const TOOLS: &str = "GATEWAY_WORLD_TOOLS";
 /// Most of a command's stdout kept as its completion, in characters.
 pub const COMPLETION_CHARS: usize = 20_000;
 
+/// The command could not be run: the harness's failure (see [`Outcome::harness`]).
 fn failed(error: String) -> Outcome {
-    Outcome { error: Some(error), ..Outcome::default() }
+    Outcome { error: Some(error), harness: true, ..Outcome::default() }
 }
 
 /// Run `command` on `session` within `budget`.
@@ -91,11 +92,13 @@ pub fn act(command: &str, session: &Session<'_>, budget: Duration) -> Outcome {
     drop(watchdog);
     let _ = std::fs::remove_file(&tools);
     let said: String = String::from_utf8_lossy(&stdout).trim().chars().take(COMPLETION_CHARS).collect();
-    let error = match status {
-        _ if fired => Some(over_budget(budget)),
-        Ok(status) if status.success() => None,
-        Ok(status) => Some(format!("the agent command failed ({status})")),
-        Err(error) => Some(format!("the agent command could not be waited for: {error}")),
+    // Out of time is the agent's failure; a command that exits non-zero did not run to
+    // an answer (a missing key, a crash, `exit 3`): the harness's.
+    let (error, harness) = match status {
+        _ if fired => (Some(over_budget(budget)), false),
+        Ok(status) if status.success() => (None, false),
+        Ok(status) => (Some(format!("the agent command failed ({status})")), true),
+        Err(error) => (Some(format!("the agent command could not be waited for: {error}")), true),
     };
-    Outcome { completion: (!said.is_empty()).then_some(said), error, ..Outcome::default() }
+    Outcome { completion: (!said.is_empty()).then_some(said), error, harness, ..Outcome::default() }
 }

@@ -27,6 +27,10 @@ pub fn sample(rollout: &Rollout, info: &[(&str, Value)]) -> Map {
     if let Some(error) = &rollout.grade_error {
         details.insert("gradeError".into(), Value::str(error));
     }
+    if let Some(why) = &rollout.errored {
+        // No reward: the hub's views count it apart from the agent's scores.
+        details.insert("errored".into(), Value::str(why));
+    }
     for (key, value) in info {
         details.insert((*key).to_string(), value.clone());
     }

@@ -92,6 +92,9 @@ pub struct Report {
     pub result: Value,
     /// The gate (bar, title, facts).
     pub gate: Gate,
+    /// Rollouts that measured nothing of the agent (see `Rollout::errored`), and the
+    /// first one's reason: the command fails on them unless told to allow them.
+    pub errored: (usize, Option<String>),
 }
 
 /// `gateway worlds run`.
@@ -166,12 +169,14 @@ pub fn worlds_run(request: &RunRequest, note: &mut dyn FnMut(&str)) -> Result<Re
     let file = !request.no_file && source.version_id.is_some();
     let model = model_label(&request.model, &agent, DEV_LOOP_MODEL);
     let rollouts = run::run(&world, &chosen, &agent, &request.options)?;
+    let errored = run::errors(&rollouts);
     let single = rollouts.len() == 1;
     let mut result = if single {
         single_result(&rollouts[0], file.then_some(source), &model, request.host.as_deref())?
     } else {
         let mut result = object([
             ("samples", Value::Int(rollouts.len() as i64)),
+            ("errored", Value::Int(errored.0 as i64)),
             ("metrics", run::metrics(&rollouts)),
             ("passHatK", run::pass_hat_k(&rollouts)),
             ("tasks", run::per_task(&rollouts)),
@@ -209,7 +214,7 @@ pub fn worlds_run(request: &RunRequest, note: &mut dyn FnMut(&str)) -> Result<Re
         source.branch.as_deref().map(|b| format!("@{b}")).unwrap_or_default()
     );
     let gate = Gate { fail_under: request.fail_under, bar_source: "--fail-under".into(), title, facts: vec![("model".into(), model)] };
-    Ok(Report { result, gate })
+    Ok(Report { result, gate, errored })
 }
 
 /// One rollout's result as `World.run` gives it, filed when `filed_to` is given.
@@ -278,7 +283,8 @@ fn harbor_run(request: &RunRequest, agent: &Agent, source: &WorldSource, note: &
         rollout.variant
     );
     let gate = Gate { fail_under: request.fail_under, bar_source: "--fail-under".into(), title, facts: vec![("model".into(), model)] };
-    Ok(Report { result, gate })
+    let errored = run::errors(std::slice::from_ref(&rollout));
+    Ok(Report { result, gate, errored })
 }
 
 /// `gateway worlds ci`.
@@ -397,6 +403,7 @@ pub fn worlds_ci(request: &CiRequest, note: &mut dyn FnMut(&str)) -> Result<Repo
     let transcripts = request.output_dir.join("world-runs").join(format!("ci--{slug}--{}", branch.replace('/', "-")));
     options.transcripts = Some(transcripts.clone());
     let rollouts = run::run(&world, &chosen, &agent, &options)?;
+    let errored = run::errors(&rollouts);
     let model = model_label(&request.model, &agent, &agent.label());
     let label = agent.label();
     let filing = RunFiling {
@@ -412,6 +419,7 @@ pub fn worlds_ci(request: &CiRequest, note: &mut dyn FnMut(&str)) -> Result<Repo
     insert(&mut result, "versionId", Value::str(&version_id));
     insert(&mut result, "passHatK", run::pass_hat_k(&rollouts));
     insert(&mut result, "tasks", run::per_task(&rollouts));
+    insert(&mut result, "errored", Value::Int(errored.0 as i64));
     insert(&mut result, "transcripts", Value::Str(transcripts.display().to_string()));
     let version: String =
         if content_hash.is_empty() { version_id.chars().take(8).collect() } else { content_hash.chars().take(8).collect() };
@@ -421,5 +429,5 @@ pub fn worlds_ci(request: &CiRequest, note: &mut dyn FnMut(&str)) -> Result<Repo
         title: format!("World sim · {slug}@{branch}"),
         facts: vec![("model".into(), model), ("agent".into(), label), ("version".into(), version)],
     };
-    Ok(Report { result, gate })
+    Ok(Report { result, gate, errored })
 }

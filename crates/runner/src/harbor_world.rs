@@ -144,7 +144,7 @@ pub fn run(
     let variant = field(&loaded, "variant").unwrap_or_else(|| task.clone());
     let reward = grade.get("reward").and_then(Value::as_f64);
     let duration = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
-    Ok(Rollout {
+    let mut rollout = Rollout {
         task: task.clone(),
         variant: variant.clone(),
         index: 0,
@@ -154,6 +154,7 @@ pub fn run(
         grade: grade.clone(),
         grade_error: field(&done, "gradeError"),
         agent_error: field(&done, "agentError"),
+        errored: None,
         completion: field(&done, "completion"),
         call_log: done.get("callLog").and_then(Value::as_array).cloned().unwrap_or_default(),
         calls: done.get("calls").and_then(Value::as_f64).unwrap_or(0.0) as usize,
@@ -166,5 +167,7 @@ pub fn run(
             ("grade", grade),
             ("callLog", done.get("callLog").cloned().unwrap_or_default()),
         ]),
-    })
+    };
+    crate::run::mark_errored(&mut rollout);
+    Ok(rollout)
 }

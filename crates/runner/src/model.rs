@@ -236,6 +236,7 @@ pub fn act(config: &ModelConfig, session: &Session<'_>, budget: Duration) -> Out
     let mut usage = Map::default();
     let mut completion = None;
     let mut error = None;
+    let mut harness = false;
     let mut turns = 0;
     loop {
         if turns == config.max_turns {
@@ -251,7 +252,10 @@ pub fn act(config: &ModelConfig, session: &Session<'_>, budget: Duration) -> Out
         let message = match chat(config, &body, deadline, &mut usage) {
             Ok(message) => message,
             Err(failure) => {
+                // The model could not be asked (unreachable, failing, refusing the key):
+                // nothing of the agent was measured.
                 error = Some(failure);
+                harness = true;
                 break;
             }
         };
@@ -281,7 +285,7 @@ pub fn act(config: &ModelConfig, session: &Session<'_>, budget: Duration) -> Out
         ("usage", Value::Object(usage)),
         ("messages", Value::Array(messages)),
     ]);
-    Outcome { completion, error, transcript: Some(transcript), ..Outcome::default() }
+    Outcome { completion, error, transcript: Some(transcript), harness, ..Outcome::default() }
 }
 
 #[cfg(test)]

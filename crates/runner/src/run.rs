@@ -65,6 +65,13 @@ pub struct Rollout {
     pub grade_error: Option<String>,
     /// Why the agent failed, when it did.
     pub agent_error: Option<String>,
+    /// Why the rollout is not a measurement of the agent, when it is not: the session
+    /// did not open, the agent could not run (its model unreachable, its command exited
+    /// non-zero: `agent::Outcome::harness`), or grading failed. An errored rollout has
+    /// no reward (its grader's answer is kept in `grade` and the transcript): it is left
+    /// out of means and pass rates, counted apart, and fails the command unless
+    /// `--allow-errors`.
+    pub errored: Option<String>,
     /// The agent's final answer.
     pub completion: Option<String>,
     /// The calls as filed (`info.callLog`): the agent's own log when it keeps one,
@@ -128,6 +135,26 @@ fn log_entry(call: &Value) -> Value {
     Value::Object(entry)
 }
 
+/// Decide whether a rollout measured its agent (see [`Rollout::errored`]: already set
+/// when the agent could not run; a failed open or grade errors it too); one that did not
+/// loses its reward: a zero the harness caused is not the agent's score.
+pub fn mark_errored(rollout: &mut Rollout) {
+    if rollout.errored.is_none() {
+        rollout.errored = rollout.grade_error.as_ref().map(|e| format!("grading failed: {e}"));
+    }
+    if rollout.errored.is_some() {
+        rollout.reward = None;
+        rollout.rewards = Map::default();
+    }
+}
+
+/// How many rollouts errored, and the first one's reason.
+pub fn errors(rollouts: &[Rollout]) -> (usize, Option<String>) {
+    let errored: Vec<&Rollout> = rollouts.iter().filter(|r| r.errored.is_some()).collect();
+    let first = errored.first().and_then(|r| r.errored.as_ref().map(|e| format!("{} #{}: {e}", r.task, r.index)));
+    (errored.len(), first)
+}
+
 fn text_or_null(text: &Option<String>) -> Value {
     text.clone().map(Value::Str).unwrap_or_default()
 }
@@ -149,6 +176,7 @@ pub fn rollout(world: &LocalWorld, task: &WorldTask, index: usize, agent: &Agent
         grade: Value::Null,
         grade_error: None,
         agent_error: None,
+        errored: None,
         completion: None,
         call_log: Vec::new(),
         calls: 0,
@@ -160,7 +188,9 @@ pub fn rollout(world: &LocalWorld, task: &WorldTask, index: usize, agent: &Agent
     let mut extra = Value::Null;
     match world.open_session(task, index) {
         // Not graded, and not the agent's doing.
-        Err(error) => result.grade_error = Some(format!("the session could not be opened: {error}")),
+        Err(error) => {
+            result.grade_error = Some(format!("the session could not be opened: {error}"));
+        }
         Ok(session) => {
             let outcome = agent.act(&session, budget);
             match session.grade() {
@@ -173,6 +203,9 @@ pub fn rollout(world: &LocalWorld, task: &WorldTask, index: usize, agent: &Agent
             }
             ours = session.calls();
             result.completion = outcome.completion;
+            if outcome.harness {
+                result.errored = outcome.error.as_ref().map(|e| format!("the agent could not run: {e}"));
+            }
             result.agent_error = outcome.error;
             result.calls = outcome.calls.unwrap_or(ours.len());
             result.call_log = match outcome.call_log {
@@ -184,6 +217,7 @@ pub fn rollout(world: &LocalWorld, task: &WorldTask, index: usize, agent: &Agent
             extra = outcome.transcript.unwrap_or_default();
         }
     }
+    mark_errored(&mut result);
     result.duration = rounded(started.elapsed().as_secs_f64());
     result.transcript = object([
         ("task", Value::str(&result.task)),
@@ -194,6 +228,7 @@ pub fn rollout(world: &LocalWorld, task: &WorldTask, index: usize, agent: &Agent
         ("agentError", text_or_null(&result.agent_error)),
         ("grade", result.grade.clone()),
         ("gradeError", text_or_null(&result.grade_error)),
+        ("errored", text_or_null(&result.errored)),
         ("reward", result.reward.map(Value::Float).unwrap_or_default()),
         ("passBar", Value::Float(result.pass_bar)),
         ("passed", Value::Bool(result.passed())),
@@ -342,6 +377,7 @@ pub fn per_task(rollouts: &[Rollout]) -> Value {
                     ("passBar", Value::Float(mine.first().map_or(0.0, |r| r.pass_bar))),
                     ("rewards", Value::Array(mine.iter().map(|r| r.reward.map(Value::Float).unwrap_or_default()).collect())),
                     ("meanReward", mean(&rewards).map(Value::Float).unwrap_or_default()),
+                    ("errored", Value::Int(mine.iter().filter(|r| r.errored.is_some()).count() as i64)),
                     ("errors", Value::Array(errors)),
                 ])
             })
@@ -364,6 +400,7 @@ mod tests {
             grade: Value::Null,
             grade_error: None,
             agent_error: None,
+            errored: None,
             completion: None,
             call_log: Vec::new(),
             calls: 0,
