@@ -334,7 +334,9 @@ fn serve(
         None => gateway_serve::app::AdminAccess::Closed,
     };
     let admin_note = match &app.admin {
-        gateway_serve::app::AdminAccess::Closed => " (closed: bound beyond loopback without --admin-key)",
+        gateway_serve::app::AdminAccess::Closed | gateway_serve::app::AdminAccess::ControlPlane => {
+            " (closed: bound beyond loopback without --admin-key)"
+        }
         gateway_serve::app::AdminAccess::Key(_) => " (X-Admin-Key required)",
         gateway_serve::app::AdminAccess::Open => "",
     };
