@@ -27,7 +27,8 @@ pub enum HubCommand {
         /// Object store URL (default file:<data>/objects).
         #[arg(long)]
         objects: Option<String>,
-        /// Base URL put into presigned object URLs (default: the request's Host).
+        /// Base URL put into presigned object URLs (default: the request's Host for
+        /// clients, the bound address for World Hosts).
         #[arg(long = "public-url")]
         public_url: Option<String>,
         /// Largest bundle upload, in MiB.
@@ -38,9 +39,19 @@ pub enum HubCommand {
         #[arg(long = "max-chunk-bytes", default_value = "64MiB")]
         max_chunk_bytes: String,
         /// Run no World Host in this process: sessions go to hosts that register
-        /// with `gateway host serve --platform <this hub>` (same WORLDS_HOST_SECRET).
+        /// with `gateway host serve --platform <this hub>`, each under its own
+        /// credential (`gateway hub hosts add NAME`).
         #[arg(long = "no-host")]
         no_host: bool,
+        /// Most world sessions one project holds open at once (0: no quota); the
+        /// default is a quarter of a host's default capacity.
+        #[arg(long = "max-sessions-per-project", default_value_t = gateway_hub::server::DEFAULT_SESSIONS_PER_PROJECT)]
+        max_sessions_per_project: usize,
+    },
+    /// World Hosts allowed to register with this hub, each under its own credential.
+    Hosts {
+        #[command(subcommand)]
+        command: HostsCommand,
     },
     /// Project API keys.
     Keys {
@@ -62,6 +73,41 @@ pub enum KeysCommand {
         /// Metadata database URL (as given to `hub serve`).
         #[arg(long)]
         database: Option<String>,
+    },
+}
+
+/// Where `hub hosts` finds the hub's state.
+#[derive(Debug, clap::Args)]
+pub struct HubData {
+    /// Data directory of the hub (default: ~/.gateway/hub).
+    #[arg(long, default_value_os_t = default_data(), hide_default_value = true)]
+    data: PathBuf,
+    /// Metadata database URL (as given to `hub serve`).
+    #[arg(long)]
+    database: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HostsCommand {
+    /// Issue a credential for a World Host and print it once (the hub keeps only its
+    /// hash): run the host with it as WORLDS_HOST_SECRET.
+    Add {
+        /// The host's name (a-z, 0-9, '-').
+        name: String,
+        #[command(flatten)]
+        hub: HubData,
+    },
+    /// The hosts issued a credential, active or revoked.
+    List {
+        #[command(flatten)]
+        hub: HubData,
+    },
+    /// Revoke a host's credential: its heartbeats are refused and it gets no more sessions.
+    Revoke {
+        /// The host's name.
+        name: String,
+        #[command(flatten)]
+        hub: HubData,
     },
 }
 
@@ -100,7 +146,17 @@ fn runtime() -> tokio::runtime::Runtime {
 /// Run one `hub` command.
 pub fn run(command: HubCommand) -> ExitCode {
     match command {
-        HubCommand::Serve { addr, data, database, objects, public_url, max_bundle_mb, max_chunk_bytes, no_host } => {
+        HubCommand::Serve {
+            addr,
+            data,
+            database,
+            objects,
+            public_url,
+            max_bundle_mb,
+            max_chunk_bytes,
+            no_host,
+            max_sessions_per_project,
+        } => {
             let Ok(addr) = addr.parse::<std::net::SocketAddr>() else {
                 errln!("Error: Invalid value: --addr must be HOST:PORT, not {addr}");
                 return Status::USAGE.into();
@@ -114,7 +170,12 @@ pub fn run(command: HubCommand) -> ExitCode {
             };
             let database_flag = if database.is_some() { " --database <the same URL>" } else { "" };
             let config = HubConfig { data: data.clone(), database, objects };
-            let limits = Limits { max_object_bytes: max_bundle_mb.saturating_mul(1024 * 1024), chunk_bytes, ..Limits::default() };
+            let limits = Limits {
+                max_object_bytes: max_bundle_mb.saturating_mul(1024 * 1024),
+                chunk_bytes,
+                max_sessions_per_project,
+                ..Limits::default()
+            };
             let result = runtime().block_on(async move {
                 let mut hub = config.open(public_url, limits).await?;
                 if no_host {
@@ -142,6 +203,7 @@ pub fn run(command: HubCommand) -> ExitCode {
                 }
             }
         }
+        HubCommand::Hosts { command } => hosts(command),
         HubCommand::Keys { command: KeysCommand::Create { project, data, database } } => {
             let config = HubConfig { data, database, objects: None };
             let result = runtime().block_on(async move {
@@ -166,6 +228,45 @@ pub fn run(command: HubCommand) -> ExitCode {
                     Status::FAILED.into()
                 }
             }
+        }
+    }
+}
+
+/// Run one `hub hosts` command.
+fn hosts(command: HostsCommand) -> ExitCode {
+    let (HostsCommand::Add { hub, .. } | HostsCommand::List { hub } | HostsCommand::Revoke { hub, .. }) = &command;
+    let config = HubConfig { data: hub.data.clone(), database: hub.database.clone(), objects: None };
+    let result = runtime().block_on(async {
+        let meta = config.open_meta().await?;
+        match &command {
+            HostsCommand::Add { name, .. } => {
+                let keys = gateway_hub::server::Keys::load_or_create(&config.keys_dir())?;
+                let credential = gateway_hub::host_credentials::add(meta.as_ref(), &keys, name).await?;
+                Ok(object([("name", Value::str(name)), ("credential", Value::Str(credential))]))
+            }
+            HostsCommand::List { .. } => Ok(object([("hosts", Value::Array(gateway_hub::host_credentials::list(meta.as_ref()).await?))])),
+            HostsCommand::Revoke { name, .. } => {
+                if gateway_hub::host_credentials::revoke(meta.as_ref(), name).await? {
+                    Ok(object([("name", Value::str(name)), ("revoked", Value::Bool(true))]))
+                } else {
+                    Err(gateway_hub::HubError::NotFound(format!("no active credential for host {name} (gateway hub hosts list)")))
+                }
+            }
+        }
+    });
+    match result {
+        Ok(answer) => {
+            printer::json(&answer);
+            if let HostsCommand::Add { name, hub } = &command {
+                errln!("# The credential is shown once (the hub keeps only its hash). Run the host with it:");
+                errln!("#   WORLDS_HOST_SECRET=<credential> gateway host serve --platform <this hub's URL> …");
+                errln!("# and revoke it with: gateway hub hosts revoke {name} --data {}", hub.data.display());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            printer::error(error);
+            Status::FAILED.into()
         }
     }
 }

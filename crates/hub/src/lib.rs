@@ -40,6 +40,7 @@ pub mod error;
 pub mod evals_client;
 pub mod evaluations;
 pub mod gitignore;
+pub mod host_credentials;
 pub mod judge;
 mod migrations;
 pub mod platform_client;
@@ -144,6 +145,7 @@ impl HubConfig {
             objects: self.open_objects().await?,
             keys: server::Keys::load_or_create(&self.keys_dir())?,
             public_url,
+            bound_url: None,
             limits,
             worlds: Some(Arc::new(worlds::Worlds::embedded(&self.data.join("host"), self.host_secret()?))),
             scratch: Some(self.data.join("work")),

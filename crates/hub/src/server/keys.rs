@@ -41,7 +41,7 @@ impl Keys {
         Ok(Keys { signing: read("signing.key")?, secrets: read("secrets.key")? })
     }
 
-    pub(super) fn sign(&self, text: &str) -> String {
+    pub(crate) fn sign(&self, text: &str) -> String {
         let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.signing).expect("any key length");
         mac.update(text.as_bytes());
         hex::encode(mac.finalize().into_bytes())

@@ -456,6 +456,7 @@ mod tests {
                 objects: config.open_objects().await.unwrap(),
                 keys: Keys::load_or_create(&config.keys_dir()).unwrap(),
                 public_url: None,
+                bound_url: None,
                 limits: Limits::default(),
                 worlds: None,
                 scratch: None,
