@@ -47,7 +47,9 @@ pub async fn serve_until(
         Err(error) => eprintln!("gateway hub: could not check the sessions of a previous run: {error}"),
     }
     let sweeper = hub.worlds.as_ref().and_then(|w| w.embedded.clone()).map(|host| tokio::spawn(gateway_host::server::sweep(host)));
-    let served = axum::serve(listener, router(hub)).with_graceful_shutdown(shutdown).await;
+    // The peer's address reaches the handlers (the sign-in rate limit counts by it).
+    let app = router(hub).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
     if let Some(sweeper) = sweeper {
         sweeper.abort();
     }
