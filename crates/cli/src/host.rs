@@ -70,6 +70,7 @@ pub fn run(command: HostCommand) -> ExitCode {
         heartbeat_seconds,
         drain_seconds,
     } = command;
+    crate::hub::private_files();
     let Some(secret) = secret.filter(|s| !s.is_empty()) else {
         errln!("Error: the world host needs a control-plane secret: --secret or WORLDS_HOST_SECRET");
         return Status::FAILED.into();

@@ -143,8 +143,16 @@ fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime")
 }
 
+/// Every file and directory a hub or host command creates is its owner's only
+/// (0600 / 0700): session databases, bundles, objects, hub.sqlite, keys.
+pub(crate) fn private_files() {
+    #[cfg(unix)]
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
+}
+
 /// Run one `hub` command.
 pub fn run(command: HubCommand) -> ExitCode {
+    private_files();
     match command {
         HubCommand::Serve {
             addr,

@@ -93,7 +93,7 @@ impl HubConfig {
         match std::fs::read_to_string(&path) {
             Ok(secret) if !secret.trim().is_empty() => Ok(secret.trim().to_string()),
             _ => {
-                std::fs::create_dir_all(self.keys_dir()).map_err(|e| HubError::io(&self.keys_dir(), e))?;
+                util::private_dir(&self.keys_dir())?;
                 let secret = hex::encode(util::random_bytes(32));
                 server::write_private_file(&path, secret.as_bytes())?;
                 Ok(secret)
@@ -103,7 +103,7 @@ impl HubConfig {
 
     /// Open the metadata store.
     pub async fn open_meta(&self) -> Result<Arc<dyn store::MetaStore>, HubError> {
-        std::fs::create_dir_all(&self.data).map_err(|e| HubError::io(&self.data, e))?;
+        util::private_dir(&self.data)?;
         match self.database.as_deref() {
             None => Ok(Arc::new(sqlite::SqliteStore::open(&self.data.join("hub.sqlite"))?)),
             Some(url) => {
@@ -140,8 +140,11 @@ impl HubConfig {
 
     /// Open everything a server needs.
     pub async fn open(&self, public_url: Option<String>, limits: server::Limits) -> Result<server::Hub, HubError> {
+        let meta = self.open_meta().await?;
+        util::private_dir(&self.data.join("work"))?;
+        util::private_dir(&self.data.join("host"))?;
         Ok(server::Hub {
-            meta: self.open_meta().await?,
+            meta,
             objects: self.open_objects().await?,
             keys: server::Keys::load_or_create(&self.keys_dir())?,
             public_url,

@@ -228,3 +228,34 @@ fn hostile_leaked_host_secret_and_forged_host_header() {
     let (_, status_now) = call(&hub, "GET", &format!("/api/public/world-sessions/{sid}"), None, &[]);
     assert_eq!(text(&status_now, "state"), "LOST");
 }
+
+/// Item 10, files, for a hub opened as a library (whatever the process's umask): its
+/// data, keys, work and host directories are 0700; hub.sqlite, the keys and every stored
+/// object 0600, under 0700 directories.
+#[test]
+fn hostile_hub_state_is_owner_only() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let hub = TestHub::start(None);
+    let work = tempfile::tempdir().unwrap();
+    push_helpdesk(&hub.api, &hub.one, work.path());
+    let data = hub.data.path();
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    for dir in ["", "keys", "objects", "work", "host"] {
+        assert_eq!(mode(&data.join(dir)), 0o700, "{dir}/");
+    }
+    for file in ["hub.sqlite", "keys/signing.key", "keys/secrets.key"] {
+        assert_eq!(mode(&data.join(file)), 0o600, "{file}");
+    }
+    let mut objects = 0;
+    let mut stack = vec![data.join("objects")];
+    while let Some(path) = stack.pop() {
+        if path.is_dir() {
+            assert_eq!(mode(&path), 0o700, "{}", path.display());
+            stack.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        } else {
+            objects += 1;
+            assert_eq!(mode(&path), 0o600, "{}", path.display());
+        }
+    }
+    assert!(objects > 0, "the pushed bundle is among them");
+}

@@ -24,7 +24,7 @@ impl std::fmt::Debug for Keys {
 impl Keys {
     /// Load the keys from `dir`, creating them (mode 0600) on first use.
     pub fn load_or_create(dir: &Path) -> Result<Keys, HubError> {
-        std::fs::create_dir_all(dir).map_err(|e| HubError::io(dir, e))?;
+        crate::util::private_dir(dir)?;
         let read = |name: &str| -> Result<Vec<u8>, HubError> {
             let path = dir.join(name);
             match std::fs::read(&path) {
