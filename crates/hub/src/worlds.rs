@@ -30,9 +30,12 @@ pub struct Worlds {
     /// are registered and called under credentials of their own
     /// ([`crate::host_credentials`]), never under this one.
     pub secret: String,
-    /// This process's embedded host, as sessions record it: a random id and the pid,
+    /// This process's embedded host, as sessions record it: the pid and a random id,
     /// so a session of a host that is gone (a restart) is told from one still held.
     pub instance: String,
+    /// The machine this process runs on, as `<hostname>/<boot id>`: a session's host is
+    /// judged gone only by a hub on the same machine (a reboot changes the boot id).
+    pub machine: String,
     /// Versions read for their contract and connector (checks, tools), without
     /// running them: the embedded host's cache when there is one.
     catalog: Option<gateway_host::version::VersionCache>,
@@ -126,6 +129,7 @@ impl Worlds {
             embedded: Some(Arc::new(WorldHost::new(config))),
             secret,
             instance: format!("{}-{}", std::process::id(), gateway_common::random::random_hex(8)),
+            machine: machine(),
             catalog: None,
             http: reqwest::Client::new(),
         }
@@ -139,6 +143,7 @@ impl Worlds {
             embedded: None,
             secret,
             instance: format!("{}-{}", std::process::id(), gateway_common::random::random_hex(8)),
+            machine: machine(),
             catalog: Some(catalog),
             http: reqwest::Client::new(),
         }
@@ -200,6 +205,12 @@ impl Worlds {
             }
         }
     }
+}
+
+/// `<hostname>/<boot id>` of this machine (empty parts where /proc does not say).
+fn machine() -> String {
+    let read = |path: &str| std::fs::read_to_string(path).map(|s| s.trim().to_string()).unwrap_or_default();
+    format!("{}/{}", read("/proc/sys/kernel/hostname"), read("/proc/sys/kernel/random/boot_id"))
 }
 
 /// Tell the platform at `platform` this host is alive and what it holds, every

@@ -108,10 +108,19 @@ pub(super) fn lost_reason(worlds: Option<&Arc<Worlds>>, session: &Map) -> Option
     if here.is_some_and(|w| w.instance == instance) || instance.is_empty() {
         return Some("its World Host no longer holds it: its lease ran out (WORLDS_HOST_LEASE_S) or it was closed".into());
     }
+    // Only a hub on the same machine can tell whether that process is gone: another
+    // machine's hub (sharing a PostgreSQL database) leaves its sessions alone.
+    let ours = worlds.map(|w| w.machine.clone()).unwrap_or_default();
+    let theirs = text_of(session, "_hostMachine");
+    let (our_host, our_boot) = ours.split_once('/').unwrap_or((&ours, ""));
+    let (their_host, their_boot) = theirs.split_once('/').unwrap_or((&theirs, ""));
+    if our_host != their_host {
+        return None;
+    }
     let pid = instance.split('-').next().and_then(|p| p.parse::<u32>().ok());
     match pid {
-        // Another hub process sharing this data directory, still running, holds it.
-        Some(pid) if pid != std::process::id() && Path::new(&format!("/proc/{pid}")).exists() => None,
+        // Another hub process on this machine (since its last boot), still running, holds it.
+        Some(pid) if their_boot == our_boot && pid != std::process::id() && Path::new(&format!("/proc/{pid}")).exists() => None,
         _ => Some(
             "the hub restarted: sessions on its embedded World Host live in the hub's process and do not survive it; \
              open a new session"

@@ -175,7 +175,10 @@ async fn open_placed(hub: &Hub, project: &str, base_url: &str, parts: OpenParts<
     session.insert("createdAt".into(), Value::Str(now_iso()));
     session.insert("_host".into(), Value::Str(link.name()));
     match &link {
-        HostLink::Embedded => session.insert("_hostInstance".into(), Value::str(&worlds.instance)),
+        HostLink::Embedded => {
+            session.insert("_hostMachine".into(), Value::str(&worlds.machine));
+            session.insert("_hostInstance".into(), Value::str(&worlds.instance))
+        }
         HostLink::Remote { name, .. } => session.insert("_hostName".into(), Value::str(name)),
     };
     if let ("taskSpec", spec) = &task.host {
