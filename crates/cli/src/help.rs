@@ -419,10 +419,13 @@ const DOCS: &[Doc] = &[
         exit: SERVER,
     },
     Doc { path: "hub keys create", examples: &["gateway hub keys create --project acme"], exit: LOCAL },
+    Doc { path: "hub hosts add", examples: &["gateway hub hosts add gpu-1", "gateway hub hosts add gpu-1 --data /srv/hub"], exit: LOCAL },
+    Doc { path: "hub hosts list", examples: &["gateway hub hosts list"], exit: LOCAL },
+    Doc { path: "hub hosts revoke", examples: &["gateway hub hosts revoke gpu-1"], exit: LOCAL },
     Doc {
         path: "host serve",
         examples: &[
-            "WORLDS_HOST_SECRET=s3cret gateway host serve --addr 0.0.0.0:8080 --platform http://hub:8090 --advertise http://10.0.0.5:8080",
+            "WORLDS_HOST_SECRET=ghc-gpu-1.… gateway host serve --addr 0.0.0.0:8080 --platform http://hub:8090 --advertise http://10.0.0.5:8080",
         ],
         exit: &[(OK, "drained after SIGTERM"), (FAILED, "it could not start (no --secret, a busy port)"), (USAGE, "a usage error")],
     },

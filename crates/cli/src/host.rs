@@ -24,7 +24,8 @@ pub enum HostCommand {
         /// Where cached versions and sessions live (default: ~/.gateway/host).
         #[arg(long, env = "WORLDS_HOST_ROOT", hide_env_values = true, default_value_os_t = default_root(), hide_default_value = true)]
         root: PathBuf,
-        /// The control-plane secret (required).
+        /// The control-plane secret (required): with --platform, the credential
+        /// `gateway hub hosts add NAME` printed for this host.
         #[arg(long, env = "WORLDS_HOST_SECRET", hide_env_values = true)]
         secret: Option<String>,
         /// The domain sessions are named under (`w-<sid>-api.<domain>`).
@@ -73,6 +74,7 @@ pub fn run(command: HostCommand) -> ExitCode {
         drain_seconds,
         workers,
     } = command;
+    crate::hub::private_files();
     let workers = workers.options(false);
     if let Err(error) = workers.sandbox.check() {
         errln!("Error: {error}");

@@ -27,7 +27,8 @@ pub enum HubCommand {
         /// Object store URL (default file:<data>/objects).
         #[arg(long)]
         objects: Option<String>,
-        /// Base URL put into presigned object URLs (default: the request's Host).
+        /// Base URL put into presigned object URLs (default: the request's Host for
+        /// clients, the bound address for World Hosts).
         #[arg(long = "public-url")]
         public_url: Option<String>,
         /// Largest bundle upload, in MiB.
@@ -38,7 +39,8 @@ pub enum HubCommand {
         #[arg(long = "max-chunk-bytes", default_value = "64MiB")]
         max_chunk_bytes: String,
         /// Run no World Host in this process: sessions go to hosts that register
-        /// with `gateway host serve --platform <this hub>` (same WORLDS_HOST_SECRET).
+        /// with `gateway host serve --platform <this hub>`, each under its own
+        /// credential (`gateway hub hosts add NAME`).
         #[arg(long = "no-host")]
         no_host: bool,
         /// World code (handlers, tools, graders) always runs confined on a hub.
@@ -57,6 +59,15 @@ pub enum HubCommand {
             value_delimiter = ','
         )]
         capture_allow: Vec<String>,
+        /// Most world sessions one project holds open at once (0: no quota); the
+        /// default is a quarter of a host's default capacity.
+        #[arg(long = "max-sessions-per-project", default_value_t = gateway_hub::server::DEFAULT_SESSIONS_PER_PROJECT)]
+        max_sessions_per_project: usize,
+    },
+    /// World Hosts allowed to register with this hub, each under its own credential.
+    Hosts {
+        #[command(subcommand)]
+        command: HostsCommand,
     },
     /// Project API keys.
     Keys {
@@ -78,6 +89,41 @@ pub enum KeysCommand {
         /// Metadata database URL (as given to `hub serve`).
         #[arg(long)]
         database: Option<String>,
+    },
+}
+
+/// Where `hub hosts` finds the hub's state.
+#[derive(Debug, clap::Args)]
+pub struct HubData {
+    /// Data directory of the hub (default: ~/.gateway/hub).
+    #[arg(long, default_value_os_t = default_data(), hide_default_value = true)]
+    data: PathBuf,
+    /// Metadata database URL (as given to `hub serve`).
+    #[arg(long)]
+    database: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HostsCommand {
+    /// Issue a credential for a World Host and print it once (the hub keeps only its
+    /// hash): run the host with it as WORLDS_HOST_SECRET.
+    Add {
+        /// The host's name (a-z, 0-9, '-').
+        name: String,
+        #[command(flatten)]
+        hub: HubData,
+    },
+    /// The hosts issued a credential, active or revoked.
+    List {
+        #[command(flatten)]
+        hub: HubData,
+    },
+    /// Revoke a host's credential: its heartbeats are refused and it gets no more sessions.
+    Revoke {
+        /// The host's name.
+        name: String,
+        #[command(flatten)]
+        hub: HubData,
     },
 }
 
@@ -113,8 +159,16 @@ fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime")
 }
 
+/// Every file and directory a hub or host command creates is its owner's only
+/// (0600 / 0700): session databases, bundles, objects, hub.sqlite, keys.
+pub(crate) fn private_files() {
+    #[cfg(unix)]
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
+}
+
 /// Run one `hub` command.
 pub fn run(command: HubCommand) -> ExitCode {
+    private_files();
     match command {
         HubCommand::Serve {
             addr,
@@ -127,6 +181,7 @@ pub fn run(command: HubCommand) -> ExitCode {
             no_host,
             workers,
             capture_allow,
+            max_sessions_per_project,
         } => {
             let Ok(addr) = addr.parse::<std::net::SocketAddr>() else {
                 errln!("Error: Invalid value: --addr must be HOST:PORT, not {addr}");
@@ -153,6 +208,7 @@ pub fn run(command: HubCommand) -> ExitCode {
                 chunk_bytes,
                 workers: workers.options(false),
                 capture_egress: gateway_connector::egress::Egress::AllowList(allowed),
+                max_sessions_per_project,
                 ..Limits::default()
             };
             let result = runtime().block_on(async move {
@@ -182,6 +238,7 @@ pub fn run(command: HubCommand) -> ExitCode {
                 }
             }
         }
+        HubCommand::Hosts { command } => hosts(command),
         HubCommand::Keys { command: KeysCommand::Create { project, data, database } } => {
             let config = HubConfig { data, database, objects: None };
             let result = runtime().block_on(async move {
@@ -206,6 +263,45 @@ pub fn run(command: HubCommand) -> ExitCode {
                     Status::FAILED.into()
                 }
             }
+        }
+    }
+}
+
+/// Run one `hub hosts` command.
+fn hosts(command: HostsCommand) -> ExitCode {
+    let (HostsCommand::Add { hub, .. } | HostsCommand::List { hub } | HostsCommand::Revoke { hub, .. }) = &command;
+    let config = HubConfig { data: hub.data.clone(), database: hub.database.clone(), objects: None };
+    let result = runtime().block_on(async {
+        let meta = config.open_meta().await?;
+        match &command {
+            HostsCommand::Add { name, .. } => {
+                let keys = gateway_hub::server::Keys::load_or_create(&config.keys_dir())?;
+                let credential = gateway_hub::host_credentials::add(meta.as_ref(), &keys, name).await?;
+                Ok(object([("name", Value::str(name)), ("credential", Value::Str(credential))]))
+            }
+            HostsCommand::List { .. } => Ok(object([("hosts", Value::Array(gateway_hub::host_credentials::list(meta.as_ref()).await?))])),
+            HostsCommand::Revoke { name, .. } => {
+                if gateway_hub::host_credentials::revoke(meta.as_ref(), name).await? {
+                    Ok(object([("name", Value::str(name)), ("revoked", Value::Bool(true))]))
+                } else {
+                    Err(gateway_hub::HubError::NotFound(format!("no active credential for host {name} (gateway hub hosts list)")))
+                }
+            }
+        }
+    });
+    match result {
+        Ok(answer) => {
+            printer::json(&answer);
+            if let HostsCommand::Add { name, hub } = &command {
+                errln!("# The credential is shown once (the hub keeps only its hash). Run the host with it:");
+                errln!("#   WORLDS_HOST_SECRET=<credential> gateway host serve --platform <this hub's URL> …");
+                errln!("# and revoke it with: gateway hub hosts revoke {name} --data {}", hub.data.display());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            printer::error(error);
+            Status::FAILED.into()
         }
     }
 }

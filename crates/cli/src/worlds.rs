@@ -335,7 +335,9 @@ fn serve(path: PathBuf, bind: std::net::IpAddr, admin_key: Option<String>, optio
         None => gateway_serve::app::AdminAccess::Closed,
     };
     let admin_note = match &app.admin {
-        gateway_serve::app::AdminAccess::Closed => " (closed: bound beyond loopback without --admin-key)",
+        gateway_serve::app::AdminAccess::Closed | gateway_serve::app::AdminAccess::ControlPlane => {
+            " (closed: bound beyond loopback without --admin-key)"
+        }
         gateway_serve::app::AdminAccess::Key(_) => " (X-Admin-Key required)",
         gateway_serve::app::AdminAccess::Open => "",
     };

@@ -315,11 +315,15 @@ fn sessions_on_a_registered_host_and_its_drain() {
     let data = tmp.path().join("data");
     let keys = Command::new(GATEWAY).args(["hub", "keys", "create", "--project", "p1", "--data"]).arg(&data).output().unwrap();
     let keys = String::from_utf8(keys.stdout).unwrap();
-    let secret_env = [("WORLDS_HOST_SECRET", "test-host-secret")];
+    // The host registers under a credential of its own, issued by the operator.
+    let added = Command::new(GATEWAY).args(["hub", "hosts", "add", "h1", "--data"]).arg(&data).output().unwrap();
+    assert!(added.status.success(), "{}", String::from_utf8_lossy(&added.stderr));
+    let credential = field(&String::from_utf8(added.stdout).unwrap(), "credential");
+    let secret_env = [("WORLDS_HOST_SECRET", credential.as_str())];
     let data_arg = data.to_string_lossy().into_owned();
     let (hub_child, hub_addr) = spawn_listening(
         &["hub", "serve", "--addr", "127.0.0.1:0", "--no-host", "--data", &data_arg],
-        &secret_env,
+        &[("WORLDS_HOST_SECRET", "the-shared-secret-registers-no-host")],
         "gateway hub listening on ",
     );
     let root = tmp.path().join("host").to_string_lossy().into_owned();
@@ -362,7 +366,7 @@ fn sessions_on_a_registered_host_and_its_drain() {
     let pid = host_child.id().to_string();
     assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
     std::thread::sleep(std::time::Duration::from_millis(700));
-    let (status, stats) = http_get(&format!("{host_addr}/__host/stats"), &[("X-Host-Secret", "test-host-secret")]);
+    let (status, stats) = http_get(&format!("{host_addr}/__host/stats"), &[("X-Host-Secret", credential.as_str())]);
     assert_eq!(status, 200);
     assert!(stats.contains("\"draining\": true") && stats.contains("\"sessions\": 1"), "{stats}");
     let (success, _, stderr) = run(&server, &reference, &["worlds", "session", "open", "helpdesk", "-t", "backlog"], work);

@@ -255,6 +255,8 @@ impl WorldHost {
             version.worker.clone(),
         );
         app.allowed = spec.as_ref().and_then(|s| s.tools.clone());
+        // State, reset and seed are the control plane's: never the agent's token.
+        app.admin = gateway_serve::app::AdminAccess::ControlPlane;
         let behaviour = crate::behaviour::Behaviour::from_metadata(spec.as_ref().and_then(|s| s.metadata.as_ref()))?;
         app.determinism = Some(gateway_serve::app::Determinism::new(behaviour.clock, behaviour.seed));
         let grant = (version.spec.scheme == "oauth2")

@@ -270,6 +270,11 @@ pub fn admits(session: &Session, path: &str, headers: &[(String, String)]) -> Op
     None
 }
 
+/// A world's admin route (`/__world/state|reset|seed` and any other `/__world/…`).
+fn is_admin_path(path: &str) -> bool {
+    path == "/__world" || path.starts_with("/__world/")
+}
+
 async fn data(shared: Arc<Shared>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let target = parts.uri.path_and_query().map(|p| p.as_str().to_string()).unwrap_or_else(|| "/".into());
@@ -286,6 +291,11 @@ async fn data(shared: Arc<Shared>, request: Request) -> Response {
     }
     let mut headers = gateway_serve::server::lowercase_headers(&parts.headers);
     let (path, _) = inner.split_once('?').unwrap_or((inner.as_str(), ""));
+    if is_admin_path(path) {
+        // Whoever asks, with whatever token: the session's admin operations are the
+        // control plane's (the app refuses them too, under a ui's api path).
+        return reply(403, &gateway_serve::app::control_plane_only());
+    }
     let Some(admitted) = admits(&session, path, &headers) else {
         return error(401, "invalid session token");
     };

@@ -76,6 +76,11 @@ impl Version {
     /// them), load its connector and start its handler worker.
     /// `workers`: how its handler and tool workers run; `None` (a catalog) runs none.
     pub fn open(id: &str, bundle: &Path, workers: Option<&WorkerOptions>) -> Result<Version, HostError> {
+        if workers.is_some_and(|w| w.sandbox.is_confined()) {
+            // The world's code runs under a uid of its own: it must be able to read the
+            // bundle (kept owner-only by the hub's umask; its 0700 parents keep others out).
+            gateway_sandbox::share_read_only(bundle).map_err(|e| refuse("host", format!("{}: {e}", bundle.display())))?;
+        }
         let tree = world_tree(bundle)?;
         // One contract build for the whole open: the check, a compile when the
         // bundle's artifacts or snapshot are stale, and the template's check.

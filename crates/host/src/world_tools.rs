@@ -62,6 +62,9 @@ impl ToolRunner {
         std::fs::create_dir_all(scratch).map_err(|e| refuse("host", e.to_string()))?;
         let adapter = scratch.join("gateway_tools_adapter.py");
         std::fs::write(&adapter, source).map_err(|e| refuse("host", e.to_string()))?;
+        if options.sandbox.is_confined() {
+            gateway_sandbox::share_read_only(scratch).map_err(|e| refuse("host", format!("{}: {e}", scratch.display())))?;
+        }
         let functions: Vec<String> = names.iter().map(|n| format!("tool__{n}")).collect();
         // The worker sees the adapter's directory and the world's tools, read-only.
         let worker = match Worker::start(&adapter, &functions, &options.seeing(&absolute)) {

@@ -20,6 +20,9 @@ pub enum HubError {
     /// A body over the size limit (413).
     #[error("{0}")]
     TooLarge(String),
+    /// A quota or rate limit reached: a project's open sessions, sign-in failures (429).
+    #[error("{0}")]
+    TooMany(String),
     /// An object upload whose checksum does not match its body (400, `BadDigest`).
     #[error("{0}")]
     BadDigest(String),
@@ -59,6 +62,7 @@ impl HubError {
             HubError::NotFound(_) => 404,
             HubError::Conflict(_) => 409,
             HubError::TooLarge(_) => 413,
+            HubError::TooMany(_) => 429,
             HubError::Client(_) | HubError::Io { .. } | HubError::Storage(_) | HubError::Confinement(_) => 500,
         }
     }
@@ -73,6 +77,7 @@ impl HubError {
             HubError::NotFound(_) => "not_found",
             HubError::Conflict(_) => "conflict",
             HubError::TooLarge(_) => "payload_too_large",
+            HubError::TooMany(_) => "too_many_requests",
             HubError::Client(_) | HubError::Io { .. } | HubError::Storage(_) | HubError::Confinement(_) => "internal",
         }
     }

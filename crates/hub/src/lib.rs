@@ -40,6 +40,7 @@ pub mod error;
 pub mod evals_client;
 pub mod evaluations;
 pub mod gitignore;
+pub mod host_credentials;
 pub mod judge;
 mod migrations;
 pub mod platform_client;
@@ -92,7 +93,7 @@ impl HubConfig {
         match std::fs::read_to_string(&path) {
             Ok(secret) if !secret.trim().is_empty() => Ok(secret.trim().to_string()),
             _ => {
-                std::fs::create_dir_all(self.keys_dir()).map_err(|e| HubError::io(&self.keys_dir(), e))?;
+                util::private_dir(&self.keys_dir())?;
                 let secret = hex::encode(util::random_bytes(32));
                 server::write_private_file(&path, secret.as_bytes())?;
                 Ok(secret)
@@ -102,7 +103,7 @@ impl HubConfig {
 
     /// Open the metadata store.
     pub async fn open_meta(&self) -> Result<Arc<dyn store::MetaStore>, HubError> {
-        std::fs::create_dir_all(&self.data).map_err(|e| HubError::io(&self.data, e))?;
+        util::private_dir(&self.data)?;
         match self.database.as_deref() {
             None => Ok(Arc::new(sqlite::SqliteStore::open(&self.data.join("hub.sqlite"))?)),
             Some(url) => {
@@ -145,11 +146,15 @@ impl HubConfig {
         }
         limits.workers.sandbox.check()?;
         let workers = limits.workers.clone();
+        let meta = self.open_meta().await?;
+        util::private_dir(&self.data.join("work"))?;
+        util::private_dir(&self.data.join("host"))?;
         Ok(server::Hub {
-            meta: self.open_meta().await?,
+            meta,
             objects: self.open_objects().await?,
             keys: server::Keys::load_or_create(&self.keys_dir())?,
             public_url,
+            bound_url: None,
             limits,
             worlds: Some(Arc::new(worlds::Worlds::embedded(&self.data.join("host"), self.host_secret()?, workers))),
             scratch: Some(self.data.join("work")),

@@ -395,7 +395,7 @@ pub struct LocalObjects {
 impl LocalObjects {
     /// Objects under `root` (created when missing).
     pub fn new(root: &Path) -> StoreResult<LocalObjects> {
-        std::fs::create_dir_all(root).map_err(|e| HubError::io(root, e))?;
+        crate::util::private_dir(root)?;
         Ok(LocalObjects { root: root.to_path_buf() })
     }
 
@@ -454,9 +454,18 @@ impl ObjectStore for LocalObjects {
     async fn writer(&self, key: &str) -> StoreResult<Box<dyn ObjectWriter>> {
         let path = self.path(key)?;
         let parent = path.parent().unwrap_or(&self.root).to_path_buf();
-        tokio::fs::create_dir_all(&parent).await.map_err(|e| HubError::io(&parent, e))?;
+        // Owner-only: directories 0700, objects 0600 (the temp file keeps its mode through the rename).
+        let mut dirs = tokio::fs::DirBuilder::new();
+        dirs.recursive(true);
+        #[cfg(unix)]
+        dirs.mode(0o700);
+        dirs.create(&parent).await.map_err(|e| HubError::io(&parent, e))?;
         let tmp = parent.join(format!(".{}.part", crate::util::new_id("")));
-        let file = tokio::fs::File::create(&tmp).await.map_err(|e| HubError::io(&tmp, e))?;
+        let mut options = tokio::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        options.mode(0o600);
+        let file = options.open(&tmp).await.map_err(|e| HubError::io(&tmp, e))?;
         Ok(Box::new(LocalWriter { file: Some(file), tmp, path }))
     }
 

@@ -22,12 +22,20 @@ pub const MAX_BUNDLE_BYTES: u64 = 1024 * 1024 * 1024;
 /// A remote host not heard from for this long is not given new sessions.
 pub const HOST_STALE_SECONDS: f64 = 30.0;
 
-/// Live sessions: the embedded host and the control-plane secret remote hosts share.
+/// Live sessions: the embedded host and the control-plane secret.
 pub struct Worlds {
     /// The host this hub runs in its own process (None: remote hosts only).
     pub embedded: Option<Arc<WorldHost>>,
-    /// `X-Host-Secret` of the control plane and of the hosts' callbacks.
+    /// The shared control-plane secret: `X-Worker-Secret` of run workers. Remote hosts
+    /// are registered and called under credentials of their own
+    /// ([`crate::host_credentials`]), never under this one.
     pub secret: String,
+    /// This process's embedded host, as sessions record it: the pid and a random id,
+    /// so a session of a host that is gone (a restart) is told from one still held.
+    pub instance: String,
+    /// The machine this process runs on, as `<hostname>/<boot id>`: a session's host is
+    /// judged gone only by a hub on the same machine (a reboot changes the boot id).
+    pub machine: String,
     /// Versions read for their contract and connector (checks, tools), without
     /// running them: the embedded host's cache when there is one.
     catalog: Option<gateway_host::version::VersionCache>,
@@ -41,12 +49,29 @@ impl std::fmt::Debug for Worlds {
 }
 
 /// Where a session runs.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub enum HostLink {
     /// In this process.
     Embedded,
-    /// A World Host at this control-plane URL.
-    Remote(String),
+    /// A registered World Host: its control-plane URL, its name and the credential
+    /// the hub presents there.
+    Remote {
+        /// Its control-plane URL.
+        url: String,
+        /// The name its credential was issued under.
+        name: String,
+        /// Its credential (`X-Host-Secret`).
+        secret: String,
+    },
+}
+
+impl std::fmt::Debug for HostLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HostLink::Embedded => f.write_str("Embedded"),
+            HostLink::Remote { url, name, .. } => write!(f, "Remote({name} at {url})"),
+        }
+    }
 }
 
 impl HostLink {
@@ -54,16 +79,7 @@ impl HostLink {
     pub fn name(&self) -> String {
         match self {
             HostLink::Embedded => "embedded".into(),
-            HostLink::Remote(url) => url.clone(),
-        }
-    }
-
-    /// From its stored name.
-    pub fn from_name(name: &str) -> HostLink {
-        if name == "embedded" {
-            HostLink::Embedded
-        } else {
-            HostLink::Remote(name.to_string())
+            HostLink::Remote { url, .. } => url.clone(),
         }
     }
 }
@@ -111,14 +127,28 @@ impl Worlds {
         if let Some(lease) = std::env::var("WORLDS_HOST_LEASE_S").ok().and_then(|v| v.parse().ok()) {
             config.lease_seconds = lease;
         }
-        Worlds { embedded: Some(Arc::new(WorldHost::new(config))), secret, catalog: None, http: reqwest::Client::new() }
+        Worlds {
+            embedded: Some(Arc::new(WorldHost::new(config))),
+            secret,
+            instance: format!("{}-{}", std::process::id(), gateway_common::random::random_hex(8)),
+            machine: machine(),
+            catalog: None,
+            http: reqwest::Client::new(),
+        }
     }
 
     /// Live sessions on remote hosts only; versions are read into a catalog under `root`.
     pub fn remote_only(root: &Path, secret: String) -> Worlds {
         let catalog =
             gateway_host::version::VersionCache::catalog(root.join(format!("catalog-{}", std::process::id())), Arc::new(fetch_bundle));
-        Worlds { embedded: None, secret, catalog: Some(catalog), http: reqwest::Client::new() }
+        Worlds {
+            embedded: None,
+            secret,
+            instance: format!("{}-{}", std::process::id(), gateway_common::random::random_hex(8)),
+            machine: machine(),
+            catalog: Some(catalog),
+            http: reqwest::Client::new(),
+        }
     }
 
     /// The version, read once: from the embedded host's cache or the catalog.
@@ -150,14 +180,14 @@ impl Worlds {
                     }
                 })
             }
-            HostLink::Remote(url) => {
+            HostLink::Remote { url, secret, .. } => {
                 let request = match method {
                     "GET" => self.http.get(format!("{url}{path}")),
                     "DELETE" => self.http.delete(format!("{url}{path}")),
                     _ => self.http.post(format!("{url}{path}")),
                 };
                 let sent = request
-                    .header("x-host-secret", &self.secret)
+                    .header("x-host-secret", secret)
                     .header("content-type", "application/json")
                     .body(json::canonical(&body))
                     .timeout(Duration::from_secs(300))
@@ -177,6 +207,12 @@ impl Worlds {
             }
         }
     }
+}
+
+/// `<hostname>/<boot id>` of this machine (empty parts where /proc does not say).
+fn machine() -> String {
+    let read = |path: &str| std::fs::read_to_string(path).map(|s| s.trim().to_string()).unwrap_or_default();
+    format!("{}/{}", read("/proc/sys/kernel/hostname"), read("/proc/sys/kernel/random/boot_id"))
 }
 
 /// Tell the platform at `platform` this host is alive and what it holds, every

@@ -175,6 +175,40 @@ pub(crate) fn fill(hub: &Hub, work: &Path, sessions: bool) -> Filled {
     Filled { v1, v2, evaluations, sample, session, other_version }
 }
 
+/// A sign-in form as a browser gets it: its pre-sign-in cookie (`name=value`) and the
+/// form's CSRF token.
+fn sign_in_form(hub: &Hub) -> (String, String) {
+    let form = http().get(format!("{}/ui/login", hub.api)).send().unwrap();
+    let cookie = form.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_string();
+    assert!(cookie.starts_with("gateway_hub_csrf="), "{cookie}");
+    (cookie, hidden(&form.text().unwrap(), "csrf"))
+}
+
+/// The value of a page's hidden input `name`.
+fn hidden(page: &str, name: &str) -> String {
+    let at = page.find(&format!(r#"name="{name}" value=""#)).unwrap_or_else(|| panic!("no {name} in {page}"));
+    let rest = &page[at + name.len() + 15..];
+    rest[..rest.find('"').unwrap()].to_string()
+}
+
+/// A sign-in POST with the form's cookie and token (`csrf: None`: the form's own).
+fn post_login(
+    hub: &Hub,
+    form: &(String, String),
+    csrf: Option<&str>,
+    public: &str,
+    secret: &str,
+    next: &str,
+) -> reqwest::blocking::Response {
+    http()
+        .post(format!("{}/ui/login", hub.api))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("cookie", &form.0)
+        .body(format!("public_key={public}&secret_key={secret}&next={next}&csrf={}", csrf.unwrap_or(&form.1)))
+        .send()
+        .unwrap()
+}
+
 #[test]
 fn sign_in_cookie_basic_and_sign_out() {
     let hub = start(None);
@@ -191,18 +225,12 @@ fn sign_in_cookie_basic_and_sign_out() {
     let form = form.text().unwrap();
     assert!(form.contains(r#"name="public_key""#) && form.contains(r#"type="password""#) && form.contains(r#"value="/ui/sessions""#));
 
-    // A wrong pair: the form again, 401, no cookie.
-    let login = |public: &str, secret: &str, next: &str| {
-        http()
-            .post(format!("{}/ui/login", hub.api))
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(format!("public_key={public}&secret_key={secret}&next={next}"))
-            .send()
-            .unwrap()
-    };
+    // A wrong pair: the form again, 401, no session cookie.
+    let form = sign_in_form(&hub);
+    let login = |public: &str, secret: &str, next: &str| post_login(&hub, &form, None, public, secret, next);
     let refused = login(&hub.one.0, "sk-lf-wrong", "%2Fui%2F");
     assert_eq!(refused.status().as_u16(), 401);
-    assert!(refused.headers().get("set-cookie").is_none());
+    assert!(refused.headers().get_all("set-cookie").iter().all(|c| !c.to_str().unwrap().starts_with("gateway_hub_session")));
     assert!(refused.text().unwrap().contains("not one of this hub"));
 
     // The right pair: a signed, HttpOnly, SameSite=Strict cookie that expires; back to `next`.
@@ -218,7 +246,9 @@ fn sign_in_cookie_basic_and_sign_out() {
     let with_cookie = |path: &str, value: &str| get(path).header("cookie", format!("theme=dark; {value}")).send().unwrap();
     let signed_in = with_cookie("/ui/", &value);
     assert_eq!(signed_in.status().as_u16(), 200);
-    assert!(signed_in.text().unwrap().contains("Sign out"));
+    let signed_in = signed_in.text().unwrap();
+    assert!(signed_in.contains("Sign out"));
+    let sign_out_token = hidden(&signed_in, "csrf");
     // An offsite `next` is not followed.
     assert_eq!(login(&hub.one.0, &hub.one.1, "https%3A%2F%2Fevil.example%2F").headers()["location"], "/ui/");
 
@@ -239,7 +269,13 @@ fn sign_in_cookie_basic_and_sign_out() {
     assert_eq!(wrong.headers()["www-authenticate"], "Basic realm=\"gateway-hub\"");
 
     // Sign-out clears the cookie.
-    let out = http().post(format!("{}/ui/logout", hub.api)).header("cookie", &value).send().unwrap();
+    let out = http()
+        .post(format!("{}/ui/logout", hub.api))
+        .header("cookie", &value)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("csrf={sign_out_token}"))
+        .send()
+        .unwrap();
     assert_eq!((out.status().as_u16(), out.headers()["location"].to_str().unwrap()), (303, "/ui/login"));
     let cleared = out.headers()["set-cookie"].to_str().unwrap();
     assert!(cleared.starts_with("gateway_hub_session=;") && cleared.contains("Max-Age=0"), "{cleared}");
@@ -248,6 +284,66 @@ fn sign_in_cookie_basic_and_sign_out() {
     assert_eq!(page(&hub, &hub.one, "/ui/nope").0, 404);
     assert_eq!(http().delete(format!("{}/ui/", hub.api)).send().unwrap().status().as_u16(), 404);
     // The JSON API is untouched.
+    assert_eq!(api(&hub, &hub.one, "GET", "/api/public/environments", None).0, 200);
+}
+
+/// The hostile suite (issue 24, item 10) on the web pages: a cookie copied before
+/// sign-out is dead after it; a sign-in or sign-out POST without its form's CSRF token is
+/// refused (403) and changes nothing; failed sign-ins are rate limited per public key and
+/// per client address (429, even for the right pair), while other keys still sign in.
+#[test]
+fn hostile_sign_out_csrf_and_sign_in_rate_limit() {
+    let hub = start(None);
+    let form = sign_in_form(&hub);
+    let cookie_of =
+        |response: &reqwest::blocking::Response| response.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_string();
+    let get = |value: &str| http().get(format!("{}/ui/", hub.api)).header("cookie", value).send().unwrap();
+    let logout = |value: &str, csrf: &str| {
+        http()
+            .post(format!("{}/ui/logout", hub.api))
+            .header("cookie", value)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!("csrf={csrf}"))
+            .send()
+            .unwrap()
+    };
+
+    // CSRF on sign-in: no token, a wrong one, another form's token without its cookie.
+    for (cookie, csrf) in
+        [(form.0.as_str(), ""), (form.0.as_str(), "00"), ("gateway_hub_csrf=0123456789abcdef0123456789abcdef", form.1.as_str())]
+    {
+        let refused = post_login(&hub, &(cookie.to_string(), form.1.clone()), Some(csrf), &hub.one.0, &hub.one.1, "%2Fui%2F");
+        assert_eq!(refused.status().as_u16(), 403, "{cookie} {csrf}");
+        assert!(refused.headers().get_all("set-cookie").iter().all(|c| !c.to_str().unwrap().starts_with("gateway_hub_session")));
+        assert!(refused.text().unwrap().contains("sign in again"));
+    }
+
+    // Signed in; the cookie is copied (stolen); a forged sign-out (no token) is refused.
+    let signed = post_login(&hub, &form, None, &hub.one.0, &hub.one.1, "%2Fui%2F");
+    assert_eq!(signed.status().as_u16(), 303);
+    let value = cookie_of(&signed);
+    let page = get(&value);
+    assert_eq!(page.status().as_u16(), 200);
+    let token = hidden(&page.text().unwrap(), "csrf");
+    let forged = logout(&value, "");
+    assert_eq!(forged.status().as_u16(), 403);
+    assert!(forged.text().unwrap().contains("not sent by this hub"));
+    assert_eq!(get(&value).status().as_u16(), 200, "a refused sign-out leaves the sign-in");
+    // The real sign-out: the copied cookie no longer signs anyone in.
+    assert_eq!(logout(&value, &token).status().as_u16(), 303);
+    let after = get(&value);
+    assert_eq!((after.status().as_u16(), after.headers()["location"].to_str().unwrap()), (303, "/ui/login?next=%2Fui%2F"));
+
+    // Rate limit per public key: five failures, then even the right secret is a 429.
+    for _ in 0..5 {
+        assert_eq!(post_login(&hub, &form, None, &hub.one.0, "sk-lf-guess", "%2Fui%2F").status().as_u16(), 401);
+    }
+    let limited = post_login(&hub, &form, None, &hub.one.0, &hub.one.1, "%2Fui%2F");
+    assert_eq!(limited.status().as_u16(), 429);
+    assert!(limited.text().unwrap().contains("Too many failed sign-ins"));
+    // The address has its five failures too: another key from it waits as well.
+    assert_eq!(post_login(&hub, &form, None, &hub.two.0, &hub.two.1, "%2Fui%2F").status().as_u16(), 429);
+    // The API (Basic) is not the web form: it still answers the key.
     assert_eq!(api(&hub, &hub.one, "GET", "/api/public/environments", None).0, 200);
 }
 

@@ -217,6 +217,37 @@ impl Sandbox {
     }
 }
 
+/// Let a confined uid read the tree at `path`: directories gain r-x and files r (and x
+/// where their owner has it) for group and others. A hub creates its files owner-only
+/// (umask 077) and keeps them so: what a confined tree reads (a version's extracted
+/// bundle, a tools adapter, a grader's script) is shared this way, while the 0700
+/// directories above it keep every other local user out, and the sandbox's view shows
+/// the tree without them. Symbolic links are left alone (never followed).
+pub fn share_read_only(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::symlink_metadata(path)?;
+    if meta.file_type().is_symlink() {
+        return Ok(());
+    }
+    let mode = meta.permissions().mode();
+    let wanted = if meta.is_dir() {
+        mode | 0o055
+    } else if mode & 0o100 != 0 {
+        mode | 0o055
+    } else {
+        mode | 0o044
+    };
+    if wanted != mode {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(wanted))?;
+    }
+    if meta.is_dir() {
+        for entry in std::fs::read_dir(path)? {
+            share_read_only(&entry?.path())?;
+        }
+    }
+    Ok(())
+}
+
 /// Whether this process is root (then each confined tree gets a uid of its own).
 fn is_root() -> bool {
     static ROOT: OnceLock<bool> = OnceLock::new();

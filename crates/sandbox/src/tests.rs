@@ -165,6 +165,30 @@ fn a_missing_view_path_is_named() {
 }
 
 #[test]
+fn an_owner_only_tree_is_shared_read_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(sandbox) = sandbox() else { return };
+    // What a hub running with umask 077 extracts: 0700 directories, 0600 files.
+    let data = tempfile::tempdir().unwrap();
+    let world = data.path().join("bundle/api");
+    std::fs::create_dir_all(&world).unwrap();
+    std::fs::write(world.join("handlers.py"), "x = 2").unwrap();
+    for (path, mode) in [(data.path().join("bundle"), 0o700), (world.clone(), 0o700), (world.join("handlers.py"), 0o600)] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let source = format!("print(open({:?}).read())", world.join("handlers.py").display().to_string());
+    let bundle = data.path().join("bundle");
+    if is_root() {
+        let output = run(&sandbox, &source, &View::new().read_only(&bundle));
+        assert!(!output.status.success(), "an owner-only file must not be readable by the confined uid before sharing");
+    }
+    share_read_only(&bundle).unwrap();
+    assert_eq!(std::fs::metadata(world.join("handlers.py")).unwrap().permissions().mode() & 0o777, 0o644);
+    assert_eq!(std::fs::metadata(data.path()).unwrap().permissions().mode() & 0o777, 0o700, "above the tree: untouched");
+    assert_eq!(stdout(&run(&sandbox, &source, &View::new().read_only(&bundle))), "x = 2");
+}
+
+#[test]
 fn a_world_below_private_directories_is_readable() {
     let Some(sandbox) = sandbox() else { return };
     // A hub keeps its data directory 0700; the world tree inside it stays readable to

@@ -202,6 +202,20 @@ impl std::fmt::Debug for WorldApp {
     }
 }
 
+/// The refusal of an admin route on a host session's data plane.
+pub fn control_plane_only() -> Value {
+    object([
+        ("error", Value::str("forbidden")),
+        (
+            "detail",
+            Value::str(
+                "a session's admin routes (/__world/*) are not served to its token: use the hub's session API \
+                 (gateway worlds session state|reset|seed)",
+            ),
+        ),
+    ])
+}
+
 fn error_body(message: &str) -> Value {
     object([("error", Value::str(message))])
 }
@@ -252,6 +266,10 @@ pub enum AdminAccess {
     Key(String),
     /// Nobody: served beyond loopback without a key.
     Closed,
+    /// Nobody on the data plane: a host's session, whose admin operations are its
+    /// control plane's (`/__host/sessions/<sid>/state|reset|seed`), reached through the
+    /// hub's project-authenticated session API — never with the agent's session token.
+    ControlPlane,
 }
 
 impl AdminAccess {
@@ -269,6 +287,7 @@ impl AdminAccess {
                 403,
                 error_body("admin routes are closed on a server bound beyond loopback; restart it with --admin-key"),
             )),
+            AdminAccess::ControlPlane => Some(Response::json(403, control_plane_only())),
         }
     }
 }

@@ -12,7 +12,7 @@
 //! rlimits, a PID namespace); every call has a deadline ([`WorkerOptions::deadline`]),
 //! past which the worker is killed with everything it started and restarted on the
 //! next call. Its stderr (handlers' prints, tracebacks) reaches the server's log a
-//! line at a time, marked and escaped ([`worker_log_line`]).
+//! line at a time, marked and escaped ([`crate::worker_log::log_line`]).
 //!
 //! The two sides talk in JSON lines over the child's stdin/stdout:
 //!
@@ -278,26 +278,10 @@ fn forward_stderr(stderr: ChildStderr, world: String) {
             let mut buf = Vec::new();
             match (&mut reader).take(16 * 1024).read_until(b'\n', &mut buf) {
                 Ok(0) | Err(_) => return,
-                Ok(_) => eprintln!("{}", worker_log_line(&world, &buf)),
+                Ok(_) => eprintln!("{}", crate::worker_log::log_line(&world, &buf)),
             }
         }
     });
-}
-
-/// One line of a worker's output as the server logs it: `[world <name>] ` then the
-/// text with control characters (newlines, escapes, carriage returns) escaped.
-pub fn worker_log_line(world: &str, line: &[u8]) -> String {
-    let text = String::from_utf8_lossy(line);
-    let text = text.strip_suffix('\n').unwrap_or(&text);
-    let mut out = format!("[world {}] ", world.escape_debug());
-    for c in text.chars() {
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// A world's handlers module, loaded in one `python3` child process.

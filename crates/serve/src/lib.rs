@@ -15,3 +15,4 @@ pub mod router;
 pub mod server;
 pub mod settings;
 pub mod state;
+pub mod worker_log;

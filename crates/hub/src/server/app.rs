@@ -33,16 +33,38 @@ pub async fn serve_on(hub: Hub, listener: tokio::net::TcpListener) -> Result<(),
 /// Serve on a bound listener until `shutdown` completes (requests in flight are
 /// answered first); the embedded World Host's expired leases are swept meanwhile.
 pub async fn serve_until(
-    hub: Hub,
+    mut hub: Hub,
     listener: tokio::net::TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), HubError> {
+    if hub.bound_url.is_none() {
+        hub.bound_url = listener.local_addr().ok().map(bound_url);
+    }
+    // Sessions of an embedded host that is gone (a restart) are marked LOST, not left READY.
+    match super::session_guard::sweep_lost(&hub).await {
+        Ok(0) => {}
+        Ok(lost) => eprintln!("gateway hub: {lost} world sessions of a previous run are marked LOST"),
+        Err(error) => eprintln!("gateway hub: could not check the sessions of a previous run: {error}"),
+    }
     let sweeper = hub.worlds.as_ref().and_then(|w| w.embedded.clone()).map(|host| tokio::spawn(gateway_host::server::sweep(host)));
-    let served = axum::serve(listener, router(hub)).with_graceful_shutdown(shutdown).await;
+    // The peer's address reaches the handlers (the sign-in rate limit counts by it).
+    let app = router(hub).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
     if let Some(sweeper) = sweeper {
         sweeper.abort();
     }
     served.map_err(|e| HubError::Storage(e.to_string()))
+}
+
+/// `http://<addr>`, an unspecified address (0.0.0.0, ::) as loopback: what this machine
+/// reaches the hub at.
+fn bound_url(addr: std::net::SocketAddr) -> String {
+    let ip = match addr.ip() {
+        std::net::IpAddr::V4(ip) if ip.is_unspecified() => std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+        std::net::IpAddr::V6(ip) if ip.is_unspecified() => std::net::IpAddr::V6(std::net::Ipv6Addr::LOCALHOST),
+        ip => ip,
+    };
+    format!("http://{}", std::net::SocketAddr::new(ip, addr.port()))
 }
 
 pub(super) async fn answer(State(hub): State<Arc<Hub>>, request: Request) -> Response {

@@ -24,7 +24,7 @@ impl std::fmt::Debug for Keys {
 impl Keys {
     /// Load the keys from `dir`, creating them (mode 0600) on first use.
     pub fn load_or_create(dir: &Path) -> Result<Keys, HubError> {
-        std::fs::create_dir_all(dir).map_err(|e| HubError::io(dir, e))?;
+        crate::util::private_dir(dir)?;
         let read = |name: &str| -> Result<Vec<u8>, HubError> {
             let path = dir.join(name);
             match std::fs::read(&path) {
@@ -41,7 +41,7 @@ impl Keys {
         Ok(Keys { signing: read("signing.key")?, secrets: read("secrets.key")? })
     }
 
-    pub(super) fn sign(&self, text: &str) -> String {
+    pub(crate) fn sign(&self, text: &str) -> String {
         let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.signing).expect("any key length");
         mac.update(text.as_bytes());
         hex::encode(mac.finalize().into_bytes())

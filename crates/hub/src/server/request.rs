@@ -81,6 +81,18 @@ pub(super) fn str_or_null(value: &Option<String>) -> Value {
     value.as_ref().map(|s| Value::Str(s.clone())).unwrap_or(Value::Null)
 }
 
+/// The base URL of what the hub hands World Hosts and fetches itself (bundle URLs):
+/// `--public-url`, else the address it is bound to — never a request's `Host` header,
+/// which any caller writes.
+pub(super) fn host_base_url(hub: &Hub) -> String {
+    match (&hub.public_url, &hub.bound_url) {
+        (Some(url), _) | (None, Some(url)) => url.trim_end_matches('/').to_string(),
+        (None, None) => "http://127.0.0.1".into(),
+    }
+}
+
+/// The base URL of a request's answers (presigned URLs a client uses): `--public-url`,
+/// else the request's `Host`.
 pub(super) fn base_url(hub: &Hub, headers: &HeaderMap) -> String {
     if let Some(url) = &hub.public_url {
         return url.trim_end_matches('/').to_string();

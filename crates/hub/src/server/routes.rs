@@ -118,7 +118,7 @@ async fn world_route(request: &JsonRequest<'_>, p: &str) -> Answer {
         ("POST", ["world-sessions"]) => sessions::open_session(hub, p, &request.json()?, base_url).await,
         ("GET", ["world-sessions", sid]) => sessions::session_status(hub, p, &id(sid)).await,
         ("DELETE", ["world-sessions", sid]) => sessions::close_session(hub, p, &id(sid)).await,
-        ("POST", ["world-sessions", sid, "calls"]) => sessions::create_call(hub, p, &id(sid), &request.json()?, base_url).await,
+        ("POST", ["world-sessions", sid, "calls"]) => sessions::create_call(hub, p, &id(sid), &request.json()?).await,
         ("GET", ["world-sessions", sid, "calls"]) => sessions::list_calls(hub, p, &id(sid), query).await,
         ("GET", ["world-sessions", sid, "calls", call]) => sessions::get_call(hub, p, &id(sid), &id(call)).await,
         ("POST", ["world-sessions", sid, "task"]) => sessions::save_task(hub, p, &id(sid), &request.json()?).await,
@@ -130,7 +130,7 @@ async fn world_route(request: &JsonRequest<'_>, p: &str) -> Answer {
         ("GET", ["world-tasks", tid]) => tasks::show_task(hub, p, &id(tid), query.get("version").cloned()).await,
         ("PATCH", ["world-tasks", tid]) => tasks::update_task(hub, p, &id(tid), &request.json()?).await,
         ("DELETE", ["world-tasks", tid]) => tasks::delete_task(hub, p, &id(tid)).await,
-        ("POST", ["world-tasks", tid, "validate"]) => tasks::validate_task(hub, p, &id(tid), &request.json()?, base_url).await,
+        ("POST", ["world-tasks", tid, "validate"]) => tasks::validate_task(hub, p, &id(tid), &request.json()?).await,
         _ => Err(request.no_route()),
     }
 }

@@ -5,8 +5,10 @@
 //! runs); its calls are answered synchronously through the host's control plane
 //! and logged as documents of their own, so the first poll of a call finds it done.
 
+use super::session_guard::{check, mark_lost, release, reserve};
 use super::tasks::{document_text, load_task, parse_spec, spec_hash, task_version};
 use super::*;
+use crate::host_credentials::HOSTS_PROJECT;
 use crate::worlds::{HostLink, Worlds, HOST_STALE_SECONDS};
 use gateway_host::tools::{bundled_instruction, route_args, tools};
 use gateway_host::version::Version as HostVersion;
@@ -14,8 +16,6 @@ use gateway_world::task::TaskSpec;
 
 /// The document kind of sessions.
 pub(super) const SESSION: &str = "session";
-/// The project under which hub-wide records live (hosts, session owners).
-const HOSTS_PROJECT: &str = "_hosts";
 
 pub(super) fn calls_kind(session_id: &str) -> String {
     format!("calls:{session_id}")
@@ -26,13 +26,14 @@ fn worlds(hub: &Hub) -> Result<&Arc<Worlds>, HubError> {
 }
 
 /// A version of the hub opened as the embedded host opens it (fetched once and
-/// cached): its contract and connector, for checks and tools.
-pub(super) async fn world_version(hub: &Hub, version: &Version, base_url: &str) -> Result<Arc<HostVersion>, HubError> {
+/// cached): its contract and connector, for checks and tools. The bundle is fetched
+/// from the hub's own address ([`host_base_url`]), whatever the request's `Host` said.
+pub(super) async fn world_version(hub: &Hub, version: &Version) -> Result<Arc<HostVersion>, HubError> {
     let worlds = worlds(hub)?.clone();
     if !version.uploaded {
         return Err(HubError::BadRequest(format!("version {} has no bundle stored", version.id)));
     }
-    let url = presign(hub, base_url, "GET", &version.object_key, &[]);
+    let url = presign(hub, &host_base_url(hub), "GET", &version.object_key, &[]);
     let id = version.id.clone();
     tokio::task::spawn_blocking(move || worlds.version(&id, &url))
         .await
@@ -64,34 +65,80 @@ fn text_of(map: &Map, key: &str) -> String {
     map.get(key).and_then(Value::as_str).unwrap_or_default().to_string()
 }
 
-/// The registered remote hosts that may take a session, least loaded first.
-async fn remote_hosts(hub: &Hub) -> Result<Vec<String>, HubError> {
+/// The registered remote hosts that may take a session, least loaded first: heard from
+/// lately, not draining, with room, and holding a credential that is not revoked.
+async fn remote_hosts(hub: &Hub) -> Result<Vec<HostLink>, HubError> {
     let now = now_secs() as f64;
-    let mut hosts: Vec<(f64, String)> = Vec::new();
+    let mut hosts: Vec<(f64, HostLink)> = Vec::new();
     for (_, text) in hub.meta.documents(HOSTS_PROJECT, "host", 0, 1000).await? {
         let Some(stats) = json::parse_clean(&text) else { continue };
         let seen = stats.get("_seenAt").and_then(Value::as_f64).unwrap_or(0.0);
         let url = stats.get("hostUrl").and_then(Value::as_str).unwrap_or_default().to_string();
+        let name = stats.get("_credential").and_then(Value::as_str).unwrap_or_default().to_string();
         let sessions = stats.get("sessions").and_then(Value::as_f64).unwrap_or(0.0);
         let capacity = stats.get("capacity").and_then(Value::as_f64).unwrap_or(0.0);
         let draining = matches!(stats.get("draining"), Some(Value::Bool(true)));
-        if !url.is_empty() && now - seen <= HOST_STALE_SECONDS && !draining && sessions < capacity {
-            hosts.push((sessions / capacity.max(1.0), url));
+        if url.is_empty() || name.is_empty() || now - seen > HOST_STALE_SECONDS || draining || sessions >= capacity {
+            continue;
+        }
+        if let Some(secret) = crate::host_credentials::credential(hub.meta.as_ref(), &hub.keys, &name).await? {
+            hosts.push((sessions / capacity.max(1.0), HostLink::Remote { url, name, secret }));
         }
     }
     hosts.sort_by(|a, b| a.0.total_cmp(&b.0));
-    Ok(hosts.into_iter().map(|(_, url)| url).collect())
+    Ok(hosts.into_iter().map(|(_, link)| link).collect())
+}
+
+/// Where a stored session runs: its embedded host, or its remote host under that host's
+/// credential. A host whose credential was revoked is called no more: the session is lost.
+async fn link_of(hub: &Hub, project: &str, session: &mut Map) -> Result<HostLink, HubError> {
+    let url = text_of(session, "_host");
+    if url == "embedded" {
+        return Ok(HostLink::Embedded);
+    }
+    let name = text_of(session, "_hostName");
+    match crate::host_credentials::credential(hub.meta.as_ref(), &hub.keys, &name).await? {
+        Some(secret) => Ok(HostLink::Remote { url, name, secret }),
+        None => {
+            let why = format!("its World Host '{name}' is no longer registered (its credential was revoked)");
+            mark_lost(hub, project, session, &why).await?;
+            Err(HubError::Conflict(format!("world session {} is LOST: {why}", text_of(session, "sessionId"))))
+        }
+    }
 }
 
 pub(super) async fn open_session(hub: &Hub, project: &str, body: &Map, base_url: &str) -> Answer {
-    let worlds = worlds(hub)?.clone();
     let (container, version) = session_version(hub, project, body).await?;
     let surfaces = asked_surfaces(body)?;
-    let opened = world_version(hub, &version, base_url).await?;
+    let opened = world_version(hub, &version).await?;
     let task = session_task(hub, project, body).await?;
     let session_id = new_id("ws");
+    reserve(hub, project, &session_id).await?;
+    let parts = OpenParts { container, version, surfaces, opened, task, session_id: &session_id };
+    let answered = open_placed(hub, project, base_url, parts).await;
+    if answered.is_err() {
+        release(hub, project, &session_id).await?;
+    }
+    answered
+}
+
+/// What an open decided before it placed the session.
+struct OpenParts<'a> {
+    container: Container,
+    version: Version,
+    surfaces: Vec<String>,
+    opened: Arc<HostVersion>,
+    task: SessionTask,
+    session_id: &'a str,
+}
+
+async fn open_placed(hub: &Hub, project: &str, base_url: &str, parts: OpenParts<'_>) -> Answer {
+    let OpenParts { container, version, surfaces, opened, task, session_id } = parts;
+    let worlds = worlds(hub)?.clone();
+    let session_id = session_id.to_string();
     let token = hex::encode(crate::util::random_bytes(24));
-    let bundle_url = presign(hub, base_url, "GET", &version.object_key, &[]);
+    // Hosts fetch the bundle from the hub's own address, never from the request's Host.
+    let bundle_url = presign(hub, &host_base_url(hub), "GET", &version.object_key, &[]);
     let mut request = object([
         ("sessionId", Value::str(&session_id)),
         ("versionId", Value::str(&version.id)),
@@ -104,7 +151,7 @@ pub(super) async fn open_session(hub: &Hub, project: &str, body: &Map, base_url:
     let link = place_session(hub, &worlds, request).await?;
     let data_base = match &link {
         HostLink::Embedded => base_url.to_string(),
-        HostLink::Remote(url) => url.clone(),
+        HostLink::Remote { url, .. } => url.clone(),
     };
     let access = SessionAccess { session_id: &session_id, api_url: format!("{data_base}/s/{session_id}"), token: &token };
     let surface_map = surface_answers(&worlds, &link, &opened, &surfaces, &access).await?;
@@ -127,11 +174,19 @@ pub(super) async fn open_session(hub: &Hub, project: &str, body: &Map, base_url:
     session.insert("surfaces".into(), Value::Object(surface_map));
     session.insert("createdAt".into(), Value::Str(now_iso()));
     session.insert("_host".into(), Value::Str(link.name()));
+    match &link {
+        HostLink::Embedded => {
+            session.insert("_hostMachine".into(), Value::str(&worlds.machine));
+            session.insert("_hostInstance".into(), Value::str(&worlds.instance))
+        }
+        HostLink::Remote { name, .. } => session.insert("_hostName".into(), Value::str(name)),
+    };
     if let ("taskSpec", spec) = &task.host {
         session.insert("_spec".into(), spec.clone());
     }
     store_session(hub, project, &session).await?;
-    hub.meta.put_document(HOSTS_PROJECT, "owner", &session_id, &json::canonical(&object([("hostUrl", Value::Str(link.name()))]))).await?;
+    let owner = object([("hostUrl", Value::Str(link.name())), ("project", Value::str(project)), ("sessionId", Value::str(&session_id))]);
+    hub.meta.put_document(HOSTS_PROJECT, "owner", &session_id, &json::canonical(&owner)).await?;
     ok(public(&session))
 }
 
@@ -244,12 +299,13 @@ async fn place_session(hub: &Hub, worlds: &Worlds, request: Value) -> Result<Hos
     if worlds.embedded.is_some() {
         candidates.push(HostLink::Embedded);
     }
-    candidates.extend(remote_hosts(hub).await?.into_iter().map(HostLink::Remote));
+    candidates.extend(remote_hosts(hub).await?);
     let mut refusal = None;
     for link in candidates {
         match worlds.control(&link, "POST", "/__host/sessions", request.clone()).await? {
             Ok(_descriptor) => return Ok(link),
-            Err(refused) if refused.status == 503 || refused.status == 502 => refusal = Some(refused),
+            // Full, draining, unreachable, or not holding the credential it registered with.
+            Err(refused) if matches!(refused.status, 503 | 502 | 401 | 403) => refusal = Some(refused),
             Err(refused) => return Err(HubError::BadRequest(refused.message())),
         }
     }
@@ -297,16 +353,20 @@ async fn surface_answers(
 }
 
 pub(super) async fn session_status(hub: &Hub, project: &str, id: &str) -> Answer {
-    ok(public(&load_session(hub, project, id).await?))
+    let mut session = load_session(hub, project, id).await?;
+    check(hub, project, &mut session).await?;
+    ok(public(&session))
 }
 
-pub(super) async fn create_call(hub: &Hub, project: &str, id: &str, body: &Map, base_url: &str) -> Answer {
-    let session = load_session(hub, project, id).await?;
+pub(super) async fn create_call(hub: &Hub, project: &str, id: &str, body: &Map) -> Answer {
+    let mut session = load_session(hub, project, id).await?;
+    check(hub, project, &mut session).await?;
     if text_of(&session, "state") != "READY" {
-        return Err(HubError::Conflict(format!("world session {id} is {}", text_of(&session, "state"))));
+        let why = session.get("error").and_then(Value::as_str).map(|e| format!(": {e}")).unwrap_or_default();
+        return Err(HubError::Conflict(format!("world session {id} is {}{why}", text_of(&session, "state"))));
     }
     let worlds = worlds(hub)?.clone();
-    let link = HostLink::from_name(&text_of(&session, "_host"));
+    let link = link_of(hub, project, &mut session).await?;
     let kind = opt_str(body, "kind")?.unwrap_or_default();
     let tool = body.get("tool").cloned().unwrap_or_default();
     let args = body.get("args").cloned().unwrap_or(Value::Object(Map::default()));
@@ -317,7 +377,7 @@ pub(super) async fn create_call(hub: &Hub, project: &str, id: &str, body: &Map, 
         "call" => {
             let Some(name) = tool.as_str() else { return Err(HubError::BadRequest("a call needs 'tool'".into())) };
             let (_, version) = own_version(hub, project, &text_of(&session, "versionId")).await?;
-            let opened = world_version(hub, &version, base_url).await?;
+            let opened = world_version(hub, &version).await?;
             let routed = route_args(&opened, name, &args);
             worlds.control(&link, "POST", &path("call"), object([("tool", Value::str(name)), ("args", routed)])).await?
         }
@@ -334,7 +394,9 @@ pub(super) async fn create_call(hub: &Hub, project: &str, id: &str, body: &Map, 
     let (mut result, mut error) = match answered {
         Ok(value) => (value, Value::Null),
         Err(refused) if refused.status == 404 => {
-            return Err(HubError::NotFound(format!("world session {id} is no longer held by its host: {}", refused.message())))
+            let why = format!("its World Host no longer holds it ({})", refused.message());
+            mark_lost(hub, project, &mut session, &why).await?;
+            return Err(HubError::Conflict(format!("world session {id} is LOST: {why}")));
         }
         Err(refused) => (Value::Null, Value::Str(refused.message())),
     };
@@ -429,15 +491,19 @@ pub(super) async fn list_calls(hub: &Hub, project: &str, id: &str, query: &BTree
 pub(super) async fn close_session(hub: &Hub, project: &str, id: &str) -> Answer {
     let mut session = load_session(hub, project, id).await?;
     if text_of(&session, "state") == "READY" {
-        let link = HostLink::from_name(&text_of(&session, "_host"));
-        // A host that lost the session has closed it already.
-        let _ = worlds(hub)?.control(&link, "DELETE", &format!("/__host/sessions/{id}"), Value::Object(Map::default())).await?;
+        // A host that lost the session has closed it already; a revoked one is not called.
+        if let Ok(link) = link_of(hub, project, &mut session).await {
+            let _ = worlds(hub)?.control(&link, "DELETE", &format!("/__host/sessions/{id}"), Value::Object(Map::default())).await?;
+        }
+    }
+    if text_of(&session, "state") == "READY" {
         session.insert("state".into(), Value::str("STOPPED"));
         session.insert("ready".into(), Value::Bool(false));
         session.insert("closedAt".into(), Value::Str(now_iso()));
         store_session(hub, project, &session).await?;
         hub.meta.delete_document(HOSTS_PROJECT, "owner", id).await?;
     }
+    release(hub, project, id).await?;
     ok(object([("sessionId", Value::str(id)), ("closed", Value::Bool(true)), ("state", session.get("state").cloned().unwrap_or_default())]))
 }
 
@@ -470,32 +536,39 @@ pub(super) async fn save_task(hub: &Hub, project: &str, id: &str, body: &Map) ->
     ok(summary)
 }
 
-fn host_secret_ok(hub: &Hub, headers: &HeaderMap) -> Result<(), HubError> {
-    let worlds = worlds(hub)?;
-    let presented = headers.get("x-host-secret").map(|v| v.as_bytes().to_vec()).unwrap_or_default();
-    if bool::from(presented.ct_eq(worlds.secret.as_bytes())) {
-        Ok(())
-    } else {
-        Err(HubError::Unauthorized("forbidden: a World Host callback needs the hub's X-Host-Secret".into()))
-    }
+/// The host whose own credential (`gateway hub hosts add`) is the request's
+/// `X-Host-Secret`; a revoked, unknown or shared secret is refused (401).
+async fn registered_host(hub: &Hub, headers: &HeaderMap) -> Result<String, HubError> {
+    worlds(hub)?;
+    let presented = headers.get("x-host-secret").and_then(|v| v.to_str().ok()).unwrap_or_default();
+    crate::host_credentials::verify(hub.meta.as_ref(), presented).await?.ok_or_else(|| {
+        HubError::Unauthorized(
+            "a World Host callback needs the host's own credential as X-Host-Secret (issued by `gateway hub hosts add NAME`); \
+             this one is unknown or revoked"
+                .into(),
+        )
+    })
 }
 
-/// `POST /api/public/world-hosts`: a host's heartbeat (its stats).
+/// `POST /api/public/world-hosts`: a host's heartbeat (its stats), recorded under the
+/// name its credential was issued to (one registration per credential).
 pub(super) async fn heartbeat(hub: &Hub, headers: &HeaderMap, body: &Map) -> Answer {
-    host_secret_ok(hub, headers)?;
+    let name = registered_host(hub, headers).await?;
     let url = opt_str(body, "hostUrl")?.filter(|u| u.starts_with("http://") || u.starts_with("https://"));
-    let Some(url) = url else { return Err(HubError::BadRequest("a heartbeat names its 'hostUrl' (http[s]://…)".into())) };
+    if url.is_none() {
+        return Err(HubError::BadRequest("a heartbeat names its 'hostUrl' (http[s]://…)".into()));
+    }
     let mut stats = body.clone();
     stats.insert("_seenAt".into(), Value::Float(now_secs() as f64));
-    hub.meta
-        .put_document(HOSTS_PROJECT, "host", &hex::encode(Sha256::digest(url.as_bytes())), &document_text(&Value::Object(stats)))
-        .await?;
+    stats.insert("_credential".into(), Value::str(&name));
+    hub.meta.put_document(HOSTS_PROJECT, "host", &name, &document_text(&Value::Object(stats))).await?;
     ok(object([("ok", Value::Bool(true))]))
 }
 
 /// `GET /api/public/world-sessions/{sid}/host`: which host owns a session.
 pub(super) async fn session_host(hub: &Hub, headers: &HeaderMap, id: &str) -> Answer {
-    host_secret_ok(hub, headers)?;
+    registered_host(hub, headers).await?;
     let text = hub.meta.document(HOSTS_PROJECT, "owner", id).await?.ok_or_else(|| HubError::NotFound(format!("no open session {id}")))?;
-    ok(json::parse_clean(&text).unwrap_or_default())
+    let owner = json::parse_clean(&text).unwrap_or_default();
+    ok(object([("hostUrl", owner.get("hostUrl").cloned().unwrap_or_default())]))
 }

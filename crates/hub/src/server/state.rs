@@ -23,7 +23,14 @@ pub struct Limits {
     /// Where remote connector captures may connect (`hub serve --capture-allow`); by
     /// default an empty allow-list: remote captures are refused.
     pub capture_egress: gateway_connector::egress::Egress,
+    /// Most sessions one project holds open at once (0: no quota): a project at its
+    /// quota is refused (429) while the others still open theirs.
+    pub max_sessions_per_project: usize,
 }
+
+/// The default per-project session quota: a quarter of a host's default capacity,
+/// so no one project can hold every session slot of a hub.
+pub const DEFAULT_SESSIONS_PER_PROJECT: usize = gateway_host::host::DEFAULT_MAX_SESSIONS / 4;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -34,6 +41,7 @@ impl Default for Limits {
             chunk_bytes: gateway_world::chunks::CHUNK_BYTES,
             workers: gateway_serve::handlers::WorkerOptions::default(),
             capture_egress: gateway_connector::egress::Egress::AllowList(gateway_connector::egress::AllowList::default()),
+            max_sessions_per_project: DEFAULT_SESSIONS_PER_PROJECT,
         }
     }
 }
@@ -47,8 +55,12 @@ pub struct Hub {
     pub objects: Arc<dyn ObjectStore>,
     /// Key material.
     pub keys: Keys,
-    /// The base URL put in presigned URLs; `None` = from the request's Host header.
+    /// The base URL put in presigned URLs; `None` = from the request's Host header
+    /// (for clients) or [`Hub::bound_url`] (for World Hosts).
     pub public_url: Option<String>,
+    /// `http://<the address the hub listens on>` (set when it starts serving): the base
+    /// of the bundle URLs hosts are given when there is no public URL.
+    pub bound_url: Option<String>,
     /// Limits.
     pub limits: Limits,
     /// Live sessions (an embedded World Host and registered ones); None: no sessions.

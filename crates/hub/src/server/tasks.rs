@@ -245,7 +245,7 @@ pub(super) async fn delete_task(hub: &Hub, project: &str, id: &str) -> Answer {
     ok(object([("id", Value::str(id)), ("deleted", Value::Bool(true))]))
 }
 
-pub(super) async fn validate_task(hub: &Hub, project: &str, id: &str, body: &Map, base_url: &str) -> Answer {
+pub(super) async fn validate_task(hub: &Hub, project: &str, id: &str, body: &Map) -> Answer {
     let task = load_task(hub, project, id).await?;
     let version = match body.get("version") {
         None | Some(Value::Null) => None,
@@ -279,7 +279,7 @@ pub(super) async fn validate_task(hub: &Hub, project: &str, id: &str, body: &Map
         return ok(Value::Object(out));
     };
     let (spec, _) = parse_spec(&spec_value)?;
-    let opened = super::sessions::world_version(hub, &world, base_url).await?;
+    let opened = super::sessions::world_version(hub, &world).await?;
     let entities: Vec<String> = opened.template.contract().entities.iter().map(|e| e.name.clone()).collect();
     let mut problems = Vec::new();
     if let Err(refused) = gateway_world::task::check_task_entities(&spec, entities.iter().map(String::as_str)) {
@@ -292,7 +292,7 @@ pub(super) async fn validate_task(hub: &Hub, project: &str, id: &str, body: &Map
     // reference solution at or above it), run on this hub's own host.
     let host = hub.worlds.as_ref().and_then(|w| w.embedded.clone());
     if let (true, Some(host)) = (problems.is_empty(), host) {
-        let url = presign(hub, base_url, "GET", &world.object_key, &[]);
+        let url = presign(hub, &host_base_url(hub), "GET", &world.object_key, &[]);
         let (id, spec) = (world.id.clone(), spec_value.clone());
         let tested = tokio::task::spawn_blocking(move || gateway_host::selftest::self_test(&host, &id, &url, &spec))
             .await

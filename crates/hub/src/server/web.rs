@@ -5,10 +5,9 @@
 //! each rollout's transcript.
 //!
 //! Access is the API's: a project key pair. A browser signs in once with a form
-//! (`/ui/login`) and gets a session cookie (`HttpOnly`, `SameSite=Strict`, 12 hours),
-//! signed with the hub's signing key over the public key, its project, the stored hash
-//! of its secret and the expiry — so the cookie needs no server-side state and stops
-//! working when it expires or the key's secret changes. `curl` sends HTTP Basic, as to
+//! (`/ui/login`) and gets a session cookie (`HttpOnly`, `SameSite=Strict`, 12 hours)
+//! backed by a sign-in record that sign-out deletes; both forms carry CSRF tokens and
+//! failed sign-ins are rate limited (`web/signin.rs`). `curl` sends HTTP Basic, as to
 //! the API. Another project's world, version, session or evaluation is a 404 page.
 //!
 //! It is not an API: nothing here is JSON, and nothing here writes except the sign-in
@@ -25,13 +24,12 @@ mod bundle;
 mod chart;
 mod evals;
 mod sessions;
+mod signin;
 mod worlds;
 
-/// The session cookie's name.
-const COOKIE: &str = "gateway_hub_session";
-/// How long a sign-in lasts.
-const SESSION_SECONDS: u64 = 12 * 3600;
-/// Largest sign-in form body.
+use signin::{login_response, sign_in, sign_out, viewer, Viewer, SIGN_OUT};
+
+/// Largest sign-in or sign-out form body.
 const MAX_FORM_BYTES: usize = 16 * 1024;
 
 /// The stylesheet of every page (a constant: the only raw text a page holds).
@@ -69,26 +67,44 @@ enum Page {
     Html(Markup),
     /// 303 to this local path (with an optional `Set-Cookie`).
     Redirect(String, Option<String>),
+    /// The sign-in form with this status, an error, and where to go after.
+    Login { status: u16, error: Option<String>, next: String },
+    /// 403: a form that did not come from this hub's page.
+    Forbidden(String),
 }
 
-/// Answer a request for `/` or `/ui/…`.
+/// Answer a request for `/` or `/ui/…`. The page is drawn knowing the viewer's sign-out
+/// token (for the sign-out form in its header).
 pub(super) async fn answer(hub: &Hub, parts: Parts, body: Body) -> Response {
     let path = parts.uri.path().to_string();
-    let query = parse_query(parts.uri.query().unwrap_or(""));
-    let method = parts.method.as_str();
     if path == "/" || path == "/ui" {
         return redirect("/ui/", None);
     }
+    let viewer = match (parts.method.as_str(), path.as_str()) {
+        ("GET", "/ui/login") | ("POST", _) => Ok(None),
+        _ => viewer(hub, &parts.headers).await,
+    };
+    let token = match &viewer {
+        Ok(Some(Viewer { sign_out: Some(token), .. })) => token.clone(),
+        _ => String::new(),
+    };
+    SIGN_OUT.scope(token, respond(hub, parts, body, viewer)).await
+}
+
+async fn respond(hub: &Hub, parts: Parts, body: Body, viewer: Result<Option<Viewer>, HubError>) -> Response {
+    let path = parts.uri.path().to_string();
+    let query = parse_query(parts.uri.query().unwrap_or(""));
+    let method = parts.method.as_str();
     let rest = path.strip_prefix("/ui/").unwrap_or_default();
     let result = match (method, rest) {
-        ("GET", "login") => Ok(Page::Html(login_page(None, &local_next(query.get("next").map(String::as_str))))),
-        ("POST", "login") => match to_bytes(body, MAX_FORM_BYTES).await {
-            Ok(bytes) => sign_in(hub, &parts.headers, &bytes).await,
-            Err(_) => Err(HubError::TooLarge("the sign-in form is too large".into())),
+        ("GET", "login") => Ok(Page::Login { status: 200, error: None, next: local_next(query.get("next").map(String::as_str)) }),
+        ("POST", "login" | "logout") => match to_bytes(body, MAX_FORM_BYTES).await {
+            Ok(bytes) if rest == "login" => sign_in(hub, &parts, &bytes).await,
+            Ok(bytes) => sign_out(hub, &parts.headers, &bytes).await,
+            Err(_) => Err(HubError::TooLarge("the form is too large".into())),
         },
-        ("POST", "logout") => Ok(Page::Redirect("/ui/login".into(), Some(cookie_header(hub, &parts.headers, "", 0)))),
-        ("GET", _) => match viewer(hub, &parts.headers).await {
-            Ok(Some(project)) => route(hub, &project, rest, &query).await,
+        ("GET", _) => match viewer {
+            Ok(Some(viewer)) => route(hub, &viewer.project, rest, &query).await,
             Ok(None) => {
                 let here = match parts.uri.query() {
                     Some(q) => format!("{path}?{q}"),
@@ -103,8 +119,10 @@ pub(super) async fn answer(hub: &Hub, parts: Parts, body: Body) -> Response {
     match result {
         Ok(Page::Html(markup)) => html_response(200, markup),
         Ok(Page::Redirect(to, cookie)) => redirect(&to, cookie),
+        Ok(Page::Login { status, error, next }) => login_response(hub, &parts.headers, status, error.as_deref(), &next),
+        Ok(Page::Forbidden(why)) => html_response(403, page("Refused", &[], html! { div.msg.error { (why) } })),
         Err(HubError::Unauthorized(why)) => {
-            let mut response = html_response(401, login_page(Some(&why), &local_next(Some(&path))));
+            let mut response = login_response(hub, &parts.headers, 401, Some(&why), &local_next(Some(&path)));
             if parts.headers.contains_key("authorization") {
                 response.headers_mut().insert("www-authenticate", HeaderValue::from_static("Basic realm=\"gateway-hub\""));
             }
@@ -140,60 +158,6 @@ async fn route(hub: &Hub, project: &str, rest: &str, query: &BTreeMap<String, St
 
 // ------------------------------------------------------------------ sign-in
 
-/// The project of whoever asks: HTTP Basic (checked as the API checks it), else a valid
-/// session cookie; `None` when they sent neither.
-async fn viewer(hub: &Hub, headers: &HeaderMap) -> Result<Option<String>, HubError> {
-    if headers.contains_key("authorization") {
-        return authenticate(hub, headers).await.map(Some);
-    }
-    let Some(cookie) = read_cookie(headers) else { return Ok(None) };
-    check_session(hub, &cookie, now_secs()).await
-}
-
-fn read_cookie(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get_all("cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE)
-        .map(|(_, value)| value.to_string())
-        .filter(|v| !v.is_empty())
-}
-
-/// What a session cookie signs: the key, its project, its secret's stored hash, the expiry.
-fn session_mac(hub: &Hub, public: &str, project: &str, secret_hash: &str, expires: u64) -> String {
-    hub.keys.sign(&format!("gateway-hub-web-session\n{public}\n{project}\n{secret_hash}\n{expires}"))
-}
-
-/// The cookie value `<public key>.<expiry>.<mac>` for a signed-in key.
-fn session_value(hub: &Hub, public: &str, project: &str, secret_hash: &str, expires: u64) -> String {
-    format!("{public}.{expires}.{}", session_mac(hub, public, project, secret_hash, expires))
-}
-
-/// The project of a session cookie that is well formed, unexpired and signed by this hub
-/// for a key that still exists with the same secret; None otherwise.
-async fn check_session(hub: &Hub, value: &str, now: u64) -> Result<Option<String>, HubError> {
-    let mut parts = value.rsplitn(3, '.');
-    let (Some(mac), Some(expires), Some(public)) = (parts.next(), parts.next(), parts.next()) else { return Ok(None) };
-    let Ok(expires) = expires.parse::<u64>() else { return Ok(None) };
-    if expires <= now || !public.starts_with("pk-") {
-        return Ok(None);
-    }
-    let Some((project, secret_hash)) = hub.meta.key_lookup(public).await? else { return Ok(None) };
-    let expected = session_mac(hub, public, &project, &secret_hash, expires);
-    Ok(bool::from(expected.as_bytes().ct_eq(mac.as_bytes())).then_some(project))
-}
-
-/// `Set-Cookie` for `value` lasting `max_age` seconds (0 clears it). `Secure` when the hub
-/// is reached over https (its public URL, or a proxy's `X-Forwarded-Proto`).
-fn cookie_header(hub: &Hub, headers: &HeaderMap, value: &str, max_age: u64) -> String {
-    let https = hub.public_url.as_deref().is_some_and(|u| u.starts_with("https://"))
-        || headers.get("x-forwarded-proto").and_then(|v| v.to_str().ok()) == Some("https");
-    format!("{COOKIE}={value}; Path=/; Max-Age={max_age}; HttpOnly; SameSite=Strict{}", if https { "; Secure" } else { "" })
-}
-
 /// A `next` that stays on this hub's pages (anything else: the worlds page).
 fn local_next(next: Option<&str>) -> String {
     match next {
@@ -202,23 +166,7 @@ fn local_next(next: Option<&str>) -> String {
     }
 }
 
-/// `POST /ui/login`: the form's key pair checked as the API checks Basic credentials.
-async fn sign_in(hub: &Hub, headers: &HeaderMap, body: &[u8]) -> Result<Page, HubError> {
-    let form = parse_query(std::str::from_utf8(body).unwrap_or_default());
-    let field = |name: &str| form.get(name).map(|v| v.trim().to_string()).unwrap_or_default();
-    let (public, secret) = (field("public_key"), field("secret_key"));
-    let basic = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{public}:{secret}")));
-    let mut check = HeaderMap::new();
-    check.insert("authorization", HeaderValue::from_str(&basic).map_err(|_| HubError::Unauthorized("invalid key pair".into()))?);
-    let denied = || HubError::Unauthorized("that key pair is not one of this hub's: check the public and the secret key".into());
-    let project = authenticate(hub, &check).await.map_err(|_| denied())?;
-    let (_, secret_hash) = hub.meta.key_lookup(&public).await?.ok_or_else(denied)?;
-    let expires = now_secs() + SESSION_SECONDS;
-    let value = session_value(hub, &public, &project, &secret_hash, expires);
-    Ok(Page::Redirect(local_next(form.get("next").map(String::as_str)), Some(cookie_header(hub, headers, &value, SESSION_SECONDS))))
-}
-
-fn login_page(error: Option<&str>, next: &str) -> Markup {
+fn login_page(error: Option<&str>, next: &str, csrf: &str) -> Markup {
     shell(
         "Sign in",
         false,
@@ -232,6 +180,7 @@ fn login_page(error: Option<&str>, next: &str) -> Markup {
                 label for="secret_key" { "Secret key" }
                 input #secret_key name="secret_key" type="password" autocomplete="current-password" placeholder="sk-lf-…" required;
                 input type="hidden" name="next" value=(next);
+                input type="hidden" name="csrf" value=(csrf);
                 button type="submit" { "Sign in" }
             }
         },
@@ -240,8 +189,10 @@ fn login_page(error: Option<&str>, next: &str) -> Markup {
 
 // ------------------------------------------------------------------ responses
 
-/// A whole page: the header (with navigation and sign-out when signed in) and `body`.
+/// A whole page: the header (with navigation when signed in, and the sign-out form
+/// with its CSRF token for a cookie sign-in) and `body`.
 fn shell(title: &str, signed_in: bool, body: Markup) -> Markup {
+    let sign_out = SIGN_OUT.try_with(Clone::clone).ok().filter(|t| !t.is_empty());
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -257,7 +208,12 @@ fn shell(title: &str, signed_in: bool, body: Markup) -> Markup {
                     @if signed_in {
                         a href="/ui/" { "Worlds" }
                         a href="/ui/sessions" { "Sessions" }
-                        form method="post" action="/ui/logout" { button type="submit" { "Sign out" } }
+                        @if let Some(token) = &sign_out {
+                            form method="post" action="/ui/logout" {
+                                input type="hidden" name="csrf" value=(token);
+                                button type="submit" { "Sign out" }
+                            }
+                        }
                     }
                 }
                 main { (body) }
@@ -320,7 +276,7 @@ fn error_page(error: &HubError) -> Response {
     let status = error.status();
     let (title, detail) = match status {
         404 => ("Not found", error.to_string()),
-        400 | 409 | 413 => ("Cannot show this", error.to_string()),
+        400 | 409 | 413 | 429 => ("Cannot show this", error.to_string()),
         _ => {
             eprintln!("gateway hub web: {error}");
             ("Something went wrong", "the hub could not build this page; its log has the reason".to_string())
@@ -440,46 +396,8 @@ mod tests {
         assert_eq!(number(0.5), "0.5");
         assert_eq!(number(1.0), "1");
         assert_eq!(number(-0.00001), "0");
-        let escaped = login_page(Some("<script>alert(1)</script>"), "/ui/\"><x").into_string();
+        let escaped = login_page(Some("<script>alert(1)</script>"), "/ui/\"><x", "t").into_string();
         assert!(!escaped.contains("<script>alert") && escaped.contains("&lt;script&gt;"));
         assert!(!escaped.contains("\"><x"));
-    }
-
-    #[test]
-    fn session_cookies() {
-        let dir = tempfile::tempdir().unwrap();
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        runtime.block_on(async {
-            let config = crate::HubConfig { data: dir.path().to_path_buf(), database: None, objects: None };
-            let hub = Hub {
-                meta: config.open_meta().await.unwrap(),
-                objects: config.open_objects().await.unwrap(),
-                keys: Keys::load_or_create(&config.keys_dir()).unwrap(),
-                public_url: None,
-                limits: Limits::default(),
-                worlds: None,
-                scratch: None,
-            };
-            let (project, public, secret) = crate::create_key(hub.meta.as_ref(), "p").await.unwrap();
-            let hash = hash_secret(&secret);
-            let now = 1_000_000;
-            let good = session_value(&hub, &public, &project, &hash, now + 60);
-            assert_eq!(check_session(&hub, &good, now).await.unwrap().as_deref(), Some(project.as_str()));
-            // Expired, tampered, another expiry, signed over another secret, unknown key, junk.
-            assert_eq!(check_session(&hub, &good, now + 60).await.unwrap(), None);
-            let other_expiry = good.replace(&format!(".{}.", now + 60), &format!(".{}.", now + 999_999));
-            assert_eq!(check_session(&hub, &other_expiry, now).await.unwrap(), None);
-            let mut tampered = good.clone();
-            tampered.pop();
-            tampered.push(if good.ends_with('0') { '1' } else { '0' });
-            assert_eq!(check_session(&hub, &tampered, now).await.unwrap(), None);
-            let stale = session_value(&hub, &public, &project, &hash_secret("old secret"), now + 60);
-            assert_eq!(check_session(&hub, &stale, now).await.unwrap(), None);
-            let unknown = session_value(&hub, "pk-lf-0000", &project, &hash, now + 60);
-            assert_eq!(check_session(&hub, &unknown, now).await.unwrap(), None);
-            for junk in ["", "x", "a.b.c", "pk-lf-1.notanumber.00"] {
-                assert_eq!(check_session(&hub, junk, now).await.unwrap(), None);
-            }
-        });
     }
 }

@@ -177,6 +177,7 @@ pub fn run_python_grader_with(
         // The sandbox's own private /tmp is its home; it sees the script's directory
         // read-only and nothing of the session's or the hub's files.
         let python = gateway_sandbox::interpreter(&options.python);
+        gateway_sandbox::share_read_only(&cwd).map_err(launch)?;
         let view = View::new().read_only(&cwd).cwd(&cwd).env("HOME", "/tmp");
         let args: Vec<std::ffi::OsString> = vec!["-c".into(), PRELUDE.into(), script.clone().into()];
         options.sandbox.command(&python.executable, &args, &view).map_err(|e| GraderError::Launch(e.to_string()))?
