@@ -79,7 +79,12 @@ impl Version {
         if workers.is_some_and(|w| w.sandbox.is_confined()) {
             // The world's code runs under a uid of its own: it must be able to read the
             // bundle (kept owner-only by the hub's umask; its 0700 parents keep others out).
-            gateway_sandbox::share_read_only(bundle).map_err(|e| refuse("host", format!("{}: {e}", bundle.display())))?;
+            // Its databases stay owner-only: sessions are copied from them.
+            let database = |p: &Path| {
+                p.file_name().is_some_and(|n| n == "db")
+                    || p.extension().is_some_and(|e| ["sqlite", "db", "sqlite-wal", "sqlite-shm"].iter().any(|x| e == *x))
+            };
+            gateway_sandbox::share_read_only_except(bundle, &database).map_err(|e| refuse("host", format!("{}: {e}", bundle.display())))?;
         }
         let tree = world_tree(bundle)?;
         // One contract build for the whole open: the check, a compile when the

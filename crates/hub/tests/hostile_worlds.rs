@@ -157,16 +157,13 @@ fn open(hub: &Hub, key: &(String, String), slug: &str, grader: Option<&str>) -> 
 }
 
 fn attack(session: &(String, String, String), name: &str, arg: &str) -> (u16, Value) {
+    attack_with(&reqwest::blocking::Client::builder().timeout(Duration::from_secs(120)).build().unwrap(), session, name, arg)
+}
+
+fn attack_with(client: &reqwest::blocking::Client, session: &(String, String, String), name: &str, arg: &str) -> (u16, Value) {
     let (_, url, token) = session;
-    let response = reqwest::blocking::Client::builder()
-        .timeout(Duration::from_secs(120))
-        .build()
-        .unwrap()
-        .get(format!("{url}/api/v2/tickets/stats"))
-        .query(&[("attack", name), ("arg", arg)])
-        .bearer_auth(token)
-        .send()
-        .unwrap();
+    let response =
+        client.get(format!("{url}/api/v2/tickets/stats")).query(&[("attack", name), ("arg", arg)]).bearer_auth(token).send().unwrap();
     let status = response.status().as_u16();
     let text = response.text().unwrap();
     (status, json::parse(&text).map(|p| p.value).unwrap_or(Value::Str(text)))
@@ -235,8 +232,8 @@ fn hostile_handlers_are_contained_and_other_projects_keep_working() {
     let (_, seen) = attack(&hostile, "allocate", "");
     assert_eq!(text(&seen, "refused"), "MemoryError", "{seen:?}");
 
-    // 3–4. A daemon, then a handler that loops while requests pile up on it: the looping
-    // calls answer 504 at the deadline, the worker dies with its daemon, and project two's
+    // 3–4. A daemon, then a handler that loops while 600 requests pile up on it: the
+    // looping calls answer 504 at the deadline, the worker dies with its daemon, and project two's
     // calls are answered all the while.
     let (_, seen) = attack(&hostile, "daemon", "");
     let uid = text(&seen, "uid");
@@ -249,16 +246,21 @@ fn hostile_handlers_are_contained_and_other_projects_keep_working() {
     assert!(uid.parse::<u32>().is_ok_and(|uid| uid >= gateway_sandbox::uid::BASE), "{seen:?}");
     assert!(processes_of(&uid) >= 2, "the worker and its daemon run under uid {uid}");
     let started = Instant::now();
-    let looping: Vec<_> = (0..24)
+    // The issue's ~600 requests piled on the looping handler, from one client.
+    let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(120)).build().unwrap();
+    let looping: Vec<_> = (0..600)
         .map(|_| {
-            let hostile = hostile.clone();
-            std::thread::spawn(move || {
-                let (status, _) = attack(&hostile, "loop", "");
-                (status, Instant::now())
-            })
+            let (hostile, client) = (hostile.clone(), client.clone());
+            std::thread::Builder::new()
+                .stack_size(256 * 1024)
+                .spawn(move || {
+                    let (status, _) = attack_with(&client, &hostile, "loop", "");
+                    (status, Instant::now())
+                })
+                .unwrap()
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(300));
+    std::thread::sleep(Duration::from_millis(500));
     let mut victim_done = Vec::new();
     for _ in 0..10 {
         let (status, seen) = attack(&victim, "", "");

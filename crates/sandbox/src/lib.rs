@@ -224,25 +224,27 @@ impl Sandbox {
 /// directories above it keep every other local user out, and the sandbox's view shows
 /// the tree without them. Symbolic links are left alone (never followed).
 pub fn share_read_only(path: &Path) -> std::io::Result<()> {
+    share_read_only_except(path, &|_| false)
+}
+
+/// [`share_read_only`], leaving out (unshared, not descended into) what `keep` names:
+/// a world's databases, which its code never reads (state reaches it through `ctx`) and
+/// which the server copies into sessions that must stay owner-only.
+pub fn share_read_only_except(path: &Path, keep: &dyn Fn(&Path) -> bool) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let meta = std::fs::symlink_metadata(path)?;
-    if meta.file_type().is_symlink() {
+    if meta.file_type().is_symlink() || keep(path) {
         return Ok(());
     }
     let mode = meta.permissions().mode();
-    let wanted = if meta.is_dir() {
-        mode | 0o055
-    } else if mode & 0o100 != 0 {
-        mode | 0o055
-    } else {
-        mode | 0o044
-    };
+    // Directories and executables: r-x for group and others; other files: r.
+    let wanted = if meta.is_dir() || mode & 0o100 != 0 { mode | 0o055 } else { mode | 0o044 };
     if wanted != mode {
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(wanted))?;
     }
     if meta.is_dir() {
         for entry in std::fs::read_dir(path)? {
-            share_read_only(&entry?.path())?;
+            share_read_only_except(&entry?.path(), keep)?;
         }
     }
     Ok(())

@@ -173,7 +173,12 @@ fn an_owner_only_tree_is_shared_read_only() {
     let world = data.path().join("bundle/api");
     std::fs::create_dir_all(&world).unwrap();
     std::fs::write(world.join("handlers.py"), "x = 2").unwrap();
-    for (path, mode) in [(data.path().join("bundle"), 0o700), (world.clone(), 0o700), (world.join("handlers.py"), 0o600)] {
+    for (path, mode) in [
+        (data.path().to_path_buf(), 0o700),
+        (data.path().join("bundle"), 0o700),
+        (world.clone(), 0o700),
+        (world.join("handlers.py"), 0o600),
+    ] {
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
     }
     let source = format!("print(open({:?}).read())", world.join("handlers.py").display().to_string());
