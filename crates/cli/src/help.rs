@@ -263,7 +263,14 @@ const DOCS: &[Doc] = &[
         exit: HUB,
     },
     // ---------------------------------------------------------------- worlds task
-    Doc { path: "worlds task create", examples: &["gateway worlds task create task.json --world acme -m 'v1'"], exit: HUB },
+    Doc {
+        path: "worlds task create",
+        examples: &[
+            "gateway worlds task create task.json --world acme -m 'v1'",
+            "gateway worlds task create examples/helpdesk/tasks/solve-101.json --world helpdesk   # a spec: instruction, grader (assertions | python | rubric), tools, metadata",
+        ],
+        exit: HUB,
+    },
     Doc {
         path: "worlds task update",
         examples: &[

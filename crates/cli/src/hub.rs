@@ -13,7 +13,10 @@ use std::process::ExitCode;
 
 #[derive(Debug, Subcommand)]
 pub enum HubCommand {
-    /// Serve the hub API (/api/public/benchmark-containers/*) and its object URLs.
+    /// Serve the hub: its API (/api/public/*), object URLs, the world sessions' data
+    /// planes (/s/<sid>/…) and its web pages at / (sign in there with a project's public
+    /// and secret key: `gateway hub keys create`). One log line per request on stderr
+    /// (GATEWAY_LOG=warn quiets them).
     Serve {
         /// Address to listen on.
         #[arg(long, default_value = "127.0.0.1:8090")]
@@ -201,6 +204,7 @@ pub fn run(command: HubCommand) -> ExitCode {
                     return Status::USAGE.into();
                 }
             };
+            crate::init_server_log();
             let database_flag = if database.is_some() { " --database <the same URL>" } else { "" };
             let config = HubConfig { data: data.clone(), database, objects };
             let limits = Limits {

@@ -140,6 +140,14 @@ pub(crate) async fn shutdown_signal() {
     }
 }
 
+/// The servers' log (`hub serve`, `host serve`, `worlds serve`): tracing's lines on
+/// stderr, one per request among them, at the level `GATEWAY_LOG` names (an env-filter:
+/// `info` by default, `warn` to quiet the request lines, `gateway::request=off`, …).
+pub(crate) fn init_server_log() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("GATEWAY_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false).try_init();
+}
+
 fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().collect();
     let cli = match parse(&args) {

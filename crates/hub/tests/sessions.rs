@@ -327,3 +327,41 @@ fn validate_runs_the_task_self_test() {
     let (_, validated) = call(&hub, &hub.one, "POST", &format!("/api/public/world-tasks/{}/validate", text(&created, "id")), Some("{}"));
     assert_eq!((text(&validated, "ok"), text(&validated, "selfTest.solution.reward")), ("true".into(), "1.0".into()), "{validated:?}");
 }
+
+#[test]
+fn a_task_by_name_is_the_worlds_own_file_first_then_its_scenario() {
+    let hub = start();
+    let work = tempfile::tempdir().unwrap();
+    push_helpdesk(&hub, work.path());
+
+    // examples/helpdesk/tasks/solve-101.json: a spec of the world's own.
+    let (status, opened) =
+        call(&hub, &hub.one, "POST", "/api/public/world-sessions", Some(r#"{"slug": "helpdesk@main", "task": "solve-101"}"#));
+    assert_eq!(status, 200, "{opened:?}");
+    assert_eq!((text(&opened, "task.source"), text(&opened, "task.path")), ("world".to_string(), "tasks/solve-101.json".to_string()));
+    assert_eq!(text(&opened, "instruction"), "Ticket 101 is fixed: solve it.");
+    let sid = text(&opened, "sessionId");
+    let before = do_call(&hub, &sid, r#"{"kind": "grade"}"#);
+    assert_eq!(text(&before, "result.reward"), "0.0", "{before:?}");
+    do_call(&hub, &sid, r#"{"kind": "call", "tool": "solve_ticket", "args": {"id": 101}}"#);
+    let after = do_call(&hub, &sid, r#"{"kind": "grade"}"#);
+    assert_eq!(text(&after, "result.reward"), "1.0", "the file's grader grades: {after:?}");
+
+    // A bundled scenario by name, as before.
+    let (status, opened) =
+        call(&hub, &hub.one, "POST", "/api/public/world-sessions", Some(r#"{"slug": "helpdesk@main", "task": "backlog"}"#));
+    assert_eq!((status, text(&opened, "task.source")), (200, "bundled".to_string()), "{opened:?}");
+
+    // Neither: a refusal naming what the world has.
+    let (status, refused) =
+        call(&hub, &hub.one, "POST", "/api/public/world-sessions", Some(r#"{"slug": "helpdesk@main", "task": "solve-999"}"#));
+    assert_eq!(status, 400, "{refused:?}");
+    assert_eq!(
+        text(&refused, "message"),
+        "this world has no task named 'solve-999': no tasks/solve-999.json and no scenarios/solve-999/ (its tasks: solve-101; its scenarios: backlog)"
+    );
+    // A name is a name, not a path.
+    let (status, _) =
+        call(&hub, &hub.one, "POST", "/api/public/world-sessions", Some(r#"{"slug": "helpdesk@main", "task": "../tasks/solve-101"}"#));
+    assert_eq!(status, 400);
+}

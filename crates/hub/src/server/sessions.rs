@@ -111,7 +111,7 @@ pub(super) async fn open_session(hub: &Hub, project: &str, body: &Map, base_url:
     let (container, version) = session_version(hub, project, body).await?;
     let surfaces = asked_surfaces(body)?;
     let opened = world_version(hub, &version).await?;
-    let task = session_task(hub, project, body).await?;
+    let task = session_task(hub, project, body, &opened).await?;
     let session_id = new_id("ws");
     reserve(hub, project, &session_id).await?;
     let parts = OpenParts { container, version, surfaces, opened, task, session_id: &session_id };
@@ -237,18 +237,13 @@ struct SessionTask {
     spec: Option<TaskSpec>,
 }
 
-/// The task: a bundled scenario by name, a stored task's spec, or an inline spec.
-async fn session_task(hub: &Hub, project: &str, body: &Map) -> Result<SessionTask, HubError> {
+/// The task: by name the world's own `tasks/NAME.json` first, else its bundled scenario;
+/// a stored task's spec; or an inline spec.
+async fn session_task(hub: &Hub, project: &str, body: &Map, opened: &HostVersion) -> Result<SessionTask, HubError> {
     Ok(match body.get("task") {
-        Some(Value::Str(name)) if !name.trim().is_empty() => SessionTask {
-            host: ("task", Value::str(name)),
-            info: object([
-                ("source", Value::str("bundled")),
-                ("name", Value::str(name)),
-                ("hash", Value::Null),
-                ("metadata", Value::Object(Map::default())),
-            ]),
-            spec: None,
+        Some(Value::Str(name)) if !name.trim().is_empty() => match world_task(opened, name)? {
+            Some(task) => task,
+            None => bundled_task(opened, name)?,
         },
         Some(Value::Object(reference)) if reference.contains_key("id") => {
             let id = reference.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
@@ -289,6 +284,70 @@ async fn session_task(hub: &Hub, project: &str, body: &Map) -> Result<SessionTas
                 "a session needs a task: a bundled task name, a stored task {id, version?} or a spec with an instruction".into(),
             ))
         }
+    })
+}
+
+/// The world's own task file `tasks/NAME.json`, as a spec the host is sent, when the
+/// world has one by that (plain) name.
+fn world_task(opened: &HostVersion, name: &str) -> Result<Option<SessionTask>, HubError> {
+    let plain = !name.starts_with('.') && name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+    let path = opened.tree.join("tasks").join(format!("{name}.json"));
+    if !plain || !path.is_file() {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(&path).map_err(|e| HubError::io(&path, e))?;
+    let value = gateway_world::json::parse(&text)
+        .map_err(|e| HubError::BadRequest(format!("tasks/{name}.json of this world is not JSON: {e:?}")))?
+        .value;
+    let (spec, normalised) = parse_spec(&value)?;
+    let metadata = spec.metadata.clone().map(Value::Object).unwrap_or(Value::Object(Map::default()));
+    Ok(Some(SessionTask {
+        host: ("taskSpec", normalised.clone()),
+        info: object([
+            ("source", Value::str("world")),
+            ("name", Value::str(name)),
+            ("hash", Value::Str(spec_hash(&normalised))),
+            ("metadata", metadata),
+            ("path", Value::Str(format!("tasks/{name}.json"))),
+        ]),
+        spec: Some(spec),
+    }))
+}
+
+/// A bundled scenario by name; refused, naming what the world does have, when there is none.
+fn bundled_task(opened: &HostVersion, name: &str) -> Result<SessionTask, HubError> {
+    if opened.scenario_dir(name).is_none() {
+        let listed = |dir: std::path::PathBuf, suffix: &str| -> Vec<String> {
+            let mut names: Vec<String> = std::fs::read_dir(dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|e| e.file_name().to_str().and_then(|n| n.strip_suffix(suffix)).map(str::to_string))
+                .collect();
+            names.sort();
+            names
+        };
+        let tasks = listed(opened.tree.join("tasks"), ".json");
+        let mut scenarios = listed(opened.bundle.join("scenarios"), "");
+        scenarios.extend(listed(opened.tree.join("scenarios"), ""));
+        scenarios.sort();
+        scenarios.dedup();
+        let have = |names: &[String]| if names.is_empty() { "none".to_string() } else { names.join(", ") };
+        return Err(HubError::BadRequest(format!(
+            "this world has no task named '{name}': no tasks/{name}.json and no scenarios/{name}/ (its tasks: {}; its scenarios: {})",
+            have(&tasks),
+            have(&scenarios)
+        )));
+    }
+    Ok(SessionTask {
+        host: ("task", Value::str(name)),
+        info: object([
+            ("source", Value::str("bundled")),
+            ("name", Value::str(name)),
+            ("hash", Value::Null),
+            ("metadata", Value::Object(Map::default())),
+        ]),
+        spec: None,
     })
 }
 

@@ -1,0 +1,58 @@
+//! `gateway hub serve` logs one line per request on stderr (tracing, target
+//! `gateway::request`): method, path, status, milliseconds — never the query (signed
+//! URLs carry their signatures there) nor any header; `GATEWAY_LOG=warn` quiets them.
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Command, Stdio};
+
+const GATEWAY: &str = env!("CARGO_BIN_EXE_gateway");
+
+/// Serve a hub with `log` as GATEWAY_LOG, make two requests, stop it: what it said.
+fn requests_logged(log: &str) -> String {
+    let data = tempfile::tempdir().unwrap();
+    let mut child = Command::new(GATEWAY)
+        .args(["hub", "serve", "--addr", "127.0.0.1:0", "--data"])
+        .arg(data.path())
+        .env("GATEWAY_LOG", log)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    let addr = loop {
+        let mut line = String::new();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "the hub did not start: {said}");
+        said.push_str(&line);
+        if let Some(addr) = line.trim().strip_prefix("gateway hub listening on http://") {
+            break addr.to_string();
+        }
+    };
+    let addr: std::net::SocketAddr = addr.parse().unwrap();
+    let (status, _, _) = gateway_test_support::http_exchange(addr, "GET", "/openapi.json", &[], "");
+    assert_eq!(status, 200);
+    let (status, _, _) = gateway_test_support::http_exchange(
+        addr,
+        "GET",
+        "/api/public/benchmark-containers?signature=s3cr3t",
+        &[("Authorization", "Basic cGs6c2stc2VjcmV0")],
+        "",
+    );
+    assert_eq!(status, 401);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    stderr.read_to_string(&mut said).unwrap();
+    said
+}
+
+#[test]
+fn the_hub_logs_one_line_per_request_and_nothing_secret() {
+    let said = requests_logged("info");
+    let lines: Vec<&str> = said.lines().filter(|l| l.contains("gateway::request")).collect();
+    assert_eq!(lines.len(), 2, "{said}");
+    assert!(lines[0].contains("GET /openapi.json 200 "), "{said}");
+    assert!(lines[1].contains("GET /api/public/benchmark-containers 401 "), "{said}");
+    assert!(!said.contains("s3cr3t") && !said.contains("cGs6c2stc2VjcmV0"), "a secret reached the log: {said}");
+    let quiet = requests_logged("warn");
+    assert!(!quiet.contains("gateway::request"), "{quiet}");
+}
