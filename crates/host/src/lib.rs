@@ -19,6 +19,7 @@ pub mod mcp;
 pub mod selftest;
 pub mod server;
 pub mod session;
+pub mod tool_schema;
 pub mod tools;
 pub mod version;
 pub mod world_tools;
