@@ -22,6 +22,7 @@ pub mod session;
 pub mod tool_schema;
 pub mod tools;
 pub mod version;
+pub mod wording;
 pub mod world_tools;
 
 pub use error::HostError;
