@@ -499,13 +499,17 @@ impl WorldHost {
         let spec = &session.version.spec;
         let Some(operation) = spec.operation(tool) else {
             let mut known = session.version.tool_names();
-            known.sort();
+            if let Some(allowed) = session.task.spec().and_then(|spec| spec.tools.as_ref()) {
+                known.retain(|name| allowed.iter().any(|a| a == name));
+            }
+            known.sort_unstable();
             let known = if known.is_empty() { "(none)".to_string() } else { known.join(", ") };
-            return Err(refuse("host", format!("unknown tool '{tool}'; this world serves: {known}")));
+            return Err(refuse("host", format!("unknown tool '{tool}': this session has no such tool; its tools are {known}")));
         };
         if let Some(spec) = session.task.spec() {
             gateway_world::task::check_tool_allowed(spec, tool)?;
         }
+        crate::tool_schema::check_args(&session.version, operation, args)?;
         let (latency, fault) = session.strike(tool);
         std::thread::sleep(latency);
         if let Some((status, body)) = fault {

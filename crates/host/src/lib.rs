@@ -19,8 +19,10 @@ pub mod mcp;
 pub mod selftest;
 pub mod server;
 pub mod session;
+pub mod tool_schema;
 pub mod tools;
 pub mod version;
+pub mod wording;
 pub mod world_tools;
 
 pub use error::HostError;

@@ -18,9 +18,11 @@
 //! world out.
 //!
 //! It is not a second implementation of tools: describing, routing and calling
-//! are `tools.rs`'s and `host.rs`'s; a refusal (unknown or disallowed tool,
-//! closed session) is a tool result with `isError: true` and the refusal's
-//! message, never a protocol error or a crash.
+//! are `tools.rs`'s and `host.rs`'s; a refusal (unknown or disallowed tool, an
+//! argument of the wrong type, closed session) is a tool result with `isError:
+//! true` and the refusal's message, never a protocol error or a crash; so is a
+//! world's answer with an HTTP error status: the vendor's body, then a sentence
+//! (`get_ticket answered HTTP 404: ticket 7 does not exist.`).
 
 use crate::error::HostError;
 use crate::host::WorldHost;
@@ -80,9 +82,12 @@ fn from_serde(value: &serde_json::Value) -> Value {
     gateway_world::json::parse(&value.to_string()).map(|p| p.value).unwrap_or_default()
 }
 
-/// A refusal as the agent reads it: `code: message`.
+/// A refusal as the agent reads it: `code: message` (the code an agent can
+/// match on, `tool_not_allowed`, `invalid_argument`, …), or the message alone
+/// where the code is the host's catch-all `host`.
 fn refusal_text(error: &HostError) -> String {
     match error {
+        HostError::Refused(refused) if refused.code == "host" => refused.message.clone(),
         HostError::Refused(refused) => format!("{}: {}", refused.code, refused.message),
         other => other.to_string(),
     }
@@ -93,13 +98,49 @@ fn refused(error: &HostError) -> CallToolResult {
 }
 
 /// A tool's answer: the JSON text (in the world's own member order), and the
-/// same value as structured content when it is an object.
-fn answered(value: &Value) -> CallToolResult {
-    let mut result = CallToolResult::success(vec![ContentBlock::text(dumps(value, JSON))]);
+/// same value as structured content when it is an object. An answer with an
+/// HTTP error status (`{status: 4xx/5xx, body}`) is an error result: the
+/// vendor's body as the text, then a sentence saying what failed (`missing`
+/// says what a 404 means for this call).
+fn answered(tool: &str, value: &Value, missing: Option<&str>) -> CallToolResult {
+    let status = value.get("status").and_then(Value::as_i64).filter(|s| *s >= 400);
+    let mut result = match status {
+        None => CallToolResult::success(vec![ContentBlock::text(dumps(value, JSON))]),
+        Some(status) => {
+            let body = value.get("body").unwrap_or(&Value::Null);
+            let mut said = match (status, missing) {
+                (404, Some(missing)) => format!("{tool} answered HTTP 404: {missing}."),
+                _ => format!("{tool} answered HTTP {status}; the world's answer says why."),
+            };
+            if matches!(value.get("fault"), Some(Value::Bool(true))) {
+                said.push_str(" This failure was injected; the same call may succeed if retried.");
+            }
+            CallToolResult::error(vec![ContentBlock::text(dumps(body, JSON)), ContentBlock::text(said)])
+        }
+    };
     if matches!(value, Value::Object(_)) {
         result.structured_content = Some(to_serde(value));
     }
     result
+}
+
+/// What a 404 from `tool` called with `routed` args means, in words: `ticket 7
+/// does not exist` (the operation's entity, singular, and its path arguments).
+fn missing_sentence(session: &Session, tool: &str, routed: &Value) -> Option<String> {
+    let operation = session.version.spec.operation(tool)?;
+    let entity = operation.entity.as_deref()?;
+    let Some(Value::Object(path)) = routed.get("path") else { return None };
+    let shown = |value: &Value| gateway_world::json::python_str(value);
+    let singular = crate::wording::singular(entity);
+    let keyed = session.version.template.contract().entity(entity).map(|e| e.primary_key.clone()).unwrap_or_default();
+    match path.iter().collect::<Vec<_>>().as_slice() {
+        [] => None,
+        [(name, value)] if keyed.iter().any(|k| k == *name) => Some(format!("{singular} {} does not exist", shown(value))),
+        many => {
+            let named: Vec<String> = many.iter().map(|(k, v)| format!("{k} {}", shown(v))).collect();
+            Some(format!("no {singular} with {} exists", named.join(" and ")))
+        }
+    }
 }
 
 impl WorldMcp {
@@ -144,18 +185,20 @@ impl WorldMcp {
     /// Call `tool` with the agent's `args` (flat, or `{path, query, body}`): the
     /// world's answer `{status, body}`, or the refusal as an error result.
     pub fn call(&self, tool: &str, args: &Value) -> CallToolResult {
+        let mut missing = None;
         let answer = match tool {
             "__grade" if self.options.controls => self.host.grade(&self.session_id),
             "__state" if self.options.controls => self.host.state(&self.session_id),
             "__reset" if self.options.controls => self.host.reset(&self.session_id),
             _ => self.host.using(&self.session_id, false).and_then(|session| {
                 let routed = crate::tools::route_args(&session.version, tool, args);
+                missing = missing_sentence(&session, tool, &routed);
                 drop(session);
                 self.host.call(&self.session_id, tool, &routed)
             }),
         };
         match answer {
-            Ok(value) => answered(&value),
+            Ok(value) => answered(tool, &value, missing.as_deref()),
             Err(error) => refused(&error),
         }
     }

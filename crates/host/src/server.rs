@@ -297,7 +297,10 @@ async fn data(shared: Arc<Shared>, request: Request) -> Response {
         return reply(403, &gateway_serve::app::control_plane_only());
     }
     let Some(admitted) = admits(&session, path, &headers) else {
-        return error(401, "invalid session token");
+        // RFC 6750 (and MCP's authorization): a 401 names the scheme it wants.
+        let mut denied = error(401, "invalid session token");
+        denied.headers_mut().insert("www-authenticate", HeaderValue::from_static("Bearer"));
+        return denied;
     };
     // MCP on the api surface: `/s/<sid>/mcp`, or `/__mcp` of `w-<sid>-api.<domain>`.
     let mcp_path = if target.starts_with("/s/") { "/mcp" } else { "/__mcp" };

@@ -18,48 +18,32 @@ use gateway_world::json::{object, Map, Value};
 /// tool's args are its input, as they are (no routing).
 pub fn tools(version: &Version, allowed: Option<&Vec<String>>) -> Value {
     let mut out = Vec::new();
+    let mut listed: Vec<&str> = Vec::new();
     for operation in &version.spec.operations {
-        if allowed.is_some_and(|a| !a.contains(&operation.name)) {
+        if allowed.is_some_and(|a| !a.contains(&operation.name)) || listed.contains(&operation.name.as_str()) {
             continue;
         }
+        listed.push(&operation.name);
         let placeholders = operation.placeholders();
         let query: Vec<&String> = operation.params.iter().filter(|p| !placeholders.contains(p)).collect();
-        let writes = operation.method != "GET";
         let mut signature: Vec<String> = placeholders.clone();
         signature.extend(query.iter().map(|p| format!("{p}=None")));
-        if writes {
+        if operation.method != "GET" {
             signature.push("body=None".into());
-        }
-        let string = || object([("type", Value::str("string"))]);
-        let mut properties = Map::default();
-        for name in &placeholders {
-            properties.insert(name.clone(), string());
-        }
-        for name in &query {
-            properties.insert((*name).clone(), string());
-        }
-        if writes {
-            properties.insert("body".into(), object([("type", Value::str("object"))]));
         }
         out.push(object([
             ("name", Value::str(&operation.name)),
             ("signature", Value::Str(format!("{}({})", operation.name, signature.join(", ")))),
             ("doc", Value::Str(format!("{} {}", operation.method, operation.path))),
-            (
-                "inputSchema",
-                object([
-                    ("type", Value::str("object")),
-                    ("properties", Value::Object(properties)),
-                    ("required", Value::Array(placeholders.into_iter().map(Value::Str).collect())),
-                ]),
-            ),
+            ("inputSchema", crate::tool_schema::input_schema(version, operation)),
         ]));
     }
     // The world's own tools (x-gateway.tools), where no operation has the name.
     for name in version.tools.iter().flat_map(|t| t.names()) {
-        if version.spec.operation(name).is_some() || allowed.is_some_and(|a| !a.contains(name)) {
+        if listed.contains(&name.as_str()) || allowed.is_some_and(|a| !a.contains(name)) {
             continue;
         }
+        listed.push(name);
         let schemas = version.tools.as_ref().and_then(|t| t.schema(name)).cloned().unwrap_or_default();
         let description = schemas.get("description").and_then(Value::as_str).unwrap_or("a tool of the world").to_string();
         let input = schemas.get("input_schema").filter(|s| s.as_object().is_some()).cloned();

@@ -124,10 +124,15 @@ impl Version {
         Ok(Version { id: id.to_string(), bundle: bundle.to_path_buf(), tree, spec, settings, template, worker, tools })
     }
 
-    /// Every tool a task may name: the connector's operations and the world's own tools.
+    /// Every tool a task may name, once each: the connector's operations, then the
+    /// world's own tools no operation shadows.
     pub fn tool_names(&self) -> Vec<&str> {
         let mut names: Vec<&str> = self.spec.operations.iter().map(|o| o.name.as_str()).collect();
-        names.extend(self.tools.iter().flat_map(|t| t.names().map(String::as_str)));
+        for name in self.tools.iter().flat_map(|t| t.names().map(String::as_str)) {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
         names
     }
 

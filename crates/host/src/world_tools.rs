@@ -104,12 +104,9 @@ impl ToolRunner {
             |store| {
                 store.transaction(|store| {
                     let null = Value::Null;
-                    gateway_world::dialect::validate(
-                        schemas.get("input_schema").unwrap_or(&null),
-                        input,
-                        &format!("{location}/input"),
-                        "",
-                    )?;
+                    let input_schema = schemas.get("input_schema").unwrap_or(&null);
+                    gateway_world::dialect::validate(input_schema, input, &format!("{location}/input"), "")
+                        .map_err(|error| crate::wording::input_refused(name, input_schema, input, error))?;
                     let request = HandlerRequest { body: input.clone(), ..HandlerRequest::default() };
                     let mut host = StoreHost { store, tool: name };
                     let outcome = self.worker.call(&format!("tool__{name}"), &request, &mut host);
@@ -146,6 +143,7 @@ impl ToolRunner {
                 ("status", Value::Int(504)),
                 ("body", object([("error", Value::str("handler_timeout")), ("detail", Value::Str(error.message))])),
             ])),
+            Err(gateway_world::Error::Contract(error)) => Err(crate::wording::row_missing(error).into()),
             Err(error) => Err(error.into()),
         }
     }

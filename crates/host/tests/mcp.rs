@@ -99,7 +99,23 @@ fn rmcp_client_lists_calls_and_is_refused_in_process() {
         assert!(text_of(&refused).starts_with("tool_not_allowed: "), "{}", text_of(&refused));
         let unknown = client.call_tool(CallToolRequestParams::new("nope")).await.unwrap();
         assert_eq!(unknown.is_error, Some(true));
-        assert!(text_of(&unknown).contains("unknown tool 'nope'"), "{}", text_of(&unknown));
+        assert_eq!(
+            text_of(&unknown),
+            "unknown tool 'nope': this session has no such tool; its tools are get_ticket, list_tickets, solve_ticket"
+        );
+        // An argument of the wrong type is refused by name, before the world sees it.
+        let wrong = client.call_tool(CallToolRequestParams::new("get_ticket").with_arguments(object(r#"{"id": "abc"}"#))).await.unwrap();
+        assert_eq!(wrong.is_error, Some(true));
+        assert_eq!(text_of(&wrong), "invalid_argument: argument id of get_ticket must be an integer, not 'abc'");
+        // The world's 4xx: an error result, the vendor's body first, then what it means.
+        let missing = client.call_tool(CallToolRequestParams::new("get_ticket").with_arguments(object(r#"{"id": 7}"#))).await.unwrap();
+        assert_eq!(missing.is_error, Some(true));
+        let blocks: Vec<String> = missing.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect();
+        assert_eq!(
+            blocks,
+            [r#"{"error": "RecordNotFound", "description": "Not found"}"#, "get_ticket answered HTTP 404: ticket 7 does not exist."]
+        );
+        assert_eq!(missing.structured_content.as_ref().unwrap()["status"], 404);
         // No control tools unless asked for.
         let grade = client.call_tool(CallToolRequestParams::new("__grade")).await.unwrap();
         assert_eq!(grade.is_error, Some(true));
@@ -174,8 +190,10 @@ fn streamable_http_on_the_data_plane_behind_the_token() {
     assert_eq!(status, 200, "{called}");
     assert!(called.contains(r#"\"id\": 101"#), "{called}");
 
-    // The token gates it: missing or wrong is 401, another session's is 401.
-    assert_eq!(post(running.addr, "/s/s1/mcp", &[version], INITIALIZE).0, 401);
+    // The token gates it: missing or wrong is 401 naming the Bearer scheme, another session's is 401.
+    let (status, head, _) = gateway_test_support::http_exchange(running.addr, "POST", "/s/s1/mcp", &[version], INITIALIZE);
+    assert_eq!(status, 401);
+    assert!(head.lines().any(|l| l.eq_ignore_ascii_case("www-authenticate: Bearer")), "{head}");
     assert_eq!(post(running.addr, "/s/s1/mcp", &[("Authorization", "Bearer nope"), version], INITIALIZE).0, 401);
     assert_eq!(post(running.addr, "/__mcp", &[host, ("Authorization", "Bearer nope")], INITIALIZE).0, 401);
     assert_eq!(post(running.addr, "/s/nobody/mcp", &[bearer[0]], INITIALIZE).0, 404);
@@ -217,6 +235,13 @@ fn the_python_mcp_client_over_streamable_http() {
     assert_eq!(seen["delete_ticket"]["isError"], true);
     assert!(seen["delete_ticket"]["text"].as_str().unwrap().starts_with("tool_not_allowed"), "{seen}");
     assert_eq!(seen["no_such_tool"]["isError"], true);
+    assert_eq!(seen["missing_ticket"]["isError"], true, "{seen}");
+    assert!(seen["missing_ticket"]["text"].as_str().unwrap().contains("RecordNotFound"), "{seen}");
+    assert!(seen["missing_ticket"]["text"].as_str().unwrap().contains("ticket 999999 does not exist"), "{seen}");
+    assert_eq!(seen["wrong_type"]["isError"], true, "{seen}");
+    assert!(seen["wrong_type"]["text"].as_str().unwrap().contains("argument id of get_ticket must be an integer"), "{seen}");
+    // The schema an agent reads: the id typed as the key.
+    assert_eq!(tools["get_ticket"]["inputSchema"]["properties"]["id"]["type"], "integer");
 
     // Without the token the client gets nowhere.
     let output = std::process::Command::new(mcp_python().unwrap()).arg(&script).args(["http", &url, "nope"]).output().unwrap();
@@ -249,4 +274,34 @@ fn the_worlds_own_tools_are_listed_with_their_contract_schemas_and_callable() {
     assert_eq!(got.structured_content.as_ref().unwrap()["body"]["id"], 101);
     let refused = server.call("list_tickets", &json::parse(r#"{"status": "lost"}"#).unwrap().value);
     assert_eq!(refused.is_error, Some(true), "input outside the contract is refused: {}", text_of(&refused));
+    // Refusals an agent can act on: the code, then the argument or row by name.
+    let said = |tool: &str, args: &str| text_of(&server.call(tool, &json::parse(args).unwrap().value));
+    assert_eq!(text_of(&refused), "enum: argument status of list_tickets must be one of 'open', 'pending', 'solved', not 'lost'");
+    assert_eq!(said("get_ticket", r#"{"id": "x"}"#), "type: argument id of get_ticket must be an integer, not 'x'");
+    assert_eq!(said("get_ticket", r#"{"id": 1, "bogus": 2}"#), "additionalProperties: get_ticket takes no argument 'bogus'; it takes 'id'");
+    assert_eq!(said("get_ticket", "{}"), "required: get_ticket needs the argument 'id'");
+    assert_eq!(said("solve_ticket", r#"{"id": 999}"#), "not_found: ticket 999 does not exist");
+    // The operation's own 404: the vendor's body, then the sentence.
+    assert_eq!(
+        said("api_get_ticket", r#"{"id": 999}"#),
+        r#"{"error": "RecordNotFound", "description": "Not found"}api_get_ticket answered HTTP 404: ticket 999 does not exist."#
+    );
+}
+
+#[test]
+fn a_tool_the_world_and_its_connector_both_name_is_listed_once() {
+    // The helpdesk's own tools get_ticket, list_tickets and solve_ticket share
+    // their names with operations: the operations win, each name listed once.
+    let local = gateway_host::mcp::open_local(&helpdesk(), None, None).unwrap();
+    let server = WorldMcp::new(local.host.clone(), &local.session_id, McpOptions::default()).unwrap();
+    let mut names: Vec<String> = server.tool_list().unwrap().iter().map(|t| t.name.to_string()).collect();
+    let listed = names.len();
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), listed, "{names:?}");
+    let session = local.host.using(&local.session_id, false).unwrap();
+    assert_eq!(listed, session.version.spec.operations.len());
+    assert!(session.version.tools.as_ref().unwrap().has("get_ticket"));
+    let get = server.tool_list().unwrap().into_iter().find(|t| t.name == "get_ticket").unwrap();
+    assert!(get.description.as_deref().unwrap().contains("GET /tickets/{id}"), "the operation's, not the world tool's");
 }

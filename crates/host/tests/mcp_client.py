@@ -7,7 +7,9 @@ crates/cli/tests/mcp.rs) run it and check what it prints.
     python mcp_client.py http URL TOKEN           streamable HTTP with a bearer token
 
 It lists the tools, calls get_ticket {"id": 101}, then delete_ticket (refused
-when the task does not allow it) and no_such_tool, and prints one JSON object.
+when the task does not allow it), no_such_tool, get_ticket on a ticket that
+does not exist and get_ticket with an id that is no integer, and prints one
+JSON object.
 """
 
 import asyncio
@@ -34,6 +36,8 @@ async def run(server):
         got = await client.call_tool("get_ticket", {"id": 101})
         refused = await client.call_tool("delete_ticket", {"id": 101})
         unknown = await client.call_tool("no_such_tool", {})
+        missing = await client.call_tool("get_ticket", {"id": 999999})
+        wrong = await client.call_tool("get_ticket", {"id": "abc"})
         return {
             "protocol": client.protocol_version,
             "instructions": client.instructions,
@@ -41,6 +45,8 @@ async def run(server):
             "get_ticket": call_summary(got),
             "delete_ticket": call_summary(refused),
             "no_such_tool": call_summary(unknown),
+            "missing_ticket": call_summary(missing),
+            "wrong_type": call_summary(wrong),
         }
 
 

@@ -7,6 +7,7 @@
 //! It is not the engine (that is `gateway-world`) nor the connector tooling.
 
 pub mod app;
+pub mod arguments;
 pub mod bundle;
 pub mod handlers;
 pub mod openapi;

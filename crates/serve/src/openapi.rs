@@ -37,70 +37,10 @@ pub struct World<'a> {
 pub const METHODS: [&str; 5] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
 
 const JSON: &str = "application/json";
-/// JSON Schema keywords that still mean something for a query or path value.
-const SCALAR_KEYWORDS: [&str; 12] = [
-    "type",
-    "enum",
-    "const",
-    "minimum",
-    "maximum",
-    "exclusiveMinimum",
-    "exclusiveMaximum",
-    "multipleOf",
-    "minLength",
-    "maxLength",
-    "pattern",
-    "format",
-];
-
 fn described(description: impl Into<String>) -> Map {
     let mut map = Map::default();
     map.insert("description".into(), Value::Str(description.into()));
     map
-}
-
-/// The schema of a field at a dotted path through object properties.
-fn field_schema<'a>(entity: &'a Entity, dotted: &str) -> Option<&'a Value> {
-    let mut current = &entity.schema;
-    for part in dotted.split('.') {
-        current = current.get("properties")?.get(part)?;
-    }
-    Some(current)
-}
-
-/// The JSON types a schema declares (empty when it declares none).
-fn types(schema: &Value) -> Vec<&str> {
-    match schema.get("type") {
-        Some(Value::Str(one)) => vec![one.as_str()],
-        Some(Value::Array(many)) => many.iter().filter_map(Value::as_str).collect(),
-        _ => Vec::new(),
-    }
-}
-
-/// The schema of a query or path value compared with a row's field. A filter
-/// compares the value's text with each element of an array field, so an array
-/// field is typed by its items; a value the field cannot hold (null, an object)
-/// is left out; anything less plain is a string.
-fn scalar_schema(field: &Value) -> Value {
-    let declared: Vec<&str> = types(field).into_iter().filter(|t| *t != "null").collect();
-    match declared.as_slice() {
-        ["array"] => field.get("items").map(scalar_schema).unwrap_or_else(string_schema),
-        [one @ ("string" | "integer" | "number" | "boolean")] => {
-            let mut out = Map::default();
-            for keyword in SCALAR_KEYWORDS {
-                if let Some(value) = field.get(keyword) {
-                    out.insert(keyword.into(), value.clone());
-                }
-            }
-            out.insert("type".into(), Value::str(*one));
-            if let Some(Value::Array(choices)) = out.get("enum") {
-                let kept: Vec<Value> = choices.iter().filter(|c| !matches!(c, Value::Null)).cloned().collect();
-                out.insert("enum".into(), Value::Array(kept));
-            }
-            Value::Object(out)
-        }
-        _ => string_schema(),
-    }
 }
 
 /// Whether `value` is of the (scalar) schema's type and among its choices: an
@@ -223,23 +163,7 @@ impl World<'_> {
 
     /// The schema of one argument (path placeholder or query parameter).
     fn argument(&self, operation: &Operation, op: &OperationSettings, arg: &str) -> (Value, String) {
-        let Some((_, path)) = op.filter.iter().find(|(a, _)| a == arg) else {
-            return (string_schema(), String::from("Passed to the operation as is."));
-        };
-        let mode = op.matching.get(arg).map(String::as_str).unwrap_or("equals");
-        let wording = match mode {
-            "contains" => "contains",
-            "prefix" => "starts with",
-            _ => "equals",
-        };
-        let field = self.entity(operation).and_then(|e| field_schema(e, path));
-        let of = if field.is_some_and(|f| types(f).contains(&"array")) { "an element of " } else { "" };
-        let description = format!("Rows where {of}`{path}` {wording} this value (case-insensitive).");
-        let schema = match (mode, field) {
-            ("equals", Some(field)) => scalar_schema(field),
-            _ => string_schema(),
-        };
-        (schema, description)
+        crate::arguments::argument(self.entity(operation), op, arg)
     }
 
     /// An example of an argument: the operation's `api.sample`, else the seed row's field.
@@ -361,74 +285,42 @@ impl World<'_> {
         out
     }
 
-    /// The body a create or update reads: the entity's fields (as-is), or the
-    /// places `api.body` maps them from.
+    /// The body a create or update reads ([`crate::arguments::body`]), with an
+    /// example from the seed rows.
     fn request_body(&self, operation: &Operation, op: &OperationSettings) -> Option<Value> {
-        let writes = matches!(op.action.as_str(), "create" | "update");
-        if !writes {
-            let takes_body = op.action == "handler" && matches!(operation.method.as_str(), "POST" | "PUT" | "PATCH");
-            return takes_body.then(|| {
-                let media = object([("schema", object([("type", Value::str("object"))]))]);
-                object([
-                    ("description", Value::str("JSON, handed to the world's handler as `body`.")),
-                    ("content", object([(JSON, media)])),
-                ])
-            });
+        let (schema, description) = crate::arguments::body(operation, self.entity(operation), op)?;
+        let mut media = object([("schema", schema)]);
+        if let (Some(example), Value::Object(map)) = (self.body_example(operation, op), &mut media) {
+            map.insert("example".into(), example);
+        }
+        Some(object([("description", Value::Str(description)), ("content", object([(JSON, media)]))]))
+    }
+
+    /// A create's or update's body drawn from the entity's first seed row.
+    fn body_example(&self, operation: &Operation, op: &OperationSettings) -> Option<Value> {
+        if !matches!(op.action.as_str(), "create" | "update") {
+            return None;
         }
         let entity = self.entity(operation)?;
-        let creates = op.action == "create";
-        let supplied = |field: &str| op.defaults.contains_key(field) || op.generate.iter().any(|(f, _)| f == field);
-        let entity_required: Vec<&str> = entity
-            .schema
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|r| r.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        let sample = self.sample(operation);
-        let (schema, example) = if op.body.is_empty() {
-            let mut schema = entity.schema.as_object().cloned().unwrap_or_default();
-            schema.shift_remove("examples");
-            let required: Vec<Value> = entity_required.iter().filter(|f| creates && !supplied(f)).map(|f| Value::str(*f)).collect();
-            if required.is_empty() {
-                schema.shift_remove("required");
-            } else {
-                schema.insert("required".into(), Value::Array(required));
-            }
-            let example = sample.and_then(Value::as_object).map(|row| {
-                let dropped = |field: &str| {
-                    if creates {
-                        op.generate.iter().any(|(f, _)| f == field)
-                    } else {
-                        entity.primary_key.iter().any(|k| k == field)
-                    }
-                };
-                Value::Object(row.iter().filter(|(k, _)| !dropped(k)).map(|(k, v)| (k.clone(), v.clone())).collect())
-            });
-            (Value::Object(schema), example)
-        } else {
-            let mut schema = object([("type", Value::str("object"))]);
+        let sample = self.sample(operation)?;
+        if !op.body.is_empty() {
             let mut example = Value::Object(Map::default());
             for (field, place) in &op.body {
-                let field_type = field_schema(entity, field).cloned().unwrap_or_default();
-                let needed = creates && entity_required.contains(&field.as_str()) && !supplied(field);
-                place_schema(&mut schema, place, field_type, needed);
-                if let Some(value) = sample.and_then(|row| crate::state::dig(row, field)).filter(|v| !matches!(v, Value::Null)) {
+                if let Some(value) = crate::state::dig(sample, field).filter(|v| !matches!(v, Value::Null)) {
                     place_value(&mut example, place, value.clone());
                 }
             }
-            let example = sample.is_some().then_some(example);
-            (schema, example)
-        };
-        let mut media = object([("schema", schema)]);
-        if let (Some(example), Value::Object(map)) = (example, &mut media) {
-            map.insert("example".into(), example);
+            return Some(example);
         }
-        let description = if creates {
-            "The new row's fields; defaults and generated fields may be left out."
-        } else {
-            "The fields to change: merged into the row (members not sent are kept)."
+        let creates = op.action == "create";
+        let dropped = |field: &str| {
+            if creates {
+                op.generate.iter().any(|(f, _)| f == field)
+            } else {
+                entity.primary_key.iter().any(|k| k == field)
+            }
         };
-        Some(object([("description", Value::str(description)), ("content", object([(JSON, media)]))]))
+        sample.as_object().map(|row| Value::Object(row.iter().filter(|(k, _)| !dropped(k)).map(|(k, v)| (k.clone(), v.clone())).collect()))
     }
 
     /// A list answer: the rows in the operation's envelope (or a bare array).
@@ -860,31 +752,6 @@ fn merge_variant(existing: &mut Map, variant: Map) {
     }
 }
 
-/// Put `schema` at a dotted place of an object schema, creating the objects between.
-fn place_schema(schema: &mut Value, place: &str, field: Value, required: bool) {
-    let parts: Vec<&str> = place.split('.').collect();
-    let mut node = schema;
-    for (i, part) in parts.iter().enumerate() {
-        let Value::Object(map) = node else { return };
-        if required {
-            let list = map.entry("required".to_string()).or_insert_with(|| Value::Array(Vec::new()));
-            if let Value::Array(list) = list {
-                if !list.iter().any(|r| r.as_str() == Some(part)) {
-                    list.push(Value::str(*part));
-                }
-            }
-        }
-        let properties = map.entry("properties".to_string()).or_insert_with(|| Value::Object(Map::default()));
-        let Value::Object(properties) = properties else { return };
-        if i + 1 == parts.len() {
-            properties.insert(part.to_string(), field);
-            return;
-        }
-        let child = properties.entry(part.to_string()).or_insert_with(|| object([("type", Value::str("object"))]));
-        node = child;
-    }
-}
-
 /// Put `value` at a dotted place of an object, creating the objects between.
 fn place_value(target: &mut Value, place: &str, value: Value) {
     let parts: Vec<&str> = place.split('.').collect();
@@ -1045,12 +912,7 @@ mod tests {
     }
 
     #[test]
-    fn query_values_are_typed_by_the_field_they_filter() {
-        let nullable = parsed(r#"{"type": ["null", "string"], "enum": [null, "a", "b"], "maxLength": 3}"#);
-        assert_eq!(canonical(&scalar_schema(&nullable)), r#"{"enum":["a","b"],"maxLength":3,"type":"string"}"#);
-        let tags = parsed(r#"{"type": "array", "items": {"type": "integer", "minimum": 1}, "uniqueItems": true}"#);
-        assert_eq!(canonical(&scalar_schema(&tags)), r#"{"minimum":1,"type":"integer"}"#);
-        assert_eq!(canonical(&scalar_schema(&parsed(r#"{"type": "object"}"#))), r#"{"type":"string"}"#);
+    fn examples_are_given_where_they_fit() {
         assert!(fits(&parsed(r#"{"type": "integer"}"#), &Value::Int(3)));
         assert!(!fits(&parsed(r#"{"type": "integer"}"#), &Value::str("3")));
         assert!(!fits(&parsed(r#"{"type": "string", "enum": ["a"]}"#), &Value::str("b")));
@@ -1067,13 +929,7 @@ mod tests {
     }
 
     #[test]
-    fn mapped_bodies_nest_their_places() {
-        let mut schema = object([("type", Value::str("object"))]);
-        place_schema(&mut schema, "ticket.subject", string_schema(), true);
-        assert_eq!(
-            canonical(&schema),
-            r#"{"properties":{"ticket":{"properties":{"subject":{"type":"string"}},"required":["subject"],"type":"object"}},"required":["ticket"],"type":"object"}"#
-        );
+    fn mapped_examples_nest_their_places() {
         let mut example = Value::Object(Map::default());
         place_value(&mut example, "ticket.subject", Value::str("hi"));
         assert_eq!(canonical(&example), r#"{"ticket":{"subject":"hi"}}"#);
