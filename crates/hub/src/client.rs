@@ -730,7 +730,11 @@ impl Client {
         let branch = meta_str(&meta, "branch").unwrap_or_else(|| DEFAULT_BRANCH.into());
         let local_hash = archive::compute_content_hash(env)?;
         let field = |k: &str| meta.get(k).cloned().unwrap_or(Value::Null);
-        let dirty = field("contentHash").as_str() != Some(local_hash.as_str());
+        // A connector world goes up as its api bundle, whose hash is not the world's: it is
+        // compared file by file with the bundle's `server/world/` (clean right after a push).
+        let bundled = meta.get("baseFiles").and_then(Value::as_object).is_some_and(|b| b.contains_key("gateway-api-world.toml"))
+            && serves_api(env).unwrap_or(false);
+        let dirty = if bundled { !local_tree_state(env)?.clean } else { field("contentHash").as_str() != Some(local_hash.as_str()) };
         let refs = self.list_refs(&slug)?;
         let tip = refs
             .get("refs")
