@@ -406,8 +406,17 @@ fn our_session_and_task_commands_against_our_hub() {
     assert!(ok(&server, gw, &["worlds", "session", "grade", &sid], work).contains("\"reward\": 0.0"));
     assert!(ok(&server, gw, &["worlds", "session", "state", &sid], work).contains("\"101\""));
     ok(&server, gw, &["worlds", "session", "reset", &sid], work);
+    // The agent's own call on the session's data plane is in the export too.
+    let api = serde_json::from_str::<serde_json::Value>(&opened).unwrap()["api"].clone();
+    let (url, token) = (api["url"].as_str().unwrap().to_string(), api["token"].as_str().unwrap().to_string());
+    let answer = reqwest::blocking::Client::new().get(format!("{url}/tickets/101")).bearer_auth(&token).send().unwrap();
+    assert_eq!(answer.status().as_u16(), 200);
     let exported = ok(&server, gw, &["worlds", "session", "export", &sid], work);
-    assert_eq!(exported.lines().count(), 3, "grade, state, reset: {exported}");
+    let lines: Vec<&str> = exported.lines().collect();
+    assert_eq!(lines.len(), 4, "grade, state, reset, then the agent's GET: {exported}");
+    assert!(lines[0].contains(r#""kind": "grade""#) && lines[0].contains(r#""surface": "control""#), "{exported}");
+    assert!(lines[3].contains(r#""tool": "GET /tickets/101""#) && lines[3].contains(r#""status": 200"#), "{exported}");
+    assert!(lines[3].contains(r#""surface": "api""#) && !exported.contains(&token), "{exported}");
     assert!(ok(&server, gw, &["worlds", "session", "close", &sid], work).contains("\"closed\": true"));
     let (success, _, stderr) = run(&server, gw, &["worlds", "session", "grade", &sid], work);
     assert!(!success && stderr.contains("409"), "a closed session takes no calls: {stderr}");

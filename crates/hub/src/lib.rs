@@ -158,6 +158,7 @@ impl HubConfig {
             limits,
             worlds: Some(Arc::new(worlds::Worlds::embedded(&self.data.join("host"), self.host_secret()?, workers))),
             scratch: Some(self.data.join("work")),
+            call_log: Default::default(),
         })
     }
 }

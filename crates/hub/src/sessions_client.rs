@@ -743,17 +743,43 @@ pub fn grade_report(session_id: &str, raw: &Value) -> Value {
 }
 
 /// `session export`'s JSONL lines: `{seq, kind, tool, args, result, error,
-/// completedAt}` of each call, keys sorted.
+/// completedAt}` of each call (the original's seven), keys sorted, and beyond the
+/// original, those of [`EXPORT_EXTRA`] the call has: where it was made (`surface`:
+/// `control` for the calls API, `api` / `mcp` for the agent's own calls on a hub
+/// session's data plane) and, for those, the request and how it ended.
 pub fn export_lines(calls: &[Map]) -> Vec<String> {
     const KEYS: [&str; 7] = ["seq", "kind", "tool", "args", "result", "error", "completedAt"];
     calls
         .iter()
         .map(|call| {
-            let row = object(KEYS.iter().map(|k| (*k, call.get(*k).cloned().unwrap_or(Value::Null))));
+            let mut row = object(KEYS.iter().map(|k| (*k, call.get(*k).cloned().unwrap_or(Value::Null))));
+            if let Value::Object(map) = &mut row {
+                for key in EXPORT_EXTRA {
+                    if let Some(value) = call.get(key) {
+                        map.insert(key.into(), value.clone());
+                    }
+                }
+            }
             json::dumps(&row, DumpOptions::CLI)
         })
         .collect()
 }
+
+/// The members of a call-log entry `session export` writes when present, beyond the
+/// original's seven.
+pub const EXPORT_EXTRA: [&str; 11] = [
+    "surface",
+    "method",
+    "path",
+    "status",
+    "rpcMethod",
+    "isError",
+    "durationMs",
+    "argsTruncated",
+    "argsBytes",
+    "resultTruncated",
+    "resultBytes",
+];
 
 // ------------------------------------------------------------- task spec files
 

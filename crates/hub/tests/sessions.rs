@@ -125,10 +125,16 @@ fn a_session_on_a_pushed_world_end_to_end() {
     assert_eq!(text(&state, "result.tickets.101.status"), "open");
     assert_eq!(text(&state, "result.customers.C9"), "null", "reset drops the seeded row");
 
-    // The call log pages by cursor, oldest first.
+    // The call log pages by cursor, oldest first: the agent's two requests on the data
+    // plane, then the calls API's (tests/call_log.rs has the rest of it).
     let (_, page) = call(&hub, &hub.one, "GET", &format!("/api/public/world-sessions/{sid}/calls?limit=3"), None);
     let calls = page.get("calls").and_then(Value::as_array).unwrap().clone();
-    assert_eq!((calls.len(), text(&calls[0], "seq"), text(&calls[0], "tool")), (3, "1".to_string(), "solve_ticket".to_string()));
+    assert_eq!((calls.len(), text(&calls[0], "seq"), text(&calls[0], "tool")), (3, "1".to_string(), "GET /api/v2/tickets/101".to_string()));
+    assert_eq!((text(&calls[0], "surface"), text(&calls[1], "status")), ("api".to_string(), "401".to_string()));
+    assert_eq!(
+        (text(&calls[2], "seq"), text(&calls[2], "tool"), text(&calls[2], "surface")),
+        ("3".into(), "solve_ticket".into(), "control".into())
+    );
     let cursor = text(&page, "nextCursor");
     let (_, rest) = call(&hub, &hub.one, "GET", &format!("/api/public/world-sessions/{sid}/calls?limit=3&cursor={cursor}"), None);
     assert_eq!(rest.get("calls").and_then(Value::as_array).map(Vec::len), Some(3));

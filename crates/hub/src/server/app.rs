@@ -1,5 +1,6 @@
 //! The hub as an axum app: the router, serving on a listener, and each request's
-//! first steps (the body limit, the embedded host's data plane, the web pages, the
+//! first steps (the body limit, the embedded host's data plane — recorded in the
+//! sessions' call logs —, the web pages, the
 //! object routes) before the JSON routes.
 
 use super::objects::object_route;
@@ -99,13 +100,9 @@ pub(super) async fn answer(State(hub): State<Arc<Hub>>, request: Request) -> Res
     }
     if path.starts_with("/s/") {
         // A session's data plane, when it runs on this hub's own host.
+        // Every call is recorded in the session's call log (server/call_log.rs).
         if let Some(host) = hub.worlds.as_ref().and_then(|w| w.embedded.clone()) {
-            let config = gateway_host::server::ServerConfig { secret: String::new(), domain: "localhost".into() };
-            let request = Request::from_parts(parts, body);
-            return match tower_service_call(gateway_host::server::app(host, config), request).await {
-                Some(response) => response,
-                None => error_response(&HubError::Storage("the session's host did not answer".into())),
-            };
+            return super::call_log::data_plane(&hub, host, parts, body, limit).await;
         }
     }
     if path == "/" || path == "/ui" || path.starts_with("/ui/") {

@@ -4,6 +4,8 @@
 //! A session is a document of its project (its task, tools, surfaces and where it
 //! runs); its calls are answered synchronously through the host's control plane
 //! and logged as documents of their own, so the first poll of a call finds it done.
+//! The agent's own calls on the data plane of the embedded host are logged beside them
+//! (`call_log.rs`); every reader of the log flushes that queue first.
 
 use super::session_guard::{check, mark_lost, release, reserve};
 use super::tasks::{document_text, load_task, parse_spec, spec_hash, task_version};
@@ -479,6 +481,7 @@ pub(super) async fn create_call(hub: &Hub, project: &str, id: &str, body: &Map) 
     let mut call = Map::default();
     call.insert("id".into(), Value::str(&call_id));
     call.insert("kind".into(), Value::str(&kind));
+    call.insert("surface".into(), Value::str("control"));
     call.insert("tool".into(), tool);
     call.insert("args".into(), args);
     call.insert("result".into(), result.clone());
@@ -486,6 +489,8 @@ pub(super) async fn create_call(hub: &Hub, project: &str, id: &str, body: &Map) 
     call.insert("state".into(), Value::str(if matches!(error, Value::Null) { "DONE" } else { "FAILED" }));
     call.insert("createdAt".into(), Value::str(&at));
     call.insert("completedAt".into(), Value::Str(now_iso()));
+    // The data plane's calls queued before this one come before it in the log.
+    hub.call_log.flush().await;
     let seq = hub.meta.put_document(project, &kind_key, &call_id, &document_text(&Value::Object(call.clone()))).await?;
     call.insert("seq".into(), Value::Int(seq));
     hub.meta.put_document(project, &kind_key, &call_id, &document_text(&Value::Object(call))).await?;
@@ -501,13 +506,14 @@ pub(super) async fn create_call(hub: &Hub, project: &str, id: &str, body: &Map) 
 }
 
 async fn call_log(hub: &Hub, project: &str, id: &str) -> Result<Vec<Value>, HubError> {
+    hub.call_log.flush().await;
     let mut out = Vec::new();
     let mut after = 0;
     loop {
         let page = hub.meta.documents(project, &calls_kind(id), after, 500).await?;
         let Some((last, _)) = page.last() else { break };
         after = *last;
-        out.extend(page.into_iter().filter_map(|(_, text)| json::parse_clean(&text)));
+        out.extend(super::call_log::entries(page));
     }
     Ok(out)
 }
@@ -536,6 +542,7 @@ pub(super) async fn get_call(hub: &Hub, project: &str, id: &str, call_id: &str) 
 
 pub(super) async fn list_calls(hub: &Hub, project: &str, id: &str, query: &BTreeMap<String, String>) -> Answer {
     load_session(hub, project, id).await?;
+    hub.call_log.flush().await;
     let limit = query.get("limit").and_then(|l| l.parse::<i64>().ok()).unwrap_or(500).clamp(1, 1000);
     let after = match query.get("cursor").filter(|c| !c.is_empty()) {
         Some(cursor) => cursor.parse::<i64>().map_err(|_| HubError::BadRequest(format!("cursor '{cursor}' is not one this hub gave")))?,
@@ -543,7 +550,7 @@ pub(super) async fn list_calls(hub: &Hub, project: &str, id: &str, query: &BTree
     };
     let page = hub.meta.documents(project, &calls_kind(id), after, limit).await?;
     let next = if page.len() as i64 == limit { page.last().map(|(seq, _)| Value::Str(seq.to_string())) } else { None };
-    let calls: Vec<Value> = page.into_iter().filter_map(|(_, text)| json::parse_clean(&text)).collect();
+    let calls = super::call_log::entries(page);
     ok(object([("calls", Value::Array(calls)), ("nextCursor", next.unwrap_or_default())]))
 }
 
@@ -556,6 +563,8 @@ pub(super) async fn close_session(hub: &Hub, project: &str, id: &str) -> Answer 
         }
     }
     if text_of(&session, "state") == "READY" {
+        // Its data-plane calls are stored while its owner record still names its project.
+        hub.call_log.flush().await;
         session.insert("state".into(), Value::str("STOPPED"));
         session.insert("ready".into(), Value::Bool(false));
         session.insert("closedAt".into(), Value::Str(now_iso()));

@@ -68,4 +68,6 @@ pub struct Hub {
     /// Where world data batches are applied (extracted versions, chunks, snapshots);
     /// None: under the process's temporary directory.
     pub scratch: Option<std::path::PathBuf>,
+    /// The queue of the embedded host's data-plane calls into the sessions' call logs.
+    pub(crate) call_log: super::call_log::CallLog,
 }

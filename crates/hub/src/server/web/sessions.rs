@@ -1,8 +1,10 @@
 //! The session pages: the project's world sessions (paged by the documents' `seq`) and
 //! one session with its call log (paged the same way, oldest first, as `session export`
-//! reads it). The session's api token is never shown: it is the agent's credential.
+//! reads it): the hub's calls API (`control`) and the agent's REST (`api`) and MCP
+//! (`mcp`) calls on the embedded host's data plane, bodies folded in `<details>`. The session's api token is never shown: it is the agent's credential.
 //! Reads only; closing or calling a session stays the API's.
 
+use super::super::call_record::BODY_CAP;
 use super::super::sessions::{calls_kind, SESSION};
 use super::*;
 
@@ -60,6 +62,56 @@ pub(super) async fn list(hub: &Hub, project: &str, query: &BTreeMap<String, Stri
     ))
 }
 
+/// One entry of the call log: its surface (`control` for the hub's calls API, `api` and
+/// `mcp` for the agent's own calls on the data plane), what was called, how it ended,
+/// and its bodies folded in a `<details>` (cut as the log cut them, said so).
+fn call_row(c: &Value) -> Markup {
+    let surface = match text_of(c, "surface") {
+        s if s.is_empty() => "control".to_string(),
+        s => s,
+    };
+    let error = c.get("error").filter(|e| !matches!(e, Value::Null));
+    let (call, status) = match surface.as_str() {
+        "api" => (text_of(c, "tool"), text_of(c, "status")),
+        "mcp" if text_of(c, "rpcMethod") == "tools/call" => (format!("tools/call {}", text_of(c, "tool")), text_of(c, "status")),
+        "mcp" => (text_of(c, "rpcMethod"), text_of(c, "status")),
+        _ => (format!("{} {}", text_of(c, "kind"), text_of(c, "tool")).trim().to_string(), text_of(c, "state")),
+    };
+    let duration = match c.get("durationMs") {
+        Some(Value::Float(ms)) => format!("{ms:.1} ms"),
+        Some(Value::Int(ms)) => format!("{ms} ms"),
+        _ => String::new(),
+    };
+    let cut = |name: &str| {
+        matches!(c.get(&format!("{name}Truncated")), Some(Value::Bool(true)))
+            .then(|| format!("cut at {} KiB of {} bytes", BODY_CAP / 1024, text_of(c, &format!("{name}Bytes"))))
+    };
+    let args = c.get("args").map(|a| json_text(a, 1500)).unwrap_or_default();
+    html! {
+        tr {
+            td.num { (text_of(c, "seq")) }
+            td { (surface) }
+            td { code { (call) } }
+            td {
+                (status)
+                @if error.is_some() { " " span.pill.FAILED { "error" } }
+            }
+            td.muted { (duration) }
+            td {
+                details {
+                    summary { code { (clip(&args, 100)) } }
+                    p.muted { "Arguments" @if let Some(note) = cut("args") { " (" (note) ")" } }
+                    pre { (args) }
+                    @if let Some(error) = error { p.muted { "Error" } pre { (json_text(error, 1500)) } }
+                    p.muted { "Answer" @if let Some(note) = cut("result") { " (" (note) ")" } }
+                    pre { (c.get("result").map(|r| json_text(r, 1500)).unwrap_or_default()) }
+                }
+            }
+            td.muted { (text_of(c, "createdAt")) }
+        }
+    }
+}
+
 /// `/ui/sessions/{id}[?after=&limit=]`: a session and its call log.
 pub(super) async fn session(hub: &Hub, project: &str, id: &str, query: &BTreeMap<String, String>) -> Result<Markup, HubError> {
     let text = hub
@@ -70,9 +122,10 @@ pub(super) async fn session(hub: &Hub, project: &str, id: &str, query: &BTreeMap
     let session = json::parse_clean(&text).unwrap_or_default();
     let after = cursor(query, "after")?.unwrap_or(0);
     let size = limit(query, DEFAULT_CALLS, MAX_CALLS);
+    hub.call_log.flush().await;
     let found = hub.meta.documents(project, &calls_kind(id), after, size).await?;
     let next = (found.len() as i64 == size).then(|| found.last().map(|(seq, _)| *seq)).flatten();
-    let calls: Vec<Value> = found.into_iter().filter_map(|(_, text)| json::parse_clean(&text)).collect();
+    let calls = super::super::call_log::entries(found);
     let tools: Vec<String> = session
         .get("tools")
         .and_then(Value::as_array)
@@ -102,20 +155,9 @@ pub(super) async fn session(hub: &Hub, project: &str, id: &str, query: &BTreeMap
                 p.muted { "No call" @if after > 0 { " after these" } "." }
             } @else {
                 table {
-                    tr { th.num { "#" } th { "Kind" } th { "Tool" } th { "Arguments" } th { "Result" } th { "At" } }
+                    tr { th.num { "#" } th { "Surface" } th { "Call" } th { "Status" } th { "Duration" } th { "Arguments and answer" } th { "At" } }
                     @for c in &calls {
-                        @let error = c.get("error").filter(|e| !matches!(e, Value::Null));
-                        tr {
-                            td.num { (text_of(c, "seq")) }
-                            td { (text_of(c, "kind")) }
-                            td { code { (text_of(c, "tool")) } }
-                            td { code { (c.get("args").map(|a| json_text(a, 1500)).unwrap_or_default()) } }
-                            td {
-                                @if let Some(error) = error { span.pill.FAILED { "error" } " " code { (json_text(error, 1500)) } }
-                                @else { code { (c.get("result").map(|r| json_text(r, 1500)).unwrap_or_default()) } }
-                            }
-                            td.muted { (text_of(c, "createdAt")) }
-                        }
+                        (call_row(c))
                     }
                 }
             }

@@ -242,6 +242,7 @@ mod tests {
                 limits: Limits::default(),
                 worlds: None,
                 scratch: None,
+                call_log: Default::default(),
             };
             let (project, public, secret) = crate::create_key(hub.meta.as_ref(), "p").await.unwrap();
             let hash = hash_secret(&secret);

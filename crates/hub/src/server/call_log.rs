@@ -1,0 +1,209 @@
+//! The agent's side of a session's call log: every request of a session's data plane
+//! on the hub's embedded host (`/s/<sid>/…`, REST and MCP) is recorded as a document
+//! of the session's `calls:<sid>` kind, beside the hub's own `kind: call|grade|…`
+//! entries (`surface: "control"`), so `GET …/calls`, `session export`, the session's
+//! web page and the rubric judge read one log, in one `seq` order.
+//!
+//! The write is off the request path: the answer is built and its bodies kept (cheap
+//! reference-counted bytes), the exchange is queued, and one writer task per hub turns
+//! queued exchanges into entries (session and token looked up once per session,
+//! secrets removed, bodies capped: [`super::call_record`]) and stores them in queue
+//! order. Every reader of the log first [`CallLog::flush`]es: a marker sent down the
+//! same queue answers once everything queued before it is stored. An exchange is
+//! queued before its answer leaves the hub, so a client that saw its answer and then
+//! reads the log finds it there. (Awaiting the store write before answering would add
+//! a metadata transaction — a PostgreSQL round trip — to every data-plane call.)
+//!
+//! Sessions on remote hosts are not recorded here: their data plane does not pass
+//! through the hub.
+
+use super::app::tower_service_call;
+use super::call_record::{entry, Exchange, Surface};
+use super::response::{closing, error_response};
+use super::sessions::{calls_kind, SESSION};
+use super::state::Hub;
+use crate::error::HubError;
+use crate::host_credentials::HOSTS_PROJECT;
+use crate::store::MetaStore;
+use crate::util::{new_id, now_iso};
+use axum::body::{to_bytes, Body, Bytes};
+use axum::extract::Request;
+use axum::http::request::Parts;
+use axum::response::Response;
+use gateway_world::json::{self, Value};
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+use tokio::sync::{mpsc, oneshot};
+
+/// Exchanges queued and not yet stored before a data-plane request waits for room.
+const QUEUE: usize = 4096;
+/// Sessions whose project and token the writer remembers (forgotten all at once past it).
+const REMEMBERED: usize = 10_000;
+
+enum Message {
+    Record(Box<Exchange>),
+    Flush(oneshot::Sender<()>),
+}
+
+/// The queue of a hub's data-plane exchanges and its writer (started by the first
+/// exchange, on the runtime serving it).
+#[derive(Clone, Default)]
+pub(crate) struct CallLog {
+    queue: Arc<OnceLock<mpsc::Sender<Message>>>,
+}
+
+impl CallLog {
+    fn sender(&self, meta: &Arc<dyn MetaStore>) -> &mpsc::Sender<Message> {
+        self.queue.get_or_init(|| {
+            let (sender, receiver) = mpsc::channel(QUEUE);
+            tokio::spawn(write_queued(meta.clone(), receiver));
+            sender
+        })
+    }
+
+    async fn record(&self, meta: &Arc<dyn MetaStore>, exchange: Exchange) {
+        if self.sender(meta).send(Message::Record(Box::new(exchange))).await.is_err() {
+            eprintln!("gateway hub: the call log's writer is gone; a data-plane call was not recorded");
+        }
+    }
+
+    /// Return once every exchange queued so far is stored.
+    pub(crate) async fn flush(&self) {
+        let Some(sender) = self.queue.get() else { return };
+        let (done, stored) = oneshot::channel();
+        if sender.send(Message::Flush(done)).await.is_ok() {
+            let _ = stored.await;
+        }
+    }
+}
+
+/// Where a session's entries go: its project, and the credentials scrubbed from them.
+#[derive(Clone)]
+struct Target {
+    project: String,
+    tokens: Vec<String>,
+}
+
+async fn write_queued(meta: Arc<dyn MetaStore>, mut receiver: mpsc::Receiver<Message>) {
+    let mut targets: HashMap<String, Option<Target>> = HashMap::new();
+    while let Some(message) = receiver.recv().await {
+        match message {
+            Message::Flush(done) => {
+                let _ = done.send(());
+            }
+            Message::Record(exchange) => {
+                if let Err(error) = store(meta.as_ref(), &mut targets, &exchange).await {
+                    eprintln!("gateway hub: a data-plane call of session {} was not recorded: {error}", exchange.session_id);
+                }
+            }
+        }
+    }
+}
+
+async fn store(meta: &dyn MetaStore, targets: &mut HashMap<String, Option<Target>>, exchange: &Exchange) -> Result<(), HubError> {
+    let sid = &exchange.session_id;
+    let target = match targets.get(sid) {
+        Some(target) => target.clone(),
+        None => {
+            let found = target(meta, sid).await?;
+            if targets.len() >= REMEMBERED {
+                targets.clear();
+            }
+            // An unknown session is not remembered: its id may be opened yet.
+            if found.is_some() {
+                targets.insert(sid.clone(), found.clone());
+            }
+            found
+        }
+    };
+    // No open session of this hub by that id: nobody's log to write to.
+    let Some(Target { project, tokens }) = target else { return Ok(()) };
+    let id = new_id("wr");
+    let entry = entry(&id, exchange, &tokens);
+    meta.put_document(&project, &calls_kind(sid), &id, &super::tasks::document_text(&Value::Object(entry))).await?;
+    Ok(())
+}
+
+/// The project of an open session (its owner record) and the token its surfaces hand out.
+async fn target(meta: &dyn MetaStore, sid: &str) -> Result<Option<Target>, HubError> {
+    let Some(owner) = meta.document(HOSTS_PROJECT, "owner", sid).await? else { return Ok(None) };
+    let Some(project) = json::parse_clean(&owner).and_then(|o| o.get("project").and_then(Value::as_str).map(str::to_string)) else {
+        return Ok(None);
+    };
+    let session = meta.document(&project, SESSION, sid).await?.and_then(|text| json::parse_clean(&text)).unwrap_or_default();
+    let mut tokens: Vec<String> = session
+        .get("surfaces")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|surfaces| surfaces.values())
+        .filter_map(|surface| surface.get("token").and_then(Value::as_str).map(str::to_string))
+        .filter(|token| !token.is_empty())
+        .collect();
+    tokens.sort();
+    tokens.dedup();
+    Ok(Some(Target { project, tokens }))
+}
+
+/// A call-log page `(seq, body)` as entries, each with its `seq` (entries written by
+/// the queue carry it only as their document's order).
+pub(super) fn entries(page: Vec<(i64, String)>) -> Vec<Value> {
+    page.into_iter()
+        .filter_map(|(seq, text)| match json::parse_clean(&text) {
+            Some(Value::Object(mut map)) => {
+                map.entry("seq".to_string()).or_insert(Value::Int(seq));
+                Some(Value::Object(map))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// A request of the data plane (`/s/<sid>/…`) answered by the embedded host, and
+/// recorded in its session's call log.
+pub(super) async fn data_plane(hub: &Hub, host: Arc<gateway_host::WorldHost>, parts: Parts, body: Body, limit: usize) -> Response {
+    let started = Instant::now();
+    let created_at = now_iso();
+    let target = parts.uri.path_and_query().map(|p| p.as_str().to_string()).unwrap_or_else(|| "/".into());
+    let named = gateway_host::server::session_target(None, &target);
+    let method = parts.method.as_str().to_string();
+    let (request, response) = match to_bytes(body, limit).await {
+        Ok(request) => {
+            let config = gateway_host::server::ServerConfig { secret: String::new(), domain: "localhost".into() };
+            let forwarded = Request::from_parts(parts, Body::from(request.clone()));
+            let response = match tower_service_call(gateway_host::server::app(host, config), forwarded).await {
+                Some(response) => response,
+                None => error_response(&HubError::Storage("the session's host did not answer".into())),
+            };
+            (request, response)
+        }
+        Err(_) => (Bytes::new(), closing(error_response(&HubError::TooLarge(format!("request body is over the {limit}-byte limit"))))),
+    };
+    let Some((session_id, _, inner)) = named else { return response };
+    let (head, body) = response.into_parts();
+    let streamed = head.headers.get("content-type").and_then(|v| v.to_str().ok()).is_some_and(|t| t.starts_with("text/event-stream"));
+    // Answers are built whole by the host; an event stream is passed on unread.
+    let (answer, body) = if streamed {
+        (None, body)
+    } else {
+        match to_bytes(body, usize::MAX).await {
+            Ok(bytes) => (Some(bytes.clone()), Body::from(bytes)),
+            Err(_) => (None, Body::empty()),
+        }
+    };
+    let surface = if inner.split('?').next() == Some("/mcp") { Surface::Mcp } else { Surface::Api };
+    let exchange = Exchange {
+        session_id,
+        surface,
+        method,
+        target: inner,
+        status: head.status.as_u16(),
+        request,
+        answer,
+        created_at,
+        completed_at: now_iso(),
+        duration: started.elapsed(),
+    };
+    hub.call_log.record(&hub.meta, exchange).await;
+    Response::from_parts(head, body)
+}
