@@ -303,3 +303,74 @@ fn workspace_connectors_on_postgres() {
     assert_eq!(status, 409, "{body:?}");
     assert!(body.get("latestCommit").and_then(|c| c.get("commitHash")).is_some());
 }
+
+/// The bundled example as a world directory whose own definitions live in a schema file
+/// of their own (`schema/helpdesk-types.json`, referenced as `helpdesk-types.json#/…`)
+/// and whose `schema/base.json` is the dialect's: what publishes as a connector.
+fn publishable_helpdesk(into: &Path) {
+    gateway_test_support::copy_example("helpdesk", into);
+    let schema = into.join("schema");
+    std::fs::rename(schema.join("base.json"), schema.join("helpdesk-types.json")).unwrap();
+    std::fs::write(schema.join("base.json"), gateway_world::scaffold::dialect_base()).unwrap();
+    let world = std::fs::read_to_string(schema.join("world.json")).unwrap();
+    std::fs::write(schema.join("world.json"), world.replace("\"base.json#", "\"helpdesk-types.json#")).unwrap();
+}
+
+fn head_files(hub: &Hub, slug: &str) -> Vec<String> {
+    let (status, head) = call(hub, 0, "GET", &format!("/api/public/context/connectors/{slug}"), None);
+    assert_eq!(status, 200, "{head:?}");
+    head.get("files").and_then(|f| f.as_object()).expect("files").keys().cloned().collect()
+}
+
+/// A world directory published twice (issue 28 items 1–2), with our client and with the
+/// original: the bundled example as it is is refused, naming the reason and what to do
+/// (its `schema/base.json` is authored, the client leaves it behind, and the dialect's
+/// base lacks `Instant`); with its definitions in a schema file of its own it publishes,
+/// carried trees (`api/`, `scenarios/`) included; a file removed locally
+/// (`api/handlers.py`) is in the head's `files`, so the next publish removes it
+/// ("# removing api/handlers.py") and the head no longer holds it.
+#[test]
+fn a_world_directory_published_twice() {
+    let tmp = tempfile::tempdir().unwrap();
+    let hub = start(&tmp.path().join("data"), None, &["p1"]);
+    let mut programs = vec![(PathBuf::from(GATEWAY), "ours")];
+    match gateway_test_support::reference() {
+        Some((reference, _)) => programs.push((reference, "original")),
+        None => eprintln!("NOTICE: no reference install: the original's publish of a world directory is not checked"),
+    }
+    for (program, tag) in programs {
+        let example = tmp.path().join(format!("{tag}-example"));
+        gateway_test_support::copy_example("helpdesk", &example);
+        let slug = format!("{tag}-example");
+        let out = run(&hub, 0, &program, &["worlds", "connector", "publish", example.to_str().unwrap(), "--slug", &slug], tmp.path());
+        let (stdout, stderr) = text(&out);
+        assert!(!out.status.success(), "{tag}: {stdout}{stderr}");
+        assert!(stderr.contains("Unresolved reference base.json#/$defs/Instant"), "{tag}: {stderr}");
+        assert!(stderr.contains("schema/base.json is generated") && stderr.contains("#/$defs/<name>"), "{tag}: {stderr}");
+
+        let world = tmp.path().join(tag);
+        publishable_helpdesk(&world);
+        let slug = format!("{tag}-helpdesk");
+        let publish = ["worlds", "connector", "publish", world.to_str().unwrap(), "--slug", &slug];
+        ok(&hub, 0, &program, &publish, tmp.path());
+        let files = head_files(&hub, &slug);
+        for path in ["api/handlers.py", "scenarios/backlog/scenario.toml", "helpdesk-types.json", "world.json", "handlers.py"] {
+            assert!(files.iter().any(|f| f == path), "{tag}: {path} not in {files:?}");
+        }
+        assert!(!files.iter().any(|f| f.ends_with("base.json")), "{tag}: {files:?}");
+
+        // api/handlers.py goes, and with it the operations that name its handlers.
+        std::fs::remove_file(world.join("api/handlers.py")).unwrap();
+        let toml = std::fs::read_to_string(world.join("connector.toml")).unwrap();
+        let kept: Vec<&str> = toml.split("\n[[operations]]\n").filter(|block| !block.contains("action = \"handler\"")).collect();
+        assert!(kept.len() + 2 == toml.split("\n[[operations]]\n").count(), "two handler operations: {toml}");
+        std::fs::write(world.join("connector.toml"), kept.join("\n[[operations]]\n")).unwrap();
+        let out = run(&hub, 0, &program, &publish, tmp.path());
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{tag}: {stdout}{stderr}");
+        assert!(stderr.contains("# removing api/handlers.py"), "{tag}: {stderr}");
+        let files = head_files(&hub, &slug);
+        assert!(!files.iter().any(|f| f == "api/handlers.py"), "{tag}: {files:?}");
+        assert!(files.iter().any(|f| f == "scenarios/backlog/scenario.toml"), "{tag}: {files:?}");
+    }
+}

@@ -468,3 +468,46 @@ fn local_flags_as_the_original_answers_them() {
         assert_eq!(ours, theirs, "{name}");
     }
 }
+
+/// `data show SLUG --entity E` answers every row of the entity (the hub streams them),
+/// past the 10,000 it used to stop at without a word: as many as the entity's count and
+/// the same ids as the local `data show` of the pulled world — with ours, and with the
+/// original when the reference install is present.
+#[test]
+fn show_answers_every_row_of_a_large_entity() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (server, cli) = setup(tmp.path(), &[]);
+    let gw = Path::new(GATEWAY);
+    // Before any batch the rows come from the version's own files.
+    let (customers, _) = counts(&server, &cli);
+    let before = json(&ok(&server, gw, &["worlds", "data", "show", "helpdesk", "--entity", "customers"], &cli));
+    assert_eq!(before["rows"].as_array().map(Vec::len), Some(customers as usize), "{before}");
+    let rows: Vec<String> = (0..12_000).map(|i| customer(&format!("L{i:05}"), if i % 2 == 0 { "pro" } else { "free" })).collect();
+    write_rows(&cli.join("many.jsonl"), &rows);
+    let (code, out, err) = exec(&server, gw, &["worlds", "data", "import", "helpdesk", "many.jsonl"], &cli);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(json(&out)["state"], "published", "{out}");
+    let (customers, _) = counts(&server, &cli);
+    assert!(customers > 12_000, "{customers}");
+    let ids = |shown: &serde_json::Value| -> Vec<String> {
+        let mut ids: Vec<String> =
+            shown["rows"].as_array().expect("rows").iter().map(|r| r["id"].as_str().expect("an id").to_string()).collect();
+        ids.sort();
+        ids
+    };
+    let ours = ids(&json(&ok(&server, gw, &["worlds", "data", "show", "helpdesk", "--entity", "customers"], &cli)));
+    assert_eq!(ours.len() as i64, customers);
+    assert!(ours.contains(&"L11999".to_string()) && ours.contains(&"L00000".to_string()));
+    ok(&server, gw, &["bench", "pull", "helpdesk", "-t", "pulled"], &cli);
+    let pulled = if cli.join("pulled/gateway-api-world.toml").is_file() { "pulled/server/world" } else { "pulled" };
+    let local = ids(&json(&ok(&server, gw, &["worlds", "data", "show", pulled, "--entity", "customers"], &cli)));
+    assert_eq!(local, ours, "the hub's rows are the local world's");
+    if let Some((reference, _)) = reference() {
+        let theirs = ids(&json(&ok(&server, &reference, &["worlds", "data", "show", "helpdesk", "--entity", "customers"], &cli)));
+        assert_eq!(theirs, ours, "the original reads every row from our hub");
+    }
+    // An unknown entity is still refused before any row.
+    let (code, _, err) = exec(&server, gw, &["worlds", "data", "show", "helpdesk", "--entity", "nope"], &cli);
+    assert_ne!(code, 0);
+    assert!(err.contains("Unknown entity nope"), "{err}");
+}

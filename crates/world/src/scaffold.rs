@@ -52,6 +52,12 @@ pub fn builtin_files(slug: &str) -> Option<TemplateFiles> {
         .map(|(_, files)| files.iter().map(|(path, bytes)| (path.to_string(), bytes.to_vec())).collect())
 }
 
+/// The dialect's `schema/base.json`, which every world made from a template gets (a
+/// template cannot carry its own: `base.json` is generated).
+pub fn dialect_base() -> &'static [u8] {
+    builtin::BASE
+}
+
 /// The digest of a template (as the original's `template_digest`): sha256 over the
 /// sorted `path \0 bytes \0`. Identical files pin identically wherever they come from.
 pub fn template_digest(files: &TemplateFiles) -> String {

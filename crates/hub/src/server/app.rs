@@ -1,7 +1,7 @@
 //! The hub as an axum app: the router, serving on a listener, and each request's
 //! first steps (the body limit, the embedded host's data plane — recorded in the
 //! sessions' call logs —, the web pages, the
-//! object routes) before the JSON routes.
+//! object routes, one entity's rows of a world's data, streamed) before the JSON routes.
 
 use super::objects::object_route;
 use super::request::parse_query;
@@ -12,6 +12,7 @@ use super::web;
 use crate::error::HubError;
 use axum::body::to_bytes;
 use axum::extract::{Request, State};
+use axum::http::Method;
 use axum::response::Response;
 use std::sync::Arc;
 
@@ -116,6 +117,16 @@ pub(super) async fn answer(State(hub): State<Arc<Hub>>, request: Request) -> Res
             // The body may be left partly unread: the client must not reuse the connection.
             Err(error) => closing(error_response(&error)),
         };
+    }
+    if let (true, Some(entity)) = (parts.method == Method::GET, query.get("entity")) {
+        let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        if let ["api", "public", "worlds", slug, "data"] = segments.as_slice() {
+            // One entity's rows: every one, streamed (server/world_data.rs).
+            return match super::world_data::show_rows(&hub, &parts.headers, slug, entity).await {
+                Ok(response) => response,
+                Err(error) => error_response(&error),
+            };
+        }
     }
     let bytes = match to_bytes(body, limit).await {
         Ok(bytes) => bytes,

@@ -4,7 +4,9 @@
 //! A push is a delta on the head (`{path: {content} | null}`); the resulting template
 //! must make a world — it is initialised and compiled by the engine in a scratch
 //! directory (and its `connector.toml`, when it has one, parsed with the serving
-//! settings) — else 400 with the engine's reason. A `parent_commit` that is not the head
+//! settings) — else 400 with the engine's reason (a reference into `base.json` the
+//! dialect's base lacks says what to do: `schema/base.json` is generated, the template
+//! never carries it, see [`explain_base`]). A `parent_commit` that is not the head
 //! is a 409 whose body carries `latestCommit`; the head moves by a compare-and-set in the
 //! store, so two pushes from one parent cannot both land.
 //!
@@ -221,7 +223,7 @@ async fn prove(slug: &str, files: TemplateFiles) -> Result<(TemplateFiles, Value
         let scratch = tempfile::tempdir().map_err(|e| HubError::Storage(format!("scratch directory: {e}")))?;
         let world = scratch.path().join("world");
         let refused = |detail: String| HubError::BadRequest(format!("the template does not compile into a world: {detail}"));
-        let contract = scaffold::init_from_files(&world, &files, &slug, None).map_err(|e| refused(e.to_string()))?;
+        let contract = scaffold::init_from_files(&world, &files, &slug, None).map_err(|e| refused(explain_base(e.to_string())))?;
         let spec = if files.contains_key("connector.toml") {
             let spec = gateway_connector::spec::load_spec(&world).map_err(|e| refused(format!("connector.toml: {e}")))?;
             gateway_serve::settings::load_api_settings(&world, &spec).map_err(|e| refused(format!("connector.toml: {e}")))?;
@@ -234,6 +236,25 @@ async fn prove(slug: &str, files: TemplateFiles) -> Result<(TemplateFiles, Value
     })
     .await
     .map_err(|e| HubError::Storage(e.to_string()))?
+}
+
+/// An engine refusal, with what to do when the template references a definition the
+/// dialect's `base.json` lacks: a world directory's `schema/base.json` is generated, so
+/// publishing leaves it behind (the original's client does, ours too) and the world
+/// gets the dialect's base — an authored one's definitions are lost. They belong in a
+/// supporting schema file of their own, which the template carries.
+fn explain_base(detail: String) -> String {
+    if !detail.contains("Unresolved reference base.json#") {
+        return detail;
+    }
+    let defs = json::parse_clean(&String::from_utf8_lossy(scaffold::dialect_base()))
+        .and_then(|base| base.get("$defs").and_then(Value::as_object).map(|defs| defs.keys().cloned().collect::<Vec<_>>().join(", ")))
+        .unwrap_or_default();
+    format!(
+        "{detail} (schema/base.json is generated: a template never carries it, and the world made of it gets the dialect's base, \
+         which defines {defs}; move your own definitions into a schema file of your own, e.g. schema/types.json with its own $id, \
+         and reference them as types.json#/$defs/<name>)"
+    )
 }
 
 fn commit_hash(parent: Option<&str>, digest: &str, message: &str, at: &str) -> String {

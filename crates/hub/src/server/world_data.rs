@@ -10,7 +10,8 @@
 //! world's data head; `publish: now` then turns it into a data-only version of the
 //! world (the tip's files, the new `db/state.sqlite` with its sidecar and the
 //! `db/snapshot.json` pin, scenario snapshots rebuilt) on `main`; `later` batches wait
-//! for `POST …/data/publish`. `GET …/data` shows what the world holds.
+//! for `POST …/data/publish`. `GET …/data` shows what the world holds; with `?entity=`,
+//! every row of that entity, streamed ([`show_rows`], answered ahead of the JSON routes).
 //!
 //! One applier at a time per world (a lease in the metadata store, renewed while it
 //! works, so a process that dies lets the next batch through); a batch whose applier
@@ -31,8 +32,6 @@ const RENEW_EVERY: Duration = Duration::from_secs(30);
 const MAX_CHUNKS: i64 = 100_000;
 /// Refusal records a batch's status carries (the report holds up to 10,000).
 const STATUS_REFUSALS: usize = 200;
-/// Rows `GET …/data?entity=` answers at most.
-const SHOW_ROWS: usize = 10_000;
 /// gzip level of a data-only version's bundle (it is ours: no original bytes to match;
 /// a snapshot is most of it, and level 1 packs one several times faster than 6).
 const BUNDLE_LEVEL: u32 = 1;
@@ -42,7 +41,7 @@ pub(super) async fn route(request: &JsonRequest<'_>, p: &str, slug: &str, rest: 
     let JsonRequest { hub, method, query, base_url, .. } = *request;
     let world = container(hub, p, Some(unquote_plus(slug))).await?;
     match (method.as_str(), rest) {
-        ("GET", []) => show(hub, &world, query.get("entity").map(String::as_str)).await,
+        ("GET", []) => show(hub, &world).await,
         ("POST", ["batches"]) => open_batch(hub, p, &world, &request.json()?).await,
         ("GET", ["batches"]) => list_batches(hub, &world, query).await,
         ("GET", ["batches", id]) => status(hub, p, &world, id, base_url).await,
@@ -513,7 +512,15 @@ async fn list_batches(hub: &Hub, world: &Container, query: &BTreeMap<String, Str
     ok(object([("slug", Value::str(&world.slug)), ("batches", Value::Array(listed)), ("nextCursor", next.unwrap_or(Value::Null))]))
 }
 
-async fn show(hub: &Hub, world: &Container, entity: Option<&str>) -> Answer {
+/// `GET …/data` without `entity`: the world's kind and entity counts.
+async fn show(hub: &Hub, world: &Container) -> Answer {
+    let (out, _) = show_heading(hub, world).await?;
+    ok(Value::Object(out))
+}
+
+/// What `GET …/data` says of a world before any rows (slug, version, kind, counts, and
+/// the data head's digest), and where its rows are read from.
+async fn show_heading(hub: &Hub, world: &Container) -> Result<(Map, RowsFrom), HubError> {
     let tip = tip(hub, world).await?;
     let head = current_head(hub, world, &tip).await?;
     let tree = tree(hub, &tip).await?;
@@ -527,79 +534,169 @@ async fn show(hub: &Hub, world: &Container, entity: Option<&str>) -> Answer {
             out.insert("entityCounts".into(), opt_value(&head.entity_counts));
             out.insert("batchDigest".into(), Value::str(&head.batch_digest));
             out.insert("pending".into(), Value::Bool(head.pending));
-            if let Some(entity) = entity {
-                let cached = work_root(hub).join("snapshots").join(format!("{}.sqlite", head.batch_digest));
-                if !cached.is_file() {
-                    let partial = cached.with_extension(format!("part-{}", crate::util::random_hex(4)));
-                    let sha = fetch_object(hub, &head.snapshot_key, &partial).await?;
-                    if sha != head.file_sha256 {
-                        let _ = std::fs::remove_file(&partial);
-                        return Err(HubError::Storage(format!("snapshot {} does not match its sha256", head.snapshot_key)));
-                    }
-                    std::fs::rename(&partial, &cached).map_err(|e| HubError::io(&cached, e))?;
-                    evict(&work_root(hub).join("snapshots"), KEPT_SNAPSHOTS);
-                }
-                let name = entity.to_string();
-                let wanted = name.clone();
-                let (rows, total) = blocking(move || snapshot_rows(&root, &cached, &wanted)).await?;
-                insert_rows(&mut out, name, rows, total);
-            }
+            Ok((out, RowsFrom::Head { root, head }))
         }
         None => {
             let root = tree.world.clone().unwrap_or_else(|| tree.bundle.clone());
-            let entity = entity.map(str::to_string);
-            let wanted = entity.clone();
-            let shown = blocking(move || {
-                let kind = gateway_world::data::world_kind(&root).map_err(|e| HubError::BadRequest(e.to_string()))?;
-                let counts = gateway_world::data::entity_counts(&root).map_err(|e| HubError::BadRequest(e.to_string()))?;
-                let rows = match &wanted {
-                    Some(entity) => {
-                        let rows = gateway_world::data::entity_rows(&root, entity).map_err(|e| HubError::BadRequest(e.to_string()))?;
-                        let total = rows.len();
-                        Some((rows.into_iter().take(SHOW_ROWS).collect::<Vec<_>>(), total))
-                    }
-                    None => None,
-                };
-                Ok((kind, counts, rows))
+            let wanted = root.clone();
+            let (kind, counts) = blocking(move || {
+                let kind = gateway_world::data::world_kind(&wanted).map_err(|e| HubError::BadRequest(e.to_string()))?;
+                let counts = gateway_world::data::entity_counts(&wanted).map_err(|e| HubError::BadRequest(e.to_string()))?;
+                Ok((kind, counts))
             })
             .await?;
-            out.insert("kind".into(), Value::str(shown.0));
-            out.insert("entityCounts".into(), shown.1);
-            if let Some((rows, total)) = shown.2 {
-                insert_rows(&mut out, entity.unwrap_or_default(), rows, total);
-            }
+            out.insert("kind".into(), Value::str(kind));
+            out.insert("entityCounts".into(), counts);
+            Ok((out, RowsFrom::Files { root }))
         }
     }
-    ok(Value::Object(out))
 }
 
-/// Up to [`SHOW_ROWS`] rows of `entity` from a snapshot, in key order, and how many it holds.
-fn snapshot_rows(root: &Path, snapshot: &Path, entity: &str) -> Result<(Vec<Value>, usize), HubError> {
+/// Where a world's rows are: its data head's snapshot, or the version's own files.
+enum RowsFrom {
+    /// The snapshot of the world's data head (the world compiled at `root`).
+    Head { root: PathBuf, head: DataHead },
+    /// The version's files at `root` (no batch applied on this tip).
+    Files { root: PathBuf },
+}
+
+/// Row text sent per body frame (about).
+const FRAME_BYTES: usize = 64 * 1024;
+/// Frames waiting to be sent: with [`FRAME_BYTES`], what a slow reader makes the hub hold.
+const FRAMES_QUEUED: usize = 4;
+
+/// `GET /api/public/worlds/{slug}/data?entity=E`: the heading of [`show`], `entity`,
+/// `rowCount`, then every row of the entity (in key order from a data head's snapshot),
+/// streamed: the rows are written to the body as they are read, so the hub holds a few
+/// frames of them at a time, never the whole entity. A refusal (no such world or entity)
+/// comes before the body; a read failing midway ends the body short (invalid JSON).
+pub(super) async fn show_rows(hub: &Hub, headers: &HeaderMap, slug: &str, entity: &str) -> Result<Response, HubError> {
+    let project = authenticate(hub, headers).await?;
+    let world = container(hub, &project, Some(unquote_plus(slug))).await?;
+    let (mut out, from) = show_heading(hub, &world).await?;
+    let (sender, receiver) = tokio::sync::mpsc::channel::<Result<axum::body::Bytes, std::io::Error>>(FRAMES_QUEUED);
+    let wanted = entity.to_string();
+    let total = match from {
+        RowsFrom::Head { root, head } => {
+            let cached = cached_snapshot(hub, &head).await?;
+            let checked = (root.clone(), cached.clone(), wanted.clone());
+            let total = blocking(move || snapshot_count(&checked.0, &checked.1, &checked.2)).await?;
+            tokio::task::spawn_blocking(move || {
+                if let Err(error) = send_snapshot_rows(&cached, &wanted, &sender) {
+                    let _ = sender.blocking_send(Err(std::io::Error::other(error.to_string())));
+                }
+            });
+            total
+        }
+        RowsFrom::Files { root } => {
+            let read = wanted.clone();
+            let rows =
+                blocking(move || gateway_world::data::entity_rows(&root, &read).map_err(|e| HubError::BadRequest(e.to_string()))).await?;
+            let total = rows.len();
+            tokio::task::spawn_blocking(move || {
+                let mut frame = RowFrame::default();
+                for row in &rows {
+                    if !frame.push(row, &sender) {
+                        return;
+                    }
+                }
+                frame.flush(&sender);
+            });
+            total
+        }
+    };
+    out.insert("entity".into(), Value::str(entity));
+    out.insert("rowCount".into(), int(total));
+    let heading = json::dumps(&Value::Object(out), DumpOptions { sort_keys: false, ensure_ascii: false, indent: None, compact: false });
+    let opening = format!("{}, \"rows\": [", heading.strip_suffix('}').unwrap_or(&heading));
+    let body = futures_util::stream::once(async move { Ok::<_, std::io::Error>(axum::body::Bytes::from(opening)) })
+        .chain(futures_util::stream::unfold(receiver, |mut receiver| async move { receiver.recv().await.map(|frame| (frame, receiver)) }))
+        .chain(futures_util::stream::once(async { Ok(axum::body::Bytes::from_static(b"]}")) }));
+    let mut response = Response::new(Body::from_stream(body));
+    response.headers_mut().insert("content-type", HeaderValue::from_static("application/json"));
+    Ok(response)
+}
+
+use futures_util::StreamExt as _;
+
+/// Rows gathered into a body frame.
+#[derive(Default)]
+struct RowFrame {
+    text: String,
+    first_sent: bool,
+}
+
+impl RowFrame {
+    /// Add a row; send the frame once it is full. False when the reader is gone.
+    fn push(&mut self, row: &Value, sender: &tokio::sync::mpsc::Sender<Result<axum::body::Bytes, std::io::Error>>) -> bool {
+        if self.first_sent || !self.text.is_empty() {
+            self.text.push_str(", ");
+        }
+        self.text.push_str(&json::dumps(row, DumpOptions { sort_keys: false, ensure_ascii: false, indent: None, compact: false }));
+        if self.text.len() >= FRAME_BYTES {
+            self.first_sent = true;
+            return sender.blocking_send(Ok(axum::body::Bytes::from(std::mem::take(&mut self.text)))).is_ok();
+        }
+        true
+    }
+
+    /// Send what is left.
+    fn flush(self, sender: &tokio::sync::mpsc::Sender<Result<axum::body::Bytes, std::io::Error>>) {
+        if !self.text.is_empty() {
+            let _ = sender.blocking_send(Ok(axum::body::Bytes::from(self.text)));
+        }
+    }
+}
+
+/// The data head's snapshot, fetched once per process (its sha256 checked).
+async fn cached_snapshot(hub: &Hub, head: &DataHead) -> Result<PathBuf, HubError> {
+    let cached = work_root(hub).join("snapshots").join(format!("{}.sqlite", head.batch_digest));
+    if !cached.is_file() {
+        let partial = cached.with_extension(format!("part-{}", crate::util::random_hex(4)));
+        let sha = fetch_object(hub, &head.snapshot_key, &partial).await?;
+        if sha != head.file_sha256 {
+            let _ = std::fs::remove_file(&partial);
+            return Err(HubError::Storage(format!("snapshot {} does not match its sha256", head.snapshot_key)));
+        }
+        std::fs::rename(&partial, &cached).map_err(|e| HubError::io(&cached, e))?;
+        evict(&work_root(hub).join("snapshots"), KEPT_SNAPSHOTS);
+    }
+    Ok(cached)
+}
+
+/// How many rows of `entity` a snapshot holds, or the refusal when the world has no
+/// such entity.
+fn snapshot_count(root: &Path, snapshot: &Path, entity: &str) -> Result<usize, HubError> {
     let contract = gateway_world::lifecycle::check_bundle(root).map_err(|e| engine_error("the world does not compile", e))?;
     if contract.entity(entity).is_none() {
         let names: Vec<&str> = contract.entities.iter().map(|e| e.name.as_str()).collect();
         return Err(HubError::BadRequest(format!("entity at /{entity}: Unknown entity {entity}; the world has {}", names.join(", "))));
     }
     let conn = rusqlite::Connection::open_with_flags(snapshot, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
-    let table = gateway_world::compiler::quote(entity);
-    let total: i64 = conn.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))?;
-    let mut statement = conn.prepare(&format!("SELECT payload FROM {table} ORDER BY _key LIMIT ?1"))?;
-    let rows = statement.query_map([SHOW_ROWS as i64], |r| r.get::<_, String>(0))?;
-    let mut out = Vec::new();
-    for row in rows {
-        out.extend(json::parse_clean(&row?));
-    }
-    Ok((out, total as usize))
+    let total: i64 = conn.query_row(&format!("SELECT COUNT(*) FROM {}", gateway_world::compiler::quote(entity)), [], |r| r.get(0))?;
+    Ok(total as usize)
 }
 
-fn insert_rows(out: &mut Map, entity: String, rows: Vec<Value>, total: usize) {
-    let shown = rows.len();
-    out.insert("entity".into(), Value::Str(entity));
-    out.insert("rows".into(), Value::Array(rows));
-    if total > shown {
-        out.insert("rowsTruncated".into(), Value::Bool(true));
-        out.insert("rowCount".into(), int(total));
+/// Every row of `entity` in a snapshot, in key order, sent in frames.
+fn send_snapshot_rows(
+    snapshot: &Path,
+    entity: &str,
+    sender: &tokio::sync::mpsc::Sender<Result<axum::body::Bytes, std::io::Error>>,
+) -> Result<(), HubError> {
+    let conn = rusqlite::Connection::open_with_flags(snapshot, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    let mut statement = conn.prepare(&format!("SELECT payload FROM {} ORDER BY _key", gateway_world::compiler::quote(entity)))?;
+    let mut rows = statement.query([])?;
+    let mut frame = RowFrame::default();
+    while let Some(row) = rows.next()? {
+        let payload: String = row.get(0)?;
+        if let Some(value) = json::parse_clean(&payload) {
+            if !frame.push(&value, sender) {
+                return Ok(());
+            }
+        }
     }
+    frame.flush(sender);
+    Ok(())
 }
 
 // ------------------------------------------------------------------ the apply
