@@ -308,6 +308,10 @@ pub fn run(command: WorldsCommand) -> ExitCode {
 
 fn serve(path: PathBuf, bind: std::net::IpAddr, admin_key: Option<String>, options: gateway_serve::server::ServeOptions) -> ExitCode {
     let port = options.port;
+    if !path.is_dir() {
+        errln!("Error: no such directory: {} (a world is a directory holding schema/world.json and connector.toml)", path.display());
+        return Status::FAILED.into();
+    }
     let mut app = match gateway_serve::server::load(&path, &options) {
         Ok(app) => app,
         Err(error) => {

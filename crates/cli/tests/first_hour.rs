@@ -159,4 +159,8 @@ fn custom_without_api_has_no_connector_and_serve_says_what_to_do() {
     assert_eq!(serve.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&serve.stderr);
     assert!(stderr.contains("No connector.toml") && stderr.contains("--api"), "{stderr}");
+    // A path that is not there is named as such.
+    let serve = Command::new(GATEWAY).args(["worlds", "serve", "nowhere", "--port", "0"]).current_dir(dir.path()).output().unwrap();
+    assert_eq!(serve.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&serve.stderr).starts_with("Error: no such directory: nowhere"), "{serve:?}");
 }
