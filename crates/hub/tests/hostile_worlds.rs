@@ -7,10 +7,9 @@
 
 use gateway_hub::client::{Client, PushOptions};
 use gateway_hub::server::Limits;
-use gateway_hub::HubConfig;
 use gateway_sandbox::Sandbox;
 use gateway_serve::handlers::WorkerOptions;
-use gateway_test_support::copy_tree;
+use gateway_test_support::{copy_tree, text, Key, TestHub};
 use gateway_world::json::{self, Value};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -77,63 +76,24 @@ def ticket_stats(ctx, args, query, body):
     return {"counts": {}, "total": len(ctx.rows("tickets")), "at": ctx.now()}
 "#;
 
-struct Hub {
-    api: String,
-    one: (String, String),
-    two: (String, String),
-    data: PathBuf,
-    _runtime: tokio::runtime::Runtime,
-    _dir: tempfile::TempDir,
-}
-
 const DEADLINE: Duration = Duration::from_secs(4);
 
-fn start() -> Option<Hub> {
+/// A hub with a short handler deadline, or None (a NOTICE) where world code cannot be confined.
+fn start() -> Option<TestHub> {
     if let Err(error) = Sandbox::default().check() {
         eprintln!("NOTICE: hostile worlds skipped: {error}");
         return None;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("hub");
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let (api, one, two) = runtime.block_on(async {
-        let config = HubConfig { data: data.clone(), database: None, objects: None };
-        let limits = Limits { workers: WorkerOptions { deadline: DEADLINE, ..WorkerOptions::default() }, ..Limits::default() };
-        let hub = config.open(None, limits).await.expect("open hub");
-        let (_, p1, s1) = gateway_hub::create_key(hub.meta.as_ref(), "one").await.unwrap();
-        let (_, p2, s2) = gateway_hub::create_key(hub.meta.as_ref(), "two").await.unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(gateway_hub::server::serve_on(hub, listener));
-        (format!("http://{addr}"), (p1, s1), (p2, s2))
-    });
-    Some(Hub { api, one, two, data, _runtime: runtime, _dir: dir })
+    let limits = Limits { workers: WorkerOptions { deadline: DEADLINE, ..WorkerOptions::default() }, ..Limits::default() };
+    Some(TestHub::start_with(None, limits))
 }
 
-fn call(hub: &Hub, key: &(String, String), method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
-    let http = reqwest::blocking::Client::new();
-    let url = format!("{}{path}", hub.api);
-    let request = if method == "GET" { http.get(url) } else { http.post(url) };
-    let request = request.basic_auth(&key.0, Some(&key.1)).header("content-type", "application/json");
-    let request = match body {
-        Some(body) => request.body(body.to_string()),
-        None => request,
-    };
-    let response = request.send().unwrap();
-    let status = response.status().as_u16();
-    let text = response.text().unwrap();
-    (status, json::parse(&text).map(|p| p.value).unwrap_or(Value::Str(text)))
-}
-
-fn text(value: &Value, path: &str) -> String {
-    match path.split('.').fold(value, |v, k| v.get(k).unwrap_or(&Value::Null)) {
-        Value::Str(s) => s.clone(),
-        other => json::canonical(other),
-    }
+fn call(hub: &TestHub, key: &Key, method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
+    hub.call_as(key, method, path, body, &[])
 }
 
 /// Push the example as `slug` for `key`, its handlers replaced by `handlers` when given.
-fn push(hub: &Hub, key: &(String, String), work: &Path, slug: &str, handlers: Option<&str>) {
+fn push(hub: &TestHub, key: &Key, work: &Path, slug: &str, handlers: Option<&str>) {
     let world = work.join(slug);
     copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), &world);
     if let Some(source) = handlers {
@@ -146,7 +106,7 @@ fn push(hub: &Hub, key: &(String, String), work: &Path, slug: &str, handlers: Op
 }
 
 /// A session on `slug`: its api URL and token.
-fn open(hub: &Hub, key: &(String, String), slug: &str, grader: Option<&str>) -> (String, String, String) {
+fn open(hub: &TestHub, key: &Key, slug: &str, grader: Option<&str>) -> (String, String, String) {
     let grader = grader
         .map_or(String::new(), |source| format!(r#", "grader": {{"kind": "python", "source": {}}}"#, json::canonical(&Value::str(source))));
     let task = format!(r#"{{"name": "t", "instruction": "Look around."{grader}}}"#);
@@ -201,20 +161,20 @@ fn hostile_handlers_are_contained_and_other_projects_keep_working() {
     }
 
     // 1–2. The hub's files: not there to read, nowhere to write.
-    let sqlite = hub.data.join("hub.sqlite");
+    let sqlite = hub.data.path().join("hub.sqlite");
     let mut secrets = vec![sqlite.clone()];
-    secrets.extend(std::fs::read_dir(hub.data.join("keys")).unwrap().flatten().map(|e| e.path()));
+    secrets.extend(std::fs::read_dir(hub.data.path().join("keys")).unwrap().flatten().map(|e| e.path()));
     assert!(secrets.len() >= 3, "the hub keeps its keys: {secrets:?}");
     for secret in secrets {
         let (status, seen) = attack(&hostile, "read", &secret.display().to_string());
         assert_eq!((status, text(&seen, "refused")), (200, "FileNotFoundError".to_string()), "{}: {seen:?}", secret.display());
     }
-    for target in [sqlite.clone(), hub.data.join("planted"), PathBuf::from("/usr/planted")] {
+    for target in [sqlite.clone(), hub.data.path().join("planted"), PathBuf::from("/usr/planted")] {
         let (status, seen) = attack(&hostile, "write", &target.display().to_string());
         assert_eq!(status, 200);
         assert!(!text(&seen, "refused").is_empty() && text(&seen, "refused") != "null", "{}: {seen:?}", target.display());
     }
-    assert!(!hub.data.join("planted").exists());
+    assert!(!hub.data.path().join("planted").exists());
     assert!(!std::fs::read(&sqlite).unwrap().ends_with(b"pwned"), "the hub's database was written by the world");
 
     // Network: not the hub itself, not the world.
@@ -290,7 +250,7 @@ fn a_hostile_grader_cannot_write_the_hubs_database() {
     let Some(hub) = start() else { return };
     let work = tempfile::tempdir().unwrap();
     push(&hub, &hub.one, work.path(), "helpdesk", None);
-    let sqlite = hub.data.join("hub.sqlite");
+    let sqlite = hub.data.path().join("hub.sqlite");
     // The grader reports what it reached; the hub's database must not even be there.
     let grader = format!(
         "import json, os, sqlite3\n\

@@ -15,11 +15,10 @@
 use crate::json::{dumps, parse_loads, DumpOptions, Map, Value};
 use crate::ContractError;
 use gateway_sandbox::{Sandbox, View};
-use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -173,10 +172,12 @@ pub fn run_python_grader_with(
     let cwd = script.parent().unwrap_or(Path::new("/")).to_path_buf();
     let dump = dumps(state, DumpOptions { sort_keys: false, ensure_ascii: true, indent: None, compact: false });
 
+    // The binary `python` runs as (its `sys.executable`, asked once per process): a
+    // launcher such as a pyenv shim adds neither its variables nor its start-up.
+    let python = gateway_sandbox::interpreter(&options.python);
     let command = if options.sandbox.is_confined() {
         // The sandbox's own private /tmp is its home; it sees the script's directory
         // read-only and nothing of the session's or the hub's files.
-        let python = gateway_sandbox::interpreter(&options.python);
         gateway_sandbox::share_read_only(&cwd).map_err(launch)?;
         let view = View::new().read_only(&cwd).cwd(&cwd).env("HOME", "/tmp");
         let args: Vec<std::ffi::OsString> = vec!["-c".into(), PRELUDE.into(), script.clone().into()];
@@ -193,10 +194,10 @@ pub fn run_python_grader_with(
         let mut command = match options.deny_network.then(network_jail).flatten() {
             Some(jail) => {
                 let mut command = Command::new("unshare");
-                command.args(jail).arg("--").arg(interpreter(&options.python));
+                command.args(jail).arg("--").arg(&python.executable);
                 command
             }
-            None => Command::new(interpreter(&options.python)),
+            None => Command::new(&python.executable),
         };
         command.arg("-c").arg(PRELUDE).arg(&script).current_dir(&cwd).env_clear();
         for name in INHERITED_ENV {
@@ -242,30 +243,6 @@ fn grade_of(printed: &Map) -> Value {
     out.insert("reward".into(), printed.get("reward").map(as_float).unwrap_or(Value::Null));
     out.insert("rewards".into(), Value::Object(rewards));
     Value::Object(out)
-}
-
-/// The binary `python` runs as (its `sys.executable`), asked once per process;
-/// `python` itself when it cannot say.
-fn interpreter(python: &Path) -> PathBuf {
-    static RESOLVED: Mutex<Option<HashMap<PathBuf, PathBuf>>> = Mutex::new(None);
-    let mut cache = RESOLVED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let cache = cache.get_or_insert_with(HashMap::new);
-    if let Some(found) = cache.get(python) {
-        return found.clone();
-    }
-    let asked = Command::new(python)
-        .args(["-c", "import sys; sys.stdout.write(sys.executable or '')"])
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output();
-    let found = match asked {
-        Ok(output) if output.status.success() && !output.stdout.is_empty() => {
-            PathBuf::from(String::from_utf8_lossy(&output.stdout).into_owned())
-        }
-        _ => python.to_path_buf(),
-    };
-    cache.insert(python.to_path_buf(), found.clone());
-    found
 }
 
 /// The `unshare` arguments that take the network away, if any work here (probed
