@@ -4,6 +4,7 @@
 //! link or a `../` member is refused with nothing extracted (the bundle is served by a
 //! hostile hub on loopback).
 
+use gateway_test_support::tar_member;
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -73,28 +74,6 @@ fn hostile_bench_push_of_a_connector_world_refuses_a_symlinked_folder() {
     assert!(!logged, "a version was made: {listed}");
 }
 
-/// One raw ustar member: a `kind` ('0' file, '1' hard link, '2' symlink) named `name`.
-fn member(name: &str, kind: u8, link: &str, payload: &[u8]) -> Vec<u8> {
-    let mut header = vec![0u8; 512];
-    header[..name.len()].copy_from_slice(name.as_bytes());
-    header[100..108].copy_from_slice(b"0000644\0");
-    header[108..116].copy_from_slice(b"0000000\0");
-    header[116..124].copy_from_slice(b"0000000\0");
-    header[124..136].copy_from_slice(format!("{:011o}\0", payload.len()).as_bytes());
-    header[136..148].copy_from_slice(b"00000000000\0");
-    header[156] = kind;
-    header[157..157 + link.len()].copy_from_slice(link.as_bytes());
-    header[257..263].copy_from_slice(b"ustar\0");
-    header[263..265].copy_from_slice(b"00");
-    header[148..156].copy_from_slice(b"        ");
-    let sum: u32 = header.iter().map(|b| u32::from(*b)).sum();
-    header[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
-    let mut out = header;
-    out.extend_from_slice(payload);
-    out.resize(out.len().div_ceil(512) * 512, 0);
-    out
-}
-
 /// A hub that resolves every version to `tarball`, served from its own port.
 fn hostile_hub(tarball: Vec<u8>) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -135,12 +114,12 @@ fn hostile_hub(tarball: Vec<u8>) -> String {
 
 #[test]
 fn hostile_pull_refuses_links_and_escapes_in_the_bundle() {
-    let ok_member = member("README.md", b'0', "", b"fine");
+    let ok_member = tar_member("README.md", b'0', "", b"fine");
     for (label, bad, said) in [
-        ("symlink", member("linked", b'2', "/etc", b""), "refusing link member in archive: linked"),
-        ("hard link", member("hard", b'1', "../outside", b""), "refusing link member in archive: hard"),
-        ("parent escape", member("../evil.txt", b'0', "", b"evil"), "unsafe path in archive: ../evil.txt"),
-        ("nested escape", member("a/../../evil.txt", b'0', "", b"evil"), "unsafe path in archive: a/../../evil.txt"),
+        ("symlink", tar_member("linked", b'2', "/etc", b""), "refusing link member in archive: linked"),
+        ("hard link", tar_member("hard", b'1', "../outside", b""), "refusing link member in archive: hard"),
+        ("parent escape", tar_member("../evil.txt", b'0', "", b"evil"), "unsafe path in archive: ../evil.txt"),
+        ("nested escape", tar_member("a/../../evil.txt", b'0', "", b"evil"), "unsafe path in archive: a/../../evil.txt"),
     ] {
         let mut tar = [ok_member.clone(), bad].concat();
         tar.extend_from_slice(&[0u8; 1024]);

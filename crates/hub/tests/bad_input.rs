@@ -5,32 +5,11 @@
 use gateway_hub::archive::{gzip_bytes, safe_extract_file, sha256_base64, tar_bytes, ExtractLimits};
 use gateway_hub::server::{Hub, Limits};
 use gateway_hub::HubConfig;
+use gateway_test_support::tar_member;
 use gateway_world::json::{self, object, Value};
 use std::path::Path;
 
 // ------------------------------------------------------------------ crafted archives
-
-/// One raw ustar member (enough to craft what no well-behaved writer produces).
-fn member(name: &str, kind: u8, link: &str, payload: &[u8]) -> Vec<u8> {
-    let mut header = vec![0u8; 512];
-    header[..name.len()].copy_from_slice(name.as_bytes());
-    header[100..108].copy_from_slice(b"0000644\0");
-    header[108..116].copy_from_slice(b"0000000\0");
-    header[116..124].copy_from_slice(b"0000000\0");
-    header[124..136].copy_from_slice(format!("{:011o}\0", payload.len()).as_bytes());
-    header[136..148].copy_from_slice(b"00000000000\0");
-    header[156] = kind;
-    header[157..157 + link.len()].copy_from_slice(link.as_bytes());
-    header[257..263].copy_from_slice(b"ustar\0");
-    header[263..265].copy_from_slice(b"00");
-    header[148..156].copy_from_slice(b"        ");
-    let sum: u32 = header.iter().map(|b| u32::from(*b)).sum();
-    header[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
-    let mut out = header;
-    out.extend_from_slice(payload);
-    out.resize(out.len().div_ceil(512) * 512, 0);
-    out
-}
 
 fn archive(members: &[Vec<u8>]) -> Vec<u8> {
     let mut tar: Vec<u8> = members.concat();
@@ -48,13 +27,13 @@ fn extract(tgz: &[u8], dest: &Path) -> Result<usize, gateway_hub::HubError> {
 #[test]
 fn crafted_archives_are_refused_before_anything_is_written() {
     let cases = [
-        ("parent escape", archive(&[member("ok.txt", b'0', "", b"fine"), member("../evil.txt", b'0', "", b"x")])),
-        ("nested parent escape", archive(&[member("a/../../evil.txt", b'0', "", b"x")])),
-        ("absolute path", archive(&[member("/tmp/evil.txt", b'0', "", b"x")])),
-        ("symlink", archive(&[member("link", b'2', "/etc/passwd", b"")])),
-        ("hard link", archive(&[member("hard", b'1', "../outside", b"")])),
-        ("device", archive(&[member("dev", b'3', "", b"")])),
-        ("fifo", archive(&[member("fifo", b'6', "", b"")])),
+        ("parent escape", archive(&[tar_member("ok.txt", b'0', "", b"fine"), tar_member("../evil.txt", b'0', "", b"x")])),
+        ("nested parent escape", archive(&[tar_member("a/../../evil.txt", b'0', "", b"x")])),
+        ("absolute path", archive(&[tar_member("/tmp/evil.txt", b'0', "", b"x")])),
+        ("symlink", archive(&[tar_member("link", b'2', "/etc/passwd", b"")])),
+        ("hard link", archive(&[tar_member("hard", b'1', "../outside", b"")])),
+        ("device", archive(&[tar_member("dev", b'3', "", b"")])),
+        ("fifo", archive(&[tar_member("fifo", b'6', "", b"")])),
     ];
     for (label, tgz) in cases {
         let dir = tempfile::tempdir().unwrap();
@@ -68,7 +47,7 @@ fn crafted_archives_are_refused_before_anything_is_written() {
     }
     let dir = tempfile::tempdir().unwrap();
     assert!(extract(b"not a gzip stream", &dir.path().join("garbage")).is_err());
-    let honest = archive(&[member("dir/ok.txt", b'0', "", b"fine")]);
+    let honest = archive(&[tar_member("dir/ok.txt", b'0', "", b"fine")]);
     let dest = dir.path().join("honest");
     assert!(extract(&honest, &dest).is_ok());
     assert_eq!(std::fs::read(dest.join("dir/ok.txt")).unwrap(), b"fine");

@@ -230,3 +230,26 @@ pub fn text(value: &Value, path: &str) -> String {
         other => json::canonical(other),
     }
 }
+
+/// One raw ustar member — `kind` b'0' a file, b'1' a hard link, b'2' a symlink to `link` —
+/// enough to craft the archives no well-behaved writer produces (links, `../` names).
+pub fn tar_member(name: &str, kind: u8, link: &str, payload: &[u8]) -> Vec<u8> {
+    let mut header = vec![0u8; 512];
+    header[..name.len()].copy_from_slice(name.as_bytes());
+    header[100..108].copy_from_slice(b"0000644\0");
+    header[108..116].copy_from_slice(b"0000000\0");
+    header[116..124].copy_from_slice(b"0000000\0");
+    header[124..136].copy_from_slice(format!("{:011o}\0", payload.len()).as_bytes());
+    header[136..148].copy_from_slice(b"00000000000\0");
+    header[156] = kind;
+    header[157..157 + link.len()].copy_from_slice(link.as_bytes());
+    header[257..263].copy_from_slice(b"ustar\0");
+    header[263..265].copy_from_slice(b"00");
+    header[148..156].copy_from_slice(b"        ");
+    let sum: u32 = header.iter().map(|b| u32::from(*b)).sum();
+    header[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+    let mut out = header;
+    out.extend_from_slice(payload);
+    out.resize(out.len().div_ceil(512) * 512, 0);
+    out
+}
