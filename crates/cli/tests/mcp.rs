@@ -2,6 +2,7 @@
 //! raw JSON-RPC lines and by the real Python `mcp` client (skipped with a NOTICE
 //! when its venv, ~/.cache/gateway-mcp-venv, is absent; .ci/run installs it).
 
+use gateway_test_support::mcp_python;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -88,16 +89,6 @@ fn refusals_before_serving_are_one_line_and_exit_1() {
         assert!(stderr.starts_with("Error: worlds mcp refused: "), "{args:?}: {stderr}");
         assert!(output.stdout.is_empty(), "stdout is the protocol's");
     }
-}
-
-fn mcp_python() -> Option<PathBuf> {
-    let python = PathBuf::from(std::env::var_os("HOME")?).join(".cache/gateway-mcp-venv/bin/python");
-    let ok = python.is_file() && Command::new(&python).args(["-c", "import mcp"]).output().map(|o| o.status.success()).unwrap_or(false);
-    if !ok {
-        eprintln!("NOTICE: no Python mcp client at {} (.ci/run installs it); skipping", python.display());
-        return None;
-    }
-    Some(python)
 }
 
 /// Run the Python client against `gateway worlds mcp <extra…>`; what it saw.

@@ -7,6 +7,7 @@ use gateway_host::mcp::{McpOptions, WorldMcp};
 use gateway_host::server::{self, ServerConfig};
 use gateway_host::{HostConfig, OpenRequest, WorldHost};
 use gateway_test_support::copy_tree;
+use gateway_test_support::mcp_python;
 use gateway_world::json::{self, Value};
 use rmcp::model::CallToolRequestParams;
 use rmcp::ServiceExt as _;
@@ -199,19 +200,6 @@ fn streamable_http_on_the_data_plane_behind_the_token() {
     assert_eq!(post(running.addr, "/s/nobody/mcp", &[bearer[0]], INITIALIZE).0, 404);
     // The ui host has no MCP endpoint: that path is the world's.
     assert_ne!(post(running.addr, "/__mcp", &[("Host", "w-s1.worlds.test"), bearer[0], version], INITIALIZE).0, 200);
-}
-
-/// The Python `mcp` package's venv, or None (with a NOTICE) when absent.
-pub fn mcp_python() -> Option<PathBuf> {
-    let home = std::env::var_os("HOME").map(PathBuf::from)?;
-    let python = home.join(".cache/gateway-mcp-venv/bin/python");
-    let ok = python.is_file()
-        && std::process::Command::new(&python).args(["-c", "import mcp"]).output().map(|o| o.status.success()).unwrap_or(false);
-    if !ok {
-        eprintln!("NOTICE: no Python mcp client at {} (.ci/run installs it); skipping", python.display());
-        return None;
-    }
-    Some(python)
 }
 
 #[test]

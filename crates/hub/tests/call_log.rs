@@ -8,9 +8,10 @@
 
 use gateway_hub::client::{Client, PushOptions};
 use gateway_hub::server::CALL_LOG_BODY_CAP;
+use gateway_test_support::mcp_python;
 use gateway_test_support::{copy_tree, text, TestHub};
 use gateway_world::json::{self, Map, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const HEADER_SECRET: &str = "hdr-secret-5f1c9a";
 const COOKIE_SECRET: &str = "cookie-secret-77b2";
@@ -157,17 +158,6 @@ fn rest_calls_on_the_data_plane_and_the_calls_api_share_one_log() {
     assert!(page.contains("GET /tickets/101") && page.contains("<details>") && page.contains(">control<"), "{page}");
     assert!(page.contains(&format!("cut at 16 KiB of {} bytes", big.len())), "{page}");
     no_secret(&page, &token);
-}
-
-fn mcp_python() -> Option<PathBuf> {
-    let python = PathBuf::from(std::env::var_os("HOME")?).join(".cache/gateway-mcp-venv/bin/python");
-    let ok = python.is_file()
-        && std::process::Command::new(&python).args(["-c", "import mcp"]).output().map(|o| o.status.success()).unwrap_or(false);
-    if !ok {
-        eprintln!("NOTICE: no Python mcp client at {} (.ci/run installs it); skipping its part", python.display());
-        return None;
-    }
-    Some(python)
 }
 
 #[test]

@@ -6,25 +6,15 @@
 use gateway_hub::client::{Client, PushOptions};
 use gateway_hub::HubConfig;
 use gateway_test_support::copy_tree;
+use gateway_test_support::mcp_python;
 use gateway_world::json::{self, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 fn text(value: &Value, path: &str) -> String {
     match path.split('.').fold(value, |v, k| v.get(k).unwrap_or(&Value::Null)) {
         Value::Str(s) => s.clone(),
         other => json::canonical(other),
     }
-}
-
-fn mcp_python() -> Option<PathBuf> {
-    let python = PathBuf::from(std::env::var_os("HOME")?).join(".cache/gateway-mcp-venv/bin/python");
-    let ok = python.is_file()
-        && std::process::Command::new(&python).args(["-c", "import mcp"]).output().map(|o| o.status.success()).unwrap_or(false);
-    if !ok {
-        eprintln!("NOTICE: no Python mcp client at {} (.ci/run installs it); skipping its part", python.display());
-        return None;
-    }
-    Some(python)
 }
 
 #[test]

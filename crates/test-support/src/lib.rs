@@ -253,3 +253,16 @@ pub fn tar_member(name: &str, kind: u8, link: &str, payload: &[u8]) -> Vec<u8> {
     out.resize(out.len().div_ceil(512) * 512, 0);
     out
 }
+
+/// The Python `mcp` client's venv (`~/.cache/gateway-mcp-venv`, installed by .ci/run), or
+/// None with a NOTICE when it is absent: the MCP tests' Python-client parts then skip.
+pub fn mcp_python() -> Option<PathBuf> {
+    let python = PathBuf::from(std::env::var_os("HOME")?).join(".cache/gateway-mcp-venv/bin/python");
+    let ok = python.is_file()
+        && std::process::Command::new(&python).args(["-c", "import mcp"]).output().map(|o| o.status.success()).unwrap_or(false);
+    if !ok {
+        eprintln!("NOTICE: no Python mcp client at {} (.ci/run installs it); skipping its part", python.display());
+        return None;
+    }
+    Some(python)
+}
