@@ -116,6 +116,7 @@ const DOCS: &[Doc] = &[
             "gateway worlds run acme@main -a oracle                 # each task's reference solution",
             "gateway worlds run --path ./acme -a agent.py --no-file",
             "gateway worlds run acme -a builtin -m openai/gpt-4o-mini --all-tasks --fail-under 0.8",
+            "gateway worlds run acme -a oracle --task-id wt_123@2 --task-set smoke   # stored tasks",
         ],
         exit: GATED,
     },

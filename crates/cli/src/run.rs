@@ -87,6 +87,13 @@ pub struct RunArgs {
     /// Run every task of the world.
     #[arg(long = "all-tasks", conflicts_with = "variant")]
     pub all_tasks: bool,
+    /// Run the hub's stored task ID (`gateway worlds task create`) instead of the world's own:
+    /// ID for its current version, ID@N for version N; repeat or comma-separate.
+    #[arg(long = "task-id", conflicts_with_all = ["variant", "all_tasks"])]
+    pub task_id: Vec<String>,
+    /// Run every stored task of the world whose spec carries `metadata.taskSet` = NAME.
+    #[arg(long = "task-set", value_name = "NAME", conflicts_with_all = ["variant", "all_tasks"])]
+    pub task_set: Option<String>,
     /// Agent: file.py[:fn] or module:fn (fn defaults to 'agent'), called as fn(world); or
     /// `builtin` (the built-in model runner) or `oracle` (each task's reference solution).
     #[arg(long, short = 'a', required_unless_present = "agent_cmd")]
@@ -194,6 +201,7 @@ pub fn run(args: RunArgs) -> ExitCode {
         path: args.path,
         variants: args.variant,
         all_tasks: args.all_tasks,
+        stored: gateway_runner::stored::StoredTasks { ids: args.task_id, set: args.task_set },
         agent: choice(args.agent, args.rollout.agent_cmd.clone()),
         model: args.rollout.model(args.model),
         no_file: args.no_file,

@@ -29,6 +29,9 @@ pub enum RunnerError {
     /// The hub (pull, push, resolve, filing) failed.
     #[error(transparent)]
     Hub(#[from] HubError),
+    /// The hub's session and task routes refused (a stored task not found, …).
+    #[error(transparent)]
+    Sessions(#[from] gateway_hub::sessions_client::SessionError),
     /// A file could not be read or written.
     #[error("{path}: {source}")]
     Io {

@@ -108,6 +108,8 @@ pub struct RunRequest {
     pub variants: Vec<String>,
     /// `--all-tasks`.
     pub all_tasks: bool,
+    /// `--task-id` / `--task-set`: the hub's stored tasks instead of the world's own.
+    pub stored: crate::stored::StoredTasks,
     /// Who acts.
     pub agent: AgentChoice,
     /// The model runner's flags (`model` is also the filed label).
@@ -159,8 +161,14 @@ pub fn worlds_run(request: &RunRequest, note: &mut dyn FnMut(&str)) -> Result<Re
     if crate::harbor_world::is_harbor_tree(&source.dir) {
         return harbor_run(request, &agent, &source, note);
     }
-    let world = LocalWorld::open(source)?;
-    let chosen = chosen(&world, &request.variants, request.all_tasks)?;
+    let mut world = LocalWorld::open(source)?;
+    let chosen = if request.stored.any() {
+        let client = gateway_hub::sessions_client::SessionsClient::from_env(request.host.as_deref())?;
+        world.tasks = crate::stored::fetch(&client, &request.stored, world.source.slug.as_deref(), &world.source.dir)?;
+        world.tasks.iter().collect()
+    } else {
+        chosen(&world, &request.variants, request.all_tasks)?
+    };
     let source = &world.source;
     if let Some(block) = source.file_block.as_deref().filter(|_| !request.no_file) {
         // Said BEFORE the agent runs: the run still executes and grades, only the filing is off.
@@ -258,9 +266,14 @@ fn harbor_run(request: &RunRequest, agent: &Agent, source: &WorldSource, note: &
             agent.label()
         )));
     };
-    if request.all_tasks || request.variants.len() > 1 || request.options.rollouts > 1 || request.options.transcripts.is_some() {
+    if request.all_tasks
+        || request.stored.any()
+        || request.variants.len() > 1
+        || request.options.rollouts > 1
+        || request.options.transcripts.is_some()
+    {
         return Err(RunnerError::Config(
-            "a Harbor task tree runs one variant once (as the original's `worlds run`): drop --all-tasks, extra --variant, --rollouts-per-example and --output-dir".into(),
+            "a Harbor task tree runs one variant once (as the original's `worlds run`): drop --all-tasks, --task-id, --task-set, extra --variant, --rollouts-per-example and --output-dir".into(),
         ));
     }
     let file = !request.no_file && source.version_id.is_some();

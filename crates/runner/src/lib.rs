@@ -31,6 +31,7 @@ pub mod harbor_world;
 pub mod model;
 pub mod process;
 pub mod run;
+pub mod stored;
 pub mod tasks;
 pub mod verifiers;
 pub mod world;
