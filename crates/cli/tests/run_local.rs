@@ -274,6 +274,11 @@ fn an_agent_command_reaches_its_session_over_rest_and_mcp() {
     // The session's data plane requests are its call log.
     let requests: Vec<&str> = transcript["calls"].as_array().unwrap().iter().filter_map(|c| c["request"].as_str()).collect();
     assert_eq!(requests, ["POST /mcp", "POST /mcp", "GET /api/v2/tickets/103", "GET /api/v2/tickets/103"], "{transcript}");
+    // Each with what it sent and what it was answered.
+    let calls = transcript["calls"].as_array().unwrap();
+    assert!(calls[1]["body"].as_str().unwrap().contains("tools/call"), "{transcript}");
+    assert!(calls[2]["answer"].as_str().unwrap().contains("\"solved\""), "{transcript}");
+    assert_eq!(calls[3]["status"], 401, "{transcript}");
 
     // A failing command is the agent's error, and the rollout errored: exit 1.
     let out = gateway(dir.path(), &["worlds", "run", "--path", world.to_str().unwrap(), "--agent-cmd", "exit 3", "--no-file"], &[]);

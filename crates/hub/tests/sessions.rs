@@ -347,6 +347,12 @@ fn a_task_by_name_is_the_worlds_own_file_first_then_its_scenario() {
     assert_eq!((text(&opened, "task.source"), text(&opened, "task.path")), ("world".to_string(), "tasks/solve-101.json".to_string()));
     assert_eq!(text(&opened, "instruction"), "Ticket 101 is fixed: solve it.");
     let sid = text(&opened, "sessionId");
+    // The reference solution is the task's, never the agent's: not in any descriptor.
+    let (_, status_read) = call(&hub, &hub.one, "GET", &format!("/api/public/world-sessions/{sid}"), None);
+    for descriptor in [&opened, &status_read] {
+        assert_eq!(text(descriptor, "task.metadata"), "{}", "{descriptor:?}");
+        assert!(!json::canonical(descriptor).contains("\"solution\""), "{descriptor:?}");
+    }
     let before = do_call(&hub, &sid, r#"{"kind": "grade"}"#);
     assert_eq!(text(&before, "result.reward"), "0.0", "{before:?}");
     do_call(&hub, &sid, r#"{"kind": "call", "tool": "solve_ticket", "args": {"id": 101}}"#);

@@ -125,7 +125,11 @@ pub(crate) fn fill(hub: &Hub, work: &Path, sessions: bool) -> Filled {
               {{"exampleId": "ex-1", "task": {task}, "rolloutIndex": 0, "reward": {r0},
                 "prompt": "Be helpful {evil}\nSolve ticket 101", "completion": "Solved it.",
                 "info": {{"variant": "v", "callLog": [{{"tool": "get_ticket", "args": {{"id": 101}}, "result": {{"id": 101, "status": "open"}}}},
-                                                      {{"tool": "solve_ticket", "args": {{"id": 101}}, "error": "boom {evil}"}}]}}}},
+                                                      {{"tool": "solve_ticket", "args": {{"id": 101}}, "error": "boom {evil}"}},
+                                                      {{"tool": "create_ticket", "arguments": "{{\"title\":\"x\"}}", "result_preview": "{{\"id\":7}}"}},
+                                                      {{"request": "GET /tickets/999", "status": 404, "answer": "{{\"error\":\"ticket 999 does not exist\"}}"}}],
+                          "messages": [{{"role": "assistant", "content": null, "tool_calls": [{{"id": "c1", "type": "function", "function": {{"name": "get_ticket", "arguments": "{{\"id\":101}}"}}}}]}},
+                                       {{"role": "tool", "tool_call_id": "c1", "content": "open"}}]}}}},
               {{"exampleId": "ex-2", "task": "beta", "rolloutIndex": 0, "reward": {r1}, "prompt": "plain prompt", "completion": "plain answer"}},
               {{"exampleId": "ex-3", "task": "beta", "rolloutIndex": 1}}
             ]}}"#,
@@ -432,9 +436,20 @@ fn every_page_escaped_paged_and_scoped() {
         "boom &lt;script&gt;",
         "Be helpful &lt;script&gt;",
         "&quot;variant&quot;",
+        // Arguments and answers decoded from the text a runner files them as.
+        "<code>{&quot;title&quot;: &quot;x&quot;}</code>",
+        "<code>{&quot;id&quot;: 7}</code>",
+        // An HTTP call shows as its method and path, with its status and answer.
+        "<code>GET /tickets/999</code>",
+        ">404</span>",
+        "ticket 999 does not exist",
+        // The model's messages, its tool calls by name with their arguments decoded.
+        "Model messages",
+        "<code>{&quot;id&quot;: 101}</code>",
     ] {
         assert!(transcript.contains(expected), "{expected} in {transcript}");
     }
+    assert!(!transcript.contains("&quot;messages&quot;"), "the messages are shown apart, not in Info: {transcript}");
 
     // Sessions and a call log.
     let sessions = page_ok(&hub, "/ui/sessions");

@@ -16,7 +16,8 @@ use gateway_world::json::{object, Map, Value};
 pub const SOURCE: &str = "sdk-world-run";
 
 /// The sample of one rollout: `info` carries `variant`, `source`, `agentError`,
-/// `callLog` (the last 50 calls) and whatever `info` adds.
+/// `callLog` (the last 50 calls), the model's `messages` (built-in runner) and
+/// whatever `info` adds.
 pub fn sample(rollout: &Rollout, info: &[(&str, Value)]) -> Map {
     let prompt: String = rollout.instruction.chars().take(20_000).collect();
     let mut details = Map::default();
@@ -24,6 +25,10 @@ pub fn sample(rollout: &Rollout, info: &[(&str, Value)]) -> Map {
     details.insert("source".into(), Value::str(SOURCE));
     details.insert("agentError".into(), rollout.agent_error.clone().map(Value::Str).unwrap_or_default());
     details.insert("callLog".into(), Value::Array(rollout.call_log.clone()));
+    if !rollout.messages.is_empty() {
+        // The model's side of the rollout, for the sample's page (beyond the original).
+        details.insert("messages".into(), Value::Array(rollout.messages.clone()));
+    }
     if let Some(error) = &rollout.grade_error {
         details.insert("gradeError".into(), Value::str(error));
     }
@@ -148,4 +153,19 @@ pub fn file_run(client: &EvalsClient, filing: &RunFiling<'_>, rollouts: &[Rollou
         ("metrics", metrics),
         ("richTraces", Value::Int(0)),
     ]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sample_files_the_models_messages_when_there_are_any() {
+        let mut rollout = crate::run::tests::graded("t", Some(1.0));
+        let info = |rollout: &Rollout| sample(rollout, &[]).get("info").cloned().unwrap_or_default();
+        assert!(info(&rollout).get("messages").is_none(), "none: no member");
+        rollout.messages = vec![object([("role", Value::str("assistant")), ("content", Value::str("done"))])];
+        let filed = info(&rollout).get("messages").cloned().unwrap_or_default();
+        assert!(gateway_world::json::json_equal(&filed, &Value::Array(rollout.messages.clone())), "{filed:?}");
+    }
 }

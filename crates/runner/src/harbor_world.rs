@@ -158,6 +158,7 @@ pub fn run(
         completion: field(&done, "completion"),
         call_log: done.get("callLog").and_then(Value::as_array).cloned().unwrap_or_default(),
         calls: done.get("calls").and_then(Value::as_f64).unwrap_or(0.0) as usize,
+        messages: Vec::new(),
         pass_bar: 1.0,
         duration,
         transcript: object([

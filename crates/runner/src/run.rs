@@ -79,6 +79,9 @@ pub struct Rollout {
     pub call_log: Vec<Value>,
     /// How many calls were made.
     pub calls: usize,
+    /// The model's conversation, for the built-in model runner (`[{role, content,
+    /// tool_calls?}]`, each text cut to [`MESSAGE_CHARS`], the last [`MESSAGES`]).
+    pub messages: Vec<Value>,
     /// The task's pass bar.
     pub pass_bar: f64,
     /// Seconds from the session's open to its grade.
@@ -111,6 +114,28 @@ pub fn named_rewards(grade: &Value) -> Map {
     out
 }
 
+/// The most model messages a filed sample keeps (the last ones).
+pub const MESSAGES: usize = 200;
+/// The longest text of one filed model message.
+pub const MESSAGE_CHARS: usize = 4000;
+
+/// The model's messages of an agent transcript (`{messages: […]}`), as a sample files
+/// them: the last [`MESSAGES`], each text cut to [`MESSAGE_CHARS`].
+fn filed_messages(transcript: &Value) -> Vec<Value> {
+    let Some(messages) = transcript.get("messages").and_then(Value::as_array) else { return Vec::new() };
+    let cut = |v: &Value| match v {
+        Value::Str(text) if text.chars().count() > MESSAGE_CHARS => Value::Str(text.chars().take(MESSAGE_CHARS).collect::<String>() + "…"),
+        other => other.clone(),
+    };
+    messages[messages.len().saturating_sub(MESSAGES)..]
+        .iter()
+        .map(|message| match message {
+            Value::Object(fields) => Value::Object(fields.iter().map(|(k, v)| (k.clone(), cut(v))).collect()),
+            other => other.clone(),
+        })
+        .collect()
+}
+
 /// A call as the filed call log shows it: the original `World.call_log` entry.
 fn log_entry(call: &Value) -> Value {
     const JSON: json::DumpOptions = json::DumpOptions { sort_keys: false, ensure_ascii: true, indent: None, compact: false };
@@ -120,6 +145,12 @@ fn log_entry(call: &Value) -> Value {
         Some("http") => {
             entry.insert("request".into(), call.get("request").cloned().unwrap_or_default());
             entry.insert("status".into(), call.get("status").cloned().unwrap_or_default());
+            // Beyond the original's entry: what was sent and answered, cut.
+            for key in ["body", "answer"] {
+                if let Some(Value::Str(text)) = call.get(key) {
+                    entry.insert(key.into(), Value::Str(text.chars().take(2000).collect()));
+                }
+            }
         }
         _ => {
             entry.insert("tool".into(), call.get("tool").cloned().unwrap_or_default());
@@ -180,6 +211,7 @@ pub fn rollout(world: &LocalWorld, task: &WorldTask, index: usize, agent: &Agent
         completion: None,
         call_log: Vec::new(),
         calls: 0,
+        messages: Vec::new(),
         pass_bar: task.pass_bar(),
         duration: 0.0,
         transcript: Value::Null,
@@ -215,6 +247,7 @@ pub fn rollout(world: &LocalWorld, task: &WorldTask, index: usize, agent: &Agent
             let skip = result.call_log.len().saturating_sub(50);
             result.call_log.drain(..skip);
             extra = outcome.transcript.unwrap_or_default();
+            result.messages = filed_messages(&extra);
         }
     }
     mark_errored(&mut result);
@@ -386,10 +419,10 @@ pub fn per_task(rollouts: &[Rollout]) -> Value {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn graded(task: &str, reward: Option<f64>) -> Rollout {
+    pub(crate) fn graded(task: &str, reward: Option<f64>) -> Rollout {
         Rollout {
             task: task.into(),
             variant: task.into(),
@@ -404,10 +437,38 @@ mod tests {
             completion: None,
             call_log: Vec::new(),
             calls: 0,
+            messages: Vec::new(),
             pass_bar: 0.7,
             duration: 0.0,
             transcript: Value::Null,
         }
+    }
+
+    #[test]
+    fn filed_messages_keep_the_last_ones_cut() {
+        let long = "x".repeat(MESSAGE_CHARS + 10);
+        let messages: Vec<Value> =
+            (0..MESSAGES + 5).map(|i| object([("role", Value::str("user")), ("content", Value::Str(format!("{i} {long}")))])).collect();
+        let filed = filed_messages(&object([("messages", Value::Array(messages))]));
+        assert_eq!(filed.len(), MESSAGES);
+        let first = filed[0].get("content").and_then(Value::as_str).unwrap();
+        assert!(first.starts_with("5 ") && first.ends_with('…') && first.chars().count() == MESSAGE_CHARS + 1, "{first}");
+        assert!(filed_messages(&Value::Null).is_empty());
+    }
+
+    #[test]
+    fn an_http_call_is_filed_with_what_it_sent_and_was_answered() {
+        let call = object([
+            ("kind", Value::str("http")),
+            ("request", Value::str("POST /tickets")),
+            ("status", Value::Int(201)),
+            ("body", Value::str("{\"title\": \"x\"}")),
+            ("answer", Value::Str("y".repeat(3000))),
+        ]);
+        let entry = log_entry(&call);
+        assert_eq!(entry.get("request").and_then(Value::as_str), Some("POST /tickets"));
+        assert_eq!(entry.get("body").and_then(Value::as_str), Some("{\"title\": \"x\"}"));
+        assert_eq!(entry.get("answer").and_then(Value::as_str).map(|a| a.len()), Some(2000));
     }
 
     #[test]

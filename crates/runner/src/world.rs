@@ -245,24 +245,63 @@ impl LocalWorld {
     }
 }
 
-/// The host's router, with each data-plane request logged under its session.
+/// The host's router, with each data-plane request logged under its session: the
+/// method and path, the status, and the first [`LOGGED_CHARS`] of the request's body
+/// and of the answer (an event stream's answer is passed on untouched, unlogged).
 async fn logged(inner: axum::Router, log: HttpLog, request: axum::extract::Request) -> axum::response::Response {
     use tower::ServiceExt as _;
     let method = request.method().to_string();
     let path = request.uri().path().to_string();
+    let Some((sid, tail)) = path.strip_prefix("/s/").and_then(|rest| rest.split_once('/')) else {
+        return match inner.oneshot(request).await {
+            Ok(response) => response,
+            Err(never) => match never {},
+        };
+    };
+    let (parts, body) = request.into_parts();
+    // The host refuses bodies past its own limit; this only has to hold what it holds.
+    let sent = axum::body::to_bytes(body, LOGGED_BODY_LIMIT).await.unwrap_or_default();
+    let request = axum::extract::Request::from_parts(parts, axum::body::Body::from(sent.clone()));
     let response = match inner.oneshot(request).await {
         Ok(response) => response,
         Err(never) => match never {},
     };
-    if let Some((sid, tail)) = path.strip_prefix("/s/").and_then(|rest| rest.split_once('/')) {
-        let entry = object([
-            ("kind", Value::str("http")),
-            ("request", Value::Str(format!("{method} /{tail}"))),
-            ("status", Value::Int(response.status().as_u16().into())),
-        ]);
-        lock(&log).entry(sid.to_string()).or_default().push(entry);
+    let streamed = response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("text/event-stream"));
+    let (response, answer) = if streamed {
+        (response, None)
+    } else {
+        let (parts, body) = response.into_parts();
+        let bytes = axum::body::to_bytes(body, LOGGED_BODY_LIMIT).await.unwrap_or_default();
+        (axum::response::Response::from_parts(parts, axum::body::Body::from(bytes.clone())), Some(bytes))
+    };
+    let mut entry = object([
+        ("kind", Value::str("http")),
+        ("request", Value::Str(format!("{method} /{tail}"))),
+        ("status", Value::Int(response.status().as_u16().into())),
+    ]);
+    if let Value::Object(fields) = &mut entry {
+        if !sent.is_empty() {
+            fields.insert("body".into(), Value::Str(preview(&sent)));
+        }
+        if let Some(answer) = answer.filter(|a| !a.is_empty()) {
+            fields.insert("answer".into(), Value::Str(preview(&answer)));
+        }
     }
+    lock(&log).entry(sid.to_string()).or_default().push(entry);
     response
+}
+
+/// The most of a request's or answer's text a logged call keeps.
+const LOGGED_CHARS: usize = 2000;
+/// The largest body the log reads through (the host's own request limit is lower).
+const LOGGED_BODY_LIMIT: usize = 64 << 20;
+
+fn preview(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).chars().take(LOGGED_CHARS).collect()
 }
 
 /// One rollout's session: closed when dropped.

@@ -229,6 +229,15 @@ fn asked_surfaces(body: &Map) -> Result<Vec<String>, HubError> {
     Ok(surfaces)
 }
 
+/// The task's metadata as a session's descriptor shows it: without the reference
+/// solution (`metadata.solution`), which would hand the agent the answer. The host
+/// and the graders still get the whole spec (`_spec`, never shown).
+fn visible_metadata(spec: &TaskSpec) -> Value {
+    let mut metadata = spec.metadata.clone().unwrap_or_default();
+    metadata.shift_remove("solution");
+    Value::Object(metadata)
+}
+
 /// A session's task as the host is sent it and the session records it.
 struct SessionTask {
     /// The member of the host's open request: `task` (a bundled name) or `taskSpec`.
@@ -253,7 +262,7 @@ async fn session_task(hub: &Hub, project: &str, body: &Map, opened: &HostVersion
             let task = load_task(hub, project, &id).await?;
             let (number, hash, spec_value) = task_version(&task, wanted)?;
             let (spec, normalised) = parse_spec(&spec_value)?;
-            let metadata = spec.metadata.clone().map(Value::Object).unwrap_or(Value::Object(Map::default()));
+            let metadata = visible_metadata(&spec);
             SessionTask {
                 host: ("taskSpec", normalised),
                 info: object([
@@ -269,7 +278,7 @@ async fn session_task(hub: &Hub, project: &str, body: &Map, opened: &HostVersion
         }
         Some(inline @ Value::Object(_)) => {
             let (spec, normalised) = parse_spec(inline)?;
-            let metadata = spec.metadata.clone().map(Value::Object).unwrap_or(Value::Object(Map::default()));
+            let metadata = visible_metadata(&spec);
             SessionTask {
                 host: ("taskSpec", normalised.clone()),
                 info: object([
@@ -302,7 +311,7 @@ fn world_task(opened: &HostVersion, name: &str) -> Result<Option<SessionTask>, H
         .map_err(|e| HubError::BadRequest(format!("tasks/{name}.json of this world is not JSON: {e:?}")))?
         .value;
     let (spec, normalised) = parse_spec(&value)?;
-    let metadata = spec.metadata.clone().map(Value::Object).unwrap_or(Value::Object(Map::default()));
+    let metadata = visible_metadata(&spec);
     Ok(Some(SessionTask {
         host: ("taskSpec", normalised.clone()),
         info: object([

@@ -198,7 +198,7 @@ fn conversation(value: &Value) -> Markup {
                         Some(other) => { pre { (json_pretty(other, MAX_TEXT)) } },
                         None => {},
                     }
-                    @if let Some(calls) = m.get("tool_calls") { pre { (json_pretty(calls, MAX_TEXT)) } }
+                    @if let Some(calls) = m.get("tool_calls").filter(|c| !matches!(c, Value::Null)) { (tool_calls(calls)) }
                 }
             }
         },
@@ -206,25 +206,73 @@ fn conversation(value: &Value) -> Markup {
     }
 }
 
-/// A call log (`info.callLog`): one row per call — its tool (or kind), arguments and
-/// result or error.
+/// A logged value as it reads best: text that holds JSON (a model's `arguments`, a
+/// `result_preview`, an HTTP body) decoded and shown as JSON, other text as is.
+fn decoded(value: &Value) -> Markup {
+    match value {
+        Value::Str(text) => match json::parse_clean(text) {
+            Some(parsed @ (Value::Object(_) | Value::Array(_))) => html! { code { (json_text(&parsed, 2000)) } },
+            _ => html! { code { (clip(text, 2000)) } },
+        },
+        other => html! { code { (json_text(other, 2000)) } },
+    }
+}
+
+/// What a logged call was: its tool (or kind), else the HTTP method and path it
+/// sent (a runner's `request`, or a hub log row's `method` + `path`).
+fn call_name(call: &Value) -> String {
+    let named = ["tool", "name"].iter().find_map(|k| call.get(k).and_then(Value::as_str).filter(|n| !n.is_empty()));
+    if let Some(name) = named {
+        return name.to_string();
+    }
+    if let Some(request) = call.get("request").and_then(Value::as_str) {
+        return request.to_string();
+    }
+    match (call.get("method").and_then(Value::as_str), call.get("path").and_then(Value::as_str)) {
+        (Some(method), Some(path)) => format!("{method} {path}"),
+        _ => call.get("kind").and_then(Value::as_str).unwrap_or_default().to_string(),
+    }
+}
+
+/// A call log (`info.callLog`): one row per call — what it called, its arguments
+/// (decoded), and its answer (decoded) with the HTTP status, or its error.
 fn call_log(calls: &[Value]) -> Markup {
+    let first = |call: &Value, keys: &[&str]| keys.iter().find_map(|k| call.get(k).filter(|v| !matches!(v, Value::Null))).cloned();
     html! {
         table {
-            tr { th.num { "#" } th { "Tool" } th { "Arguments" } th { "Result" } }
+            tr { th.num { "#" } th { "Call" } th { "Arguments" } th { "Answer" } }
             @for (i, call) in calls.iter().enumerate() {
-                @let name = call.get("tool").or_else(|| call.get("name")).or_else(|| call.get("kind")).and_then(Value::as_str).unwrap_or_default();
-                @let args = call.get("args").or_else(|| call.get("arguments")).or_else(|| call.get("input"));
-                @let error = call.get("error").filter(|e| !matches!(e, Value::Null));
-                @let result = call.get("result").or_else(|| call.get("output"));
+                @let name = call_name(call);
+                @let args = first(call, &["args", "arguments", "input", "body"]);
+                @let error = first(call, &["error"]);
+                @let result = first(call, &["result", "output", "result_preview", "answer"]);
+                @let status = call.get("status").and_then(Value::as_i64);
                 tr {
                     td.num { (i + 1) }
                     td { code { (name) } }
-                    td { @if let Some(args) = args { code { (json_text(args, 2000)) } } @else if name.is_empty() { code { (json_text(call, 2000)) } } }
+                    td { @if let Some(args) = &args { (decoded(args)) } @else if name.is_empty() { code { (json_text(call, 2000)) } } }
                     td {
-                        @if let Some(error) = error { span.pill.FAILED { "error" } " " code { (json_text(error, 2000)) } }
-                        @else if let Some(result) = result { code { (json_text(result, 2000)) } }
+                        @if let Some(status) = status { span class={ "pill " (if status < 400 { "COMPLETED" } else { "FAILED" }) } { (status) } " " }
+                        @if let Some(error) = &error { span.pill.FAILED { "error" } " " (decoded(error)) }
+                        @else if let Some(result) = &result { (decoded(result)) }
                     }
+                }
+            }
+        }
+    }
+}
+
+/// A model's tool calls (`[{id, function: {name, arguments}}]`): each as
+/// `name(arguments)`, the arguments decoded.
+fn tool_calls(calls: &Value) -> Markup {
+    let Some(calls) = calls.as_array() else { return html! { pre { (json_pretty(calls, MAX_TEXT)) } } };
+    html! {
+        ul.calls {
+            @for call in calls {
+                @let function = call.get("function").unwrap_or(call);
+                li {
+                    code { (function.get("name").and_then(Value::as_str).unwrap_or("?")) }
+                    " " @if let Some(arguments) = function.get("arguments") { (decoded(arguments)) }
                 }
             }
         }
@@ -244,9 +292,11 @@ pub(super) async fn transcript(hub: &Hub, project: &str, slug: &str, id: &str, s
     let body = json::parse_clean(&sample.body).unwrap_or_default();
     let info = body.get("info").cloned().unwrap_or_default();
     let calls = info.get("callLog").or_else(|| info.get("call_log")).and_then(Value::as_array).cloned().unwrap_or_default();
+    let messages = info.get("messages").filter(|m| m.as_array().is_some_and(|m| !m.is_empty())).cloned();
+    let shown_apart = ["callLog", "call_log", "messages"];
     let rest: Map = info
         .as_object()
-        .map(|m| m.iter().filter(|(k, _)| *k != "callLog" && *k != "call_log").map(|(k, v)| (k.clone(), v.clone())).collect())
+        .map(|m| m.iter().filter(|(k, _)| !shown_apart.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect())
         .unwrap_or_default();
     let url = world_url(&container.slug);
     let title = match (&sample.example_id, sample.task.is_empty()) {
@@ -273,6 +323,7 @@ pub(super) async fn transcript(hub: &Hub, project: &str, slug: &str, id: &str, s
             @if let Some(prompt) = body.get("prompt") { h2 { "Prompt" } (conversation(prompt)) }
             @if let Some(completion) = body.get("completion") { h2 { "Completion" } (conversation(completion)) }
             @if let Some(answer) = body.get("answer") { h2 { "Answer" } (conversation(answer)) }
+            @if let Some(messages) = &messages { h2 { "Model messages" } (conversation(messages)) }
             h2 { "Call log" }
             @if calls.is_empty() { p.muted { "No call log in this rollout's info." } } @else { (call_log(&calls)) }
             @if !rest.is_empty() { h2 { "Info" } pre { (json_pretty(&Value::Object(rest), MAX_TEXT)) } }
