@@ -122,7 +122,11 @@ const DOCS: &[Doc] = &[
     },
     Doc {
         path: "worlds ci",
-        examples: &["gateway worlds ci --path ./acme -a oracle", "gateway worlds ci -m openai/gpt-4o-mini --fail-under 0.7"],
+        examples: &[
+            "gateway worlds ci --path ./acme -a oracle",
+            "gateway worlds ci -m openai/gpt-4o-mini --fail-under 0.7",
+            "gateway worlds ci -m openai/gpt-4o-mini -r 8 --baseline ev_main   # fail only on a real regression",
+        ],
         exit: GATED,
     },
     // ---------------------------------------------------------------- worlds data

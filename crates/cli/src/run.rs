@@ -150,10 +150,29 @@ pub struct CiArgs {
     /// Where transcripts go (under world-runs/ci--<slug>--<branch>/).
     #[arg(long = "output-dir", short = 'o', default_value = "./outputs")]
     pub output_dir: PathBuf,
+    /// Compare with this evaluation of the world (e.g. main's last): the gate fails only on
+    /// a significant regression, task by task (a stratified permutation test), not on a
+    /// bar — unless --fail-under is given too.
+    #[arg(long, value_name = "EVALUATION_ID")]
+    pub baseline: Option<String>,
+    /// The regression test's significance level; 1 − alpha is the confidence of the
+    /// pass^k intervals.
+    #[arg(long, default_value_t = gateway_runner::noise::DEFAULT_ALPHA, value_parser = open_unit_interval)]
+    pub alpha: f64,
     #[command(flatten)]
     pub host: HubUrl,
     #[command(flatten)]
     pub rollout: RolloutArgs,
+}
+
+/// An `--alpha` value: a float strictly between 0 and 1.
+fn open_unit_interval(text: &str) -> Result<f64, String> {
+    let value: f64 = text.parse().map_err(|_| format!("{text} is not a valid float."))?;
+    if value > 0.0 && value < 1.0 {
+        Ok(value)
+    } else {
+        Err(format!("{text} is not in the range 0.0<x<1.0."))
+    }
 }
 
 fn note(line: &str) {
@@ -232,6 +251,8 @@ pub fn ci(args: CiArgs) -> ExitCode {
         output_dir: args.output_dir,
         host: args.host.given(),
         options: args.rollout.options(None),
+        baseline: args.baseline,
+        alpha: args.alpha,
     };
     match flows::worlds_ci(&request, &mut note) {
         Ok(report) => finish(&report, args.rollout.allow_errors),

@@ -105,7 +105,7 @@ pub struct EvalRequest {
 }
 
 fn gate(request: &EvalRequest, title: String, facts: Vec<(String, String)>) -> Gate {
-    Gate { fail_under: request.fail_under, bar_source: "--fail-under".into(), title, facts }
+    Gate { fail_under: request.fail_under, bar_source: "--fail-under".into(), title, facts, baseline: None }
 }
 
 fn harbor_job(request: &EvalRequest, src: &Path, jobs_dir: PathBuf, api_key: &str) -> HarborJob {

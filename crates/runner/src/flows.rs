@@ -187,6 +187,7 @@ pub fn worlds_run(request: &RunRequest, note: &mut dyn FnMut(&str)) -> Result<Re
             ("errored", Value::Int(errored.0 as i64)),
             ("metrics", run::metrics(&rollouts)),
             ("passHatK", run::pass_hat_k(&rollouts)),
+            ("passHatKInterval", crate::noise::pass_hat_k_intervals(&run::outcomes(&rollouts), crate::noise::DEFAULT_ALPHA)),
             ("tasks", run::per_task(&rollouts)),
         ]);
         if file {
@@ -221,7 +222,13 @@ pub fn worlds_run(request: &RunRequest, note: &mut dyn FnMut(&str)) -> Result<Re
         source.slug.as_deref().unwrap_or("local"),
         source.branch.as_deref().map(|b| format!("@{b}")).unwrap_or_default()
     );
-    let gate = Gate { fail_under: request.fail_under, bar_source: "--fail-under".into(), title, facts: vec![("model".into(), model)] };
+    let gate = Gate {
+        fail_under: request.fail_under,
+        bar_source: "--fail-under".into(),
+        title,
+        facts: vec![("model".into(), model)],
+        baseline: None,
+    };
     Ok(Report { result, gate, errored })
 }
 
@@ -295,7 +302,13 @@ fn harbor_run(request: &RunRequest, agent: &Agent, source: &WorldSource, note: &
         source.branch.as_deref().map(|b| format!("@{b}")).unwrap_or_default(),
         rollout.variant
     );
-    let gate = Gate { fail_under: request.fail_under, bar_source: "--fail-under".into(), title, facts: vec![("model".into(), model)] };
+    let gate = Gate {
+        fail_under: request.fail_under,
+        bar_source: "--fail-under".into(),
+        title,
+        facts: vec![("model".into(), model)],
+        baseline: None,
+    };
     let errored = run::errors(std::slice::from_ref(&rollout));
     Ok(Report { result, gate, errored })
 }
@@ -325,7 +338,39 @@ pub struct CiRequest {
     pub host: Option<String>,
     /// Rollouts, concurrency, budget (transcripts go under the output dir).
     pub options: RunOptions,
+    /// `--baseline`: an evaluation of this world to compare with (the gate then fails
+    /// only on a significant regression, or under an explicit `--fail-under`).
+    pub baseline: Option<String>,
+    /// `--alpha`: the regression test's level and 1 − the intervals' confidence.
+    pub alpha: f64,
 }
+
+/// The baseline evaluation's graded samples (errored ones have no reward and are
+/// left out), read from the hub's rollout view of the world `slug`.
+fn baseline_outcomes(host: Option<&str>, slug: &str, evaluation_id: &str) -> Result<Vec<crate::noise::Outcome>, RunnerError> {
+    let environments = gateway_hub::environments_client::EnvironmentsClient::from_env(host)?;
+    let container = environments.resolve_environment_id(slug)?;
+    let read = environments
+        .get_rollout_samples(&container, evaluation_id, BASELINE_SAMPLES)
+        .map_err(|e| RunnerError::Config(format!("--baseline {evaluation_id}: not an evaluation of {slug} this hub can read ({e})")))?;
+    let samples = read.get("samples").and_then(Value::as_array).cloned().unwrap_or_default();
+    let outcomes: Vec<crate::noise::Outcome> = samples
+        .iter()
+        .filter_map(|sample| {
+            let reward = sample.get("reward").and_then(Value::as_f64)?;
+            let task = sample.get("task").or_else(|| sample.get("exampleId")).and_then(Value::as_str)?.to_string();
+            let passed = sample.get("info").and_then(|i| i.get("passed")).map(|p| matches!(p, Value::Bool(true))).unwrap_or(reward >= 1.0);
+            Some(crate::noise::Outcome { task, reward, passed })
+        })
+        .collect();
+    if outcomes.is_empty() {
+        return Err(RunnerError::Config(format!("--baseline {evaluation_id}: it has no graded sample to compare with")));
+    }
+    Ok(outcomes)
+}
+
+/// The most samples of a baseline read (the hub's rollout view caps a page there).
+const BASELINE_SAMPLES: i64 = 1000;
 
 fn runnable(src: &Path) -> Result<(), RunnerError> {
     let kind = gateway_world::data::world_kind(src).map_err(|e| RunnerError::World(e.message))?;
@@ -431,16 +476,33 @@ pub fn worlds_ci(request: &CiRequest, note: &mut dyn FnMut(&str)) -> Result<Repo
     insert(&mut result, "branch", Value::str(&branch));
     insert(&mut result, "versionId", Value::str(&version_id));
     insert(&mut result, "passHatK", run::pass_hat_k(&rollouts));
+    let outcomes = run::outcomes(&rollouts);
+    insert(&mut result, "passHatKInterval", crate::noise::pass_hat_k_intervals(&outcomes, request.alpha));
     insert(&mut result, "tasks", run::per_task(&rollouts));
+    let baseline = match &request.baseline {
+        Some(id) => {
+            let compared = crate::noise::compare(&outcomes, &baseline_outcomes(request.host.as_deref(), &slug, id)?, request.alpha);
+            let mut described = compared.describe();
+            if let Value::Object(fields) = &mut described {
+                fields.insert("evaluationId".into(), Value::str(id));
+            }
+            insert(&mut result, "baseline", described);
+            Some((id.clone(), compared))
+        }
+        None => None,
+    };
     insert(&mut result, "errored", Value::Int(errored.0 as i64));
     insert(&mut result, "transcripts", Value::Str(transcripts.display().to_string()));
     let version: String =
         if content_hash.is_empty() { version_id.chars().take(8).collect() } else { content_hash.chars().take(8).collect() };
     let gate = Gate {
-        fail_under: Some(fail_under),
+        // Against a baseline, a bar gates only when asked for: the world's or the default
+        // bar would fail a run that is no worse than the baseline.
+        fail_under: if baseline.is_some() { request.fail_under } else { Some(fail_under) },
         bar_source: bar_source.into(),
         title: format!("World sim · {slug}@{branch}"),
         facts: vec![("model".into(), model), ("agent".into(), label), ("version".into(), version)],
+        baseline,
     };
     Ok(Report { result, gate, errored })
 }

@@ -6,6 +6,7 @@
 //! It decides and writes the summary; printing the verdict and the exit code are
 //! the caller's.
 
+use crate::noise::Comparison;
 use gateway_world::json::{python_str, Value};
 use std::io::Write as _;
 
@@ -20,6 +21,10 @@ pub struct Gate {
     pub title: String,
     /// Extra rows of the summary.
     pub facts: Vec<(String, String)>,
+    /// `--baseline`: the baseline evaluation's id and this run compared with it. The
+    /// gate then fails on a significant regression (and on a bar only when one was
+    /// given explicitly).
+    pub baseline: Option<(String, Comparison)>,
 }
 
 /// The gate's answer: a line for stderr (when there is a bar) and whether it passed.
@@ -88,7 +93,23 @@ pub fn summary(result: &Value, gate: &Gate) -> String {
     if let Some(id) = truthy(result.get("evaluationId")) {
         rows.push(("evaluation".into(), python_str(id)));
     }
+    if let Some(pair) = result.get("passHatKInterval").and_then(|i| i.get("1")).and_then(Value::as_array) {
+        if let [Some(low), Some(high)] = [pair.first().and_then(Value::as_f64), pair.get(1).and_then(Value::as_f64)] {
+            rows.push(("pass^1 interval".into(), format!("{low:.3}–{high:.3}")));
+        }
+    }
     rows.extend(gate.facts.iter().cloned());
+    if let Some((id, comparison)) = &gate.baseline {
+        let verdict = if comparison.paired == 0 {
+            "FAIL — no task in common"
+        } else if comparison.regressed() {
+            "FAIL — significant regression"
+        } else {
+            "PASS — no significant regression"
+        };
+        rows.push(("baseline".into(), format!("{id}: {}", comparison_text(comparison))));
+        rows.push(("gate".into(), verdict.into()));
+    }
     if let Some(bar) = gate.fail_under {
         let verdict = if avg.is_some_and(|a| a >= bar) { "PASS" } else { "FAIL" };
         rows.push(("gate".into(), format!("{verdict} — bar {} ({})", format_g(bar), gate.bar_source)));
@@ -106,22 +127,57 @@ pub fn finish(result: &Value, gate: &Gate) -> Verdict {
             let _ = file.write_all(summary(result, gate).as_bytes());
         }
     }
-    let Some(bar) = gate.fail_under else { return Verdict { message: None, pass: true } };
+    let mut verdicts = Vec::new();
+    if let Some((id, comparison)) = &gate.baseline {
+        verdicts.push(baseline_verdict(id, comparison));
+    }
+    if let Some(bar) = gate.fail_under {
+        verdicts.push(bar_verdict(result, bar, &gate.bar_source));
+    }
+    let pass = verdicts.iter().all(|v| v.pass);
+    let lines: Vec<String> = verdicts.into_iter().filter_map(|v| v.message).collect();
+    Verdict { message: (!lines.is_empty()).then(|| lines.join("\n")), pass }
+}
+
+/// `mean 0.500 vs 0.625 (Δ -0.125 over 5 tasks, p = 0.3100, α = 0.05)`.
+fn comparison_text(comparison: &Comparison) -> String {
+    format!(
+        "mean reward {:.3} vs {:.3} (Δ {:+.3} over {} task(s), p = {:.4}, α = {})",
+        comparison.current,
+        comparison.baseline,
+        comparison.delta,
+        comparison.paired,
+        comparison.p_value,
+        format_g(comparison.alpha)
+    )
+}
+
+fn baseline_verdict(id: &str, comparison: &Comparison) -> Verdict {
+    if comparison.paired == 0 {
+        return Verdict {
+            message: Some(format!("gate: no task graded here was graded in baseline {id} — cannot compare, failing.")),
+            pass: false,
+        };
+    }
+    let text = comparison_text(comparison);
+    if comparison.regressed() {
+        Verdict { message: Some(format!("gate: a significant regression against baseline {id}: {text}.")), pass: false }
+    } else {
+        Verdict { message: Some(format!("gate: no significant regression against baseline {id}: {text}.")), pass: true }
+    }
+}
+
+fn bar_verdict(result: &Value, bar: f64, source: &str) -> Verdict {
     let shown = format_g(bar);
     match aggregate(result) {
         None => Verdict {
-            message: Some(format!(
-                "gate: the result carries no aggregate reward — cannot verify the {shown} bar ({}), failing.",
-                gate.bar_source
-            )),
+            message: Some(format!("gate: the result carries no aggregate reward — cannot verify the {shown} bar ({source}), failing.")),
             pass: false,
         },
         Some(avg) if avg < bar => {
-            Verdict { message: Some(format!("gate: avg reward {avg:.3} is below the {shown} bar ({}).", gate.bar_source)), pass: false }
+            Verdict { message: Some(format!("gate: avg reward {avg:.3} is below the {shown} bar ({source}).")), pass: false }
         }
-        Some(avg) => {
-            Verdict { message: Some(format!("gate: avg reward {avg:.3} clears the {shown} bar ({}).", gate.bar_source)), pass: true }
-        }
+        Some(avg) => Verdict { message: Some(format!("gate: avg reward {avg:.3} clears the {shown} bar ({source}).")), pass: true },
     }
 }
 
@@ -154,6 +210,7 @@ mod tests {
             bar_source: "default bar".into(),
             title: "World sim · w@b".into(),
             facts: vec![("model".into(), "m".into())],
+            baseline: None,
         };
         assert_eq!(
             summary(&result, &gate),

@@ -29,6 +29,7 @@ pub mod gate;
 pub mod harbor;
 pub mod harbor_world;
 pub mod model;
+pub mod noise;
 pub mod process;
 pub mod run;
 pub mod stored;

@@ -363,6 +363,11 @@ pub fn metrics(rollouts: &[Rollout]) -> Value {
     ])
 }
 
+/// The graded rollouts as the gate's statistics see them.
+pub fn outcomes(rollouts: &[Rollout]) -> Vec<crate::noise::Outcome> {
+    rollouts.iter().filter_map(|r| Some(crate::noise::Outcome { task: r.task.clone(), reward: r.reward?, passed: r.passed() })).collect()
+}
+
 /// pass^k for k = 1 … the fewest rollouts any task had: `{"1": …, "2": …}`, over
 /// the tasks that were graded (ungraded is not failed: a task none of whose
 /// rollouts got a reward is left out, as the mean reward leaves them out).
