@@ -304,16 +304,15 @@ fn workspace_connectors_on_postgres() {
     assert!(body.get("latestCommit").and_then(|c| c.get("commitHash")).is_some());
 }
 
-/// The bundled example as a world directory whose own definitions live in a schema file
-/// of their own (`schema/helpdesk-types.json`, referenced as `helpdesk-types.json#/…`)
-/// and whose `schema/base.json` is the dialect's: what publishes as a connector.
-fn publishable_helpdesk(into: &Path) {
+/// The bundled example with its own definitions moved into an authored
+/// `schema/base.json` (referenced as `base.json#/…`): what the original's client
+/// cannot publish, since it leaves `schema/base.json` behind as generated.
+fn authored_base(into: &Path) {
     gateway_test_support::copy_example("helpdesk", into);
     let schema = into.join("schema");
-    std::fs::rename(schema.join("base.json"), schema.join("helpdesk-types.json")).unwrap();
-    std::fs::write(schema.join("base.json"), gateway_world::scaffold::dialect_base()).unwrap();
+    std::fs::rename(schema.join("helpdesk-types.json"), schema.join("base.json")).unwrap();
     let world = std::fs::read_to_string(schema.join("world.json")).unwrap();
-    std::fs::write(schema.join("world.json"), world.replace("\"base.json#", "\"helpdesk-types.json#")).unwrap();
+    std::fs::write(schema.join("world.json"), world.replace("\"helpdesk-types.json#", "\"base.json#")).unwrap();
 }
 
 fn head_files(hub: &Hub, slug: &str) -> Vec<String> {
@@ -323,10 +322,10 @@ fn head_files(hub: &Hub, slug: &str) -> Vec<String> {
 }
 
 /// A world directory published twice (issue 28 items 1–2), with our client and with the
-/// original: the bundled example as it is is refused, naming the reason and what to do
-/// (its `schema/base.json` is authored, the client leaves it behind, and the dialect's
-/// base lacks `Instant`); with its definitions in a schema file of its own it publishes,
-/// carried trees (`api/`, `scenarios/`) included; a file removed locally
+/// original: a world whose `schema/base.json` is authored is refused, naming the reason
+/// and what to do (the client leaves it behind, and the dialect's base lacks `Instant`);
+/// the bundled example, whose definitions are in a schema file of their own, publishes
+/// as it is, carried trees (`api/`, `scenarios/`) included; a file removed locally
 /// (`api/handlers.py`) is in the head's `files`, so the next publish removes it
 /// ("# removing api/handlers.py") and the head no longer holds it.
 #[test]
@@ -339,9 +338,9 @@ fn a_world_directory_published_twice() {
         None => eprintln!("NOTICE: no reference install: the original's publish of a world directory is not checked"),
     }
     for (program, tag) in programs {
-        let example = tmp.path().join(format!("{tag}-example"));
-        gateway_test_support::copy_example("helpdesk", &example);
-        let slug = format!("{tag}-example");
+        let example = tmp.path().join(format!("{tag}-authored"));
+        authored_base(&example);
+        let slug = format!("{tag}-authored");
         let out = run(&hub, 0, &program, &["worlds", "connector", "publish", example.to_str().unwrap(), "--slug", &slug], tmp.path());
         let (stdout, stderr) = text(&out);
         assert!(!out.status.success(), "{tag}: {stdout}{stderr}");
@@ -349,7 +348,7 @@ fn a_world_directory_published_twice() {
         assert!(stderr.contains("schema/base.json is generated") && stderr.contains("#/$defs/<name>"), "{tag}: {stderr}");
 
         let world = tmp.path().join(tag);
-        publishable_helpdesk(&world);
+        gateway_test_support::copy_example("helpdesk", &world);
         let slug = format!("{tag}-helpdesk");
         let publish = ["worlds", "connector", "publish", world.to_str().unwrap(), "--slug", &slug];
         ok(&hub, 0, &program, &publish, tmp.path());
