@@ -328,6 +328,11 @@ async fn data(shared: Arc<Shared>, request: Request) -> Response {
             return response;
         }
     }
+    // Served under /s/<sid>: the world's links and rewritten URLs must carry it.
+    headers.retain(|(k, _)| k != "x-forwarded-prefix");
+    if target.starts_with("/s/") {
+        headers.push(("x-forwarded-prefix".into(), format!("/s/{sid}")));
+    }
     let mut target = inner;
     if admitted == "session" {
         let (credential, query) = world_credential(&session);

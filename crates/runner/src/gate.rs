@@ -93,7 +93,10 @@ pub fn summary(result: &Value, gate: &Gate) -> String {
     if let Some(id) = truthy(result.get("evaluationId")) {
         rows.push(("evaluation".into(), python_str(id)));
     }
-    if let Some(pair) = result.get("passHatKInterval").and_then(|i| i.get("1")).and_then(Value::as_array) {
+    // Shown when every task had two rollouts or more (before that the interval says
+    // little, and the table stays the original's).
+    let intervals = result.get("passHatKInterval").filter(|i| i.get("2").is_some());
+    if let Some(pair) = intervals.and_then(|i| i.get("1")).and_then(Value::as_array) {
         if let [Some(low), Some(high)] = [pair.first().and_then(Value::as_f64), pair.get(1).and_then(Value::as_f64)] {
             rows.push(("pass^1 interval".into(), format!("{low:.3}–{high:.3}")));
         }

@@ -52,11 +52,13 @@ pub struct WriteReply {
     envelope: Option<String>,
     /// No body (a delete).
     empty: bool,
+    /// URLs rewritten and headers added, as every answer of the operation.
+    dress: crate::vendor::Dress,
 }
 
 impl WriteReply {
-    fn new(op: &OperationSettings, empty: bool) -> WriteReply {
-        WriteReply { status: op.status, single: op.single, envelope: op.envelope.clone(), empty }
+    fn new(op: &OperationSettings, empty: bool, dress: &crate::vendor::Dress) -> WriteReply {
+        WriteReply { status: op.status, single: op.single, envelope: op.envelope.clone(), empty, dress: dress.clone() }
     }
 }
 
@@ -242,6 +244,29 @@ fn json_body(raw: &[u8]) -> Option<Value> {
     gateway_world::json::parse_loads(text).ok().map(|p| p.value).filter(|v| !matches!(v, Value::Null))
 }
 
+/// A request's body as the world reads it: JSON (see [`json_body`]) whatever its
+/// declared type, as the original reads it (`curl -d '{…}'` says it sends a form);
+/// else, when it is declared a form (`application/x-www-form-urlencoded`, as Slack's
+/// clients post), an object of its fields' text — the first of a repeated name,
+/// blank values kept.
+fn request_body(raw: &[u8], content_type: Option<&str>) -> Option<Value> {
+    let kind = content_type.unwrap_or("").split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let json = json_body(raw);
+    if json.is_some() || kind != "application/x-www-form-urlencoded" {
+        return json;
+    }
+    let text = std::str::from_utf8(raw).ok()?;
+    let mut fields = Map::default();
+    for pair in text.split('&').filter(|p| !p.is_empty()) {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let name = crate::router::unquote_plus(name);
+        if !fields.contains_key(&name) {
+            fields.insert(name, Value::Str(crate::router::unquote_plus(value)));
+        }
+    }
+    Some(Value::Object(fields))
+}
+
 pub use crate::handlers::SharedWorker;
 
 /// Start the worker for a world's `api/handlers.py`, when `[api]` names one, confined
@@ -414,7 +439,7 @@ impl WorldApp {
 
     /// The answer to a write [`WorldApp::handle_staged`] handed back, once it ran.
     pub fn finish_write(&self, reply: &WriteReply, written: Result<Value, WorldError>) -> Response {
-        match written {
+        let mut response = match written {
             Err(error) => self.failure(Failure::from(error)),
             Ok(_) if reply.empty => Response { status: reply.status as u16, body: None, headers: Vec::new(), file: None },
             Ok(row) => {
@@ -425,7 +450,9 @@ impl WorldApp {
                 };
                 Response::json(reply.status, body)
             }
-        }
+        };
+        reply.dress.apply(&mut response);
+        response
     }
 
     /// Whether a request only touches the store through the built-in actions (no
@@ -606,11 +633,26 @@ impl WorldApp {
         let settings = &self.settings;
         let path = self.strip(raw_path);
         let query = parse_query(query_text);
-        if !self.router.authorized(headers, &query, self.key.as_deref()) {
-            return Handled::Answered(Response::json(settings.unauthorized_status, settings.unauthorized.clone()));
+        let header = |name: &str| headers.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+        let host = header("host").unwrap_or(default_host);
+        let proto = header("x-forwarded-proto").unwrap_or("http").split(',').next().unwrap_or("http").trim().to_string();
+        // A host serving sessions under /s/<sid> says so: links and URLs carry it.
+        let mount = header("x-forwarded-prefix").filter(|m| m.starts_with('/')).unwrap_or("").trim_end_matches('/');
+        let served = format!("{proto}://{host}{mount}{}", raw_path.strip_suffix(path).unwrap_or(self.prefix()));
+        let mut dress = crate::vendor::Dress {
+            rewrite: (!settings.rewrite.is_empty()).then(|| (settings.rewrite.clone(), served.trim_end_matches('/').to_string())),
+            headers: settings.headers.clone(),
+        };
+        let anonymous = settings.anonymous.iter().any(|m| m == method) && header("authorization").is_none();
+        if !anonymous && !self.router.authorized(headers, &query, self.key.as_deref()) {
+            let mut refused = Response::json(settings.unauthorized_status, settings.unauthorized.clone());
+            dress.apply(&mut refused);
+            return Handled::Answered(refused);
         }
         let Some((operation, args)) = self.router.route(method, path, &query) else {
-            return Handled::Answered(Response::json(settings.not_found_status, settings.not_found.clone()));
+            let mut missing = Response::json(settings.not_found_status, settings.not_found.clone());
+            dress.apply(&mut missing);
+            return Handled::Answered(missing);
         };
         if let Some(allowed) = &self.allowed {
             if !allowed.contains(&operation.name) {
@@ -621,14 +663,18 @@ impl WorldApp {
             }
         }
         let op = settings.for_operation(&operation.name);
-        let body = if matches!(method, "POST" | "PUT" | "PATCH") { json_body(raw) } else { Some(Value::Object(Map::default())) };
-        let Some(body) = body else {
-            return Handled::Answered(Response::json(settings.invalid_status, settings.invalid.clone()));
+        dress.headers.extend(op.headers.iter().cloned());
+        let body = if matches!(method, "POST" | "PUT" | "PATCH") {
+            request_body(raw, header("content-type"))
+        } else {
+            Some(Value::Object(Map::default()))
         };
-        let header = |name: &str| headers.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
-        let host = header("host").unwrap_or(default_host);
-        let proto = header("x-forwarded-proto").unwrap_or("http").split(',').next().unwrap_or("http").trim().to_string();
-        let link: Link = (format!("{proto}://{host}{raw_path}"), query.clone());
+        let Some(body) = body else {
+            let mut invalid = Response::json(settings.invalid_status, settings.invalid.clone());
+            dress.apply(&mut invalid);
+            return Handled::Answered(invalid);
+        };
+        let link: Link = (format!("{proto}://{host}{mount}{raw_path}"), query.clone());
         let request = Request { operation, args, query, body, headers, link };
         let outcome = (|| -> Result<Handled, Failure> {
             if let Some(gate) = &settings.before {
@@ -636,11 +682,19 @@ impl WorldApp {
                     return Ok(Handled::Answered(verdict));
                 }
             }
-            self.answer(&op, &request)
+            self.answer(&op, &request, &dress)
         })();
         match outcome {
-            Ok(handled) => handled,
-            Err(failure) => Handled::Answered(self.failure(failure)),
+            Ok(Handled::Answered(mut response)) => {
+                dress.apply(&mut response);
+                Handled::Answered(response)
+            }
+            Ok(write) => write,
+            Err(failure) => {
+                let mut response = self.failure(failure);
+                dress.apply(&mut response);
+                Handled::Answered(response)
+            }
         }
     }
 
@@ -710,8 +764,11 @@ impl WorldApp {
         }
     }
 
-    fn answer(&self, op: &OperationSettings, request: &Request) -> Result<Handled, Failure> {
+    fn answer(&self, op: &OperationSettings, request: &Request, dress: &crate::vendor::Dress) -> Result<Handled, Failure> {
         let operation = request.operation;
+        if op.action == "static" {
+            return Ok(Handled::Answered(Response::json(op.status, op.answer.clone().unwrap_or_default())));
+        }
         if op.action == "handler" {
             let function = op.handler.clone().unwrap_or_default();
             return Ok(Handled::Answered(match self.call_handler(&function, request)? {
@@ -726,7 +783,16 @@ impl WorldApp {
                 object([("error", Value::str("not_modelled")), ("operation", Value::str(&operation.name))]),
             )));
         };
-        let mut values: Vec<(String, String)> = request.query.iter().filter(|(k, _)| operation.params.contains(k)).cloned().collect();
+        let not_found = || Handled::Answered(Response::json(self.settings.not_found_status, self.settings.not_found.clone()));
+        let parent = match &op.nesting {
+            Some(nesting) => match crate::nested::resolve(&self.state, nesting, &request.args).map_err(Failure::from)? {
+                Some(parent) => Some((nesting, parent)),
+                None => return Ok(not_found()),
+            },
+            None => None,
+        };
+        let query = op.listing.apply(&request.query);
+        let mut values: Vec<(String, String)> = query.iter().filter(|(k, _)| operation.params.contains(k)).cloned().collect();
         for (k, v) in &request.args {
             match values.iter_mut().find(|(name, _)| name == k) {
                 Some(slot) => slot.1 = v.clone(),
@@ -734,31 +800,9 @@ impl WorldApp {
             }
         }
         if op.action == "create" {
-            let row = self.bind(op, &request.body, None)?;
-            // Integer ids are taken inside the writer, so concurrent creates never
-            // read the same highest value.
-            let counted: Vec<String> = op
-                .generate
-                .iter()
-                .filter(|(field, kind)| {
-                    !matches!(kind.as_str(), "uuid" | "now") && !row.get(field.as_str()).is_some_and(|v| !matches!(v, Value::Null))
-                })
-                .map(|(field, _)| field.clone())
-                .collect();
-            let name = entity.to_string();
-            let job: WriteJob = Box::new(move |store| {
-                let mut row = row;
-                for field in &counted {
-                    let next = store.next_integer(&name, field)?;
-                    if let Value::Object(map) = &mut row {
-                        map.insert(field.clone(), Value::Int(next));
-                    }
-                }
-                store.insert(&name, &row, Some(source("api.create")))
-            });
-            return Ok(Handled::Write(StagedWrite { entity: entity.to_string(), job, reply: WriteReply::new(op, false) }));
+            return self.stage_create(op, request, entity, parent.as_ref(), dress);
         }
-        let filters: Vec<Filter> = op
+        let mut filters: Vec<Filter> = op
             .filter
             .iter()
             .filter_map(|(arg, path)| {
@@ -767,6 +811,12 @@ impl WorldApp {
                 Some(Filter { path: path.clone(), mode, wanted })
             })
             .collect();
+        if let Some((nesting, parent)) = &parent {
+            // The parent's rows first: an indexed equality drives the lookup.
+            let mut linked = crate::nested::link_filters(nesting, parent);
+            linked.append(&mut filters);
+            filters = linked;
+        }
         if matches!(op.action.as_str(), "update" | "delete") {
             let (total, rows) = self.state.select(entity, &filters, Some((0, 2))).map_err(Failure::from)?;
             if total != 1 {
@@ -778,12 +828,12 @@ impl WorldApp {
             let name = entity.to_string();
             if op.action == "delete" {
                 let job: WriteJob = Box::new(move |store| store.delete(&name, &key, Some(source("api.delete"))).map(|()| Value::Null));
-                return Ok(Handled::Write(StagedWrite { entity: entity.to_string(), job, reply: WriteReply::new(op, true) }));
+                return Ok(Handled::Write(StagedWrite { entity: entity.to_string(), job, reply: WriteReply::new(op, true, dress) }));
             }
             let patch = self.bind(op, &request.body, Some(current))?;
             let job: WriteJob =
                 Box::new(move |store| store.update(&name, &key, &patch, Some(source("api.update"))).map(Option::unwrap_or_default));
-            return Ok(Handled::Write(StagedWrite { entity: entity.to_string(), job, reply: WriteReply::new(op, false) }));
+            return Ok(Handled::Write(StagedWrite { entity: entity.to_string(), job, reply: WriteReply::new(op, false, dress) }));
         }
         if op.single {
             let (_, rows) = self.state.select(entity, &filters, Some((0, 1))).map_err(Failure::from)?;
@@ -797,14 +847,70 @@ impl WorldApp {
             Some(style) => Paging { style: style.clone(), ..self.settings.paging.clone() },
         };
         let span = window(&request.query, &paging);
-        let (total, rows) = self.state.select(entity, &filters, span).map_err(Failure::from)?;
+        let (total, rows) = match op.listing.order(&query) {
+            // Sorted: every match, ordered, then the page (the serving indexes keep key order).
+            Some((field, descending)) => {
+                let (_, mut rows) = self.state.select(entity, &filters, None).map_err(Failure::from)?;
+                crate::listing::sort_rows(&mut rows, &field, descending);
+                let total = rows.len() as i64;
+                let (a, b) = match span {
+                    Some((offset, limit)) => crate::page::python_slice(total, offset, offset.saturating_add(limit)),
+                    None => (0, rows.len()),
+                };
+                (total, rows.drain(a..b).collect())
+            }
+            None => self.state.select(entity, &filters, span).map_err(Failure::from)?,
+        };
         let page = match span {
             None => Page::whole(rows),
             Some((offset, limit)) => Page { rows, total, offset, limit, style: paging.style.clone() },
         };
-        let headers = page_headers(&page, &self.settings, &paging).unwrap_or_default();
+        let headers = page_headers(&page, &self.settings, &paging, Some(&request.link)).unwrap_or_default();
         let body = wrap(page, &self.settings, op.envelope.as_deref(), &paging, Some(&request.link));
         Ok(Handled::Answered(Response { status: op.status as u16, body: Some(body), headers, file: None }))
+    }
+
+    /// A create, staged for the writer: the bound row, its parent's link fields,
+    /// integers taken and computed fields filled inside the writer.
+    fn stage_create(
+        &self,
+        op: &OperationSettings,
+        request: &Request,
+        entity: &str,
+        parent: Option<&(&crate::nested::Nesting, Value)>,
+        dress: &crate::vendor::Dress,
+    ) -> Result<Handled, Failure> {
+        let mut row = self.bind(op, &request.body, None)?;
+        if let (Some((nesting, parent)), Value::Object(map)) = (parent, &mut row) {
+            crate::nested::fill(nesting, parent, map);
+        }
+        // Integer ids are taken inside the writer, so concurrent creates never
+        // read the same highest value; an `int-in-parent` counts among the parent's rows.
+        let scope = parent.map(|(nesting, parent)| crate::nested::scope(nesting, parent)).unwrap_or_default();
+        let counted: Vec<(String, bool)> = op
+            .generate
+            .iter()
+            .filter(|(field, kind)| {
+                !matches!(kind.as_str(), "uuid" | "now") && !row.get(field.as_str()).is_some_and(|v| !matches!(v, Value::Null))
+            })
+            .map(|(field, kind)| (field.clone(), kind == "int-in-parent"))
+            .collect();
+        let name = entity.to_string();
+        let computed = op.computed.clone();
+        let base_url = self.settings.base_url.clone();
+        let args = request.args.clone();
+        let job: WriteJob = Box::new(move |store| {
+            let mut row = row;
+            for (field, in_parent) in &counted {
+                let next = if *in_parent { store.next_integer_in(&name, field, &scope)? } else { store.next_integer(&name, field)? };
+                if let Value::Object(map) = &mut row {
+                    map.insert(field.clone(), Value::Int(next));
+                }
+            }
+            crate::vendor::compute(&mut row, &computed, &base_url, &args);
+            store.insert(&name, &row, Some(source("api.create")))
+        });
+        Ok(Handled::Write(StagedWrite { entity: entity.to_string(), job, reply: WriteReply::new(op, false, dress) }))
     }
 
     /// The row a create or update writes: defaults, the body (mapped or as-is), generated fields.
@@ -824,6 +930,11 @@ impl WorldApp {
             }
         }
         if current.is_none() {
+            for field in &op.nulls {
+                if !row.contains_key(field) {
+                    set_dotted(&mut row, field, Value::Null, None);
+                }
+            }
             for (field, kind) in &op.generate {
                 if row.get(field).is_some_and(|v| !matches!(v, Value::Null)) {
                     continue;
@@ -872,7 +983,9 @@ pub fn split_target(target: &str) -> (&str, &str) {
 }
 
 /// The original's `_set`: assign a dotted target, keeping siblings of nested objects.
-fn set_dotted(row: &mut Map, target: &str, value: Value, current: Option<&Value>) {
+/// Set a dotted field of a row (`owner.login`), making the objects on the way;
+/// `current` (an update's row) supplies what an object it makes already held.
+pub(crate) fn set_dotted(row: &mut Map, target: &str, value: Value, current: Option<&Value>) {
     let parts: Vec<&str> = target.split('.').collect();
     if parts.len() == 1 {
         row.insert(target.to_string(), value);
@@ -1087,7 +1200,7 @@ impl CtxHost for Host<'_> {
                 let query = query_pairs(params.get("query"));
                 let page = paginate(rows_of(param("rows")), &query, &app.settings.paging);
                 let envelope = params.get("envelope").and_then(Value::as_str).map(str::to_string);
-                let headers = page_headers(&page, &app.settings, &app.settings.paging);
+                let headers = page_headers(&page, &app.settings, &app.settings.paging, Some(self.link));
                 let body = wrap(page, &app.settings, envelope.as_deref(), &app.settings.paging, Some(self.link));
                 if method == "envelope" {
                     return Ok(body);
@@ -1108,5 +1221,21 @@ impl CtxHost for Host<'_> {
             }
             other => Err(CtxError::Other(format!("unknown ctx method {other}"))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bodies_are_json_whatever_they_say_else_forms_when_they_say_so() {
+        let form = Some("application/x-www-form-urlencoded");
+        // `curl -d '{…}'` declares a form: it is still JSON.
+        let json = request_body(br#"{"sku": "A-1"}"#, form).unwrap();
+        assert_eq!(json.get("sku").and_then(Value::as_str), Some("A-1"));
+        let fields = request_body(b"channel=C1&text=hello+world&text=again&empty=", form).unwrap();
+        assert_eq!(gateway_world::json::canonical(&fields), r#"{"channel":"C1","empty":"","text":"hello world"}"#);
+        assert!(request_body(b"channel=C1", Some("application/json")).is_none(), "not JSON, not a form: refused");
     }
 }

@@ -15,7 +15,7 @@ pub struct Page {
     pub offset: i64,
     /// Page size.
     pub limit: i64,
-    /// none | offset | cursor.
+    /// none | offset | cursor | page.
     pub style: String,
 }
 
@@ -111,10 +111,11 @@ pub fn window(query: &[(String, String)], paging: &Paging) -> Option<(i64, i64)>
     }
     let get = |name: &str| query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
     let limit = int_param(get(&paging.limit_param), paging.page_size);
-    let offset = if paging.style == "offset" {
-        int_param(get(&paging.offset_param), 0)
-    } else {
-        get(&paging.cursor_param).filter(|r| !r.is_empty()).map(decode_cursor).unwrap_or(0)
+    let offset = match paging.style.as_str() {
+        "offset" => int_param(get(&paging.offset_param), 0),
+        // Pages count from 1 (GitHub's `page` & `per_page`); page 0 is page 1.
+        "page" => int_param(get(&paging.page_param), 1).max(1).saturating_sub(1).saturating_mul(limit.max(1)),
+        _ => get(&paging.cursor_param).filter(|r| !r.is_empty()).map(decode_cursor).unwrap_or(0),
     };
     Some((offset, limit))
 }
@@ -153,17 +154,47 @@ fn page_ref(page: &Page, offset: Option<i64>, paging: &Paging, link: Option<&Lin
         Some(slot) => slot.1 = value,
         None => following.push((key.to_string(), value)),
     };
-    if page.style == "offset" {
-        set(&paging.offset_param, offset.to_string());
-    } else {
-        set(&paging.cursor_param, encode_cursor(offset));
+    match page.style.as_str() {
+        "offset" => set(&paging.offset_param, offset.to_string()),
+        "page" => set(&paging.page_param, (offset / page.limit.max(1) + 1).to_string()),
+        _ => set(&paging.cursor_param, encode_cursor(offset)),
     }
     set(&paging.limit_param, page.limit.to_string());
     Value::Str(format!("{base}?{}", gateway_common::url::urlencode(&following)))
 }
 
-/// The page's cursor/total/previous as response headers, when the vendor sends them.
-pub fn page_headers(page: &Page, settings: &ApiSettings, paging: &Paging) -> Option<Vec<(String, String)>> {
+/// RFC 8288 `Link` as GitHub sends it: `<url>; rel="prev", <url>; rel="next",
+/// <url>; rel="last", <url>; rel="first"` — the neighbours that exist, and the
+/// first and last pages when not on them.
+fn link_header(page: &Page, paging: &Paging, link: &Link) -> Option<String> {
+    let limit = page.limit.max(1);
+    let last = if page.total == 0 { 0 } else { (page.total - 1) / limit * limit };
+    let mut rels: Vec<(&str, i64)> = Vec::new();
+    if let Some(previous) = page.previous_offset() {
+        rels.push(("prev", previous));
+    }
+    if let Some(next) = page.next_offset() {
+        rels.push(("next", next));
+    }
+    if page.offset < last {
+        rels.push(("last", last));
+    }
+    if page.offset > 0 {
+        rels.push(("first", 0));
+    }
+    let parts: Vec<String> = rels
+        .into_iter()
+        .filter_map(|(rel, offset)| match page_ref(page, Some(offset), paging, Some(link)) {
+            Value::Str(url) => Some(format!("<{url}>; rel=\"{rel}\"")),
+            _ => None,
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+/// The page's cursor/total/previous (and `link`: an RFC 8288 `Link` of its
+/// neighbours) as response headers, when the vendor sends them.
+pub fn page_headers(page: &Page, settings: &ApiSettings, paging: &Paging, link: Option<&Link>) -> Option<Vec<(String, String)>> {
     if settings.page_headers.is_empty() {
         return None;
     }
@@ -176,6 +207,7 @@ pub fn page_headers(page: &Page, settings: &ApiSettings, paging: &Paging) -> Opt
         let value = match key.as_str() {
             "cursor" => text(page_ref(page, page.next_offset(), paging, None)),
             "total" => Some(page.total.to_string()),
+            "link" => link.and_then(|link| link_header(page, paging, link)),
             _ => text(page_ref(page, page.previous_offset(), paging, None)),
         };
         if let Some(value) = value {

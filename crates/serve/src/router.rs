@@ -128,6 +128,9 @@ pub struct Router {
     /// The connection spec.
     pub spec: Spec,
     routes: Vec<Pattern>,
+    /// The words a bearer credential may follow in `Authorization` (`Bearer`, and
+    /// what `[auth] prefixes` adds: GitHub's clients send `token X`).
+    prefixes: Vec<String>,
     tokens: Mutex<Tokens>,
     jwt_secret: [u8; 32],
 }
@@ -145,7 +148,15 @@ impl Router {
         let routes = spec.operations.iter().map(|o| Pattern::new(&o.path)).collect();
         let mut jwt_secret = [0u8; 32];
         gateway_world::store::fill_random(&mut jwt_secret);
-        Router { spec, routes, tokens: Mutex::new(Tokens::default()), jwt_secret }
+        let mut prefixes = vec!["bearer".to_string()];
+        let declared = spec.raw.get("auth").and_then(toml::Value::as_table).and_then(|a| a.get("prefixes")).and_then(toml::Value::as_array);
+        for prefix in declared.into_iter().flatten().filter_map(toml::Value::as_str) {
+            let prefix = prefix.trim().to_ascii_lowercase();
+            if !prefix.is_empty() && !prefixes.contains(&prefix) {
+                prefixes.push(prefix);
+            }
+        }
+        Router { spec, routes, prefixes, tokens: Mutex::new(Tokens::default()), jwt_secret }
     }
 
     /// The operation a request addresses and its (unquoted) path arguments. Among
@@ -175,7 +186,8 @@ impl Router {
             "header" => header(&self.spec.auth_name.clone().unwrap_or_default().to_lowercase()).map(str::to_string),
             "bearer" | "oauth2" => {
                 let value = header("authorization").unwrap_or("");
-                value.get(..7).filter(|p| p.eq_ignore_ascii_case("bearer ")).map(|_| value[7..].to_string())
+                let (word, credential) = value.split_once(' ').unwrap_or(("", ""));
+                self.prefixes.iter().any(|p| word.eq_ignore_ascii_case(p)).then(|| credential.to_string())
             }
             "basic" => {
                 let value = header("authorization").unwrap_or("");

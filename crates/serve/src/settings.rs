@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use toml::Value as Toml;
 
-const ACTIONS: [&str; 5] = ["read", "create", "update", "delete", "handler"];
+const ACTIONS: [&str; 6] = ["read", "create", "update", "delete", "handler", "static"];
 const MATCHES: [&str; 3] = ["equals", "contains", "prefix"];
-const PAGING: [&str; 3] = ["none", "offset", "cursor"];
-const GENERATORS: [&str; 3] = ["uuid", "int", "now"];
+const PAGING: [&str; 4] = ["none", "offset", "cursor", "page"];
+const GENERATORS: [&str; 4] = ["uuid", "int", "now", "int-in-parent"];
 /// The default handlers module of a world.
 pub const HANDLERS: &str = "api/handlers.py";
 
@@ -25,6 +25,8 @@ pub struct Paging {
     pub offset_param: String,
     /// Query parameter carrying the cursor.
     pub cursor_param: String,
+    /// Query parameter carrying the page number (page style, from 1).
+    pub page_param: String,
     /// Rows per page when the client does not say.
     pub page_size: i64,
 }
@@ -56,6 +58,19 @@ pub struct OperationSettings {
     pub paging: Option<String>,
     /// Sample argument values (for conformance runs).
     pub sample: BTreeMap<String, String>,
+    /// `api.parent` / `api.link`: the rows are a parent's (see `nested`).
+    pub nesting: Option<crate::nested::Nesting>,
+    /// `api.query_defaults`, `api.any`, `api.sort` (see `listing`).
+    pub listing: crate::listing::Listing,
+    /// `api.computed`: fields of a created row from templates (see `vendor`).
+    pub computed: Vec<(String, String)>,
+    /// `api.headers`: headers of this operation's answers.
+    pub headers: Vec<(String, String)>,
+    /// `api.answer` of `action = "static"`: the constant body.
+    pub answer: Option<Value>,
+    /// `api.nulls`: fields a created row holds as null unless given (TOML has no null
+    /// for `defaults` to say it with).
+    pub nulls: Vec<String>,
 }
 
 impl Default for OperationSettings {
@@ -73,6 +88,12 @@ impl Default for OperationSettings {
             handler: None,
             paging: None,
             sample: BTreeMap::new(),
+            nesting: None,
+            listing: crate::listing::Listing::default(),
+            computed: Vec::new(),
+            headers: Vec::new(),
+            answer: None,
+            nulls: Vec::new(),
         }
     }
 }
@@ -127,6 +148,14 @@ pub struct ApiSettings {
     pub before: Option<String>,
     /// Per-operation settings by operation name.
     pub operations: BTreeMap<String, OperationSettings>,
+    /// The connector's `base_url` (computed fields' `{base_url}`).
+    pub base_url: String,
+    /// `api.rewrite_urls`: vendor URL prefixes rewritten to the serving address.
+    pub rewrite: Vec<String>,
+    /// `api.headers`: headers of every answer.
+    pub headers: Vec<(String, String)>,
+    /// `auth.anonymous`: methods answered without a credential (e.g. `["GET"]`).
+    pub anonymous: Vec<String>,
     /// The static UI, if any.
     pub ui: Option<UiSettings>,
 }
@@ -222,6 +251,38 @@ fn operation_settings(operation: &Operation, location: &str) -> Result<Operation
     };
     let (body, defaults, generate) = write_settings(t, &action, location)?;
     let sample = sample_settings(t, location, &declared)?;
+    let nesting = crate::nested::parse(t, location, &|arg| placeholders.iter().any(|p| p == arg))?;
+    if nesting.is_some() && operation.entity.is_none() {
+        return fail("spec", "api.parent needs the operation's entity", format!("{location}/parent"));
+    }
+    if generate.iter().any(|(_, kind)| kind == "int-in-parent") && nesting.is_none() {
+        return fail("spec", "an int-in-parent generator counts among a parent's rows: declare api.parent", format!("{location}/generate"));
+    }
+    let listing = crate::listing::parse(t, location, &|p| operation.params.iter().any(|q| q == p))?;
+    let computed = crate::vendor::parse_computed(t, location)?;
+    if !computed.is_empty() && action != "create" {
+        return fail("spec", "api.computed belongs to the create action", format!("{location}/computed"));
+    }
+    let headers = crate::vendor::parse_headers(t, location)?;
+    let answer = match (action.as_str(), t.get("answer")) {
+        ("static", Some(Toml::String(_))) => Some(json_body(t, "answer", Value::Null, location)?),
+        ("static", _) => return fail("spec", "action = \"static\" answers api.answer, a JSON string", format!("{location}/answer")),
+        (_, Some(_)) => return fail("spec", "api.answer belongs to action = \"static\"", format!("{location}/answer")),
+        (_, None) => None,
+    };
+    let nulls: Vec<String> = match t.get("nulls") {
+        None => Vec::new(),
+        Some(Toml::Array(items)) if action == "create" && items.iter().all(|i| i.as_str().is_some_and(|s| !s.is_empty())) => {
+            items.iter().filter_map(Toml::as_str).map(str::to_string).collect()
+        }
+        Some(_) => {
+            return fail(
+                "spec",
+                "api.nulls lists the fields a created row holds as null unless given (create only)",
+                format!("{location}/nulls"),
+            )
+        }
+    };
     let paging = match t.get("page") {
         None => None,
         Some(Toml::String(s)) if PAGING.contains(&s.as_str()) => Some(s.clone()),
@@ -240,6 +301,12 @@ fn operation_settings(operation: &Operation, location: &str) -> Result<Operation
         handler,
         paging,
         sample,
+        nesting,
+        listing,
+        computed,
+        headers,
+        answer,
+        nulls,
     })
 }
 
@@ -432,6 +499,7 @@ pub fn load_api_settings(world: &Path, spec: &Spec) -> Result<ApiSettings, Contr
         limit_param: name(api, "limit_param", "limit", "/api")?,
         offset_param: name(api, "offset_param", "offset", "/api")?,
         cursor_param: name(api, "cursor_param", "cursor", "/api")?,
+        page_param: name(api, "page_param", "page", "/api")?,
         page_size,
     };
     let mut token_path = match api.get("token_path") {
@@ -478,12 +546,14 @@ pub fn load_api_settings(world: &Path, spec: &Spec) -> Result<ApiSettings, Contr
         None => Vec::new(),
         Some(Toml::Table(m))
             if m.iter().all(|(k, v)| {
-                ["cursor", "total", "previous"].contains(&k.as_str()) && v.as_str().is_some_and(|s| !s.trim().is_empty())
+                ["cursor", "total", "previous", "link"].contains(&k.as_str()) && v.as_str().is_some_and(|s| !s.trim().is_empty())
             }) =>
         {
             m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect()
         }
-        Some(_) => return fail("spec", "api.page_headers maps cursor, total and previous to response header names", "/api/page_headers"),
+        Some(_) => {
+            return fail("spec", "api.page_headers maps cursor, total, previous and link to response header names", "/api/page_headers")
+        }
     };
     let page_links = match api.get("page_links") {
         None => false,
@@ -510,6 +580,24 @@ pub fn load_api_settings(world: &Path, spec: &Spec) -> Result<ApiSettings, Contr
         handlers: handlers.is_file().then_some(handlers),
         before,
         operations,
+        base_url: spec.base_url.clone(),
+        rewrite: crate::vendor::parse_rewrite(api, &spec.base_url)?,
+        headers: crate::vendor::parse_headers(api, "/api")?,
+        anonymous: anonymous_methods(&spec.raw)?,
         ui: ui_settings(&spec.raw, world)?,
     })
+}
+
+/// `[auth] anonymous = ["GET", …]`: the methods a request may use without a
+/// credential (a vendor's public reads); a credential sent is still checked.
+fn anonymous_methods(raw: &toml::Table) -> Result<Vec<String>, ContractError> {
+    match raw.get("auth").and_then(Toml::as_table).and_then(|auth| auth.get("anonymous")) {
+        None => Ok(Vec::new()),
+        Some(Toml::Array(items))
+            if items.iter().all(|i| i.as_str().is_some_and(|m| ["GET", "POST", "PUT", "PATCH", "DELETE"].contains(&m))) =>
+        {
+            Ok(items.iter().filter_map(Toml::as_str).map(str::to_string).collect())
+        }
+        Some(_) => fail("spec", "auth.anonymous lists HTTP methods answered without a credential", "/auth/anonymous"),
+    }
 }

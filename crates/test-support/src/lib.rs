@@ -254,6 +254,23 @@ pub fn tar_member(name: &str, kind: u8, link: &str, payload: &[u8]) -> Vec<u8> {
     out
 }
 
+/// The Python that has the vendors' own SDKs (PyGithub, slack_sdk): the venv
+/// `.ci/run` makes under ~/.cache. None, with a NOTICE, when it is absent.
+pub fn vendor_sdk_python() -> Option<PathBuf> {
+    let python = PathBuf::from(std::env::var_os("HOME")?).join(".cache/gateway-vendor-sdk-venv/bin/python");
+    let ok = python.is_file()
+        && std::process::Command::new(&python)
+            .args(["-c", "import github, slack_sdk"])
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false);
+    if !ok {
+        eprintln!("NOTICE: no PyGithub/slack_sdk at {} (.ci/run installs them); skipping the vendor SDK workload", python.display());
+        return None;
+    }
+    Some(python)
+}
+
 /// The Python `mcp` client's venv (`~/.cache/gateway-mcp-venv`, installed by .ci/run), or
 /// None with a NOTICE when it is absent: the MCP tests' Python-client parts then skip.
 pub fn mcp_python() -> Option<PathBuf> {

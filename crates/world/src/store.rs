@@ -634,6 +634,48 @@ impl Store {
         Ok(highest + 1)
     }
 
+    /// The next integer of a generated field among the rows whose `scope` fields
+    /// hold the given values (`max(0, highest integer) + 1`): an issue's number in
+    /// its repository. Read each time (inside the writer, so a group's earlier
+    /// writes count); the scope's fields should be served by an index.
+    pub fn next_integer_in(&mut self, entity: &str, field: &str, scope: &[(String, Value)]) -> Result<i64> {
+        if self.contract.entity(entity).is_none() {
+            return Err(ContractError::new("entity", "Unknown entity type", "").with("entity", Value::str(entity)).into());
+        }
+        let json_path = |dotted: &str| {
+            let mut path = String::from("$");
+            for part in dotted.split('.') {
+                path.push_str(".\"");
+                path.push_str(&part.replace('"', "\"\""));
+                path.push('"');
+            }
+            path
+        };
+        let mut sql = format!(
+            "SELECT MAX(CASE json_type(payload, ?1) WHEN 'integer' THEN json_extract(payload, ?1) WHEN 'true' THEN 1 \
+             WHEN 'false' THEN 0 END) FROM {} WHERE 1",
+            crate::compiler::quote(entity)
+        );
+        let mut bound: Vec<rusqlite::types::Value> = vec![rusqlite::types::Value::Text(json_path(field))];
+        for (scoped, value) in scope {
+            bound.push(rusqlite::types::Value::Text(json_path(scoped)));
+            let at = bound.len();
+            // Compared as SQL values: an integer id equals the integer stored.
+            let wanted = match value {
+                Value::Int(n) => rusqlite::types::Value::Integer(*n),
+                Value::Float(f) => rusqlite::types::Value::Real(*f),
+                Value::Bool(b) => rusqlite::types::Value::Integer(i64::from(*b)),
+                Value::Null => rusqlite::types::Value::Null,
+                Value::Str(text) => rusqlite::types::Value::Text(text.clone()),
+                other => rusqlite::types::Value::Text(canonical(other)),
+            };
+            bound.push(wanted);
+            sql.push_str(&format!(" AND json_extract(payload, ?{at}) = ?{}", at + 1));
+        }
+        let found: Option<i64> = self.conn.query_row(&sql, rusqlite::params_from_iter(bound), |r| r.get(0))?;
+        Ok(found.unwrap_or(0).max(0) + 1)
+    }
+
     // -------------------------------------------------------------- audits
 
     /// The first way a stored row breaks the contract. `written` says the payload

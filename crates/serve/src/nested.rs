@@ -1,0 +1,198 @@
+//! Nested resources, declared: `/repos/{owner}/{repo}/issues/{number}` names its
+//! rows through parents. `api.parent` lists the steps from the path's first
+//! arguments to the row's own parent, each an entity found by path arguments
+//! (`match`) and, after the first, by the step before it (`link`); `api.link` ties
+//! the operation's rows to the last parent found:
+//!
+//! ```toml
+//! [operations.api]
+//! parent = [
+//!   { entity = "repositories", match = { owner = "owner.login", repo = "name" } },
+//!   { entity = "issues", match = { number = "number" }, link = { repository_id = "id" } },
+//! ]
+//! link = { issue_id = "id" }   # a comment's issue_id is its issue's id
+//! ```
+//!
+//! A parent that does not exist answers the world's not-found. Reads and writes
+//! see only the parent's rows (`link` is a filter); a create fills the link fields
+//! from the parent, and an `int-in-parent` generator counts among the parent's rows
+//! (GitHub numbers issues per repository).
+//!
+//! This module resolves and parses; it does not answer requests (see `app`).
+
+use crate::state::{Filter, WorldState};
+use gateway_world::error::{fail, ContractError};
+use gateway_world::json::{python_str, Map, Value};
+use toml::Value as Toml;
+
+/// One step from the path's arguments towards the row's parent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParentStep {
+    /// The entity the step finds a row of.
+    pub entity: String,
+    /// Path argument → the row's dotted field it equals.
+    pub matching: Vec<(String, String)>,
+    /// The row's dotted field → the field of the step before whose value it equals.
+    pub link: Vec<(String, String)>,
+}
+
+/// `api.parent` and `api.link` of one operation.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Nesting {
+    /// The steps, outermost first.
+    pub parents: Vec<ParentStep>,
+    /// The operation's row field → the last parent's field whose value it holds.
+    pub link: Vec<(String, String)>,
+}
+
+fn pairs(value: Option<&Toml>, what: &str, location: &str) -> Result<Vec<(String, String)>, ContractError> {
+    match value {
+        None => Ok(Vec::new()),
+        Some(Toml::Table(m)) if m.iter().all(|(k, v)| !k.is_empty() && v.as_str().is_some_and(|s| !s.is_empty())) => {
+            Ok(m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect())
+        }
+        Some(_) => fail("spec", format!("{what} maps names to field paths"), location.to_string()),
+    }
+}
+
+/// Read `api.parent` / `api.link`; `placeholder` says whether a name is one of the
+/// operation's path arguments. None when the operation is not nested.
+pub fn parse(t: &toml::Table, location: &str, placeholder: &dyn Fn(&str) -> bool) -> Result<Option<Nesting>, ContractError> {
+    let steps = match t.get("parent") {
+        None => Vec::new(),
+        Some(Toml::Array(items)) if !items.is_empty() => items.clone(),
+        Some(table @ Toml::Table(_)) => vec![table.clone()],
+        Some(_) => return fail("spec", "api.parent is a list of {entity, match, link?} steps", format!("{location}/parent")),
+    };
+    let link = pairs(t.get("link"), "api.link", &format!("{location}/link"))?;
+    if steps.is_empty() {
+        if !link.is_empty() {
+            return fail("spec", "api.link ties rows to a parent: declare api.parent", format!("{location}/link"));
+        }
+        return Ok(None);
+    }
+    let mut parents = Vec::new();
+    for (index, step) in steps.iter().enumerate() {
+        let at = format!("{location}/parent/{index}");
+        let Some(step) = step.as_table() else {
+            return fail("spec", "a parent step is a table {entity, match, link?}", at);
+        };
+        let entity = match step.get("entity") {
+            Some(Toml::String(name)) if !name.is_empty() => name.clone(),
+            _ => return fail("spec", "a parent step names its entity", format!("{at}/entity")),
+        };
+        let matching = pairs(step.get("match"), "a parent step's match", &format!("{at}/match"))?;
+        if let Some((arg, _)) = matching.iter().find(|(arg, _)| !placeholder(arg)) {
+            return fail("spec", format!("parent match names {arg}, which is not a path argument"), format!("{at}/match"));
+        }
+        let step_link = pairs(step.get("link"), "a parent step's link", &format!("{at}/link"))?;
+        if index == 0 && !step_link.is_empty() {
+            return fail("spec", "the first parent step has no step before it to link to", format!("{at}/link"));
+        }
+        if matching.is_empty() && step_link.is_empty() {
+            return fail("spec", "a parent step matches path arguments or links to the step before", at);
+        }
+        parents.push(ParentStep { entity, matching, link: step_link });
+    }
+    if link.is_empty() {
+        return fail("spec", "api.link says which fields of the operation's rows hold the parent's", format!("{location}/link"));
+    }
+    Ok(Some(Nesting { parents, link }))
+}
+
+/// The filter text of a value, as [`Filter::wanted`] compares it.
+fn wanted(value: &Value) -> String {
+    python_str(value).to_lowercase()
+}
+
+fn equals(path: &str, value: &Value) -> Filter {
+    Filter { path: path.to_string(), mode: "equals".into(), wanted: wanted(value) }
+}
+
+/// The last parent the path names, or None when a step finds no row.
+pub fn resolve(state: &WorldState, nesting: &Nesting, args: &[(String, String)]) -> gateway_world::Result<Option<Value>> {
+    let mut previous: Option<Value> = None;
+    for step in &nesting.parents {
+        let mut filters: Vec<Filter> = Vec::new();
+        for (arg, field) in &step.matching {
+            let given = args.iter().find(|(k, _)| k == arg).map(|(_, v)| v.as_str()).unwrap_or_default();
+            filters.push(Filter { path: field.clone(), mode: "equals".into(), wanted: given.to_lowercase() });
+        }
+        for (field, from) in &step.link {
+            let value = previous.as_ref().and_then(|row| crate::state::dig(row, from)).cloned().unwrap_or_default();
+            filters.push(equals(field, &value));
+        }
+        let (_, rows) = state.select(&step.entity, &filters, Some((0, 1)))?;
+        match rows.into_iter().next() {
+            Some(row) => previous = Some(row),
+            None => return Ok(None),
+        }
+    }
+    Ok(previous)
+}
+
+/// The filters that keep the parent's rows only.
+pub fn link_filters(nesting: &Nesting, parent: &Value) -> Vec<Filter> {
+    nesting.link.iter().map(|(field, from)| equals(field, crate::state::dig(parent, from).unwrap_or(&Value::Null))).collect()
+}
+
+/// The parent's values a new row holds (`field → value`), set over what the body said.
+pub fn fill(nesting: &Nesting, parent: &Value, row: &mut Map) {
+    for (field, from) in &nesting.link {
+        let value = crate::state::dig(parent, from).cloned().unwrap_or_default();
+        crate::app::set_dotted(row, field, value, None);
+    }
+}
+
+/// The link fields and values of a parent, for counting generated integers among
+/// its rows (`int-in-parent`).
+pub fn scope(nesting: &Nesting, parent: &Value) -> Vec<(String, Value)> {
+    nesting.link.iter().map(|(field, from)| (field.clone(), crate::state::dig(parent, from).cloned().unwrap_or_default())).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(text: &str) -> toml::Table {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn steps_parse_and_refusals_name_the_key() {
+        let args = |name: &str| ["owner", "repo", "number"].contains(&name);
+        let nesting = parse(
+            &table(
+                r#"parent = [{ entity = "repositories", match = { owner = "owner.login", repo = "name" } },
+                             { entity = "issues", match = { number = "number" }, link = { repository_id = "id" } }]
+                   link = { issue_id = "id" }"#,
+            ),
+            "/operations/0/api",
+            &args,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(nesting.parents.len(), 2);
+        assert_eq!(nesting.parents[1].link, vec![("repository_id".to_string(), "id".to_string())]);
+        assert_eq!(nesting.link, vec![("issue_id".to_string(), "id".to_string())]);
+        assert!(parse(&table(""), "/x", &args).unwrap().is_none());
+        for (text, said) in [
+            (r#"link = { a = "id" }"#, "declare api.parent"),
+            (
+                r#"parent = [{ entity = "r", match = { nope = "x" } }]
+                link = { a = "id" }"#,
+                "nope, which is not a path argument",
+            ),
+            (r#"parent = [{ entity = "r", match = { owner = "x" } }]"#, "api.link says which fields"),
+            (
+                r#"parent = [{ entity = "r", match = { owner = "x" }, link = { a = "b" } }]
+                link = { a = "id" }"#,
+                "first parent step",
+            ),
+            (r#"parent = 3"#, "list of {entity, match, link?}"),
+        ] {
+            let error = parse(&table(text), "/operations/0/api", &args).unwrap_err();
+            assert!(error.message.contains(said), "{text}: {}", error.message);
+        }
+    }
+}
