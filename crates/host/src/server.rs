@@ -231,7 +231,7 @@ fn same(a: &str, b: &str) -> bool {
 }
 
 /// The token in the world's own credential slot: the declared header for
-/// `header` auth, the Basic user for `basic`.
+/// `header` auth, the Basic user for `basic`, a declared `Authorization` word for `bearer`.
 fn vendor_shaped(session: &Session, headers: &[(String, String)], token: &str) -> bool {
     let spec = &session.version.spec;
     let header = |name: &str| headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
@@ -245,6 +245,8 @@ fn vendor_shaped(session: &Session, headers: &[(String, String)], token: &str) -
             let decoded = base64::engine::general_purpose::STANDARD.decode(value[6..].trim()).ok().and_then(|b| String::from_utf8(b).ok());
             decoded.is_some_and(|d| same(d.split(':').next().unwrap_or(""), token))
         }
+        // `Authorization: token X` where the world declares that word (GitHub's clients).
+        "bearer" => session.app.router.presented_bearer(headers).is_some_and(|v| same(v, token)),
         _ => false,
     }
 }

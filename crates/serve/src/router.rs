@@ -177,6 +177,14 @@ impl Router {
         best.map(|(_, index, found)| (&self.spec.operations[index], found.into_iter().map(|(k, v)| (k, unquote(&v))).collect()))
     }
 
+    /// The credential of an `Authorization: <word> <credential>` header whose word is
+    /// `Bearer` or one the world's `[auth] prefixes` adds (`token`).
+    pub fn presented_bearer<'h>(&self, headers: &'h [(String, String)]) -> Option<&'h str> {
+        let value = headers.iter().rev().find(|(k, _)| k == "authorization").map(|(_, v)| v.as_str())?;
+        let (word, credential) = value.split_once(' ')?;
+        self.prefixes.iter().any(|p| word.eq_ignore_ascii_case(p)).then_some(credential)
+    }
+
     /// Whether the request carries an acceptable credential.
     pub fn authorized(&self, headers: &[(String, String)], query: &[(String, String)], key: Option<&str>) -> bool {
         let header = |name: &str| headers.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
@@ -184,11 +192,7 @@ impl Router {
         let presented: Option<String> = match scheme {
             "none" => return true,
             "header" => header(&self.spec.auth_name.clone().unwrap_or_default().to_lowercase()).map(str::to_string),
-            "bearer" | "oauth2" => {
-                let value = header("authorization").unwrap_or("");
-                let (word, credential) = value.split_once(' ').unwrap_or(("", ""));
-                self.prefixes.iter().any(|p| word.eq_ignore_ascii_case(p)).then(|| credential.to_string())
-            }
+            "bearer" | "oauth2" => self.presented_bearer(headers).map(str::to_string),
             "basic" => {
                 let value = header("authorization").unwrap_or("");
                 value
