@@ -634,3 +634,43 @@ fn http_get(port: u16, path: &str) -> Vec<u8> {
     assert!(answer.starts_with(b"HTTP/1.1 200") || answer.starts_with(b"HTTP/1.0 200"), "{}", String::from_utf8_lossy(&answer));
     answer.split_off(start)
 }
+
+/// `entity add` on a seeded world (issue 26 item 7): the rows already imported target
+/// the contract as it was, so the batch is pointed at the new one and the world
+/// compiles, imports and serves its rows again — no `batch_target` refusal.
+#[test]
+fn entity_add_on_a_seeded_world_keeps_it_compiling() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("shop");
+    let path = root.to_str().unwrap();
+    let ok = |args: &[&str]| {
+        let out = gateway(args, &[]);
+        assert!(out.status.success(), "{args:?}: {}{}", stdout(&out), stderr(&out));
+        stdout(&out)
+    };
+    ok(&["worlds", "schema", "init", path, "--name", "shop"]);
+    ok(&["worlds", "schema", "entity", "add", path, "products", "--fields", "sku:string,title:string", "--key", "sku"]);
+    ok(&["worlds", "schema", "compile", path]);
+    std::fs::write(dir.path().join("products.json"), r#"{"products": [{"sku": "A-1", "title": "Mug"}]}"#).unwrap();
+    ok(&["worlds", "data", "import", path, dir.path().join("products.json").to_str().unwrap()]);
+    ok(&[
+        "worlds",
+        "schema",
+        "entity",
+        "add",
+        path,
+        "orders",
+        "--fields",
+        "id:string,sku:string",
+        "--key",
+        "id",
+        "--relationship",
+        "sku->products",
+    ]);
+    let compiled = ok(&["worlds", "schema", "compile", path]);
+    assert!(compiled.contains("\"status\": \"ok\""), "{compiled}");
+    std::fs::write(dir.path().join("orders.json"), r#"{"orders": [{"id": "o1", "sku": "A-1"}]}"#).unwrap();
+    ok(&["worlds", "data", "import", path, dir.path().join("orders.json").to_str().unwrap()]);
+    let shown = ok(&["worlds", "data", "show", path]);
+    assert!(shown.contains("\"orders\": 1") && shown.contains("\"products\": 1"), "{shown}");
+}

@@ -409,8 +409,10 @@ fn property_type(schema: &Value, field: &str) -> Option<Vec<String>> {
 /// Declare one entity in `schema/world.json`; `compile` proves the new document (in a
 /// scratch copy) before it is written.
 /// `compile` proves the new `schema/world.json` text and answers the domain it targets;
-/// an empty `data/initial.json` (as `schema init` leaves it) is retargeted to that domain,
-/// so the world compiles again without hand-editing the batch.
+/// `data/initial.json` is retargeted to that domain when it is empty (as `schema init`
+/// leaves it) or targets the contract as it was before (a seeded world: an added entity
+/// changes none of its rows' entities), so the world compiles again without hand-editing
+/// the batch.
 pub fn entity_add(world: &Path, decl: &EntityDecl, compile: &dyn Fn(&str) -> Result<Value, ContractError>) -> Result<Value, ContractError> {
     let path = world.join(WORLD);
     let text = std::fs::read_to_string(&path).map_err(|_| ContractError::new("document", "Cannot read valid UTF-8 JSON", WORLD))?;
@@ -499,22 +501,26 @@ pub fn entity_add(world: &Path, decl: &EntityDecl, compile: &dyn Fn(&str) -> Res
     let Some(updated) = updated else {
         return fail("entity", format!("Cannot locate x-gateway.entities in {WORLD}"), "/x-gateway/entities");
     };
+    // The contract as it was: a seeded batch that targets it still holds valid rows.
+    let before = compile(&text).ok();
     let target = compile(&updated)?;
     gateway_world::files::write_atomic(&path, updated.as_bytes())
         .map_err(|e| ContractError::new("io", format!("{}: {e}", path.display()), WORLD))?;
-    retarget_empty_initial(world, &target)?;
+    retarget_initial(world, before.as_ref(), &target)?;
     Ok(object([("status", Value::str("ok")), ("entity", Value::str(&decl.name)), ("file", Value::str(WORLD))]))
 }
 
-/// Point an empty `data/initial.json` (no mutations) at `target`, keeping its id and the
-/// rest; a batch that carries rows, or none at all, is left alone.
-fn retarget_empty_initial(world: &Path, target: &Value) -> Result<(), ContractError> {
+/// Point `data/initial.json` at `target`, keeping its id, rows and the rest, when it
+/// has no mutations or targets `before` (the contract the entity was added to); a
+/// batch aimed at some other contract, or none at all, is left alone.
+fn retarget_initial(world: &Path, before: Option<&Value>, target: &Value) -> Result<(), ContractError> {
     let path = world.join("data/initial.json");
     let Ok(bytes) = std::fs::read(&path) else { return Ok(()) };
     let Ok(Value::Object(mut batch)) = gateway_world::files::parse_json_bytes(&bytes, "initial.json") else { return Ok(()) };
     let empty = batch.get("mutations").and_then(Value::as_array).is_some_and(Vec::is_empty);
-    let same = batch.get("target").is_some_and(|t| gateway_world::json::canonical(t) == gateway_world::json::canonical(target));
-    if !empty || same {
+    let aims =
+        |wanted: &Value| batch.get("target").is_some_and(|t| gateway_world::json::canonical(t) == gateway_world::json::canonical(wanted));
+    if aims(target) || !(empty || before.is_some_and(aims)) {
         return Ok(());
     }
     batch.insert("target".into(), target.clone());
