@@ -106,39 +106,65 @@ pub enum ConnectorCommand {
 #[derive(Debug, Subcommand)]
 pub enum RouteCommand {
     /// Append one [[operations]] (and its [operations.api]) to connector.toml.
-    Add {
-        /// World directory holding connector.toml.
-        path: PathBuf,
-        /// Operation name (snake_case).
-        name: String,
-        /// Path template, e.g. /v1/things/{id}.
-        #[arg(long = "path")]
-        route: String,
-        /// HTTP method.
-        #[arg(short = 'X', long = "method", default_value = "GET")]
-        method: String,
-        /// Query parameter (repeatable).
-        #[arg(long = "param")]
-        params: Vec<String>,
-        /// Entity the route reads or writes.
-        #[arg(long)]
-        entity: Option<String>,
-        /// Dotted path to the rows in a response.
-        #[arg(long)]
-        results: Option<String>,
-        /// create | update | delete | handler.
-        #[arg(long)]
-        action: Option<String>,
-        /// Argument=row field the route selects on (repeatable).
-        #[arg(long = "filter")]
-        filter: Vec<String>,
-        /// Row field=body path for writes (repeatable).
-        #[arg(long = "body")]
-        body: Vec<String>,
-        /// Function in the world's api/handlers.py.
-        #[arg(long)]
-        handler: Option<String>,
-    },
+    Add(Box<RouteAddArgs>),
+}
+
+/// `worlds connector route add`'s arguments.
+#[derive(Debug, clap::Args)]
+pub struct RouteAddArgs {
+    /// World directory holding connector.toml.
+    pub path: PathBuf,
+    /// Operation name (snake_case).
+    pub name: String,
+    /// Path template, e.g. /v1/things/{id}.
+    #[arg(long = "path")]
+    pub route: String,
+    /// HTTP method.
+    #[arg(short = 'X', long = "method", default_value = "GET")]
+    pub method: String,
+    /// Query parameter (repeatable).
+    #[arg(long = "param")]
+    pub params: Vec<String>,
+    /// Entity the route reads or writes.
+    #[arg(long)]
+    pub entity: Option<String>,
+    /// Dotted path to the rows in a response.
+    #[arg(long)]
+    pub results: Option<String>,
+    /// create | update | delete | handler.
+    #[arg(long)]
+    pub action: Option<String>,
+    /// Argument=row field the route selects on (repeatable).
+    #[arg(long = "filter")]
+    pub filter: Vec<String>,
+    /// Row field=body path for writes (repeatable).
+    #[arg(long = "body")]
+    pub body: Vec<String>,
+    /// Function in the world's api/handlers.py.
+    #[arg(long)]
+    pub handler: Option<String>,
+    /// Answer one row, not a list.
+    #[arg(long)]
+    pub single: bool,
+    /// Argument=equals|contains|prefix: how a filtered argument compares (repeatable).
+    #[arg(long = "match")]
+    pub matching: Vec<String>,
+    /// The envelope key of this route's answers ("" = a bare array).
+    #[arg(long)]
+    pub envelope: Option<String>,
+    /// The success status.
+    #[arg(long)]
+    pub status: Option<i64>,
+    /// Field=JSON value a created row holds unless given (repeatable).
+    #[arg(long = "default")]
+    pub defaults: Vec<String>,
+    /// Field=uuid|int|now|int-in-parent: a generated field of created rows (repeatable).
+    #[arg(long)]
+    pub generate: Vec<String>,
+    /// Any other [operations.api] key as KEY=<TOML value> (repeatable), e.g.
+    /// --api 'parent=[{entity = "repos", match = {owner = "owner.login"}}]' --api 'link={repo_id = "id"}'.
+    #[arg(long = "api", value_name = "KEY=TOML")]
+    pub api: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -292,24 +318,83 @@ pub fn run(command: ConnectorCommand) -> ExitCode {
             Err(error) => engine_refused(error),
         },
         ConnectorCommand::Conform { path, openapi, out, limit } => conform(&path, &openapi, out.as_deref(), limit),
-        ConnectorCommand::Route {
-            command: RouteCommand::Add { path, name, route, method, params, entity, results, action, filter, body, handler },
-        } => {
-            let (filter, body) = match (pairs(&filter, "--filter"), pairs(&body, "--body")) {
-                (Ok(f), Ok(b)) => (f, b),
-                (Err(code), _) | (_, Err(code)) => return code,
-            };
-            let route = Route { name, path: route, method, params, entity, results, action, filter, body, handler };
-            let world = path.clone();
-            let check = move |spec: &gateway_connector::spec::Spec| gateway_serve::settings::load_api_settings(&world, spec).map(|_| ());
-            envelope(route_add(&path, &route, &check))
-        }
+        ConnectorCommand::Route { command: RouteCommand::Add(args) } => route_add_command(*args),
         ConnectorCommand::Publish(args) => crate::workspace::publish(args),
         ConnectorCommand::List(args) => crate::workspace::list(args),
         ConnectorCommand::Pull(args) => crate::workspace::pull(args),
         ConnectorCommand::Clone(args) => crate::workspace::clone(args),
         ConnectorCommand::Skill { install, force } => print_or_install(SKILL_NAME, install.as_deref(), force),
     }
+}
+
+/// `worlds connector route add`.
+fn route_add_command(args: RouteAddArgs) -> ExitCode {
+    let RouteAddArgs {
+        path,
+        name,
+        route,
+        method,
+        params,
+        entity,
+        results,
+        action,
+        filter,
+        body,
+        handler,
+        single,
+        matching,
+        envelope: envelope_key,
+        status,
+        defaults,
+        generate,
+        api,
+    } = args;
+    let parsed = (|| {
+        let defaults = pairs(&defaults, "--default")?
+            .into_iter()
+            .map(|(field, text)| match gateway_world::json::parse(&text) {
+                Ok(parsed) => Ok((field, parsed.value)),
+                Err(_) => {
+                    errln!("Error: Invalid value: --default {field}={text}: the value is not JSON");
+                    Err(ExitCode::from(Status::USAGE))
+                }
+            })
+            .collect::<Result<Vec<_>, ExitCode>>()?;
+        Ok::<_, ExitCode>((
+            pairs(&filter, "--filter")?,
+            pairs(&body, "--body")?,
+            pairs(&matching, "--match")?,
+            defaults,
+            pairs(&generate, "--generate")?,
+            pairs(&api, "--api")?,
+        ))
+    })();
+    let (filter, body, matching, defaults, generate, extra) = match parsed {
+        Ok(parsed) => parsed,
+        Err(code) => return code,
+    };
+    let route = Route {
+        name,
+        path: route,
+        method,
+        params,
+        entity,
+        results,
+        action,
+        filter,
+        body,
+        handler,
+        single,
+        matching,
+        envelope: envelope_key,
+        status,
+        defaults,
+        generate,
+        extra,
+    };
+    let world = path.clone();
+    let check = move |spec: &gateway_connector::spec::Spec| gateway_serve::settings::load_api_settings(&world, spec).map(|_| ());
+    envelope(route_add(&path, &route, &check))
 }
 
 fn conform(path: &Path, openapi: &[PathBuf], out: Option<&Path>, limit: Option<usize>) -> ExitCode {

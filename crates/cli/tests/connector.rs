@@ -674,3 +674,95 @@ fn entity_add_on_a_seeded_world_keeps_it_compiling() {
     let shown = ok(&["worlds", "data", "show", path]);
     assert!(shown.contains("\"orders\": 1") && shown.contains("\"products\": 1"), "{shown}");
 }
+
+/// `route add` declares every serving key (issue 26 item 7): `--single`, `--match`,
+/// `--envelope`, `--status`, `--default` (JSON), `--generate` and any other key through
+/// `--api KEY=TOML` (a nested route's parent and link here), each proved by the serving
+/// settings before anything is written.
+#[test]
+fn route_add_declares_nested_routes_and_every_serving_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = gateway_test_support::copy_example("github", &dir.path().join("github"));
+    let path = root.to_str().unwrap();
+    let before = std::fs::read_to_string(root.join("connector.toml")).unwrap();
+    let out = gateway(
+        &[
+            "worlds",
+            "connector",
+            "route",
+            "add",
+            path,
+            "get_label",
+            "--path",
+            "/repos/{owner}/{repo}/labels/{name}",
+            "--entity",
+            "labels",
+            "--filter",
+            "name=name",
+            "--match",
+            "name=prefix",
+            "--single",
+            "--status",
+            "200",
+            "--api",
+            r#"parent=[{ entity = "repositories", match = { owner = "owner.login", repo = "name" } }]"#,
+            "--api",
+            r#"link={ repository_id = "id" }"#,
+        ],
+        &[],
+    );
+    assert_eq!(stdout(&out), "{\"file\": \"connector.toml\", \"operation\": \"get_label\", \"status\": \"ok\"}\n", "{}", stderr(&out));
+    let after = std::fs::read_to_string(root.join("connector.toml")).unwrap();
+    assert_eq!(
+        &after[before.len()..],
+        "\n[[operations]]\nname = \"get_label\"\npath = \"/repos/{owner}/{repo}/labels/{name}\"\nentity = \"labels\"\n[operations.api]\nfilter = { name = \"name\" }\nsingle = true\nmatch = { name = \"prefix\" }\nstatus = 200\nparent = [{ entity = \"repositories\", match = { owner = \"owner.login\", repo = \"name\" } }]\nlink = { repository_id = \"id\" }\n"
+    );
+    let out = gateway(
+        &[
+            "worlds",
+            "connector",
+            "route",
+            "add",
+            path,
+            "create_label",
+            "-X",
+            "POST",
+            "--path",
+            "/repos/{owner}/{repo}/labels",
+            "--entity",
+            "labels",
+            "--action",
+            "create",
+            "--default",
+            r#"default=false"#,
+            "--default",
+            r#"description="none yet""#,
+            "--generate",
+            "id=int",
+            "--api",
+            r#"parent=[{ entity = "repositories", match = { owner = "owner.login", repo = "name" } }]"#,
+            "--api",
+            r#"link={ repository_id = "id" }"#,
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let text = std::fs::read_to_string(root.join("connector.toml")).unwrap();
+    assert!(text.ends_with("defaults = { default = false, description = \"none yet\" }\ngenerate = { id = \"int\" }\nparent = [{ entity = \"repositories\", match = { owner = \"owner.login\", repo = \"name\" } }]\nlink = { repository_id = \"id\" }\n"), "{text}");
+    for (args, message) in [
+        (vec!["x1", "--path", "/x1", "--api", "link={ a = \"id\" }"], "declare api.parent"),
+        (vec!["x2", "--path", "/x2", "--api", "sort=not toml"], "is not KEY=<TOML value>"),
+        (vec!["x3", "--path", "/x3", "--api", "single=true"], "use the route's own flag"),
+        (
+            vec!["x4", "--path", "/x4", "--entity", "labels", "--action", "create", "-X", "POST", "--default", "description=null"],
+            "TOML cannot hold",
+        ),
+    ] {
+        let mut full = vec!["worlds", "connector", "route", "add", path];
+        full.extend(args);
+        let out = gateway(&full, &[]);
+        assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+        assert!(stdout(&out).contains(message), "{message}: {}", stdout(&out));
+        assert_eq!(std::fs::read_to_string(root.join("connector.toml")).unwrap(), text, "nothing written");
+    }
+}

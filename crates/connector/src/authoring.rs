@@ -87,6 +87,37 @@ pub struct Route {
     pub body: Vec<(String, String)>,
     /// `[operations.api] handler`.
     pub handler: Option<String>,
+    /// `[operations.api] single`.
+    pub single: bool,
+    /// `[operations.api] match`: argument → equals | contains | prefix.
+    pub matching: Vec<(String, String)>,
+    /// `[operations.api] envelope`.
+    pub envelope: Option<String>,
+    /// `[operations.api] status`.
+    pub status: Option<i64>,
+    /// `[operations.api] defaults`: field → JSON value.
+    pub defaults: Vec<(String, Value)>,
+    /// `[operations.api] generate`: field → uuid | int | now | int-in-parent.
+    pub generate: Vec<(String, String)>,
+    /// Any other `[operations.api]` key → its TOML value as written (`parent`, `link`,
+    /// `computed`, `sort`, …); the serving settings prove it before anything is written.
+    pub extra: Vec<(String, String)>,
+}
+
+/// A JSON value as a TOML inline value (None for null, which TOML cannot say).
+fn toml_value(value: &Value) -> Option<String> {
+    Some(match value {
+        Value::Null => return None,
+        Value::Bool(b) => b.to_string(),
+        Value::Int(n) => n.to_string(),
+        Value::Float(f) => gateway_world::json::python_float_repr(*f),
+        Value::Str(text) => toml_string(text),
+        Value::Array(items) => format!("[{}]", items.iter().map(toml_value).collect::<Option<Vec<_>>>()?.join(", ")),
+        Value::Object(map) => {
+            let members = map.iter().map(|(k, v)| Some(format!("{} = {}", toml_key(k), toml_value(v)?))).collect::<Option<Vec<_>>>()?;
+            format!("{{ {} }}", members.join(", "))
+        }
+    })
 }
 
 /// The text appended for `route`.
@@ -119,6 +150,29 @@ fn route_text(route: &Route) -> String {
     }
     if !route.body.is_empty() {
         api.push_str(&format!("body = {}\n", inline_table(&route.body)));
+    }
+    if route.single {
+        api.push_str("single = true\n");
+    }
+    if !route.matching.is_empty() {
+        api.push_str(&format!("match = {}\n", inline_table(&route.matching)));
+    }
+    if let Some(envelope) = &route.envelope {
+        api.push_str(&format!("envelope = {}\n", toml_string(envelope)));
+    }
+    if let Some(status) = route.status {
+        api.push_str(&format!("status = {status}\n"));
+    }
+    if !route.defaults.is_empty() {
+        let members: Vec<String> =
+            route.defaults.iter().filter_map(|(k, v)| Some(format!("{} = {}", toml_key(k), toml_value(v)?))).collect();
+        api.push_str(&format!("defaults = {{ {} }}\n", members.join(", ")));
+    }
+    if !route.generate.is_empty() {
+        api.push_str(&format!("generate = {}\n", inline_table(&route.generate)));
+    }
+    for (key, value) in &route.extra {
+        api.push_str(&format!("{} = {value}\n", toml_key(key)));
     }
     if !api.is_empty() {
         text.push_str("[operations.api]\n");
@@ -182,6 +236,22 @@ pub fn route_add(world: &Path, route: &Route, check: &dyn Fn(&Spec) -> Result<()
     }
     if route.action.as_deref() == Some("handler") && route.handler.is_none() {
         return fail("route", "action handler needs --handler naming a function in api/handlers.py", format!("{location}/handler"));
+    }
+    if let Some((field, _)) = route.defaults.iter().find(|(_, v)| toml_value(v).is_none()) {
+        return fail(
+            "route",
+            format!("default {field} is null, which TOML cannot hold: list it in --api 'nulls=[…]'"),
+            format!("{location}/defaults"),
+        );
+    }
+    for (key, value) in &route.extra {
+        let known = ["single", "match", "envelope", "status", "defaults", "generate", "filter", "body", "action", "handler"];
+        if known.contains(&key.as_str()) {
+            return fail("route", format!("--api {key}: use the route's own flag for it"), format!("{location}/api"));
+        }
+        if !is_field(key) || format!("{key} = {value}").parse::<toml::Table>().is_err() {
+            return fail("route", format!("--api {key}={value} is not KEY=<TOML value>"), format!("{location}/api"));
+        }
     }
     let route = Route { method, ..route.clone() };
     let path = world.join(SPEC);
