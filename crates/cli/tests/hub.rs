@@ -364,7 +364,8 @@ fn sessions_on_a_registered_host_and_its_drain() {
     // A fork (our client: beyond the original) runs on its parent's host.
     let forked = ok(&server, Path::new(GATEWAY), &["worlds", "session", "fork", &sid], work);
     let fork_api = gateway_world::json::parse(&forked).unwrap().value.get("api").cloned().unwrap();
-    let (fork_url, fork_token) = (fork_api.get("url").and_then(|v| v.as_str()).unwrap(), fork_api.get("token").and_then(|v| v.as_str()).unwrap());
+    let (fork_url, fork_token) =
+        (fork_api.get("url").and_then(|v| v.as_str()).unwrap(), fork_api.get("token").and_then(|v| v.as_str()).unwrap());
     assert!(fork_url.starts_with(&host_addr), "the fork runs on its parent's host: {fork_url}");
     let (status, body) = http_get(&format!("{fork_url}/api/v2/tickets/102"), &[("Authorization", &format!("Bearer {fork_token}"))]);
     assert!(status == 200 && body.contains("\"status\": \"open\""), "the fork holds the parent's state: {status} {body}");

@@ -623,8 +623,14 @@ fn session_app(
     token: Option<&str>,
     determinism: gateway_serve::app::Determinism,
 ) -> (WorldApp, Option<String>) {
-    let mut app =
-        WorldApp::with_worker(&version.tree, state, Router::new(version.spec.clone()), version.settings.clone(), None, version.worker.clone());
+    let mut app = WorldApp::with_worker(
+        &version.tree,
+        state,
+        Router::new(version.spec.clone()),
+        version.settings.clone(),
+        None,
+        version.worker.clone(),
+    );
     app.allowed = spec.and_then(|s| s.tools.clone());
     // State, reset and seed are the control plane's: never the agent's token.
     app.admin = gateway_serve::app::AdminAccess::ControlPlane;

@@ -413,18 +413,23 @@ fn a_forked_session_starts_from_the_parents_state_and_then_lives_its_own_life() 
     let auth = |sid: &str| format!("Bearer tok-{sid}");
     let faults = |sid: &str, n: usize| -> Vec<u16> {
         let token = auth(sid);
-        (0..n).map(|_| http(running.addr, "GET", &format!("/s/{sid}/api/v2/customers"), &[("Authorization", token.as_str())], "").0).collect()
+        (0..n)
+            .map(|_| http(running.addr, "GET", &format!("/s/{sid}/api/v2/customers"), &[("Authorization", token.as_str())], "").0)
+            .collect()
     };
     faults("p", 5);
     control(&running, "POST", "/__host/sessions/p/call", r#"{"tool": "solve_ticket", "args": {"path": {"id": 101}}}"#);
 
     let (status, forked) = control(&running, "POST", "/__host/sessions/p/fork", r#"{"sessionId": "f", "token": "tok-f"}"#);
     assert_eq!(status, 200, "{forked:?}");
-    assert_eq!((get(&forked, "forkedFrom"), get(&forked, "taskName"), get(&forked, "tools")), (
-        r#""p""#.to_string(),
-        r#""solve-101""#.to_string(),
-        r#"["get_ticket","solve_ticket","create_ticket","list_customers"]"#.to_string()
-    ));
+    assert_eq!(
+        (get(&forked, "forkedFrom"), get(&forked, "taskName"), get(&forked, "tools")),
+        (
+            r#""p""#.to_string(),
+            r#""solve-101""#.to_string(),
+            r#"["get_ticket","solve_ticket","create_ticket","list_customers"]"#.to_string()
+        )
+    );
     // A retry of the same fork is that fork; another session by its id is refused.
     let (status, again) = control(&running, "POST", "/__host/sessions/p/fork", r#"{"sessionId": "f", "token": "tok-f"}"#);
     assert_eq!((status, get(&again, "openedAt")), (200, get(&forked, "openedAt")));
@@ -449,8 +454,13 @@ fn a_forked_session_starts_from_the_parents_state_and_then_lives_its_own_life() 
     }
 
     // Writes after the fork stay where they were made; the frozen clock is kept.
-    let (status, created) =
-        http(running.addr, "POST", "/s/f/api/v2/tickets", &[("Authorization", auth("f").as_str())], r#"{"customer_id": "C3", "subject": "Fork only"}"#);
+    let (status, created) = http(
+        running.addr,
+        "POST",
+        "/s/f/api/v2/tickets",
+        &[("Authorization", auth("f").as_str())],
+        r#"{"customer_id": "C3", "subject": "Fork only"}"#,
+    );
     assert_eq!(status, 201, "{created:?}");
     assert_eq!(get(&created, "opened_at"), r#""2026-06-01T12:00:00Z""#);
     let id = get(&created, "id");

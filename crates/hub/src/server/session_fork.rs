@@ -18,8 +18,7 @@
 
 use super::session_guard::{check, mark_lost, release, reserve};
 use super::sessions::{
-    link_of, load_session, log_control, public, store_session, surface_answers, text_of, world_version, worlds, ControlEntry,
-    SessionAccess,
+    link_of, load_session, log_control, public, store_session, surface_answers, text_of, world_version, worlds, ControlEntry, SessionAccess,
 };
 use super::*;
 use crate::host_credentials::HOSTS_PROJECT;
@@ -31,7 +30,10 @@ pub(super) async fn fork_session(hub: &Hub, project: &str, id: &str, base_url: &
     check(hub, project, &mut parent).await?;
     if text_of(&parent, "state") != "READY" {
         let why = parent.get("error").and_then(Value::as_str).map(|e| format!(": {e}")).unwrap_or_default();
-        return Err(HubError::Conflict(format!("world session {id} is {}{why}; only a live session can be forked", text_of(&parent, "state"))));
+        return Err(HubError::Conflict(format!(
+            "world session {id} is {}{why}; only a live session can be forked",
+            text_of(&parent, "state")
+        )));
     }
     let link = link_of(hub, project, &mut parent).await?;
     let session_id = new_id("ws");
