@@ -14,6 +14,8 @@ original: `python -m gatewaysdk.environment.schema.host`):
   which fetches and prepares the version, is reported on its own);
 * reset: p50/p90 of `POST /__host/sessions/<sid>/reset`;
 * grade: p50/p90 of `POST /__host/sessions/<sid>/grade` with an assertions grader;
+* fork (ours only: the original has no fork): p50/p90 of `POST /__host/sessions/<sid>/fork`,
+  each after a write to the parent (so its WAL holds something the copy must carry);
 * throughput: requests/s of `GET /v2/records/r777` on one session's data plane
   (wrk, 2 threads, 16 connections, Host-header routing, the session token);
 * many sessions: opens SESSIONS sessions and reads the host's RSS (VmRSS of the
@@ -237,6 +239,18 @@ def measure(kind: str, args, bundle_url: str, work: Path) -> dict:
             assert status == 200 and answer.get("reward") == 1.0, answer
             scans.append(ms)
         figures["grade scan"] = scans
+        if kind == "ours":
+            forks = []
+            for i in range(args.samples):
+                body = {"tool": "update_record", "args": {"path": {"id": "r777"}, "body": {"name": f"Name 777 fork {i}"}}}
+                status, answer, _ = control.call("POST", "/__host/sessions/first/call", body)
+                assert status == 200 and answer.get("status") == 200, answer
+                status, answer, ms = control.call("POST", "/__host/sessions/first/fork", {"sessionId": f"k{i}", "token": f"tok-k{i}"})
+                assert status == 200 and answer.get("forkedFrom") == "first", answer
+                forks.append(ms)
+            figures["fork"] = forks
+            for i in range(args.samples):
+                control.call("DELETE", f"/__host/sessions/k{i}")
         control.call("DELETE", "/__host/sessions/scan")
         for i in range(args.samples):
             control.call("DELETE", f"/__host/sessions/o{i}")
@@ -309,6 +323,7 @@ def main() -> int:
               "grade scan": "grade p50, a count over the 5,000 leads"}
     for key, label in labels.items():
         print(f"| {label} | {cell('original', key)} | {cell('ours', key)} | {ratio(key)} |")
+    print(f"| fork p50 (beyond the original) | – | {cell('ours', 'fork')} | – |")
     tput = {k: f"{v['throughput']:,.0f} req/s" for k, v in results.items()}
     print(f"| one session's `GET /v2/records/r777` | {tput.get('original', '–')} | {tput.get('ours', '–')} | {ratio('throughput', True)} |")
     opened = {k: f"{v['many open s']:.1f} s" for k, v in results.items()}

@@ -231,6 +231,18 @@ const DOCS: &[Doc] = &[
             (USAGE, "a usage error (one task source is needed)"),
         ],
     },
+    Doc {
+        path: "worlds session fork",
+        examples: &[
+            "gateway worlds session fork SID",
+            "FORK=$(gateway worlds session fork SID | jq -r .sessionId)   # try a what-if, then close it",
+        ],
+        exit: &[
+            (OK, "the fork's descriptor printed (as `session open` prints one, with forkedFrom)"),
+            (FAILED, "refused: the session is not live, the project's session quota is full, or its host cannot take the fork"),
+            (USAGE, "a usage error"),
+        ],
+    },
     Doc { path: "worlds session status", examples: &["gateway worlds session status SID"], exit: HUB },
     Doc { path: "worlds session state", examples: &["gateway worlds session state SID > state.json"], exit: HUB },
     Doc { path: "worlds session reset", examples: &["gateway worlds session reset SID"], exit: HUB },

@@ -48,6 +48,16 @@ pub enum SessionCommand {
         #[command(flatten)]
         host: HubUrl,
     },
+    /// Fork a live session: a new session holding a copy of its world's state now.
+    ///
+    /// Beyond the original. The fork has its own id and token, its parent's task, tools
+    /// and surfaces, and runs on its parent's host; closing either leaves the other.
+    /// Printed as `session open` prints a session, with `forkedFrom`.
+    Fork {
+        session_id: String,
+        #[command(flatten)]
+        host: HubUrl,
+    },
     /// Print a session's state, tools and surfaces.
     Status {
         session_id: String,
@@ -392,6 +402,15 @@ fn session(command: SessionCommand) -> Outcome {
             }
             let ready = session.is_ready();
             printer::json(&session.descriptor(ready)?);
+            Ok(())
+        }
+        SessionCommand::Fork { session_id, host } => {
+            let client = client(host.as_deref())?;
+            let mut fork = client.fork_session(&session_id)?;
+            let ready = fork.is_ready();
+            let Value::Object(mut out) = fork.descriptor(ready)? else { unreachable!("a descriptor is an object") };
+            out.insert("forkedFrom".into(), Value::str(session_id));
+            printer::json(&Value::Object(out));
             Ok(())
         }
         SessionCommand::Status { session_id, host } => {

@@ -361,6 +361,15 @@ fn sessions_on_a_registered_host_and_its_drain() {
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("\"status\": \"open\""), "the backlog scenario is applied: {body}");
     assert!(ok(&server, &reference, &["worlds", "session", "grade", &sid], work).contains("\"reward\""));
+    // A fork (our client: beyond the original) runs on its parent's host.
+    let forked = ok(&server, Path::new(GATEWAY), &["worlds", "session", "fork", &sid], work);
+    let fork_api = gateway_world::json::parse(&forked).unwrap().value.get("api").cloned().unwrap();
+    let (fork_url, fork_token) =
+        (fork_api.get("url").and_then(|v| v.as_str()).unwrap(), fork_api.get("token").and_then(|v| v.as_str()).unwrap());
+    assert!(fork_url.starts_with(&host_addr), "the fork runs on its parent's host: {fork_url}");
+    let (status, body) = http_get(&format!("{fork_url}/api/v2/tickets/102"), &[("Authorization", &format!("Bearer {fork_token}"))]);
+    assert!(status == 200 && body.contains("\"status\": \"open\""), "the fork holds the parent's state: {status} {body}");
+    ok(&server, Path::new(GATEWAY), &["worlds", "session", "close", &field(&forked, "sessionId")], work);
 
     // Drain: the host refuses new sessions and stays until its session closes.
     let pid = host_child.id().to_string();
@@ -417,7 +426,26 @@ fn our_session_and_task_commands_against_our_hub() {
     assert!(lines[0].contains(r#""kind": "grade""#) && lines[0].contains(r#""surface": "control""#), "{exported}");
     assert!(lines[3].contains(r#""tool": "GET /tickets/101""#) && lines[3].contains(r#""status": 200"#), "{exported}");
     assert!(lines[3].contains(r#""surface": "api""#) && !exported.contains(&token), "{exported}");
+
+    // Beyond the original: a fork, printed as an open is, a session of its own.
+    let forked = ok(&server, gw, &["worlds", "session", "fork", &sid], work);
+    let fid = field(&forked, "sessionId");
+    assert!(fid != sid && field(&forked, "forkedFrom") == sid, "{forked}");
+    assert!(forked.contains("\"ready\": true") && forked.contains("\"source\": \"stored\""), "{forked}");
+    let fork_api = serde_json::from_str::<serde_json::Value>(&forked).unwrap()["api"].clone();
+    let (fork_url, fork_token) = (fork_api["url"].as_str().unwrap().to_string(), fork_api["token"].as_str().unwrap().to_string());
+    assert!(fork_url.ends_with(&format!("/s/{fid}")) && fork_token != token, "{forked}");
+    let http = reqwest::blocking::Client::new();
+    assert_eq!(http.get(format!("{fork_url}/tickets/101")).bearer_auth(&fork_token).send().unwrap().status().as_u16(), 200);
+    assert_eq!(http.get(format!("{fork_url}/tickets/101")).bearer_auth(&token).send().unwrap().status().as_u16(), 401);
+    assert!(ok(&server, gw, &["worlds", "session", "grade", &fid], work).contains("\"reward\": 0.0"));
+    let fork_log = ok(&server, gw, &["worlds", "session", "export", &fid], work);
+    assert!(fork_log.lines().next().is_some_and(|first| first.contains(r#""kind": "fork""#)), "the fork's log starts with it: {fork_log}");
+
     assert!(ok(&server, gw, &["worlds", "session", "close", &sid], work).contains("\"closed\": true"));
     let (success, _, stderr) = run(&server, gw, &["worlds", "session", "grade", &sid], work);
     assert!(!success && stderr.contains("409"), "a closed session takes no calls: {stderr}");
+    let (success, _, stderr) = run(&server, gw, &["worlds", "session", "fork", &sid], work);
+    assert!(!success && stderr.contains("409"), "a closed session cannot be forked: {stderr}");
+    assert!(ok(&server, gw, &["worlds", "session", "grade", &fid], work).contains("\"reward\""), "the fork outlives its parent");
 }

@@ -16,6 +16,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
+mod fork;
+
 /// How long a session lives with no call renewing it (`WORLDS_HOST_LEASE_S`).
 pub const DEFAULT_LEASE_SECONDS: f64 = 3600.0;
 /// Sessions one host takes before it answers `at_capacity` (`WORLDS_HOST_MAX_SESSIONS`).
@@ -236,9 +238,7 @@ impl WorldHost {
     }
 
     fn open_new(&self, request: &OpenRequest, spec: Option<TaskSpec>) -> Result<Arc<Session>, HostError> {
-        if request.session_id.is_empty() || !request.session_id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
-            return Err(refuse("host", format!("session id {:?} is not a plain name", request.session_id)));
-        }
+        check_session_id(&request.session_id)?;
         let version = self.versions.ensure(&request.version_id, &request.bundle_url)?;
         let contract = version.template.contract().clone();
         if let Some(spec) = &spec {
@@ -246,31 +246,10 @@ impl WorldHost {
             gateway_world::task::check_task_entities(spec, contract.entities.iter().map(|e| e.name.as_str()))?;
         }
         let state = gateway_serve::state::WorldState::session(version.template.clone())?;
-        let mut app = WorldApp::with_worker(
-            &version.tree,
-            state,
-            Router::new(version.spec.clone()),
-            version.settings.clone(),
-            None,
-            version.worker.clone(),
-        );
-        app.allowed = spec.as_ref().and_then(|s| s.tools.clone());
-        // State, reset and seed are the control plane's: never the agent's token.
-        app.admin = gateway_serve::app::AdminAccess::ControlPlane;
         let behaviour = crate::behaviour::Behaviour::from_metadata(spec.as_ref().and_then(|s| s.metadata.as_ref()))?;
-        app.determinism = Some(gateway_serve::app::Determinism::new(behaviour.clock, behaviour.seed));
-        let grant = (version.spec.scheme == "oauth2")
-            .then(|| {
-                let form = vec![
-                    ("grant_type".to_string(), "client_credentials".to_string()),
-                    ("client_secret".to_string(), request.token.clone().unwrap_or_default()),
-                ];
-                app.router.issue_token(&form, request.token.as_deref())
-            })
-            .flatten()
-            .and_then(|issued| issued.get("access_token").and_then(Value::as_str).map(str::to_string));
-        let dir = self.config.root.join("sessions").join(&request.session_id);
-        std::fs::create_dir_all(&dir).map_err(|e| refuse("host", e.to_string()))?;
+        let determinism = gateway_serve::app::Determinism::new(behaviour.clock, behaviour.seed);
+        let (app, grant) = session_app(&version, state, spec.as_ref(), request.token.as_deref(), determinism);
+        let dir = self.session_dir(&request.session_id)?;
         let opened_at = now();
         let task = match (spec, &request.task) {
             (Some(spec), _) => SessionTask::Spec(Box::new(spec), request.task_spec.clone().unwrap_or_default()),
@@ -285,6 +264,7 @@ impl WorldHost {
             grant,
             opened_at,
             restored: false,
+            forked_from: None,
             dir,
             clock: Mutex::new(Clock { lease_until: opened_at + self.config.lease_seconds, touched_at: opened_at }),
             export: Mutex::default(),
@@ -297,6 +277,13 @@ impl WorldHost {
             session.restored = true;
         }
         Ok(Arc::new(session))
+    }
+
+    /// A new session's own directory (its exports and grader files).
+    fn session_dir(&self, session_id: &str) -> Result<PathBuf, HostError> {
+        let dir = self.config.root.join("sessions").join(session_id);
+        std::fs::create_dir_all(&dir).map_err(|e| refuse("host", e.to_string()))?;
+        Ok(dir)
     }
 
     fn restore_into(&self, session: &Session, restore: &Value) -> Result<(), HostError> {
@@ -351,6 +338,7 @@ impl WorldHost {
             ("ui", ui.unwrap_or_default()),
             ("browser", Value::Bool(false)),
             ("restored", Value::Bool(session.restored)),
+            ("forkedFrom", session.forked_from.as_deref().map(Value::str).unwrap_or_default()),
             ("openedAt", Value::Float(session.opened_at)),
             ("sessionSeconds", Value::Float(session.seconds())),
             ("touchedAt", Value::Float(clock.touched_at)),
@@ -614,6 +602,50 @@ impl WorldHost {
         self.versions.ensure(version_id, bundle_url)?;
         Ok(object([("versionId", Value::str(version_id)), ("cached", Value::Bool(true)), ("alreadyCached", Value::Bool(already))]))
     }
+}
+
+/// A session id is a plain name: it becomes a directory and a host name label.
+fn check_session_id(session_id: &str) -> Result<(), HostError> {
+    if session_id.is_empty() || !session_id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+        return Err(refuse("host", format!("session id {session_id:?} is not a plain name")));
+    }
+    Ok(())
+}
+
+/// The app a session of `version` answers through, serving `state`: the task's
+/// tools only, admin routes the control plane's, ids and clock from `determinism`.
+/// For an oauth2 world also the bearer its world mints for the host (`token` as the
+/// client secret), which the host presents on the session's tool calls.
+fn session_app(
+    version: &crate::version::Version,
+    state: gateway_serve::state::WorldState,
+    spec: Option<&TaskSpec>,
+    token: Option<&str>,
+    determinism: gateway_serve::app::Determinism,
+) -> (WorldApp, Option<String>) {
+    let mut app = WorldApp::with_worker(
+        &version.tree,
+        state,
+        Router::new(version.spec.clone()),
+        version.settings.clone(),
+        None,
+        version.worker.clone(),
+    );
+    app.allowed = spec.and_then(|s| s.tools.clone());
+    // State, reset and seed are the control plane's: never the agent's token.
+    app.admin = gateway_serve::app::AdminAccess::ControlPlane;
+    app.determinism = Some(determinism);
+    let grant = (version.spec.scheme == "oauth2")
+        .then(|| {
+            let form = vec![
+                ("grant_type".to_string(), "client_credentials".to_string()),
+                ("client_secret".to_string(), token.unwrap_or_default().to_string()),
+            ];
+            app.router.issue_token(&form, token)
+        })
+        .flatten()
+        .and_then(|issued| issued.get("access_token").and_then(Value::as_str).map(str::to_string));
+    (app, grant)
 }
 
 /// A grade with the collateral check added: the reward key `collateral` (1.0 when

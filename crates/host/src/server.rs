@@ -170,6 +170,10 @@ pub fn control_call(host: &WorldHost, method: &str, path: &str, body: &Value) ->
         })?,
         ("DELETE", ["__host", "sessions", sid]) => host.close(sid),
         ("POST", ["__host", "sessions", sid, "renew"]) => host.renew(sid)?,
+        // Beyond the original: a new session holding a copy of this one's state.
+        ("POST", ["__host", "sessions", sid, "fork"]) => {
+            host.fork(sid, &text(field(body, "sessionId")?).unwrap_or_default(), body.get("token").and_then(text))?
+        }
         ("POST", ["__host", "sessions", sid, "reset"]) => host.reset(sid)?,
         ("POST", ["__host", "sessions", sid, "seed"]) => host.seed(sid, body.get("args").unwrap_or(&Value::Object(Default::default())))?,
         ("GET", ["__host", "sessions", sid, "state"]) => host.state(sid)?,

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// The task a session was opened on.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum SessionTask {
     /// A scenario of the version (`scenarios/<name>`), by name.
     Bundled(String),
@@ -85,6 +85,8 @@ pub struct Session {
     pub opened_at: f64,
     /// Whether it continued from an export.
     pub restored: bool,
+    /// The session it was forked from, if it was.
+    pub forked_from: Option<String>,
     /// Where its exports and grader files go (removed with the session).
     pub dir: PathBuf,
     /// Lease and activity.

@@ -395,3 +395,107 @@ fn assertions_over_prefiltered_rows_grade_as_over_the_whole_state() {
     let rewards = json::canonical(&graded);
     assert!(rewards.contains(r#""int_key":1.0"#) && rewards.contains(r#""string_for_int":0.0"#), "{rewards}");
 }
+
+/// Beyond the original: `POST /__host/sessions/{sid}/fork` copies a live session's
+/// state into a new session with its own token, lease and directory, the same task,
+/// tools and behaviour, and the seeded sequences where the parent had them.
+#[test]
+fn a_forked_session_starts_from_the_parents_state_and_then_lives_its_own_life() {
+    let running = start(3);
+    let spec = r#""taskSpec": {"instruction": "Solve ticket 101.", "name": "solve-101",
+        "seed": {"rows": {"customers": [{"id": "C9", "name": "Zed", "email": "zed@example.com", "tier": "free", "created_at": "2026-03-01T00:00:00Z"}]}},
+        "grader": {"kind": "assertions", "checks": [{"id": "solved", "entity": "tickets", "where": {"id": 101}, "assert": "all", "field": "status", "value": "solved"}]},
+        "tools": ["get_ticket", "solve_ticket", "create_ticket", "list_customers"],
+        "metadata": {"clock": "2026-06-01T12:00:00Z", "seed": 7, "faults": [{"operation": "list_customers", "status": 503, "probability": 0.5}]}}"#;
+    let (status, opened) = control(&running, "POST", "/__host/sessions", &open_body(&running, "p", spec));
+    assert_eq!(status, 200, "{opened:?}");
+    assert_eq!(get(&opened, "forkedFrom"), "null");
+    let auth = |sid: &str| format!("Bearer tok-{sid}");
+    let faults = |sid: &str, n: usize| -> Vec<u16> {
+        let token = auth(sid);
+        (0..n)
+            .map(|_| http(running.addr, "GET", &format!("/s/{sid}/api/v2/customers"), &[("Authorization", token.as_str())], "").0)
+            .collect()
+    };
+    faults("p", 5);
+    control(&running, "POST", "/__host/sessions/p/call", r#"{"tool": "solve_ticket", "args": {"path": {"id": 101}}}"#);
+
+    let (status, forked) = control(&running, "POST", "/__host/sessions/p/fork", r#"{"sessionId": "f", "token": "tok-f"}"#);
+    assert_eq!(status, 200, "{forked:?}");
+    assert_eq!(
+        (get(&forked, "forkedFrom"), get(&forked, "taskName"), get(&forked, "tools")),
+        (
+            r#""p""#.to_string(),
+            r#""solve-101""#.to_string(),
+            r#"["get_ticket","solve_ticket","create_ticket","list_customers"]"#.to_string()
+        )
+    );
+    // A retry of the same fork is that fork; another session by its id is refused.
+    let (status, again) = control(&running, "POST", "/__host/sessions/p/fork", r#"{"sessionId": "f", "token": "tok-f"}"#);
+    assert_eq!((status, get(&again, "openedAt")), (200, get(&forked, "openedAt")));
+    let (status, _) = control(&running, "POST", "/__host/sessions/p/fork", r#"{"sessionId": "f", "token": "other"}"#);
+    assert_eq!(status, 400);
+
+    // The fork holds the parent's write, and grades its own state.
+    let (_, state) = control(&running, "GET", "/__host/sessions/f/state", "");
+    assert_eq!((get(&state, "tickets.101.status"), get(&state, "customers.C9.name")), (r#""solved""#.into(), r#""Zed""#.into()));
+    let (_, graded) = control(&running, "POST", "/__host/sessions/f/grade", "");
+    assert_eq!(get(&graded, "reward"), "1.0");
+
+    // The seeded fault draws go on from where the parent was, in both.
+    let (after_parent, after_fork) = (faults("p", 12), faults("f", 12));
+    assert_eq!(after_parent, after_fork);
+    assert!(after_parent.contains(&503) && after_parent.contains(&200), "{after_parent:?}");
+
+    // Each token opens its own session only.
+    for (sid, token, status) in [("f", "p", 401), ("p", "f", 401), ("f", "f", 200)] {
+        let got = http(running.addr, "GET", &format!("/s/{sid}/api/v2/tickets/102"), &[("Authorization", auth(token).as_str())], "").0;
+        assert_eq!(got, status, "{token}'s token on {sid}");
+    }
+
+    // Writes after the fork stay where they were made; the frozen clock is kept.
+    let (status, created) = http(
+        running.addr,
+        "POST",
+        "/s/f/api/v2/tickets",
+        &[("Authorization", auth("f").as_str())],
+        r#"{"customer_id": "C3", "subject": "Fork only"}"#,
+    );
+    assert_eq!(status, 201, "{created:?}");
+    assert_eq!(get(&created, "opened_at"), r#""2026-06-01T12:00:00Z""#);
+    let id = get(&created, "id");
+    assert_eq!(http(running.addr, "GET", &format!("/s/p/api/v2/tickets/{id}"), &[("Authorization", auth("p").as_str())], "").0, 404);
+    control(&running, "POST", "/__host/sessions/p/call", r#"{"tool": "solve_ticket", "args": {"path": {"id": 102}}}"#);
+    let (_, state) = control(&running, "GET", "/__host/sessions/p/state", "");
+    assert_eq!(get(&state, "tickets.102.status"), r#""solved""#);
+    let (_, state) = control(&running, "GET", "/__host/sessions/f/state", "");
+    assert_eq!(get(&state, "tickets.102.status"), r#""pending""#, "the parent's later solve is not in the fork");
+
+    // A reset of the fork is the task's start (its seed), not the parent's state.
+    control(&running, "POST", "/__host/sessions/f/reset", "");
+    let (_, state) = control(&running, "GET", "/__host/sessions/f/state", "");
+    assert_eq!((get(&state, "tickets.101.status"), get(&state, "customers.C9.name")), (r#""open""#.into(), r#""Zed""#.into()));
+    let (_, graded) = control(&running, "POST", "/__host/sessions/f/grade", "");
+    assert_eq!(get(&graded, "reward"), "0.0");
+    let (_, graded) = control(&running, "POST", "/__host/sessions/p/grade", "");
+    assert_eq!(get(&graded, "reward"), "1.0", "the parent is as it was");
+
+    // A fork takes a place like an open: refused when the host is full or draining.
+    let (status, _) = control(&running, "POST", "/__host/sessions/f/fork", r#"{"sessionId": "g", "token": "tok-g"}"#);
+    assert_eq!(status, 200);
+    let (status, full) = control(&running, "POST", "/__host/sessions/p/fork", r#"{"sessionId": "h", "token": "tok-h"}"#);
+    assert_eq!((status, get(&full, "error").as_str()), (503, r#""at_capacity""#));
+    let (status, unknown) = control(&running, "POST", "/__host/sessions/nobody/fork", r#"{"sessionId": "h"}"#);
+    assert_eq!((status, get(&unknown, "error").as_str()), (404, r#""unknown_session""#));
+    let (status, missing) = control(&running, "POST", "/__host/sessions/p/fork", "{}");
+    assert_eq!((status, get(&missing, "error").as_str()), (400, r#""missing field""#));
+
+    // Closing the parent leaves its forks alive.
+    control(&running, "DELETE", "/__host/sessions/p", "");
+    assert_eq!(http(running.addr, "GET", "/s/f/api/v2/tickets/101", &[("Authorization", auth("f").as_str())], "").0, 200);
+    let (_, stats) = control(&running, "GET", "/__host/stats", "");
+    assert_eq!(get(&stats, "counters.forked"), "2");
+    control(&running, "POST", "/__host/drain", "");
+    let (status, draining) = control(&running, "POST", "/__host/sessions/f/fork", r#"{"sessionId": "h", "token": "tok-h"}"#);
+    assert_eq!((status, get(&draining, "error").as_str()), (503, r#""draining""#));
+}

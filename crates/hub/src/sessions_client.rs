@@ -230,6 +230,19 @@ impl SessionsClient {
         Ok(Session { client: self, id: session_id.to_string(), state: into_map(state) })
     }
 
+    /// Beyond the original: `POST /world-sessions/{id}/fork` (no body) — a new session
+    /// holding a copy of that one's state now, with its own id and token, answered as
+    /// an open is (plus `forkedFrom`).
+    pub fn fork_session(&self, session_id: &str) -> Result<Session<'_>> {
+        let path = format!("{}/fork", session_path(session_id));
+        let state = self.request("POST", &path, None)?;
+        let id = match state.get("sessionId") {
+            Some(Value::Str(id)) => id.clone(),
+            _ => return Err(fail(format!("POST {path} answered without a sessionId"))),
+        };
+        Ok(Session { client: self, id, state: into_map(state) })
+    }
+
     // ------------------------------------------------------------- stored tasks
 
     /// `create_task`: `POST /world-tasks` with `{spec, name?, world?, message?}`; the

@@ -1042,6 +1042,16 @@ impl Determinism {
         self.restart();
     }
 
+    /// A copy at the same place: the same clock, seed and position in the id
+    /// sequence, so a forked session draws the ids its parent would draw next.
+    pub fn fork(&self) -> Determinism {
+        Determinism {
+            clock: Mutex::new(self.clock()),
+            seed: self.seed.load(std::sync::atomic::Ordering::SeqCst).into(),
+            drawn: self.drawn.load(std::sync::atomic::Ordering::SeqCst).into(),
+        }
+    }
+
     /// Start the id sequence again (a reset goes back to the same ids).
     pub fn restart(&self) {
         self.drawn.store(0, std::sync::atomic::Ordering::SeqCst);
@@ -1237,5 +1247,17 @@ mod tests {
         let fields = request_body(b"channel=C1&text=hello+world&text=again&empty=", form).unwrap();
         assert_eq!(gateway_world::json::canonical(&fields), r#"{"channel":"C1","empty":"","text":"hello world"}"#);
         assert!(request_body(b"channel=C1", Some("application/json")).is_none(), "not JSON, not a form: refused");
+    }
+
+    #[test]
+    fn a_forked_sequence_draws_what_its_parent_would_draw_next() {
+        let parent = Determinism::new(Some(1_767_225_600.0), 7);
+        let _drawn = (parent.uuid(), parent.uuid());
+        let fork = parent.fork();
+        assert_eq!(fork.clock(), Some(1_767_225_600.0));
+        let next: Vec<String> = (0..3).map(|_| parent.uuid()).collect();
+        assert_eq!(next, (0..3).map(|_| fork.uuid()).collect::<Vec<_>>());
+        fork.restart();
+        assert_eq!(fork.uuid(), Determinism::new(None, 7).uuid(), "a reset starts the sequence again");
     }
 }

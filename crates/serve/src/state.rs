@@ -26,6 +26,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
+mod fork;
+
 /// A filter on one row field: `(dotted path, mode, wanted text lower-cased)`.
 #[derive(Debug, Clone)]
 pub struct Filter {

@@ -38,6 +38,7 @@ mod request;
 mod response;
 mod routes;
 mod runs;
+mod session_fork;
 mod session_guard;
 mod sessions;
 mod settings;

@@ -66,6 +66,7 @@ const ROUTES: &[Route] = &[
     ("POST", "/api/public/world-sessions", &[], true),
     ("GET", "/api/public/world-sessions/{sessionId}", &[], false),
     ("DELETE", "/api/public/world-sessions/{sessionId}", &[], true),
+    ("POST", "/api/public/world-sessions/{sessionId}/fork", &[], false),
     ("POST", "/api/public/world-sessions/{sessionId}/calls", &[], true),
     ("GET", "/api/public/world-sessions/{sessionId}/calls", &[("limit", "integer"), ("cursor", "string")], false),
     ("GET", "/api/public/world-sessions/{sessionId}/calls/{callId}", &[], false),

@@ -118,6 +118,7 @@ async fn world_route(request: &JsonRequest<'_>, p: &str) -> Answer {
         ("POST", ["world-sessions"]) => sessions::open_session(hub, p, &request.json()?, base_url).await,
         ("GET", ["world-sessions", sid]) => sessions::session_status(hub, p, &id(sid)).await,
         ("DELETE", ["world-sessions", sid]) => sessions::close_session(hub, p, &id(sid)).await,
+        ("POST", ["world-sessions", sid, "fork"]) => session_fork::fork_session(hub, p, &id(sid), base_url).await,
         ("POST", ["world-sessions", sid, "calls"]) => sessions::create_call(hub, p, &id(sid), &request.json()?).await,
         ("GET", ["world-sessions", sid, "calls"]) => sessions::list_calls(hub, p, &id(sid), query).await,
         ("GET", ["world-sessions", sid, "calls", call]) => sessions::get_call(hub, p, &id(sid), &id(call)).await,

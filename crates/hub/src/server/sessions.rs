@@ -23,7 +23,7 @@ pub(super) fn calls_kind(session_id: &str) -> String {
     format!("calls:{session_id}")
 }
 
-fn worlds(hub: &Hub) -> Result<&Arc<Worlds>, HubError> {
+pub(super) fn worlds(hub: &Hub) -> Result<&Arc<Worlds>, HubError> {
     hub.worlds.as_ref().ok_or_else(|| HubError::BadRequest("this hub runs no World Host: live sessions are not available".into()))
 }
 
@@ -43,7 +43,7 @@ pub(super) async fn world_version(hub: &Hub, version: &Version) -> Result<Arc<Ho
         .map_err(|e| HubError::BadRequest(format!("the world version could not be opened: {e}")))
 }
 
-async fn load_session(hub: &Hub, project: &str, id: &str) -> Result<Map, HubError> {
+pub(super) async fn load_session(hub: &Hub, project: &str, id: &str) -> Result<Map, HubError> {
     let missing = || HubError::NotFound(format!("no world session '{id}' in this project"));
     let text = hub.meta.document(project, SESSION, id).await?.ok_or_else(missing)?;
     match json::parse_clean(&text) {
@@ -52,18 +52,18 @@ async fn load_session(hub: &Hub, project: &str, id: &str) -> Result<Map, HubErro
     }
 }
 
-async fn store_session(hub: &Hub, project: &str, session: &Map) -> Result<(), HubError> {
+pub(super) async fn store_session(hub: &Hub, project: &str, session: &Map) -> Result<(), HubError> {
     let id = session.get("sessionId").and_then(Value::as_str).unwrap_or_default().to_string();
     hub.meta.put_document(project, SESSION, &id, &document_text(&Value::Object(session.clone()))).await?;
     Ok(())
 }
 
 /// The session as clients see it (the hub's own bookkeeping left out).
-fn public(session: &Map) -> Value {
+pub(super) fn public(session: &Map) -> Value {
     Value::Object(session.iter().filter(|(k, _)| !k.starts_with('_')).map(|(k, v)| (k.clone(), v.clone())).collect())
 }
 
-fn text_of(map: &Map, key: &str) -> String {
+pub(super) fn text_of(map: &Map, key: &str) -> String {
     map.get(key).and_then(Value::as_str).unwrap_or_default().to_string()
 }
 
@@ -93,7 +93,7 @@ async fn remote_hosts(hub: &Hub) -> Result<Vec<HostLink>, HubError> {
 
 /// Where a stored session runs: its embedded host, or its remote host under that host's
 /// credential. A host whose credential was revoked is called no more: the session is lost.
-async fn link_of(hub: &Hub, project: &str, session: &mut Map) -> Result<HostLink, HubError> {
+pub(super) async fn link_of(hub: &Hub, project: &str, session: &mut Map) -> Result<HostLink, HubError> {
     let url = text_of(session, "_host");
     if url == "embedded" {
         return Ok(HostLink::Embedded);
@@ -384,15 +384,15 @@ async fn place_session(hub: &Hub, worlds: &Worlds, request: Value) -> Result<Hos
 }
 
 /// How a placed session is reached: its id, its data plane's URL and its token.
-struct SessionAccess<'a> {
-    session_id: &'a str,
-    api_url: String,
-    token: &'a str,
+pub(super) struct SessionAccess<'a> {
+    pub(super) session_id: &'a str,
+    pub(super) api_url: String,
+    pub(super) token: &'a str,
 }
 
 /// The session's `surfaces` answer (api, ui). A ui asked of a world without one
 /// closes the session just opened and refuses.
-async fn surface_answers(
+pub(super) async fn surface_answers(
     worlds: &Worlds,
     link: &HostLink,
     opened: &HostVersion,
@@ -485,24 +485,8 @@ pub(super) async fn create_call(hub: &Hub, project: &str, id: &str, body: &Map) 
             }
         }
     }
-    let call_id = new_id("wc");
-    let kind_key = calls_kind(id);
-    let mut call = Map::default();
-    call.insert("id".into(), Value::str(&call_id));
-    call.insert("kind".into(), Value::str(&kind));
-    call.insert("surface".into(), Value::str("control"));
-    call.insert("tool".into(), tool);
-    call.insert("args".into(), args);
-    call.insert("result".into(), result.clone());
-    call.insert("error".into(), error.clone());
-    call.insert("state".into(), Value::str(if matches!(error, Value::Null) { "DONE" } else { "FAILED" }));
-    call.insert("createdAt".into(), Value::str(&at));
-    call.insert("completedAt".into(), Value::Str(now_iso()));
-    // The data plane's calls queued before this one come before it in the log.
-    hub.call_log.flush().await;
-    let seq = hub.meta.put_document(project, &kind_key, &call_id, &document_text(&Value::Object(call.clone()))).await?;
-    call.insert("seq".into(), Value::Int(seq));
-    hub.meta.put_document(project, &kind_key, &call_id, &document_text(&Value::Object(call))).await?;
+    let entry = ControlEntry { kind: &kind, tool, args, result: result.clone(), error: error.clone(), created_at: at };
+    let call_id = log_control(hub, project, id, entry).await?;
     let mut out = object([("callId", Value::str(&call_id)), ("done", Value::Bool(true)), ("pending", Value::Bool(false))]);
     if let Value::Object(map) = &mut out {
         if matches!(error, Value::Null) {
@@ -512,6 +496,42 @@ pub(super) async fn create_call(hub: &Hub, project: &str, id: &str, body: &Map) 
         }
     }
     ok(out)
+}
+
+/// An entry of the calls API in a session's call log (`surface: control`).
+pub(super) struct ControlEntry<'a> {
+    pub(super) kind: &'a str,
+    pub(super) tool: Value,
+    pub(super) args: Value,
+    pub(super) result: Value,
+    /// Null when the call succeeded (state `DONE`), else its error (`FAILED`).
+    pub(super) error: Value,
+    pub(super) created_at: String,
+}
+
+/// Store `entry` in session `id`'s call log, after the data plane's calls queued
+/// before it; its call id.
+pub(super) async fn log_control(hub: &Hub, project: &str, id: &str, entry: ControlEntry<'_>) -> Result<String, HubError> {
+    let call_id = new_id("wc");
+    let kind_key = calls_kind(id);
+    let done = matches!(entry.error, Value::Null);
+    let mut call = Map::default();
+    call.insert("id".into(), Value::str(&call_id));
+    call.insert("kind".into(), Value::str(entry.kind));
+    call.insert("surface".into(), Value::str("control"));
+    call.insert("tool".into(), entry.tool);
+    call.insert("args".into(), entry.args);
+    call.insert("result".into(), entry.result);
+    call.insert("error".into(), entry.error);
+    call.insert("state".into(), Value::str(if done { "DONE" } else { "FAILED" }));
+    call.insert("createdAt".into(), Value::Str(entry.created_at));
+    call.insert("completedAt".into(), Value::Str(now_iso()));
+    // The data plane's calls queued before this one come before it in the log.
+    hub.call_log.flush().await;
+    let seq = hub.meta.put_document(project, &kind_key, &call_id, &document_text(&Value::Object(call.clone()))).await?;
+    call.insert("seq".into(), Value::Int(seq));
+    hub.meta.put_document(project, &kind_key, &call_id, &document_text(&Value::Object(call))).await?;
+    Ok(call_id)
 }
 
 async fn call_log(hub: &Hub, project: &str, id: &str) -> Result<Vec<Value>, HubError> {
