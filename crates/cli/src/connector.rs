@@ -410,6 +410,10 @@ fn conform(path: &Path, openapi: &[PathBuf], out: Option<&Path>, limit: Option<u
         errln!("# note: {note}");
     }
     printer::json_python(&report.summary());
+    // Ours on purpose: the original exits 0 when nothing was checked.
+    for failure in report.failures() {
+        errln!("Error: {failure}");
+    }
     if let Some(out) = out {
         if let Err(error) = std::fs::write(out, report.to_text()) {
             errln!("Error: {}: {error}", out.display());

@@ -186,7 +186,14 @@ const DOCS: &[Doc] = &[
     Doc {
         path: "worlds connector conform",
         examples: &["gateway worlds connector conform ./acme --openapi vendor-openapi.yaml --out conform.json"],
-        exit: &[(OK, "every operation conforms"), (FAILED, "an operation does not conform, or refused"), (USAGE, "a usage error")],
+        exit: &[
+            (OK, "every documented operation conforms"),
+            (
+                FAILED,
+                "an operation does not conform (status, body, query, header, error answer, path argument), nothing was checked, or refused",
+            ),
+            (USAGE, "a usage error"),
+        ],
     },
     Doc {
         path: "worlds connector route add",

@@ -1,20 +1,41 @@
 //! Reading the vendor's OpenAPI documents (3.0 or 3.1, JSON or YAML) and finding a
 //! world operation in them.
 
+use crate::lazy::{LazyJson, Span};
 use gateway_connector::spec::Operation;
 use gateway_world::error::ContractError;
-use gateway_world::json::{Map, Value};
+use gateway_world::json::{dumps, python_str, DumpOptions, Map, Value};
 use std::path::Path;
+use std::rc::Rc;
 
-/// One loaded OpenAPI document.
-#[derive(Debug, Clone)]
+/// One loaded OpenAPI document, held as its text and read a node at a time
+/// ([`LazyJson`]): GitHub's is 13 MB, of which a run reads a few hundred KB.
+#[derive(Debug)]
 pub struct Document {
     /// The file it came from, as given.
     pub file: String,
-    /// The document, members in document order.
-    pub root: Value,
+    /// The document's text, indexed on demand (a YAML document is converted to JSON).
+    json: LazyJson,
     /// The path part of each server URL, longest first.
     pub prefixes: Vec<String>,
+    /// Each path of `paths`, its placeholders blanked (`/a/{}`), with its path item's span.
+    paths: Vec<(String, String, Span)>,
+    v30: bool,
+    /// Compiled response validators, by the schema's text (see [`crate::schema`]).
+    pub(crate) validators: crate::schema::Validators,
+}
+
+/// Where a world operation is described: the path as the document spells it, the path
+/// item (its shared `parameters`) and the operation object.
+#[derive(Debug, Clone)]
+pub struct Found {
+    /// The document's path template.
+    pub path: String,
+    /// The operation object (`$ref`s not followed).
+    pub operation: Value,
+    /// Parameters of the path item and the operation, dereferenced; the operation's
+    /// win over the path item's of the same name and place.
+    pub parameters: Vec<Value>,
 }
 
 fn refuse(message: String) -> ContractError {
@@ -78,15 +99,39 @@ fn canonical_path(path: &str) -> String {
     out
 }
 
+/// JSON text → the document's text, refused in the original's words with the place.
+fn checked_json(file: &str, text: String) -> Result<String, ContractError> {
+    // The whole text is checked (syntax, repeated members) without building it; the
+    // nodes are parsed later, when read.
+    match gateway_world::json::skim_id(&text) {
+        Ok(_) => Ok(text),
+        Err(error) => {
+            let place = match serde_json::from_str::<serde_json::Value>(&text) {
+                Err(e) if e.line() > 0 => format!(" at line {}, column {}", e.line(), e.column()),
+                _ => {
+                    let (line, column) = line_column(&text, text.len());
+                    format!(" near line {line}, column {column}")
+                }
+            };
+            let reason = match error {
+                gateway_world::json::ParseError::Syntax(s) => s,
+                gateway_world::json::ParseError::DuplicateKey(k) => format!("duplicate member {k}"),
+            };
+            Err(refuse(format!("{file} is not valid JSON{place}: {reason}")))
+        }
+    }
+}
+
 impl Document {
-    /// Read and parse a document; a file that does not parse names itself and the place.
+    /// Read and check a document; a file that does not parse names itself and the place.
     pub fn load(path: &Path) -> Result<Document, ContractError> {
         let file = path.to_string_lossy().into_owned();
         let text = std::fs::read_to_string(path).map_err(|e| refuse(format!("Cannot read {file}: {e}")))?;
         let yaml = file.ends_with(".yaml") || file.ends_with(".yml");
-        let root = if yaml {
+        let text = if yaml {
             match serde_yaml_ng::from_str::<serde_yaml_ng::Value>(&text) {
-                Ok(value) => from_yaml(value),
+                // YAML documents are small; as JSON text they are read like the rest.
+                Ok(value) => dumps(&from_yaml(value), DumpOptions { sort_keys: false, ensure_ascii: false, indent: None, compact: true }),
                 Err(error) => {
                     let place = error.location().map(|l| format!(" at line {}, column {}", l.line(), l.column())).unwrap_or_default();
                     let reason = error.to_string();
@@ -95,38 +140,41 @@ impl Document {
                 }
             }
         } else {
-            match gateway_world::json::parse(&text) {
-                Ok(parsed) => parsed.value,
-                Err(error) => {
-                    let place = match serde_json::from_str::<serde_json::Value>(&text) {
-                        Err(e) if e.line() > 0 => format!(" at line {}, column {}", e.line(), e.column()),
-                        _ => {
-                            let (line, column) = line_column(&text, text.len());
-                            format!(" near line {line}, column {column}")
-                        }
-                    };
-                    let reason = match error {
-                        gateway_world::json::ParseError::Syntax(s) => s,
-                        gateway_world::json::ParseError::DuplicateKey(k) => format!("duplicate member {k}"),
-                    };
-                    return Err(refuse(format!("{file} is not valid JSON{place}: {reason}")));
-                }
-            }
+            checked_json(&file, text)?
         };
-        if root.get("paths").is_none() {
+        Document::from_text(file, text)
+    }
+
+    /// A document from JSON text already known to be valid.
+    pub fn from_text(file: String, text: String) -> Result<Document, ContractError> {
+        let json = LazyJson::new(text);
+        let root = json.root();
+        let paths_span = if json.is_object(root) { json.child(root, "paths") } else { None };
+        let Some(paths_span) = paths_span else {
             return Err(refuse(format!("{file} is not an OpenAPI document (no paths)")));
-        }
-        let prefixes = server_prefixes(&root);
-        Ok(Document { file, root, prefixes })
+        };
+        let paths = json.members(paths_span).named.iter().map(|(path, span)| (canonical_path(path), path.clone(), *span)).collect();
+        let servers = json.child(root, "servers").map(|s| json.value(s)).unwrap_or_default();
+        let prefixes = server_prefixes(&servers);
+        let version = |key: &str| json.child(root, key).map(|s| json.value(s));
+        let v30 =
+            version("openapi").and_then(|v| v.as_str().map(|s| s.starts_with("3.0"))).unwrap_or(false) || version("swagger").is_some();
+        Ok(Document { file, json, prefixes, paths, v30, validators: Default::default() })
     }
 
     /// Whether this is an OpenAPI 3.0 document (`nullable`, boolean exclusive bounds).
     pub fn is_v30(&self) -> bool {
-        self.root.get("openapi").and_then(Value::as_str).is_some_and(|v| v.starts_with("3.0")) || self.root.get("swagger").is_some()
+        self.v30
     }
 
-    /// The document's path item operation for a world operation, prefix-tolerant.
-    pub fn find_operation(&self, operation: &Operation) -> Option<Value> {
+    /// The node a local reference (`#/components/schemas/x`) names.
+    pub fn resolve(&self, reference: &str) -> Option<Rc<Value>> {
+        let pointer = reference.strip_prefix('#')?;
+        self.json.pointer(pointer).map(|span| self.json.value(span))
+    }
+
+    /// The document's description of a world operation, prefix-tolerant.
+    pub fn find_operation(&self, operation: &Operation) -> Option<Found> {
         let mut wanted = vec![canonical_path(&operation.path)];
         for prefix in &self.prefixes {
             if let Some(rest) = operation.path.strip_prefix(prefix.as_str()).filter(|r| r.starts_with('/')) {
@@ -134,9 +182,18 @@ impl Document {
             }
         }
         let method = operation.method.to_ascii_lowercase();
-        self.root.get("paths")?.as_object()?.iter().find_map(|(path, item)| {
-            let item = self.deref(item);
-            (wanted.contains(&canonical_path(path)) && item.get(&method).is_some()).then(|| item.get(&method).cloned()).flatten()
+        self.paths.iter().filter(|(canonical, _, _)| wanted.contains(canonical)).find_map(|(_, path, span)| {
+            let item = self.deref(&self.json.value(*span));
+            let documented = item.get(&method)?.clone();
+            let mut parameters: Vec<Value> = Vec::new();
+            let listed = |v: &Value| v.get("parameters").and_then(Value::as_array).cloned().unwrap_or_default();
+            for parameter in listed(&item).iter().chain(listed(&documented).iter()) {
+                let parameter = self.deref(parameter);
+                let key = |p: &Value| (p.get("name").cloned().map(|n| python_str(&n)), p.get("in").cloned().map(|n| python_str(&n)));
+                parameters.retain(|p| key(p) != key(&parameter));
+                parameters.push(parameter);
+            }
+            Some(Found { path: path.clone(), operation: documented, parameters })
         })
     }
 
@@ -148,16 +205,9 @@ impl Document {
             if seen.contains(&reference) || !reference.starts_with("#/") {
                 return Value::Object(Map::default());
             }
-            seen.push(reference.clone());
-            let mut node = &self.root;
-            for part in reference[2..].split('/') {
-                let part = part.replace("~1", "/").replace("~0", "~");
-                match node.get(&part) {
-                    Some(next) => node = next,
-                    None => return Value::Object(Map::default()),
-                }
-            }
-            let Value::Object(target) = node else { return Value::Object(Map::default()) };
+            let Some(target) = self.resolve(&reference) else { return Value::Object(Map::default()) };
+            seen.push(reference);
+            let Value::Object(target) = &*target else { return Value::Object(Map::default()) };
             let mut merged = target.clone();
             if let Value::Object(siblings) = &current {
                 for (k, v) in siblings {
@@ -250,9 +300,9 @@ impl Document {
 }
 
 /// The path part of each server URL (variables at their defaults), longest first.
-pub fn server_prefixes(document: &Value) -> Vec<String> {
+fn server_prefixes(servers: &Value) -> Vec<String> {
     let mut prefixes: Vec<String> = Vec::new();
-    for server in document.get("servers").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default() {
+    for server in servers.as_array().map(Vec::as_slice).unwrap_or_default() {
         let mut url = server.get("url").and_then(Value::as_str).unwrap_or_default().to_string();
         if let Some(variables) = server.get("variables").and_then(Value::as_object) {
             for (name, variable) in variables {
@@ -277,11 +327,11 @@ mod tests {
     #[test]
     fn canonical_paths_ignore_placeholder_names() {
         assert_eq!(canonical_path("/a/{id}/b/{x_y}"), "/a/{}/b/{}");
-        let doc = gateway_world::json::parse(
-            r#"{"servers": [{"url": "https://h/{v}/api/", "variables": {"v": {"default": "v2"}}}, {"url": "/x"}], "paths": {}}"#,
+        let doc = Document::from_text(
+            "t.json".into(),
+            r#"{"servers": [{"url": "https://h/{v}/api/", "variables": {"v": {"default": "v2"}}}, {"url": "/x"}], "paths": {}}"#.into(),
         )
-        .unwrap()
-        .value;
-        assert_eq!(server_prefixes(&doc), vec!["/v2/api".to_string(), "/x".to_string()]);
+        .unwrap();
+        assert_eq!(doc.prefixes, vec!["/v2/api".to_string(), "/x".to_string()]);
     }
 }

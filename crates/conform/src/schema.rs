@@ -1,8 +1,9 @@
 //! Response bodies against OpenAPI schemas, with the `jsonschema` crate.
 //!
-//! The schema is validated in the context of its whole document so that `$ref`s into
-//! `#/components/…` resolve: the document (rewritten to JSON Schema 2020-12 where 3.0
-//! differs) becomes the root resource and the response schema is reached through a
+//! The schema is validated in the context of its document so that `$ref`s into
+//! `#/components/…` resolve: the nodes it reaches, each at its own place (not the
+//! whole document: GitHub's is 13 MB), rewritten to JSON Schema 2020-12 where 3.0
+//! differs, become the root resource, and the response schema is reached through a
 //! `$ref` to where it was placed. Formats are annotations only, as in the original:
 //! a UUID-shaped string where the vendor answers a UUID is not what this hunts for.
 
@@ -11,6 +12,9 @@ use gateway_world::json::{python_repr, Value};
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::paths::LocationSegment;
 use serde_json::Value as Json;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
 
 const TARGET: &str = "x-gateway-conform-target";
 
@@ -98,24 +102,91 @@ fn repr(value: &Json) -> String {
     gateway_world::json::parse(&text).map(|p| python_repr(&p.value)).unwrap_or(text)
 }
 
-/// Problems of `value` against `schema` (a schema of `document`), in the original's words.
-pub fn check(document: &Document, schema: &Value, value: &Value) -> Result<Vec<String>, String> {
-    let mut root = to_json(&document.root);
-    if let Json::Object(map) = &mut root {
-        map.insert(TARGET.into(), to_json(schema));
-        // The document's own members are not schema keywords; only the reference is.
-        map.insert("$ref".into(), Json::String(format!("#/{TARGET}")));
-        map.remove("$schema");
-        map.remove("$id");
+/// Compiled validators of one document, by the response schema's text: operations
+/// share schemas (GitHub's `basic-error` answers hundreds of 404s), so each is built once.
+pub(crate) type Validators = RefCell<HashMap<String, Result<Rc<jsonschema::Validator>, String>>>;
+
+/// Every local `$ref` string in a node.
+fn references(node: &Value, out: &mut Vec<String>) {
+    match node {
+        Value::Object(map) => {
+            for (key, child) in map {
+                match (key.as_str(), child) {
+                    ("$ref", Value::Str(reference)) if reference.starts_with("#/") => out.push(reference.clone()),
+                    _ => references(child, out),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|item| references(item, out)),
+        _ => {}
     }
+}
+
+/// Place `node` at `pointer` in `root`, creating the objects on the way. Every node
+/// is the document's own, so placing one inside an ancestor placed before rewrites
+/// it with the same content, and an ancestor placed after a descendant holds it.
+fn place(root: &mut serde_json::Map<String, Json>, pointer: &str, node: Json) {
+    let parts: Vec<String> = crate::lazy::pointer_parts(pointer).collect();
+    let Some((last, parents)) = parts.split_last() else { return };
+    let mut here = root;
+    for part in parents {
+        let slot = here.entry(part.clone()).or_insert_with(|| Json::Object(serde_json::Map::new()));
+        match slot {
+            Json::Object(map) => here = map,
+            // A scalar or array of a placed ancestor: the node is already inside it.
+            _ => return,
+        }
+    }
+    here.insert(last.clone(), node);
+}
+
+/// The part of the document a schema needs: the schema at [`TARGET`] and every node
+/// its `$ref`s reach (transitively), each at its own place, so references resolve
+/// as they would in the whole document. GitHub's document is 13 MB; an issue's
+/// answer needs a few dozen of its schemas.
+fn closure(document: &Document, schema: &Value) -> Json {
+    let mut root = serde_json::Map::new();
+    let mut pending = Vec::new();
+    references(schema, &mut pending);
+    let mut seen = std::collections::HashSet::new();
+    while let Some(reference) = pending.pop() {
+        if !seen.insert(reference.clone()) {
+            continue;
+        }
+        let Some(node) = document.resolve(&reference) else { continue };
+        references(&node, &mut pending);
+        place(&mut root, &reference[1..], to_json(&node));
+    }
+    root.insert(TARGET.into(), to_json(schema));
+    // The document's own members are not schema keywords; only the reference is.
+    root.insert("$ref".into(), Json::String(format!("#/{TARGET}")));
+    root.remove("$schema");
+    root.remove("$id");
+    let mut root = Json::Object(root);
     if document.is_v30() {
         normalize_v30(&mut root);
     }
-    let validator = jsonschema::options()
+    root
+}
+
+fn validator(document: &Document, schema: &Value) -> Result<Rc<jsonschema::Validator>, String> {
+    let key = gateway_world::json::canonical(schema);
+    if let Some(found) = document.validators.borrow().get(&key) {
+        return found.clone();
+    }
+    let built = jsonschema::options()
         .with_draft(jsonschema::Draft::Draft202012)
         .should_validate_formats(false)
-        .build(&root)
-        .map_err(|e| e.to_string())?;
+        .build(&closure(document, schema))
+        .map(Rc::new)
+        .map_err(|e| e.to_string());
+    document.validators.borrow_mut().insert(key, built.clone());
+    built
+}
+
+/// Problems of `value` against `schema` (a schema of `document`), in the original's words.
+pub fn check(document: &Document, schema: &Value, value: &Value) -> Result<Vec<String>, String> {
+    let validator = validator(document, schema)?;
     let instance = to_json(value);
     let mut problems = Vec::new();
     for error in validator.iter_errors(&instance) {
@@ -158,9 +229,7 @@ mod tests {
     use gateway_world::json::parse;
 
     fn doc(text: &str) -> Document {
-        let root = parse(text).unwrap().value;
-        let prefixes = crate::openapi::server_prefixes(&root);
-        Document { file: "t.json".into(), root, prefixes }
+        Document::from_text("t.json".into(), text.into()).unwrap()
     }
 
     #[test]
