@@ -79,8 +79,12 @@ impl Drop for Served {
 }
 
 fn serve_helpdesk() -> Served {
+    serve_example("helpdesk")
+}
+
+fn serve_example(name: &str) -> Served {
     let dir = tempfile::tempdir().unwrap();
-    let world = gateway_test_support::copy_example("helpdesk", &dir.path().join("helpdesk"));
+    let world = gateway_test_support::copy_example(name, &dir.path().join(name));
     let compiled = Command::new(BIN).args(["worlds", "schema", "compile"]).arg(&world).output().unwrap();
     assert!(compiled.status.success(), "compile: {}", String::from_utf8_lossy(&compiled.stderr));
     let mut child = Command::new(BIN)
@@ -116,6 +120,19 @@ fn the_served_world_answers_as_its_openapi_document_says() {
     assert!(served.child.try_wait().unwrap().is_none(), "the server is still up");
     let health = reqwest::blocking::get(format!("{}/healthz", served.address)).unwrap();
     assert_eq!(health.status().as_u16(), 200);
+}
+
+/// A vendor declared the Slack way (examples/slack: `{"ok": …}` envelopes, errors at
+/// HTTP 200, cursors at a path, rows under keys) documents what it answers too.
+#[test]
+fn the_served_slack_world_answers_as_its_openapi_document_says() {
+    let Some(st) = schemathesis() else { return };
+    let served = serve_example("slack");
+    let document = format!("{}/openapi.json", served.address);
+    let auth = vec![String::from("Authorization: Bearer schemathesis")];
+    run(&st, &document, "positive", CONFORMANCE, WORLD_EXAMPLES, &auth);
+    run(&st, &document, "negative", NEGATIVE, WORLD_EXAMPLES, &auth);
+    run(&st, &document, "positive", CONFORMANCE, WORLD_EXAMPLES, &[]);
 }
 
 #[test]

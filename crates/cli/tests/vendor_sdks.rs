@@ -2,7 +2,11 @@
 //! PyGithub client runs its workload (examples/github/sdk/github_workload.py: reads
 //! with paging and totalCount, creates, updates, sub-resources, search, the rate
 //! limit, a 404 and a 401) against `gateway worlds serve examples/github`, a world
-//! whose API is declared in its connector.toml (Python only for search).
+//! whose API is declared in its connector.toml (Python only for search); the
+//! official slack_sdk client runs its workload (examples/slack/sdk/slack_workload.py:
+//! `POST /api/<method>` with form and JSON bodies, cursor paging through
+//! `response_metadata.next_cursor`, `{"ok": false, "error": …}` refusals at HTTP 200)
+//! against `gateway worlds serve examples/slack`, declared without any Python.
 //!
 //! The SDKs come from PyPI in the venv `.ci/run` makes; without it the test skips
 //! with a NOTICE.
@@ -52,6 +56,17 @@ fn pygithub_works_against_the_github_world() {
     let (_served, url) = serve("github", dir.path(), "ghp_test_token");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/github/sdk/github_workload.py");
     let report = workload(&python, &script, &[&url, "ghp_test_token"]);
+    assert!(report["calls"].as_i64().unwrap() >= 12, "{report}");
+    assert_eq!(failures(&report), Vec::<String>::new(), "{report:#}");
+}
+
+#[test]
+fn slack_sdk_works_against_the_slack_world() {
+    let Some(python) = gateway_test_support::vendor_sdk_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (_served, url) = serve("slack", dir.path(), "xoxb-test-token");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/slack/sdk/slack_workload.py");
+    let report = workload(&python, &script, &[&url, "xoxb-test-token"]);
     assert!(report["calls"].as_i64().unwrap() >= 12, "{report}");
     assert_eq!(failures(&report), Vec::<String>::new(), "{report:#}");
 }

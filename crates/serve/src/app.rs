@@ -2,15 +2,14 @@
 //! token endpoint, auth, routing, the gate, actions and handlers. Nothing here
 //! touches a socket (the server module does), so it is tested directly.
 
-use crate::handlers::{CtxError, CtxHost, HandlerFailure, HandlerOutcome, HandlerRequest, Worker, WorkerOptions};
-use crate::page::{page_headers, paginate, window, wrap, Link, Page};
+use crate::handlers::{HandlerFailure, HandlerOutcome, HandlerRequest, Worker, WorkerOptions};
+use crate::page::{page_headers, window, wrap, wrap_with, Link, Page};
 use crate::router::{parse_query, python_b64decode, Router};
 use crate::settings::{ApiSettings, OperationSettings, Paging};
-use crate::state::{dig, matches, Filter, WorldState, WriteJob};
+use crate::state::{dig, Filter, WorldState, WriteJob};
 use gateway_connector::spec::{base_path, Operation};
 use gateway_world::error::Error as WorldError;
 use gateway_world::json::{object, python_str, Map, Value};
-use std::sync::Mutex;
 
 /// Admin routes every served world answers.
 pub const HEALTH: &str = "/healthz";
@@ -54,11 +53,53 @@ pub struct WriteReply {
     empty: bool,
     /// URLs rewritten and headers added, as every answer of the operation.
     dress: crate::vendor::Dress,
+    /// The vendor's shaping of the answer (boxed: most writes declare none, and a
+    /// staged write travels through the writer's queue).
+    shaping: Box<Shaping>,
+}
+
+/// How a write's answer is shaped beyond its row.
+#[derive(Debug, Clone)]
+struct Shaping {
+    /// `api.wrap` / `api.lift`: the row under a key, members beside it.
+    shape: crate::reply::Shape,
+    /// `api.answer`: a constant answered in place of the row.
+    constant: Option<Value>,
+    /// `[api] success`: members of every successful answer.
+    success: Map,
+    /// The operation's own refusals.
+    refusals: crate::reply::Refusals,
 }
 
 impl WriteReply {
-    fn new(op: &OperationSettings, empty: bool, dress: &crate::vendor::Dress) -> WriteReply {
-        WriteReply { status: op.status, single: op.single, envelope: op.envelope.clone(), empty, dress: dress.clone() }
+    fn new(op: &OperationSettings, empty: bool, dress: &crate::vendor::Dress, success: &Map) -> WriteReply {
+        WriteReply {
+            status: op.status,
+            single: op.single,
+            envelope: op.envelope.clone(),
+            empty,
+            dress: dress.clone(),
+            shaping: Box::new(Shaping {
+                shape: op.shape.clone(),
+                constant: op.answer.clone(),
+                success: success.clone(),
+                refusals: op.refusals.clone(),
+            }),
+        }
+    }
+
+    /// The body of a written row's answer (None: no body, a plain delete's).
+    fn body(&self, row: Value, settings: &ApiSettings) -> Option<Value> {
+        let shaping = &self.shaping;
+        let mut body = match &shaping.constant {
+            Some(constant) => constant.clone(),
+            None if shaping.shape.shapes() => shaping.shape.apply(row),
+            None if self.empty => return None,
+            None if self.single => row,
+            None => wrap(Page::whole(vec![row]), settings, self.envelope.as_deref(), &settings.paging, None),
+        };
+        crate::reply::succeed(&mut body, &shaping.success);
+        Some(body)
     }
 }
 
@@ -177,8 +218,8 @@ fn settings_value(settings: &ApiSettings) -> Value {
         ("invalid", settings.invalid.clone()),
         ("invalid_status", Value::Int(settings.invalid_status)),
         ("error_content_type", Value::str(&settings.error_content_type)),
-        ("hits_key", Value::str(&settings.hits_key)),
-        ("cursor_key", Value::str(&settings.cursor_key)),
+        ("hits_key", Value::Str(settings.hits_key.to_string())),
+        ("cursor_key", Value::Str(settings.cursor_key.to_string())),
         ("previous_key", opt(&settings.previous_key)),
         ("page_headers", Value::Object(settings.page_headers.iter().map(|(k, v)| (k.clone(), Value::str(v))).collect())),
         ("page_links", Value::Bool(settings.page_links)),
@@ -226,7 +267,7 @@ fn query_object(query: &[(String, String)]) -> Value {
     Value::Object(query.iter().map(|(k, v)| (k.clone(), Value::str(v))).collect())
 }
 
-fn query_pairs(value: Option<&Value>) -> Vec<(String, String)> {
+pub(crate) fn query_pairs(value: Option<&Value>) -> Vec<(String, String)> {
     match value {
         Some(Value::Object(map)) => map.iter().map(|(k, v)| (k.clone(), python_str(v))).collect(),
         _ => Vec::new(),
@@ -267,6 +308,23 @@ fn request_body(raw: &[u8], content_type: Option<&str>) -> Option<Value> {
     Some(Value::Object(fields))
 }
 
+/// `[api] body_params`: a body's fields read as parameters (Slack's methods take
+/// their arguments in a form or JSON body) — text, numbers and booleans, each
+/// unless the query names it already; blanks dropped, as a query's are.
+fn body_params(query: &mut Vec<(String, String)>, fields: &Map) {
+    for (name, value) in fields {
+        let text = match value {
+            Value::Str(text) => text.clone(),
+            Value::Int(_) | Value::Float(_) | Value::Bool(_) => python_str(value),
+            _ => continue,
+        };
+        if !text.is_empty() && !query.iter().any(|(k, _)| k == name) {
+            query.push((name.clone(), text));
+        }
+    }
+}
+
+pub use crate::clock::{clock, now_iso, uuid4, Determinism};
 pub use crate::handlers::SharedWorker;
 
 /// Start the worker for a world's `api/handlers.py`, when `[api]` names one, confined
@@ -440,16 +498,11 @@ impl WorldApp {
     /// The answer to a write [`WorldApp::handle_staged`] handed back, once it ran.
     pub fn finish_write(&self, reply: &WriteReply, written: Result<Value, WorldError>) -> Response {
         let mut response = match written {
-            Err(error) => self.failure(Failure::from(error)),
-            Ok(_) if reply.empty => Response { status: reply.status as u16, body: None, headers: Vec::new(), file: None },
-            Ok(row) => {
-                let body = if reply.single {
-                    row
-                } else {
-                    wrap(Page::whole(vec![row]), &self.settings, reply.envelope.as_deref(), &self.settings.paging, None)
-                };
-                Response::json(reply.status, body)
-            }
+            Err(error) => self.failure(Failure::from(error), &reply.shaping.refusals),
+            Ok(row) => match reply.body(row, &self.settings) {
+                Some(body) => Response::json(reply.status, body),
+                None => Response { status: reply.status as u16, body: None, headers: Vec::new(), file: None },
+            },
         };
         reply.dress.apply(&mut response);
         response
@@ -632,8 +685,16 @@ impl WorldApp {
     ) -> Handled {
         let settings = &self.settings;
         let path = self.strip(raw_path);
-        let query = parse_query(query_text);
+        let mut query = parse_query(query_text);
         let header = |name: &str| headers.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+        let body = if matches!(method, "POST" | "PUT" | "PATCH") {
+            request_body(raw, header("content-type"))
+        } else {
+            Some(Value::Object(Map::default()))
+        };
+        if let (true, Some(Value::Object(fields))) = (settings.body_params, &body) {
+            body_params(&mut query, fields);
+        }
         let host = header("host").unwrap_or(default_host);
         let proto = header("x-forwarded-proto").unwrap_or("http").split(',').next().unwrap_or("http").trim().to_string();
         // A host serving sessions under /s/<sid> says so: links and URLs carry it.
@@ -664,11 +725,6 @@ impl WorldApp {
         }
         let op = settings.for_operation(&operation.name);
         dress.headers.extend(op.headers.iter().cloned());
-        let body = if matches!(method, "POST" | "PUT" | "PATCH") {
-            request_body(raw, header("content-type"))
-        } else {
-            Some(Value::Object(Map::default()))
-        };
         let Some(body) = body else {
             let mut invalid = Response::json(settings.invalid_status, settings.invalid.clone());
             dress.apply(&mut invalid);
@@ -691,20 +747,29 @@ impl WorldApp {
             }
             Ok(write) => write,
             Err(failure) => {
-                let mut response = self.failure(failure);
+                let mut response = self.failure(failure, &op.refusals);
                 dress.apply(&mut response);
                 Handled::Answered(response)
             }
         }
     }
 
-    /// The answer to a request that failed: the connector's `invalid` body with the
-    /// refusal's detail, or a 500.
-    fn failure(&self, failure: Failure) -> Response {
+    /// The answer to a request that failed: a taken key as the operation's (or
+    /// `[api]`'s) `conflict` when declared, else the `invalid` body with the refusal's
+    /// detail; or a 500.
+    fn failure(&self, failure: Failure, refusals: &crate::reply::Refusals) -> Response {
         let settings = &self.settings;
         match failure {
             Failure::Contract(detail) => {
-                let invalid = match &settings.invalid {
+                let taken = detail.get("code").and_then(Value::as_str) == Some("unique");
+                if let Some(conflict) = refusals.conflict.as_ref().or(settings.conflict.as_ref()).filter(|_| taken) {
+                    return Response::json(conflict.status, conflict.body.clone());
+                }
+                let (status, invalid) = match &refusals.invalid {
+                    Some(own) => (own.status, &own.body),
+                    None => (settings.invalid_status, &settings.invalid),
+                };
+                let invalid = match invalid {
                     Value::Object(map) => {
                         let mut map = map.clone();
                         map.insert("detail".into(), detail);
@@ -712,7 +777,7 @@ impl WorldApp {
                     }
                     other => other.clone(),
                 };
-                Response::json(settings.invalid_status, invalid)
+                Response::json(status, invalid)
             }
             Failure::Internal(message) => internal(&message),
             Failure::TimedOut(limit) => handler_timeout(limit),
@@ -754,7 +819,7 @@ impl WorldApp {
                 ("session", Value::Bool(self.determinism.is_some())),
             ]),
         };
-        let mut host = Host { app: self, link: &request.link };
+        let mut host = crate::ctx::Host { app: self, link: &request.link };
         match worker.call(function, &payload, &mut host) {
             Ok(outcome) => Ok(outcome),
             Err(HandlerFailure::Contract(detail)) => Err(Failure::Contract(detail)),
@@ -766,15 +831,28 @@ impl WorldApp {
 
     fn answer(&self, op: &OperationSettings, request: &Request, dress: &crate::vendor::Dress) -> Result<Handled, Failure> {
         let operation = request.operation;
+        let succeed = |status: i64, mut body: Value| {
+            if (200..300).contains(&status) {
+                crate::reply::succeed(&mut body, &self.settings.success);
+            }
+            body
+        };
+        if let Some(missing) = op.required.iter().find(|name| !carries(request, name)) {
+            let refused = self.failure(
+                Failure::Contract(object([("code", Value::str("required")), ("message", Value::Str(format!("{missing} is required")))])),
+                &op.refusals,
+            );
+            return Ok(Handled::Answered(refused));
+        }
         if op.action == "static" {
-            return Ok(Handled::Answered(Response::json(op.status, op.answer.clone().unwrap_or_default())));
+            return Ok(Handled::Answered(Response::json(op.status, succeed(op.status, op.answer.clone().unwrap_or_default()))));
         }
         if op.action == "handler" {
             let function = op.handler.clone().unwrap_or_default();
             return Ok(Handled::Answered(match self.call_handler(&function, request)? {
                 HandlerOutcome::Body(Value::Null) => Response { status: op.status as u16, body: None, headers: Vec::new(), file: None },
-                HandlerOutcome::Body(body) => Response::json(op.status, body),
-                HandlerOutcome::Answer { status, body, headers } => answer(status, body, headers.unwrap_or_default()),
+                HandlerOutcome::Body(body) => Response::json(op.status, succeed(op.status, body)),
+                HandlerOutcome::Answer { status, body, headers } => answer(status, succeed(status, body), headers.unwrap_or_default()),
             }));
         }
         let Some(entity) = operation.entity.as_deref() else {
@@ -783,14 +861,7 @@ impl WorldApp {
                 object([("error", Value::str("not_modelled")), ("operation", Value::str(&operation.name))]),
             )));
         };
-        let not_found = || Handled::Answered(Response::json(self.settings.not_found_status, self.settings.not_found.clone()));
-        let parent = match &op.nesting {
-            Some(nesting) => match crate::nested::resolve(&self.state, nesting, &request.args).map_err(Failure::from)? {
-                Some(parent) => Some((nesting, parent)),
-                None => return Ok(not_found()),
-            },
-            None => None,
-        };
+        let not_found = |own: Option<&Value>| Handled::Answered(self.not_found(op, own));
         let query = op.listing.apply(&request.query);
         let mut values: Vec<(String, String)> = query.iter().filter(|(k, _)| operation.params.contains(k)).cloned().collect();
         for (k, v) in &request.args {
@@ -799,6 +870,13 @@ impl WorldApp {
                 None => values.push((k.clone(), v.clone())),
             }
         }
+        let parent = match &op.nesting {
+            Some(nesting) => match crate::nested::resolve(&self.state, nesting, &values).map_err(Failure::from)? {
+                Ok(parent) => Some((nesting, parent)),
+                Err(step) => return Ok(not_found(step.not_found.as_ref())),
+            },
+            None => None,
+        };
         if op.action == "create" {
             return self.stage_create(op, request, entity, parent.as_ref(), dress);
         }
@@ -820,27 +898,34 @@ impl WorldApp {
         if matches!(op.action.as_str(), "update" | "delete") {
             let (total, rows) = self.state.select(entity, &filters, Some((0, 2))).map_err(Failure::from)?;
             if total != 1 {
-                return Ok(Handled::Answered(Response::json(self.settings.not_found_status, self.settings.not_found.clone())));
+                return Ok(not_found(None));
             }
             let current = &rows[0];
             let declared = self.state.contract().entity(entity).map(|e| e.primary_key.clone()).unwrap_or_default();
             let key = object(declared.iter().map(|f| (f.clone(), current.get(f).cloned().unwrap_or_default())));
             let name = entity.to_string();
+            let success = &self.settings.success;
             if op.action == "delete" {
-                let job: WriteJob = Box::new(move |store| store.delete(&name, &key, Some(source("api.delete"))).map(|()| Value::Null));
-                return Ok(Handled::Write(StagedWrite { entity: entity.to_string(), job, reply: WriteReply::new(op, true, dress) }));
+                // The deleted row, for an answer shaped from it (`lift`, `wrap`).
+                let deleted = current.clone();
+                let job: WriteJob = Box::new(move |store| store.delete(&name, &key, Some(source("api.delete"))).map(|()| deleted));
+                return Ok(Handled::Write(StagedWrite {
+                    entity: entity.to_string(),
+                    job,
+                    reply: WriteReply::new(op, true, dress, success),
+                }));
             }
             let patch = self.bind(op, &request.body, Some(current))?;
             let job: WriteJob =
                 Box::new(move |store| store.update(&name, &key, &patch, Some(source("api.update"))).map(Option::unwrap_or_default));
-            return Ok(Handled::Write(StagedWrite { entity: entity.to_string(), job, reply: WriteReply::new(op, false, dress) }));
+            return Ok(Handled::Write(StagedWrite { entity: entity.to_string(), job, reply: WriteReply::new(op, false, dress, success) }));
         }
         if op.single {
             let (_, rows) = self.state.select(entity, &filters, Some((0, 1))).map_err(Failure::from)?;
-            return Ok(Handled::Answered(match rows.into_iter().next() {
-                Some(row) => Response::json(op.status, row),
-                None => Response::json(self.settings.not_found_status, self.settings.not_found.clone()),
-            }));
+            return Ok(match rows.into_iter().next() {
+                Some(row) => Handled::Answered(Response::json(op.status, succeed(op.status, op.shape.apply(row)))),
+                None => not_found(None),
+            });
         }
         let paging = match &op.paging {
             None => self.settings.paging.clone(),
@@ -866,8 +951,8 @@ impl WorldApp {
             Some((offset, limit)) => Page { rows, total, offset, limit, style: paging.style.clone() },
         };
         let headers = page_headers(&page, &self.settings, &paging, Some(&request.link)).unwrap_or_default();
-        let body = wrap(page, &self.settings, op.envelope.as_deref(), &paging, Some(&request.link));
-        Ok(Handled::Answered(Response { status: op.status as u16, body: Some(body), headers, file: None }))
+        let body = wrap_with(page, &self.settings, op.envelope.as_deref(), op.more_key.as_ref(), &paging, Some(&request.link));
+        Ok(Handled::Answered(Response { status: op.status as u16, body: Some(succeed(op.status, body)), headers, file: None }))
     }
 
     /// A create, staged for the writer: the bound row, its parent's link fields,
@@ -884,33 +969,31 @@ impl WorldApp {
         if let (Some((nesting, parent)), Value::Object(map)) = (parent, &mut row) {
             crate::nested::fill(nesting, parent, map);
         }
-        // Integer ids are taken inside the writer, so concurrent creates never
-        // read the same highest value; an `int-in-parent` counts among the parent's rows.
-        let scope = parent.map(|(nesting, parent)| crate::nested::scope(nesting, parent)).unwrap_or_default();
-        let counted: Vec<(String, bool)> = op
-            .generate
-            .iter()
-            .filter(|(field, kind)| {
-                !matches!(kind.as_str(), "uuid" | "now") && !row.get(field.as_str()).is_some_and(|v| !matches!(v, Value::Null))
-            })
-            .map(|(field, kind)| (field.clone(), kind == "int-in-parent"))
-            .collect();
+        // Integers and timestamps are taken inside the writer, so concurrent creates
+        // never read the same highest value; an `int-in-parent` counts among the
+        // parent's rows.
+        let in_writer = crate::generate::InWriter {
+            fields: op
+                .generate
+                .iter()
+                .filter(|(field, _)| !row.get(field.as_str()).is_some_and(|v| !matches!(v, Value::Null)))
+                .filter_map(|(field, kind)| crate::generate::Kind::parse(kind).filter(|k| k.in_writer()).map(|k| (field.clone(), k)))
+                .collect(),
+            scope: parent.map(|(nesting, parent)| crate::nested::scope(nesting, parent)).unwrap_or_default(),
+            now: self.clock(),
+        };
         let name = entity.to_string();
         let computed = op.computed.clone();
         let base_url = self.settings.base_url.clone();
         let args = request.args.clone();
         let job: WriteJob = Box::new(move |store| {
             let mut row = row;
-            for (field, in_parent) in &counted {
-                let next = if *in_parent { store.next_integer_in(&name, field, &scope)? } else { store.next_integer(&name, field)? };
-                if let Value::Object(map) = &mut row {
-                    map.insert(field.clone(), Value::Int(next));
-                }
-            }
+            in_writer.fill(store, &name, &mut row)?;
             crate::vendor::compute(&mut row, &computed, &base_url, &args);
             store.insert(&name, &row, Some(source("api.create")))
         });
-        Ok(Handled::Write(StagedWrite { entity: entity.to_string(), job, reply: WriteReply::new(op, false, dress) }))
+        let reply = WriteReply::new(op, false, dress, &self.settings.success);
+        Ok(Handled::Write(StagedWrite { entity: entity.to_string(), job, reply }))
     }
 
     /// The row a create or update writes: defaults, the body (mapped or as-is), generated fields.
@@ -939,10 +1022,12 @@ impl WorldApp {
                 if row.get(field).is_some_and(|v| !matches!(v, Value::Null)) {
                     continue;
                 }
-                let value = match kind.as_str() {
-                    "uuid" => Value::Str(self.uuid()),
-                    "now" => Value::Str(self.now_iso()),
-                    // An integer: taken inside the writer (see the create action).
+                let value = match crate::generate::Kind::parse(kind) {
+                    Some(crate::generate::Kind::Uuid) => Value::Str(self.uuid()),
+                    Some(crate::generate::Kind::Now) => Value::Str(self.now_iso()),
+                    Some(crate::generate::Kind::Epoch) => Value::Int(self.clock().floor() as i64),
+                    Some(crate::generate::Kind::Id(prefix)) => Value::Str(crate::generate::prefixed_id(&prefix, &self.uuid())),
+                    // Taken inside the writer (see the create action).
                     _ => continue,
                 };
                 row.insert(field.clone(), value);
@@ -952,7 +1037,25 @@ impl WorldApp {
     }
 }
 
-fn source(record: &str) -> Value {
+impl WorldApp {
+    /// The not-found answer of an operation: `own` (a parent step's body), else
+    /// the operation's, else `[api]`'s; the status the operation's, else `[api]`'s.
+    fn not_found(&self, op: &OperationSettings, own: Option<&Value>) -> Response {
+        let declared = op.refusals.not_found.as_ref();
+        let status = declared.map_or(self.settings.not_found_status, |r| r.status);
+        let body = own.or(declared.map(|r| &r.body)).unwrap_or(&self.settings.not_found);
+        Response::json(status, body.clone())
+    }
+}
+
+/// Whether a request carries a value for `name`: a path argument, a parameter
+/// (a body's too, with `body_params`) or a body member that is not null.
+fn carries(request: &Request, name: &str) -> bool {
+    request.args.iter().chain(&request.query).any(|(k, v)| k == name && !v.is_empty())
+        || request.body.get(name).is_some_and(|v| !matches!(v, Value::Null))
+}
+
+pub(crate) fn source(record: &str) -> Value {
     object([("record", Value::str(record))])
 }
 
@@ -1010,121 +1113,6 @@ pub(crate) fn set_dotted(row: &mut Map, target: &str, value: Value, current: Opt
     }
 }
 
-/// A session's reproducibility: a frozen clock and ids drawn from a seeded
-/// sequence, so the same transcript gives the same state on any host.
-#[derive(Debug)]
-pub struct Determinism {
-    /// The frozen clock, epoch seconds (None: the process clock).
-    clock: Mutex<Option<f64>>,
-    seed: std::sync::atomic::AtomicU64,
-    drawn: std::sync::atomic::AtomicU64,
-}
-
-impl Determinism {
-    /// Ids seeded by `seed`; the clock frozen at `clock` when given.
-    pub fn new(clock: Option<f64>, seed: u64) -> Determinism {
-        Determinism { clock: Mutex::new(clock), seed: seed.into(), drawn: Default::default() }
-    }
-
-    /// Freeze the clock at `clock` (None: the process clock again).
-    pub fn set_clock(&self, clock: Option<f64>) {
-        *self.clock.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = clock;
-    }
-
-    /// The frozen clock, if any.
-    pub fn clock(&self) -> Option<f64> {
-        *self.clock.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Seed the id sequence again, from its start.
-    pub fn reseed(&self, seed: u64) {
-        self.seed.store(seed, std::sync::atomic::Ordering::SeqCst);
-        self.restart();
-    }
-
-    /// A copy at the same place: the same clock, seed and position in the id
-    /// sequence, so a forked session draws the ids its parent would draw next.
-    pub fn fork(&self) -> Determinism {
-        Determinism {
-            clock: Mutex::new(self.clock()),
-            seed: self.seed.load(std::sync::atomic::Ordering::SeqCst).into(),
-            drawn: self.drawn.load(std::sync::atomic::Ordering::SeqCst).into(),
-        }
-    }
-
-    /// Start the id sequence again (a reset goes back to the same ids).
-    pub fn restart(&self) {
-        self.drawn.store(0, std::sync::atomic::Ordering::SeqCst);
-    }
-
-    /// The next id of the sequence, shaped as a version-4 UUID.
-    pub fn uuid(&self) -> String {
-        let n = self.drawn.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let seed = self.seed.load(std::sync::atomic::Ordering::SeqCst);
-        let mut b = [0u8; 16];
-        b[..8].copy_from_slice(&splitmix64(seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15)).to_be_bytes());
-        b[8..].copy_from_slice(&splitmix64(seed.rotate_left(32) ^ n).to_be_bytes());
-        uuid_text(b)
-    }
-}
-
-/// SplitMix64, the standard 64-bit mixer: written here because a seeded id
-/// sequence needs nothing more, and no random-number crate is in the tree.
-fn splitmix64(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-fn uuid_text(mut b: [u8; 16]) -> String {
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let h = hex::encode(b);
-    format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..])
-}
-
-impl WorldApp {
-    /// An id for a generated field: the session's sequence, or random.
-    pub fn uuid(&self) -> String {
-        match &self.determinism {
-            Some(determinism) => determinism.uuid(),
-            None => uuid4(),
-        }
-    }
-
-    /// The clock in epoch seconds: the session's frozen clock, or the process's.
-    pub fn clock(&self) -> f64 {
-        self.determinism.as_ref().and_then(Determinism::clock).unwrap_or_else(clock)
-    }
-
-    /// [`WorldApp::clock`] as ISO 8601 seconds with `Z`.
-    pub fn now_iso(&self) -> String {
-        gateway_world::snapshot::format_utc(self.clock().floor() as i64)
-    }
-}
-
-/// A random UUID (version 4), as Python's `str(uuid.uuid4())`.
-pub fn uuid4() -> String {
-    let mut b = [0u8; 16];
-    gateway_world::store::fill_random(&mut b);
-    uuid_text(b)
-}
-
-/// The world's clock: `GATEWAY_WORLD_CLOCK` (epoch seconds) freezes it.
-pub fn clock() -> f64 {
-    std::env::var("GATEWAY_WORLD_CLOCK")
-        .ok()
-        .filter(|v| !v.is_empty())
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .unwrap_or_else(|| std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0))
-}
-
-/// `ctx.now()`: the clock as ISO 8601 seconds with `Z`.
-pub fn now_iso() -> String {
-    gateway_world::snapshot::format_utc(clock().floor() as i64)
-}
-
 struct Request<'a> {
     operation: &'a Operation,
     args: Vec<(String, String)>,
@@ -1146,90 +1134,6 @@ impl From<WorldError> for Failure {
         match error {
             WorldError::Contract(contract) => Failure::Contract(contract.detail()),
             other => Failure::Internal(other.to_string()),
-        }
-    }
-}
-
-/// Answers a handler's `ctx` calls from the world's state.
-struct Host<'a> {
-    app: &'a WorldApp,
-    link: &'a Link,
-}
-
-fn ctx_error(error: WorldError) -> CtxError {
-    match error {
-        WorldError::Contract(contract) => CtxError::Contract(contract.detail()),
-        other => CtxError::Other(other.to_string()),
-    }
-}
-
-impl CtxHost for Host<'_> {
-    fn call(&mut self, method: &str, params: &Value) -> Result<Value, CtxError> {
-        let app = self.app;
-        let text = |name: &str| params.get(name).and_then(Value::as_str).unwrap_or_default().to_string();
-        let null = Value::Null;
-        let param = |name: &str| params.get(name).unwrap_or(&null);
-        let entity = text("entity");
-        let rows_of = |value: &Value| value.as_array().cloned().unwrap_or_default();
-        match method {
-            "uuid" => Ok(Value::Str(app.uuid())),
-            "clock" => Ok(Value::Float(app.clock())),
-            "rows" => app.state.rows(&entity).map(Value::Array).map_err(ctx_error),
-            "get" => app.state.get(&entity, param("key")).map(Option::unwrap_or_default).map_err(ctx_error),
-            "find" => {
-                let filters: Vec<Filter> = param("fields")
-                    .as_object()
-                    .map(|m| {
-                        m.iter()
-                            .map(|(k, v)| Filter { path: k.clone(), mode: "equals".into(), wanted: python_str(v).to_lowercase() })
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let rows = app.state.rows(&entity).map_err(ctx_error)?;
-                Ok(Value::Array(rows.into_iter().filter(|r| matches(r, &filters)).collect()))
-            }
-            "insert" => {
-                app.state.write(|s| s.insert(&entity, param("value"), Some(source("api.create"))), Some(&entity)).map_err(ctx_error)
-            }
-            "update" => app
-                .state
-                .write(|s| s.update(&entity, param("key"), param("patch"), Some(source("api.update"))), Some(&entity))
-                .map(Option::unwrap_or_default)
-                .map_err(ctx_error),
-            "delete" => app
-                .state
-                .write(|s| s.delete(&entity, param("key"), Some(source("api.delete"))), Some(&entity))
-                .map(|_| Value::Null)
-                .map_err(ctx_error),
-            "key_of" => {
-                let fields = app.state.contract().entity(&entity).map(|e| e.primary_key.clone()).unwrap_or_default();
-                let row = param("row");
-                Ok(object(fields.iter().map(|f| (f.clone(), row.get(f).cloned().unwrap_or_default()))))
-            }
-            "envelope" | "paged" => {
-                let query = query_pairs(params.get("query"));
-                let page = paginate(rows_of(param("rows")), &query, &app.settings.paging);
-                let envelope = params.get("envelope").and_then(Value::as_str).map(str::to_string);
-                let headers = page_headers(&page, &app.settings, &app.settings.paging, Some(self.link));
-                let body = wrap(page, &app.settings, envelope.as_deref(), &app.settings.paging, Some(self.link));
-                if method == "envelope" {
-                    return Ok(body);
-                }
-                let status = params.get("status").cloned().unwrap_or(Value::Int(200));
-                let headers = headers.map(|h| Value::Object(h.into_iter().map(|(k, v)| (k, Value::Str(v))).collect())).unwrap_or_default();
-                Ok(Value::Array(vec![status, body, headers]))
-            }
-            "not_found" => Ok(Value::Array(vec![Value::Int(app.settings.not_found_status), app.settings.not_found.clone()])),
-            "invalid" => {
-                let mut body = app.settings.invalid.clone();
-                if let (Some(Value::Str(detail)), Value::Object(map)) = (params.get("detail"), &mut body) {
-                    if !detail.is_empty() {
-                        map.insert("detail".into(), Value::str(detail));
-                    }
-                }
-                Ok(Value::Array(vec![Value::Int(app.settings.invalid_status), body]))
-            }
-            other => Err(CtxError::Other(format!("unknown ctx method {other}"))),
         }
     }
 }

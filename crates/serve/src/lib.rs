@@ -9,11 +9,15 @@
 pub mod app;
 pub mod arguments;
 pub mod bundle;
+pub mod clock;
+mod ctx;
+pub mod generate;
 pub mod handlers;
 pub mod listing;
 pub mod nested;
 pub mod openapi;
 pub mod page;
+pub mod reply;
 pub mod router;
 pub mod server;
 pub mod settings;

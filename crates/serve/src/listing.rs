@@ -9,6 +9,9 @@
 //! sort = { param = "sort", direction = "direction", fields = { created = "created_at", updated = "updated_at" },
 //!          default = "created", default_direction = "desc" }
 //! ```
+//!
+//! Without a `param`, the order is fixed: Slack's history is newest first,
+//! `sort = { fields = { ts = "ts" }, default_direction = "desc" }`.
 
 use gateway_world::error::{fail, ContractError};
 use gateway_world::json::Value;
@@ -18,8 +21,8 @@ use toml::Value as Toml;
 /// Sorting a list by a query parameter.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sort {
-    /// The parameter naming the sort key.
-    pub param: String,
+    /// The parameter naming the sort key (None: always the default).
+    pub param: Option<String>,
     /// The parameter naming the direction (`asc` | `desc`).
     pub direction: Option<String>,
     /// Sort key → the row's dotted field.
@@ -73,8 +76,8 @@ pub fn parse(t: &toml::Table, location: &str, declared: &dyn Fn(&str) -> bool) -
         Some(Toml::Table(s)) => {
             let at = format!("{location}/sort");
             let text = |key: &str| s.get(key).and_then(Toml::as_str).map(str::to_string);
-            let param = text("param").ok_or_else(|| ContractError::new("spec", "api.sort names its param", at.clone()))?;
-            if !declared(&param) {
+            let param = text("param");
+            if let Some(param) = param.as_deref().filter(|p| !declared(p)) {
                 return fail("spec", format!("api.sort.param {param} is not a parameter of the operation"), at);
             }
             let direction = text("direction");
@@ -100,7 +103,7 @@ pub fn parse(t: &toml::Table, location: &str, declared: &dyn Fn(&str) -> bool) -
         Some(_) => {
             return fail(
                 "spec",
-                "api.sort is a table {param, direction?, fields, default?, default_direction?}",
+                "api.sort is a table {param?, direction?, fields, default?, default_direction?}",
                 format!("{location}/sort"),
             )
         }
@@ -126,7 +129,7 @@ impl Listing {
     pub fn order(&self, query: &[(String, String)]) -> Option<(String, bool)> {
         let sort = self.sort.as_ref()?;
         let get = |name: &str| query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
-        let key = get(&sort.param).filter(|k| sort.fields.iter().any(|(name, _)| name == k)).unwrap_or(&sort.default);
+        let key = sort.param.as_deref().and_then(get).filter(|k| sort.fields.iter().any(|(name, _)| name == k)).unwrap_or(&sort.default);
         let field = sort.fields.iter().find(|(name, _)| name == key).map(|(_, f)| f.clone())?;
         let direction = sort.direction.as_deref().and_then(get).filter(|d| matches!(*d, "asc" | "desc")).unwrap_or(&sort.default_direction);
         Some((field, direction == "desc"))
@@ -182,6 +185,8 @@ sort = { param = "sort", direction = "direction", fields = { created = "created_
         sort_rows(&mut rows, "number", false);
         let numbers: Vec<i64> = rows.iter().filter_map(|r| r.get("number").and_then(Value::as_i64)).collect();
         assert_eq!(numbers, [2, 3, 10], "numbers by value, not as text");
+        let fixed = parse(&r#"sort = { fields = { ts = "ts" }, default_direction = "desc" }"#.parse().unwrap(), "/x", &|_| false).unwrap();
+        assert_eq!(fixed.order(&q(&[("sort", "ts"), ("direction", "asc")])), Some(("ts".into(), true)), "a fixed order");
         let refused = parse(&"any = { nope = \"all\" }".parse().unwrap(), "/x", &|n| params.contains(&n)).unwrap_err();
         assert!(refused.message.contains("nope, which is not a parameter"), "{}", refused.message);
     }

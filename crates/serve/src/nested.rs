@@ -13,6 +13,10 @@
 //! link = { issue_id = "id" }   # a comment's issue_id is its issue's id
 //! ```
 //!
+//! A step may match parameters as well as path arguments (Slack's methods name the
+//! channel in the body: `match = { channel = "id" }`, with `[api] body_params`), and
+//! may declare its own `not_found` body (`'{"ok": false, "error": "channel_not_found"}'`).
+//!
 //! A parent that does not exist answers the world's not-found. Reads and writes
 //! see only the parent's rows (`link` is a filter); a create fills the link fields
 //! from the parent, and an `int-in-parent` generator counts among the parent's rows
@@ -26,7 +30,7 @@ use gateway_world::json::{python_str, Map, Value};
 use toml::Value as Toml;
 
 /// One step from the path's arguments towards the row's parent.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct ParentStep {
     /// The entity the step finds a row of.
     pub entity: String,
@@ -34,10 +38,12 @@ pub struct ParentStep {
     pub matching: Vec<(String, String)>,
     /// The row's dotted field → the field of the step before whose value it equals.
     pub link: Vec<(String, String)>,
+    /// The body answered when the step finds no row (None: the operation's not-found).
+    pub not_found: Option<Value>,
 }
 
 /// `api.parent` and `api.link` of one operation.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Nesting {
     /// The steps, outermost first.
     pub parents: Vec<ParentStep>,
@@ -55,9 +61,9 @@ fn pairs(value: Option<&Toml>, what: &str, location: &str) -> Result<Vec<(String
     }
 }
 
-/// Read `api.parent` / `api.link`; `placeholder` says whether a name is one of the
-/// operation's path arguments. None when the operation is not nested.
-pub fn parse(t: &toml::Table, location: &str, placeholder: &dyn Fn(&str) -> bool) -> Result<Option<Nesting>, ContractError> {
+/// Read `api.parent` / `api.link`; `declared` says whether a name is one of the
+/// operation's path arguments or parameters. None when the operation is not nested.
+pub fn parse(t: &toml::Table, location: &str, declared: &dyn Fn(&str) -> bool) -> Result<Option<Nesting>, ContractError> {
     let steps = match t.get("parent") {
         None => Vec::new(),
         Some(Toml::Array(items)) if !items.is_empty() => items.clone(),
@@ -82,8 +88,12 @@ pub fn parse(t: &toml::Table, location: &str, placeholder: &dyn Fn(&str) -> bool
             _ => return fail("spec", "a parent step names its entity", format!("{at}/entity")),
         };
         let matching = pairs(step.get("match"), "a parent step's match", &format!("{at}/match"))?;
-        if let Some((arg, _)) = matching.iter().find(|(arg, _)| !placeholder(arg)) {
-            return fail("spec", format!("parent match names {arg}, which is not a path argument"), format!("{at}/match"));
+        if let Some((arg, _)) = matching.iter().find(|(arg, _)| !declared(arg)) {
+            return fail(
+                "spec",
+                format!("parent match names {arg}, which is neither a path argument nor a parameter"),
+                format!("{at}/match"),
+            );
         }
         let step_link = pairs(step.get("link"), "a parent step's link", &format!("{at}/link"))?;
         if index == 0 && !step_link.is_empty() {
@@ -92,7 +102,8 @@ pub fn parse(t: &toml::Table, location: &str, placeholder: &dyn Fn(&str) -> bool
         if matching.is_empty() && step_link.is_empty() {
             return fail("spec", "a parent step matches path arguments or links to the step before", at);
         }
-        parents.push(ParentStep { entity, matching, link: step_link });
+        let not_found = crate::reply::parse_step_not_found(step, &at)?;
+        parents.push(ParentStep { entity, matching, link: step_link, not_found });
     }
     if link.is_empty() {
         return fail("spec", "api.link says which fields of the operation's rows hold the parent's", format!("{location}/link"));
@@ -109,8 +120,13 @@ fn equals(path: &str, value: &Value) -> Filter {
     Filter { path: path.to_string(), mode: "equals".into(), wanted: wanted(value) }
 }
 
-/// The last parent the path names, or None when a step finds no row.
-pub fn resolve(state: &WorldState, nesting: &Nesting, args: &[(String, String)]) -> gateway_world::Result<Option<Value>> {
+/// The last parent the request names (`args`: its path arguments and parameters),
+/// or the first step that finds no row.
+pub fn resolve<'n>(
+    state: &WorldState,
+    nesting: &'n Nesting,
+    args: &[(String, String)],
+) -> gateway_world::Result<Result<Value, &'n ParentStep>> {
     let mut previous: Option<Value> = None;
     for step in &nesting.parents {
         let mut filters: Vec<Filter> = Vec::new();
@@ -125,10 +141,10 @@ pub fn resolve(state: &WorldState, nesting: &Nesting, args: &[(String, String)])
         let (_, rows) = state.select(&step.entity, &filters, Some((0, 1)))?;
         match rows.into_iter().next() {
             Some(row) => previous = Some(row),
-            None => return Ok(None),
+            None => return Ok(Err(step)),
         }
     }
-    Ok(previous)
+    Ok(previous.ok_or(&nesting.parents[0]))
 }
 
 /// The filters that keep the parent's rows only.
@@ -174,6 +190,21 @@ mod tests {
         .unwrap();
         assert_eq!(nesting.parents.len(), 2);
         assert_eq!(nesting.parents[1].link, vec![("repository_id".to_string(), "id".to_string())]);
+        assert!(nesting.parents[0].not_found.is_none());
+        let slack = parse(
+            &table(
+                r#"parent = [{ entity = "conversations", match = { channel = "id" }, not_found = '{"ok": false, "error": "channel_not_found"}' }]
+                   link = { channel = "id" }"#,
+            ),
+            "/operations/0/api",
+            &|name| name == "channel",
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            slack.parents[0].not_found.as_ref().map(gateway_world::json::canonical).as_deref(),
+            Some(r#"{"error":"channel_not_found","ok":false}"#)
+        );
         assert_eq!(nesting.link, vec![("issue_id".to_string(), "id".to_string())]);
         assert!(parse(&table(""), "/x", &args).unwrap().is_none());
         for (text, said) in [
@@ -181,7 +212,7 @@ mod tests {
             (
                 r#"parent = [{ entity = "r", match = { nope = "x" } }]
                 link = { a = "id" }"#,
-                "nope, which is not a path argument",
+                "nope, which is neither a path argument nor a parameter",
             ),
             (r#"parent = [{ entity = "r", match = { owner = "x" } }]"#, "api.link says which fields"),
             (

@@ -10,7 +10,7 @@
 //! document names the statuses it knows of and claims no body.
 
 use crate::bundle::{path_parameter, string_schema};
-use crate::page::{wrap, Page};
+use crate::page::Page;
 use crate::settings::{ApiSettings, OperationSettings, Paging};
 use gateway_connector::spec::{Operation, Spec};
 use gateway_world::compiler::{Contract, Entity};
@@ -247,7 +247,7 @@ impl World<'_> {
             let mut parameter = described(description);
             parameter.insert("name".into(), Value::str(name));
             parameter.insert("in".into(), Value::str("query"));
-            parameter.insert("required".into(), Value::Bool(false));
+            parameter.insert("required".into(), Value::Bool(op.required.contains(name)));
             if let Some(example) = self.argument_example(operation, op, name, &schema).filter(|e| fits(&schema, e)) {
                 parameter.insert("example".into(), example);
             }
@@ -340,8 +340,9 @@ impl World<'_> {
         };
         let mut properties = Map::default();
         properties.insert(key.to_string(), rows);
-        properties.insert(settings.hits_key.clone(), object([("type", Value::str("integer")), ("minimum", Value::Int(0))]));
-        properties.insert(settings.cursor_key.clone(), cursor.clone());
+        settings.hits_key.place_schema(&mut properties, object([("type", Value::str("integer")), ("minimum", Value::Int(0))]));
+        op.more_key.as_ref().unwrap_or(&settings.more_key).place_schema(&mut properties, object([("type", Value::str("boolean"))]));
+        settings.cursor_key.place_schema(&mut properties, cursor.clone());
         if let Some(previous) = settings.previous_key.as_ref().filter(|k| !k.is_empty()) {
             properties.insert(previous.clone(), cursor);
         }
@@ -351,7 +352,16 @@ impl World<'_> {
 
     fn envelope_example(&self, operation: &Operation, op: &OperationSettings) -> Option<Value> {
         let row = self.sample(operation)?.clone();
-        Some(wrap(Page::whole(vec![row]), self.settings, op.envelope.as_deref(), &self.settings.paging, None))
+        let mut example = crate::page::wrap_with(
+            Page::whole(vec![row]),
+            self.settings,
+            op.envelope.as_deref(),
+            op.more_key.as_ref(),
+            &self.settings.paging,
+            None,
+        );
+        crate::reply::succeed(&mut example, &self.settings.success);
+        Some(example)
     }
 
     /// The statuses an operation answers, each with the body the server sends.
@@ -363,6 +373,13 @@ impl World<'_> {
         let entity = operation.entity.as_deref().filter(|_| self.entity(operation).is_some());
         let handled = op.action == "handler";
         match (op.action.as_str(), operation.entity.as_deref(), entity) {
+            ("static", _, _) => {
+                let mut constant = op.answer.clone().unwrap_or_default();
+                crate::reply::succeed(&mut constant, &settings.success);
+                let mut answer = Answer::new(op.status, "A constant answer.").with_body(JSON, const_schema(&constant));
+                answer.example = Some(constant);
+                out.push(answer);
+            }
             ("handler", _, _) => {
                 let function = op.handler.as_deref().unwrap_or_default();
                 out.push(Answer::new(op.status, format!("What the world's handler `{function}` answers when it returns a body.")));
@@ -381,19 +398,41 @@ impl World<'_> {
                     ("required", Value::Array(vec![Value::str("error"), Value::str("operation")])),
                 ]),
             )),
-            ("delete", Some(_), _) => out.push(Answer::new(op.status, "Deleted; no body.")),
+            ("delete", Some(_), _) if op.answer.is_none() && !op.shape.shapes() => out.push(Answer::new(op.status, "Deleted; no body.")),
             (_, Some(_), None) => out.push(Answer::new(op.status, "Rows of an entity the contract does not declare.")),
             (action, Some(_), Some(entity)) => {
-                let single = op.single;
-                let schema = if single { entity_ref(entity) } else { self.envelope_schema(entity, op, action == "read") };
+                // A write's answer holds its row (shaped as declared) unless it
+                // answers a constant; a read's is the row or a page of rows.
+                let single = op.single || op.shape.shapes() || action == "delete";
+                let success = &settings.success;
+                let (schema, example) = match &op.answer {
+                    Some(constant) => {
+                        let mut constant = constant.clone();
+                        crate::reply::succeed(&mut constant, success);
+                        (const_schema(&constant), Some(constant))
+                    }
+                    None if single => {
+                        let example = self.sample(operation).map(|row| {
+                            let mut shaped = op.shape.apply(row.clone());
+                            crate::reply::succeed(&mut shaped, success);
+                            shaped
+                        });
+                        (crate::reply::success_schema(op.shape.schema(entity_ref(entity)), success), example)
+                    }
+                    None => (
+                        crate::reply::success_schema(self.envelope_schema(entity, op, action == "read"), success),
+                        self.envelope_example(operation, op),
+                    ),
+                };
                 let description = match (action, single) {
                     ("read", true) => "The row.".to_string(),
                     ("read", false) => "A page of the matching rows, in key order.".to_string(),
                     ("create", _) => "The row as stored (defaults and generated fields filled in).".to_string(),
+                    ("delete", _) => "The deleted row, as the operation shapes it.".to_string(),
                     _ => "The row as stored after the change.".to_string(),
                 };
                 let mut answer = Answer::new(op.status, description).with_body(JSON, schema);
-                answer.example = if single { self.sample(operation).cloned() } else { self.envelope_example(operation, op) };
+                answer.example = example;
                 if action == "read" && !single {
                     for (key, name) in &settings.page_headers {
                         let (required, schema, description) = match key.as_str() {
@@ -421,20 +460,7 @@ impl World<'_> {
             let refused = object([("error", Value::str("tool_not_allowed")), ("tool", Value::str(&operation.name))]);
             out.push(Answer::new(403, "This session's task does not allow the operation.").with_body(errors, const_schema(&refused)));
         }
-        let finds_one = op.single || matches!(op.action.as_str(), "update" | "delete");
-        if !operation.placeholders().is_empty() || (finds_one && entity.is_some()) {
-            out.push(
-                Answer::new(settings.not_found_status, "No such route, or no single row matches.")
-                    .with_body(errors, const_schema(&settings.not_found)),
-            );
-        }
-        let writes = matches!(op.action.as_str(), "create" | "update" | "delete");
-        if writes || matches!(operation.method.as_str(), "POST" | "PUT" | "PATCH") {
-            out.push(
-                Answer::new(settings.invalid_status, "The body is not JSON, or the world's contract refuses the change.")
-                    .with_body(errors, invalid_schema(&settings.invalid)),
-            );
-        }
+        self.refusals(operation, op, entity.is_some(), &mut out);
         if handled || settings.before.is_some() {
             // The world's Python may answer any status with any body: the statuses
             // above stay documented, their bodies are not promised.
@@ -446,6 +472,46 @@ impl World<'_> {
             out.push(Answer::new("default", "Whatever the world's handler or `before` gate answers."));
         }
         out
+    }
+
+    /// The not-found, invalid and conflict answers of an operation: its own
+    /// declarations (and its parent steps' not-found bodies), else `[api]`'s.
+    fn refusals(&self, operation: &Operation, op: &OperationSettings, modelled: bool, out: &mut Vec<Answer>) {
+        let settings = self.settings;
+        let errors = settings.error_content_type.as_str();
+        let finds_one = op.single || matches!(op.action.as_str(), "update" | "delete");
+        let own = &op.refusals;
+        if !operation.placeholders().is_empty() || (finds_one && modelled) || op.nesting.is_some() {
+            let status = own.not_found.as_ref().map_or(settings.not_found_status, |r| r.status);
+            let body = own.not_found.as_ref().map_or(&settings.not_found, |r| &r.body);
+            let mut bodies = vec![const_schema(body)];
+            for step in op.nesting.iter().flat_map(|n| &n.parents) {
+                if let Some(body) = &step.not_found {
+                    bodies.push(const_schema(body));
+                }
+            }
+            let schema = if bodies.len() == 1 { bodies.remove(0) } else { object([("anyOf", Value::Array(bodies))]) };
+            out.push(Answer::new(status, "No such route, no such parent, or no single row matches.").with_body(errors, schema));
+        }
+        // An unrouted path answers `[api]`'s not-found whatever the operation's.
+        if own.not_found.is_some() && !operation.placeholders().is_empty() {
+            out.push(Answer::new(settings.not_found_status, "No such route.").with_body(errors, const_schema(&settings.not_found)));
+        }
+        let writes = matches!(op.action.as_str(), "create" | "update" | "delete");
+        if writes || matches!(operation.method.as_str(), "POST" | "PUT" | "PATCH") || !op.required.is_empty() {
+            let (status, body) = own.invalid.as_ref().map_or((settings.invalid_status, &settings.invalid), |r| (r.status, &r.body));
+            out.push(
+                Answer::new(status, "The body is not JSON, a required parameter is missing, or the world's contract refuses the change.")
+                    .with_body(errors, invalid_schema(body)),
+            );
+        }
+        if let Some(conflict) =
+            own.conflict.as_ref().or(settings.conflict.as_ref()).filter(|_| matches!(op.action.as_str(), "create" | "update"))
+        {
+            out.push(
+                Answer::new(conflict.status, "A primary or unique key is taken already.").with_body(errors, const_schema(&conflict.body)),
+            );
+        }
     }
 
     fn summary(&self, operation: &Operation, op: &OperationSettings) -> String {

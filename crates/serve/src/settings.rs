@@ -10,7 +10,6 @@ use toml::Value as Toml;
 const ACTIONS: [&str; 6] = ["read", "create", "update", "delete", "handler", "static"];
 const MATCHES: [&str; 3] = ["equals", "contains", "prefix"];
 const PAGING: [&str; 4] = ["none", "offset", "cursor", "page"];
-const GENERATORS: [&str; 4] = ["uuid", "int", "now", "int-in-parent"];
 /// The default handlers module of a world.
 pub const HANDLERS: &str = "api/handlers.py";
 
@@ -71,6 +70,14 @@ pub struct OperationSettings {
     /// `api.nulls`: fields a created row holds as null unless given (TOML has no null
     /// for `defaults` to say it with).
     pub nulls: Vec<String>,
+    /// `api.not_found`, `invalid`, `conflict`: this operation's refusals (see `reply`).
+    pub refusals: crate::reply::Refusals,
+    /// `api.wrap` and `api.lift`: how the answer holds the row (see `reply`).
+    pub shape: crate::reply::Shape,
+    /// `api.required`: parameters a request must carry.
+    pub required: Vec<String>,
+    /// `api.more_key`: this list's "is there more" member (None: `[api]`'s).
+    pub more_key: Option<crate::page::Member>,
 }
 
 impl Default for OperationSettings {
@@ -94,6 +101,10 @@ impl Default for OperationSettings {
             headers: Vec::new(),
             answer: None,
             nulls: Vec::new(),
+            refusals: crate::reply::Refusals::default(),
+            shape: crate::reply::Shape::default(),
+            required: Vec::new(),
+            more_key: None,
         }
     }
 }
@@ -128,10 +139,18 @@ pub struct ApiSettings {
     pub invalid_status: i64,
     /// Content type of error bodies.
     pub error_content_type: String,
-    /// Envelope key of the total count.
-    pub hits_key: String,
-    /// Envelope key of the next cursor.
-    pub cursor_key: String,
+    /// Envelope member of the total count (none: no total).
+    pub hits_key: crate::page::Member,
+    /// Envelope member of the next cursor.
+    pub cursor_key: crate::page::Member,
+    /// Envelope member saying whether another page follows (none by default).
+    pub more_key: crate::page::Member,
+    /// `api.success`: members every successful answer holds (`{"ok": true}`).
+    pub success: Map,
+    /// `api.conflict`: the answer to a taken key (None: the `invalid` answer).
+    pub conflict: Option<crate::reply::Refusal>,
+    /// `api.body_params`: a request body's fields are read as parameters too.
+    pub body_params: bool,
     /// Envelope key of the previous cursor, if any.
     pub previous_key: Option<String>,
     /// cursor | total | previous → response header name.
@@ -217,6 +236,19 @@ fn str_map(t: &toml::Table, key: &str, location: &str) -> Result<Vec<(String, St
     }
 }
 
+/// An envelope member: a key, or a list of keys (a path into nested objects); ""
+/// leaves the member out where `may_omit`.
+fn member(t: &toml::Table, key: &str, default: &str, location: &str, may_omit: bool) -> Result<crate::page::Member, ContractError> {
+    match t.get(key) {
+        None => Ok(crate::page::Member::key(default)),
+        Some(Toml::String(s)) if may_omit && s.is_empty() => Ok(crate::page::Member::default()),
+        Some(Toml::Array(parts)) if !parts.is_empty() && parts.iter().all(|p| p.as_str().is_some_and(|s| !s.trim().is_empty())) => {
+            Ok(crate::page::Member(parts.iter().filter_map(Toml::as_str).map(str::to_string).collect()))
+        }
+        Some(_) => Ok(crate::page::Member::key(&name(t, key, default, location)?)),
+    }
+}
+
 fn is_function_name(name: &str) -> bool {
     name.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
         && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
@@ -251,7 +283,7 @@ fn operation_settings(operation: &Operation, location: &str) -> Result<Operation
     };
     let (body, defaults, generate) = write_settings(t, &action, location)?;
     let sample = sample_settings(t, location, &declared)?;
-    let nesting = crate::nested::parse(t, location, &|arg| placeholders.iter().any(|p| p == arg))?;
+    let nesting = crate::nested::parse(t, location, &declared)?;
     if nesting.is_some() && operation.entity.is_none() {
         return fail("spec", "api.parent needs the operation's entity", format!("{location}/parent"));
     }
@@ -265,10 +297,24 @@ fn operation_settings(operation: &Operation, location: &str) -> Result<Operation
     }
     let headers = crate::vendor::parse_headers(t, location)?;
     let answer = match (action.as_str(), t.get("answer")) {
-        ("static", Some(Toml::String(_))) => Some(json_body(t, "answer", Value::Null, location)?),
+        ("static" | "create" | "update" | "delete", Some(Toml::String(_))) => Some(json_body(t, "answer", Value::Null, location)?),
         ("static", _) => return fail("spec", "action = \"static\" answers api.answer, a JSON string", format!("{location}/answer")),
-        (_, Some(_)) => return fail("spec", "api.answer belongs to action = \"static\"", format!("{location}/answer")),
+        (_, Some(_)) => {
+            return fail(
+                "spec",
+                "api.answer belongs to action = \"static\", or to a write answering a constant in place of its row",
+                format!("{location}/answer"),
+            )
+        }
         (_, None) => None,
+    };
+    let shape = crate::reply::parse_shape(t, location)?;
+    if shape.shapes() && !matches!(action.as_str(), "read" | "create" | "update" | "delete") {
+        return fail("spec", "api.wrap and api.lift shape the row of a built-in action", location);
+    }
+    let more_key = match t.get("more_key") {
+        None => None,
+        Some(_) => Some(member(t, "more_key", "", location, true)?),
     };
     let nulls: Vec<String> = match t.get("nulls") {
         None => Vec::new(),
@@ -307,6 +353,10 @@ fn operation_settings(operation: &Operation, location: &str) -> Result<Operation
         headers,
         answer,
         nulls,
+        refusals: crate::reply::parse_refusals(t, location)?,
+        shape,
+        required: crate::reply::parse_required(t, location, &declared)?,
+        more_key,
     })
 }
 
@@ -391,8 +441,8 @@ fn write_settings(
     };
     let generate = str_map(t, "generate", location)?;
     for (field, kind) in &generate {
-        if !GENERATORS.contains(&kind.as_str()) {
-            return fail("spec", format!("api.generate.{field} must be one of {}", GENERATORS.join(", ")), format!("{location}/generate"));
+        if crate::generate::Kind::parse(kind).is_none() {
+            return fail("spec", format!("api.generate.{field} must be one of {}", crate::generate::KINDS), format!("{location}/generate"));
         }
     }
     if (!body.is_empty() || !defaults.is_empty() || !generate.is_empty()) && !matches!(action, "create" | "update") {
@@ -565,13 +615,21 @@ pub fn load_api_settings(world: &Path, spec: &Spec) -> Result<ApiSettings, Contr
         envelope,
         unauthorized: json_body(api, "unauthorized", object(&[("error", "unauthorized")]), "/api")?,
         not_found: json_body(api, "not_found", object(&[("error", "not_found")]), "/api")?,
-        unauthorized_status: status(api, "unauthorized_status", 401, "/api", 400, 599)?,
-        not_found_status: status(api, "not_found_status", 404, "/api", 400, 599)?,
+        unauthorized_status: crate::reply::error_status(api, "unauthorized_status", 401, "/api")?,
+        not_found_status: crate::reply::error_status(api, "not_found_status", 404, "/api")?,
         invalid: json_body(api, "invalid", object(&[("error", "invalid")]), "/api")?,
-        invalid_status: status(api, "invalid_status", 400, "/api", 400, 599)?,
+        invalid_status: crate::reply::error_status(api, "invalid_status", 400, "/api")?,
         error_content_type: name(api, "error_content_type", "application/json", "/api")?,
-        hits_key: name(api, "hits_key", "hits", "/api")?,
-        cursor_key: name(api, "cursor_key", "cursor", "/api")?,
+        hits_key: member(api, "hits_key", "hits", "/api", true)?,
+        cursor_key: member(api, "cursor_key", "cursor", "/api", false)?,
+        more_key: member(api, "more_key", "", "/api", true)?,
+        success: crate::reply::parse_success(api)?,
+        conflict: crate::reply::parse_conflict(api)?,
+        body_params: match api.get("body_params") {
+            None => false,
+            Some(Toml::Boolean(b)) => *b,
+            Some(_) => return fail("spec", "api.body_params must be true or false", "/api/body_params"),
+        },
         previous_key: if api.contains_key("previous_key") { Some(name(api, "previous_key", "", "/api")?) } else { None },
         page_headers,
         page_links,

@@ -1,0 +1,120 @@
+//! The world's clock and ids: the process clock (or `GATEWAY_WORLD_CLOCK`) and random
+//! UUIDs, or a session's frozen clock and seeded id sequence (`Determinism`), so the
+//! same transcript gives the same state on any host.
+
+use std::sync::Mutex;
+
+/// A session's reproducibility: a frozen clock and ids drawn from a seeded
+/// sequence, so the same transcript gives the same state on any host.
+#[derive(Debug)]
+pub struct Determinism {
+    /// The frozen clock, epoch seconds (None: the process clock).
+    clock: Mutex<Option<f64>>,
+    seed: std::sync::atomic::AtomicU64,
+    drawn: std::sync::atomic::AtomicU64,
+}
+
+impl Determinism {
+    /// Ids seeded by `seed`; the clock frozen at `clock` when given.
+    pub fn new(clock: Option<f64>, seed: u64) -> Determinism {
+        Determinism { clock: Mutex::new(clock), seed: seed.into(), drawn: Default::default() }
+    }
+
+    /// Freeze the clock at `clock` (None: the process clock again).
+    pub fn set_clock(&self, clock: Option<f64>) {
+        *self.clock.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = clock;
+    }
+
+    /// The frozen clock, if any.
+    pub fn clock(&self) -> Option<f64> {
+        *self.clock.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Seed the id sequence again, from its start.
+    pub fn reseed(&self, seed: u64) {
+        self.seed.store(seed, std::sync::atomic::Ordering::SeqCst);
+        self.restart();
+    }
+
+    /// A copy at the same place: the same clock, seed and position in the id
+    /// sequence, so a forked session draws the ids its parent would draw next.
+    pub fn fork(&self) -> Determinism {
+        Determinism {
+            clock: Mutex::new(self.clock()),
+            seed: self.seed.load(std::sync::atomic::Ordering::SeqCst).into(),
+            drawn: self.drawn.load(std::sync::atomic::Ordering::SeqCst).into(),
+        }
+    }
+
+    /// Start the id sequence again (a reset goes back to the same ids).
+    pub fn restart(&self) {
+        self.drawn.store(0, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The next id of the sequence, shaped as a version-4 UUID.
+    pub fn uuid(&self) -> String {
+        let n = self.drawn.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let seed = self.seed.load(std::sync::atomic::Ordering::SeqCst);
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&splitmix64(seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15)).to_be_bytes());
+        b[8..].copy_from_slice(&splitmix64(seed.rotate_left(32) ^ n).to_be_bytes());
+        uuid_text(b)
+    }
+}
+
+/// SplitMix64, the standard 64-bit mixer: written here because a seeded id
+/// sequence needs nothing more, and no random-number crate is in the tree.
+fn splitmix64(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn uuid_text(mut b: [u8; 16]) -> String {
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h = hex::encode(b);
+    format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..])
+}
+
+impl crate::app::WorldApp {
+    /// An id for a generated field: the session's sequence, or random.
+    pub fn uuid(&self) -> String {
+        match &self.determinism {
+            Some(determinism) => determinism.uuid(),
+            None => uuid4(),
+        }
+    }
+
+    /// The clock in epoch seconds: the session's frozen clock, or the process's.
+    pub fn clock(&self) -> f64 {
+        self.determinism.as_ref().and_then(Determinism::clock).unwrap_or_else(clock)
+    }
+
+    /// [`crate::app::WorldApp::clock`] as ISO 8601 seconds with `Z`.
+    pub fn now_iso(&self) -> String {
+        gateway_world::snapshot::format_utc(self.clock().floor() as i64)
+    }
+}
+
+/// A random UUID (version 4), as Python's `str(uuid.uuid4())`.
+pub fn uuid4() -> String {
+    let mut b = [0u8; 16];
+    gateway_world::store::fill_random(&mut b);
+    uuid_text(b)
+}
+
+/// The world's clock: `GATEWAY_WORLD_CLOCK` (epoch seconds) freezes it.
+pub fn clock() -> f64 {
+    std::env::var("GATEWAY_WORLD_CLOCK")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .unwrap_or_else(|| std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0))
+}
+
+/// `ctx.now()`: the clock as ISO 8601 seconds with `Z`.
+pub fn now_iso() -> String {
+    gateway_world::snapshot::format_utc(clock().floor() as i64)
+}
