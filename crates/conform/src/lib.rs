@@ -4,7 +4,7 @@
 //! every declared operation is called with arguments taken from the world's own rows
 //! ([`args`]), and each answer is checked against the vendor's documents: the status
 //! must be one the vendor documents for success, and the body must satisfy the
-//! documented response schema ([`schema`]). Beyond the original ([`probes`]): the
+//! documented response schema ([`schema`]). Beyond the original (`probes`): the
 //! required query parameters are sent and must be declared and accepted, documented
 //! response headers must be there (`Link` on a page with a next), documented 401 and
 //! 404 answers are provoked and checked, and path arguments must come from the
