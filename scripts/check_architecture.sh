@@ -6,7 +6,11 @@
 #   no HTTP client of its own;
 # - lower crates know nothing of upper ones (serve and connector never on hub/cli;
 #   the runner above host and hub, below the CLI);
+# - conformance sits above serve and below the platform; test support is for tests
+#   only: no crate depends on it outside [dev-dependencies];
 # - every source file starts with a `//!` saying what it is;
+# - no file over 800 lines and no circle between the files of a crate, except those
+#   listed with their reason in scripts/architecture-allow.txt (scripts/check_files.py);
 # - no crate declares a dependency it does not use (cargo-machete).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,6 +39,13 @@ forbid gateway-host gateway-hub gateway-runner gateway-cli clap
 # arguments, and the hub (server and clients) knows nothing of it.
 forbid gateway-hub gateway-runner gateway-cli clap
 forbid gateway-runner gateway-cli clap
+# Conformance calls the served world in-process: above serve, below the platform.
+forbid gateway-conform gateway-host gateway-hub gateway-runner gateway-cli clap
+# Test support drives the binaries and servers from outside: it knows nothing of the CLI's insides.
+forbid gateway-test-support gateway-runner gateway-cli clap
+for crate in gateway-common gateway-sandbox gateway-world gateway-connector gateway-serve gateway-conform gateway-host gateway-hub gateway-runner gateway-cli; do
+  forbid "$crate" gateway-test-support
+done
 # The host fetches through functions its caller gives: no HTTP client of its own.
 DEPTH=1 forbid gateway-host reqwest hyper
 
@@ -44,6 +55,8 @@ for file in $(git ls-files 'crates/*.rs' | grep '/src/'); do
     fail=1
   fi
 done
+
+python3 scripts/check_files.py || fail=1
 
 # Unused dependencies: cargo-machete reads each crate's sources for the crates its
 # Cargo.toml names. Installed on first use (crates.io is reachable from CI).
