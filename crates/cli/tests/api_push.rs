@@ -315,7 +315,7 @@ fn push_build_wheel_then_install_by_name() {
 #[test]
 fn push_build_wheel_on_a_postgres_hub() {
     let Some(url) = std::env::var("GATEWAY_TEST_POSTGRES_URL").ok().filter(|u| !u.is_empty()) else {
-        eprintln!("NOTICE: GATEWAY_TEST_POSTGRES_URL is not set; skipping the wheel scenario on PostgreSQL");
+        gateway_test_support::absent("postgres", "GATEWAY_TEST_POSTGRES_URL is not set; skipping the wheel scenario on PostgreSQL");
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
@@ -327,7 +327,10 @@ fn push_build_wheel_on_a_postgres_hub() {
         .output()
         .unwrap();
     if !keys.status.success() {
-        eprintln!("NOTICE: PostgreSQL unreachable ({}); skipping", String::from_utf8_lossy(&keys.stderr).trim());
+        gateway_test_support::absent(
+            "postgres",
+            format!("PostgreSQL unreachable ({}); skipping", String::from_utf8_lossy(&keys.stderr).trim()),
+        );
         return;
     }
     let keys = String::from_utf8(keys.stdout).unwrap();
@@ -427,7 +430,10 @@ fn the_wheel_matches_hatchlings() {
     let python = PathBuf::from(home).join(".cache/gateway-wheel-venv/bin/python");
     let probe = Command::new(&python).args(["-c", "import build, hatchling"]).output();
     if !probe.is_ok_and(|o| o.status.success()) {
-        eprintln!("NOTICE: no venv with build and hatchling at {}; skipping the hatchling comparison", python.display());
+        gateway_test_support::absent(
+            "wheel",
+            format!("no venv with build and hatchling at {}; skipping the hatchling comparison", python.display()),
+        );
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

@@ -252,7 +252,10 @@ fn workspace_connectors_with_the_original_cli() {
     let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else { return };
     let original = home.join(".cache/gateway-reference/bin/gateway");
     if !original.is_file() {
-        eprintln!("NOTICE: reference gateway not installed (../shared/reference/install.sh); skipping the original CLI against our hub");
+        gateway_test_support::absent(
+            "reference",
+            "reference gateway not installed (../shared/reference/install.sh); skipping the original CLI against our hub",
+        );
         return;
     }
     let data = tempfile::tempdir().unwrap();
@@ -264,7 +267,7 @@ fn workspace_connectors_with_the_original_cli() {
 #[test]
 fn workspace_connectors_on_postgres() {
     let Some(url) = std::env::var("GATEWAY_TEST_POSTGRES_URL").ok().filter(|u| !u.is_empty()) else {
-        eprintln!("NOTICE: GATEWAY_TEST_POSTGRES_URL is not set; skipping the PostgreSQL connectors test");
+        gateway_test_support::absent("postgres", "GATEWAY_TEST_POSTGRES_URL is not set; skipping the PostgreSQL connectors test");
         return;
     };
     let data = tempfile::tempdir().unwrap();
@@ -274,7 +277,10 @@ fn workspace_connectors_on_postgres() {
         .output()
         .unwrap();
     if !probe.status.success() {
-        eprintln!("NOTICE: PostgreSQL at GATEWAY_TEST_POSTGRES_URL is unreachable; skipping the PostgreSQL connectors test");
+        gateway_test_support::absent(
+            "postgres",
+            "PostgreSQL at GATEWAY_TEST_POSTGRES_URL is unreachable; skipping the PostgreSQL connectors test",
+        );
         return;
     }
     // Fresh project names: the database is shared with other tests and runs.
@@ -335,7 +341,9 @@ fn a_world_directory_published_twice() {
     let mut programs = vec![(PathBuf::from(GATEWAY), "ours")];
     match gateway_test_support::reference() {
         Some((reference, _)) => programs.push((reference, "original")),
-        None => eprintln!("NOTICE: no reference install: the original's publish of a world directory is not checked"),
+        None => {
+            gateway_test_support::absent("reference", "no reference install: the original's publish of a world directory is not checked")
+        }
     }
     for (program, tag) in programs {
         let example = tmp.path().join(format!("{tag}-authored"));

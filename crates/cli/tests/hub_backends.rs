@@ -48,7 +48,10 @@ fn moto() -> Option<Moto> {
         default.is_file().then_some(default)
     });
     let Some(program) = program.filter(|p| p.is_file()) else {
-        eprintln!("NOTICE: moto_server not found (GATEWAY_TEST_MOTO_SERVER or ~/.cache/gateway-moto-venv); skipping the S3 hub tests");
+        gateway_test_support::absent(
+            "moto",
+            "moto_server not found (GATEWAY_TEST_MOTO_SERVER or ~/.cache/gateway-moto-venv); skipping the S3 hub tests",
+        );
         return None;
     };
     let port = free_port();
@@ -63,7 +66,7 @@ fn moto() -> Option<Moto> {
     let started = Instant::now();
     while TcpStream::connect(&addr).is_err() {
         if started.elapsed() > Duration::from_secs(30) {
-            eprintln!("NOTICE: moto_server did not start on {addr}; skipping the S3 hub tests");
+            gateway_test_support::absent("moto", format!("moto_server did not start on {addr}; skipping the S3 hub tests"));
             return None;
         }
         std::thread::sleep(Duration::from_millis(100));

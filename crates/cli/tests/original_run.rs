@@ -142,7 +142,7 @@ fn string(value: &Value, key: &str) -> String {
 #[test]
 fn the_originals_worlds_run_pulls_from_our_hub_and_files_pinned_evaluations() {
     let Some((original, _)) = common::reference() else {
-        eprintln!("NOTICE: original_run skipped: the reference install (~/.cache/gateway-reference) is absent");
+        gateway_test_support::absent("reference", "original_run skipped: the reference install (~/.cache/gateway-reference) is absent");
         return;
     };
     let ours = Path::new(common::GATEWAY);
@@ -294,7 +294,7 @@ fn comparable_sample(sample: &Value) -> Value {
 #[test]
 fn our_worlds_run_runs_the_legacy_harbor_world_as_the_original_does() {
     let Some((original, _)) = common::reference() else {
-        eprintln!("NOTICE: original_run skipped: the reference install (~/.cache/gateway-reference) is absent");
+        gateway_test_support::absent("reference", "original_run skipped: the reference install (~/.cache/gateway-reference) is absent");
         return;
     };
     let ours = Path::new(common::GATEWAY);

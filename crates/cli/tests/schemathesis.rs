@@ -33,8 +33,9 @@ const SEED: &str = "20261203";
 fn schemathesis() -> Option<PathBuf> {
     let found = std::env::var_os("GATEWAY_TEST_SCHEMATHESIS").map(PathBuf::from).filter(|p| p.is_file());
     if found.is_none() {
-        eprintln!(
-            "NOTICE: GATEWAY_TEST_SCHEMATHESIS does not name schemathesis's `st` (.ci/run installs it); skipping the schemathesis run"
+        gateway_test_support::absent(
+            "schemathesis",
+            "GATEWAY_TEST_SCHEMATHESIS does not name schemathesis's `st` (.ci/run installs it); skipping the schemathesis run",
         );
     }
     found

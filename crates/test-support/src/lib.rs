@@ -3,7 +3,8 @@
 //! a loopback port with two projects' keys, JSON calls to it, a server process started
 //! on port 0 (its announced address read), raw HTTP/1.1 exchanges, and the probes for the
 //! services a test may need (PostgreSQL, the original's reference install) that print a
-//! NOTICE and skip when the service is absent.
+//! NOTICE and skip when the service is absent — outside CI only: in CI, which provides
+//! them all, an absent service fails the test ([`absent`]).
 //!
 //! A dev-dependency of the crates' tests only; nothing here is shipped.
 
@@ -114,6 +115,27 @@ fn dechunk(mut body: &str) -> String {
     out
 }
 
+/// The services `.ci/run` provides, as it names them in `GATEWAY_CI_PROVIDES`
+/// (comma-separated: `postgres`, `moto`, `mcp`, `chromium`, `wheel`, `schemathesis`,
+/// `vendor-sdk`, `bwrap`, `reference`).
+fn provided_by_ci(service: &str) -> bool {
+    provided_by(std::env::var("GATEWAY_CI_PROVIDES").ok().as_deref(), service)
+}
+
+fn provided_by(list: Option<&str>, service: &str) -> bool {
+    list.is_some_and(|list| list.split(',').any(|s| s.trim() == service))
+}
+
+/// `service` is missing. Outside CI: a NOTICE saying what is skipped, and the caller
+/// skips. In CI, which provides the service, a skip would pass a test that checked
+/// nothing: the test fails with the same words.
+pub fn absent(service: &str, notice: impl std::fmt::Display) {
+    if provided_by_ci(service) {
+        panic!("{service} is missing, and CI provides it (GATEWAY_CI_PROVIDES): {notice}");
+    }
+    eprintln!("NOTICE: {notice}");
+}
+
 /// A name no other test run uses (`prefix-<pid>-<nanos>`), for shared databases.
 pub fn unique(prefix: &str) -> String {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
@@ -124,7 +146,7 @@ pub fn unique(prefix: &str) -> String {
 /// answers there; else a NOTICE naming what is skipped, and None.
 pub fn postgres_url(skipped: &str) -> Option<String> {
     let Some(url) = std::env::var("GATEWAY_TEST_POSTGRES_URL").ok().filter(|u| !u.is_empty()) else {
-        eprintln!("NOTICE: GATEWAY_TEST_POSTGRES_URL is not set; skipping {skipped} on PostgreSQL");
+        absent("postgres", format!("GATEWAY_TEST_POSTGRES_URL is not set; skipping {skipped} on PostgreSQL"));
         return None;
     };
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
@@ -133,11 +155,11 @@ pub fn postgres_url(skipped: &str) -> Option<String> {
     match opened {
         Ok(Ok(_)) => Some(url),
         Ok(Err(e)) => {
-            eprintln!("NOTICE: PostgreSQL at GATEWAY_TEST_POSTGRES_URL is unreachable ({e}); skipping {skipped} on PostgreSQL");
+            absent("postgres", format!("PostgreSQL at GATEWAY_TEST_POSTGRES_URL is unreachable ({e}); skipping {skipped} on PostgreSQL"));
             None
         }
         Err(_) => {
-            eprintln!("NOTICE: PostgreSQL at GATEWAY_TEST_POSTGRES_URL did not answer; skipping {skipped} on PostgreSQL");
+            absent("postgres", format!("PostgreSQL at GATEWAY_TEST_POSTGRES_URL did not answer; skipping {skipped} on PostgreSQL"));
             None
         }
     }
@@ -151,7 +173,7 @@ pub fn reference() -> Option<(PathBuf, PathBuf)> {
     if gateway.is_file() && python.is_file() {
         Some((gateway, python))
     } else {
-        eprintln!("NOTICE: reference gateway not installed (../shared/reference/install.sh); skipping interop checks");
+        absent("reference", "reference gateway not installed (../shared/reference/install.sh); skipping interop checks");
         None
     }
 }
@@ -265,7 +287,10 @@ pub fn vendor_sdk_python() -> Option<PathBuf> {
             .map(|o| o.status.success())
             .unwrap_or(false);
     if !ok {
-        eprintln!("NOTICE: no PyGithub/slack_sdk at {} (.ci/run installs them); skipping the vendor SDK workload", python.display());
+        absent(
+            "vendor-sdk",
+            format!("no PyGithub/slack_sdk at {} (.ci/run installs them); skipping the vendor SDK workload", python.display()),
+        );
         return None;
     }
     Some(python)
@@ -278,8 +303,24 @@ pub fn mcp_python() -> Option<PathBuf> {
     let ok = python.is_file()
         && std::process::Command::new(&python).args(["-c", "import mcp"]).output().map(|o| o.status.success()).unwrap_or(false);
     if !ok {
-        eprintln!("NOTICE: no Python mcp client at {} (.ci/run installs it); skipping its part", python.display());
+        absent("mcp", format!("no Python mcp client at {} (.ci/run installs it); skipping its part", python.display()));
         return None;
     }
     Some(python)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::provided_by;
+
+    #[test]
+    fn a_service_is_required_only_where_ci_names_it() {
+        assert!(provided_by(Some("postgres,moto, mcp"), "mcp"));
+        assert!(provided_by(Some("postgres,moto"), "postgres"));
+        assert!(!provided_by(Some("postgres,moto"), "reference"));
+        assert!(!provided_by(Some(""), "postgres"));
+        assert!(!provided_by(None, "postgres"));
+        // A name is matched whole: `postgres-url` is not `postgres`.
+        assert!(!provided_by(Some("postgres-url"), "postgres"));
+    }
 }

@@ -39,7 +39,11 @@ fn a_planted_circle_between_two_files_fails() {
     let (passed, said) = check(dir.path(), &allow);
     assert!(passed, "{said}");
     // Both ways: b names a back, through `super::` inside a `use` group.
-    plant(dir.path(), "//! a\nuse crate::b::B;\npub struct A(B);\n", "//! b\nuse super::{a::A, Root};\npub fn b(_: A, _: Root) {}\npub struct B;\n");
+    plant(
+        dir.path(),
+        "//! a\nuse crate::b::B;\npub struct A(B);\n",
+        "//! b\nuse super::{a::A, Root};\npub fn b(_: A, _: Root) {}\npub struct B;\n",
+    );
     let (passed, said) = check(dir.path(), &allow);
     assert!(!passed, "{said}");
     assert!(said.contains("crates/demo/src/a.rs ↔ crates/demo/src/b.rs"), "{said}");

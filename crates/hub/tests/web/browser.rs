@@ -219,7 +219,10 @@ pub(crate) fn check_png(bytes: &[u8], name: &str) -> usize {
 #[test]
 fn chromium_signs_in_and_renders_every_page() {
     let Some(binary) = chromium() else {
-        eprintln!("NOTICE: no Chromium (apt-get install -y chromium, or GATEWAY_TEST_CHROMIUM); skipping the browser test");
+        gateway_test_support::absent(
+            "chromium",
+            "no Chromium (apt-get install -y chromium, or GATEWAY_TEST_CHROMIUM); skipping the browser test",
+        );
         return;
     };
     let hub = start(None);
