@@ -88,6 +88,7 @@ pub fn run(command: HostCommand) -> ExitCode {
         errln!("Error: Invalid value: --addr must be HOST:PORT, not {addr}");
         return Status::USAGE.into();
     };
+    crate::init_server_log();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {

@@ -23,6 +23,7 @@ mod platform;
 mod printer;
 mod run;
 mod session;
+mod telemetry;
 mod workspace;
 mod world_data;
 mod worlds;
@@ -143,10 +144,38 @@ pub(crate) async fn shutdown_signal() {
 /// The servers' log (`hub serve`, `host serve`, `worlds serve`): tracing's lines on
 /// stderr, one per request among them, at the level `GATEWAY_LOG` names (an env-filter:
 /// `info` by default, `warn` to quiet the request lines, `gateway::request=off`, …).
+/// The lines go through a writer thread (`tracing_appender::non_blocking`): a request
+/// never waits on stderr, and under a flood lines are dropped rather than requests
+/// slowed. With `OTEL_EXPORTER_OTLP_ENDPOINT` set, the spans (info and above, whatever
+/// `GATEWAY_LOG` says of the lines) are exported too ([`telemetry`]).
 pub(crate) fn init_server_log() {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::Layer as _;
     let filter = tracing_subscriber::EnvFilter::try_from_env("GATEWAY_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false).try_init();
+    let (writer, flush) = tracing_appender::non_blocking(std::io::stderr());
+    let lines = tracing_subscriber::fmt::layer().with_writer(writer).with_ansi(false).with_filter(filter);
+    let registry = tracing_subscriber::registry().with(lines);
+    let mut guards = LOG_GUARDS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    match telemetry::layer() {
+        Some((spans, export)) => {
+            let spans = spans.with_filter(tracing_subscriber::filter::LevelFilter::INFO);
+            if tracing::subscriber::set_global_default(registry.with(spans)).is_ok() {
+                *guards = Some((flush, Some(export)));
+            }
+        }
+        None => {
+            if tracing::subscriber::set_global_default(registry).is_ok() {
+                *guards = Some((flush, None));
+            }
+        }
+    }
 }
+
+/// The log writer's and the span export's guards, dropped (flushing what is queued)
+/// when `main` ends.
+#[allow(clippy::type_complexity)]
+static LOG_GUARDS: std::sync::Mutex<Option<(tracing_appender::non_blocking::WorkerGuard, Option<telemetry::Telemetry>)>> =
+    std::sync::Mutex::new(None);
 
 fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().collect();
@@ -156,6 +185,7 @@ fn main() -> ExitCode {
     };
     gateway_world::data::tempfile_dir::sweep_stale();
     let code = run(cli);
+    drop(LOG_GUARDS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take());
     // Every temporary directory of this process lives under one, removed here (a
     // killed process's is swept by the next one to start).
     gateway_world::data::tempfile_dir::remove_process_root();

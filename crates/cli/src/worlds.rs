@@ -312,6 +312,7 @@ fn serve(path: PathBuf, bind: std::net::IpAddr, admin_key: Option<String>, optio
         errln!("Error: no such directory: {} (a world is a directory holding schema/world.json and connector.toml)", path.display());
         return Status::FAILED.into();
     }
+    crate::init_server_log();
     let mut app = match gateway_serve::server::load(&path, &options) {
         Ok(app) => app,
         Err(error) => {

@@ -1,6 +1,7 @@
-//! `gateway hub serve` logs one line per request on stderr (tracing, target
-//! `gateway::request`): method, path, status, milliseconds — never the query (signed
-//! URLs carry their signatures there) nor any header; `GATEWAY_LOG=warn` quiets them.
+//! `gateway hub serve`, `host serve` and `worlds serve` log one line per request on
+//! stderr (tracing, target `gateway::request`): method, path, status, milliseconds —
+//! never the query (signed URLs carry their signatures there) nor any header;
+//! `GATEWAY_LOG=warn` quiets them.
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};
@@ -39,6 +40,8 @@ fn requests_logged(log: &str) -> String {
         "",
     );
     assert_eq!(status, 401);
+    // The lines are written by a thread of their own: give it a moment before the kill.
+    std::thread::sleep(std::time::Duration::from_millis(200));
     child.kill().unwrap();
     child.wait().unwrap();
     stderr.read_to_string(&mut said).unwrap();
@@ -55,4 +58,59 @@ fn the_hub_logs_one_line_per_request_and_nothing_secret() {
     assert!(!said.contains("s3cr3t") && !said.contains("cGs6c2stc2VjcmV0"), "a secret reached the log: {said}");
     let quiet = requests_logged("warn");
     assert!(!quiet.contains("gateway::request"), "{quiet}");
+}
+
+/// Serve with `args`, read the address after `announce`, make `requests` (method,
+/// target, headers), stop it: what it said on stderr.
+fn server_logged(args: &[&str], announce: &str, env: &[(&str, &str)], requests: &[(&str, &str, &[(&str, &str)])]) -> String {
+    let mut child =
+        Command::new(GATEWAY).args(args).envs(env.iter().copied()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    let addr = loop {
+        let mut line = String::new();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "it did not start: {said}");
+        said.push_str(&line);
+        if let Some(addr) = line.trim().strip_prefix(announce) {
+            break addr.to_string();
+        }
+    };
+    let addr: std::net::SocketAddr = addr.parse().unwrap();
+    for (method, target, headers) in requests {
+        gateway_test_support::http_exchange(addr, method, target, headers, "");
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    stderr.read_to_string(&mut said).unwrap();
+    said
+}
+
+#[test]
+fn worlds_serve_and_host_serve_log_one_line_per_request() {
+    let world = gateway_test_support::example("helpdesk");
+    let world = world.to_str().unwrap();
+    let said = server_logged(
+        &["worlds", "serve", world, "--port", "0"],
+        "world api listening on http://",
+        &[],
+        &[("GET", "/api/v2/tickets/102?token=s3cr3t", &[("Authorization", "Bearer s3cr3t-token")]), ("GET", "/no/such/route", &[])],
+    );
+    let lines: Vec<&str> = said.lines().filter(|l| l.contains("gateway::request")).collect();
+    assert_eq!(lines.len(), 2, "{said}");
+    assert!(lines[0].contains("GET /api/v2/tickets/102 200 "), "{said}");
+    assert!(lines[1].contains("GET /no/such/route 401 "), "unauthenticated: {said}");
+    assert!(!said.contains("s3cr3t"), "a secret reached the log: {said}");
+
+    let root = tempfile::tempdir().unwrap();
+    let said = server_logged(
+        &["host", "serve", "--addr", "127.0.0.1:0", "--root", root.path().to_str().unwrap()],
+        "gateway world host listening on http://",
+        &[("WORLDS_HOST_SECRET", "host-secret")],
+        &[("GET", "/healthz", &[]), ("GET", "/__host/stats", &[("X-Host-Secret", "host-secret")])],
+    );
+    let lines: Vec<&str> = said.lines().filter(|l| l.contains("gateway::request")).collect();
+    assert_eq!(lines.len(), 2, "{said}");
+    assert!(lines[0].contains("GET /healthz 200 ") && lines[1].contains("GET /__host/stats 200 "), "{said}");
+    assert!(!said.contains("host-secret"), "a secret reached the log: {said}");
 }

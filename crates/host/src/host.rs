@@ -431,6 +431,7 @@ impl WorldHost {
 
     /// Grade the session's state with its task's grader.
     pub fn grade(&self, session_id: &str) -> Result<Value, HostError> {
+        let _span = tracing::info_span!("grade", session = session_id).entered();
         let session = self.using(session_id, true)?;
         let none = || object([("reward", Value::Null), ("rewards", Value::Object(Map::default()))]);
         match &session.task {

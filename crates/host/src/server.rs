@@ -48,8 +48,14 @@ fn error(status: u16, message: &str) -> Response {
     reply(status, &object([("error", Value::str(message))]))
 }
 
-/// The host's router.
+/// The host's router, logging each request ([`gateway_serve::request_log`]).
 pub fn app(host: Arc<WorldHost>, config: ServerConfig) -> axum::Router {
+    routes(host, config).layer(axum::middleware::from_fn(gateway_serve::request_log::log_request))
+}
+
+/// The host's router without a request log of its own: for a server that embeds the
+/// host and logs its requests itself (the hub).
+pub fn routes(host: Arc<WorldHost>, config: ServerConfig) -> axum::Router {
     axum::Router::new().fallback(dispatch).with_state(Arc::new(Shared { host, config }))
 }
 
@@ -127,7 +133,11 @@ async fn control(shared: Arc<Shared>, request: Request) -> Response {
         return reply(400, &object([("error", Value::str("malformed json")), ("detail", Value::str("the body must be a json object"))]));
     }
     let host = shared.host.clone();
-    let answered = tokio::task::spawn_blocking(move || control_call(&host, &method, &path, &body)).await;
+    if let ["", "__host", "sessions", sid, ..] = path.split('/').collect::<Vec<_>>()[..] {
+        gateway_serve::request_log::record_session(sid);
+    }
+    let span = tracing::Span::current();
+    let answered = tokio::task::spawn_blocking(move || span.in_scope(|| control_call(&host, &method, &path, &body))).await;
     match answered {
         Ok(Ok(Some(value))) => reply(200, &value),
         Ok(Ok(None)) => error(404, "unknown control route"),
@@ -288,6 +298,7 @@ async fn data(shared: Arc<Shared>, request: Request) -> Response {
     let Some((sid, surface, inner)) = session_target(host_header.as_deref(), &target) else {
         return error(404, "no session named by Host");
     };
+    gateway_serve::request_log::record_session(&sid);
     let Ok(session) = shared.host.using(&sid, true) else {
         return error(404, "unknown or closed session");
     };

@@ -440,6 +440,7 @@ impl SharedWorker {
         host: &mut dyn CtxHost,
         deadline: Instant,
     ) -> Result<HandlerOutcome, HandlerFailure> {
+        let _span = tracing::info_span!("handler", function).entered();
         let wait = deadline.saturating_duration_since(Instant::now());
         let Some(mut worker) = self.worker.try_lock_for(wait) else {
             return Err(HandlerFailure::TimedOut(self.deadline));

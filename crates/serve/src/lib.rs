@@ -18,6 +18,7 @@ pub mod nested;
 pub mod openapi;
 pub mod page;
 pub mod reply;
+pub mod request_log;
 pub mod router;
 pub mod server;
 pub mod settings;

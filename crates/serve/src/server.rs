@@ -151,7 +151,10 @@ pub async fn respond(
         None => None,
     };
     let worker_app = app.clone();
-    let answered = tokio::task::spawn_blocking(move || worker_app.handle(&method, &target, &headers, &raw, &default_host)).await;
+    // The blocking pool's thread runs inside the request's span (the handler's span nests there).
+    let span = tracing::Span::current();
+    let answered =
+        tokio::task::spawn_blocking(move || span.in_scope(|| worker_app.handle(&method, &target, &headers, &raw, &default_host))).await;
     let answered = answered.unwrap_or_else(|_| AppResponse {
         status: 500,
         body: Some(gateway_world::json::object([("error", gateway_world::Value::str("internal_error"))])),
@@ -204,15 +207,17 @@ fn render(app: &WorldApp, answered: AppResponse) -> Response {
 /// `local` when a request carries no Host header.
 pub fn app(world: Arc<WorldApp>, local: SocketAddr) -> axum::Router {
     let host = format!("127.0.0.1:{}", local.port());
-    axum::Router::new().fallback(answer).with_state(world).layer(axum::middleware::from_fn(
-        move |mut request: Request, next: axum::middleware::Next| {
+    axum::Router::new()
+        .fallback(answer)
+        .with_state(world)
+        .layer(axum::middleware::from_fn(move |mut request: Request, next: axum::middleware::Next| {
             let host = host.clone();
             async move {
                 request.extensions_mut().insert(LocalAddr(host));
                 next.run(request).await
             }
-        },
-    ))
+        }))
+        .layer(axum::middleware::from_fn(crate::request_log::log_request))
 }
 
 /// Serve `world` on `listener` until `shutdown` completes; requests in flight are

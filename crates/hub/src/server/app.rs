@@ -18,25 +18,7 @@ use std::sync::Arc;
 
 /// The axum router of a hub.
 pub fn router(hub: Hub) -> axum::Router {
-    axum::Router::new().fallback(answer).with_state(Arc::new(hub)).layer(axum::middleware::from_fn(log_request))
-}
-
-/// One log line per request (target `gateway::request`, level info): method, path,
-/// status, milliseconds. The query is left out: signed object URLs carry their
-/// signatures there, and nothing secret is logged.
-async fn log_request(request: Request, next: axum::middleware::Next) -> Response {
-    let started = std::time::Instant::now();
-    let method = request.method().clone();
-    let path = request.uri().path().to_string();
-    let response = next.run(request).await;
-    tracing::info!(
-        target: "gateway::request",
-        "{method} {} {} {:.1}ms",
-        path.escape_debug(),
-        response.status().as_u16(),
-        started.elapsed().as_secs_f64() * 1000.0
-    );
-    response
+    axum::Router::new().fallback(answer).with_state(Arc::new(hub)).layer(axum::middleware::from_fn(gateway_serve::request_log::log_request))
 }
 
 /// Serve until the process ends.

@@ -171,7 +171,7 @@ pub(super) async fn data_plane(hub: &Hub, host: Arc<gateway_host::WorldHost>, pa
         Ok(request) => {
             let config = gateway_host::server::ServerConfig { secret: String::new(), domain: "localhost".into() };
             let forwarded = Request::from_parts(parts, Body::from(request.clone()));
-            let response = match tower_service_call(gateway_host::server::app(host, config), forwarded).await {
+            let response = match tower_service_call(gateway_host::server::routes(host, config), forwarded).await {
                 Some(response) => response,
                 None => error_response(&HubError::Storage("the session's host did not answer".into())),
             };

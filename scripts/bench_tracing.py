@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""What the servers' log and span export cost: a session's GET throughput on `gateway
+host serve`, measured three ways in one run, interleaved round by round so machine
+load falls on all three alike:
+
+* quiet: `GATEWAY_LOG=warn` (no request line, spans disabled);
+* lines: the default, one request line per request on stderr (into a file);
+* OTLP: the lines, and every span exported over OTLP/HTTP (protobuf) to a collector
+  on loopback that accepts and drops them (OTEL_EXPORTER_OTLP_ENDPOINT).
+
+    scripts/bench_tracing.py --ours target/release/gateway [--rows 20000] [--rounds 3] [--seconds 5]
+
+The world, the session and the wrk load are bench_host.py's (`GET /v2/records/r777`,
+2 threads, 16 connections). Prints a Markdown table; no threshold is asserted.
+"""
+from __future__ import annotations
+
+import argparse
+import http.server
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_host  # noqa: E402  (its world, bundle, control client and wrk driver)
+
+MODES = {
+    "quiet (GATEWAY_LOG=warn)": {"GATEWAY_LOG": "warn"},
+    "request lines (default)": {},
+    "request lines + OTLP export": {"OTEL_EXPORTER_OTLP_ENDPOINT": None},
+}
+
+
+def collector() -> tuple[http.server.ThreadingHTTPServer, str, list[int]]:
+    """An OTLP/HTTP sink: 200 to every POST; counts the bytes it was sent."""
+    received = [0, 0]
+
+    class Sink(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self):  # noqa: N802 - the stdlib's name
+            length = int(self.headers.get("content-length", 0))
+            self.rfile.read(length)
+            received[0] += 1
+            received[1] += length
+            self.send_response(200)
+            self.send_header("content-type", "application/x-protobuf")
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Sink)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}", received
+
+
+def start(args, root: Path, port: int, env_extra: dict, log: Path) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_") and k != "GATEWAY_LOG"}
+    env.update({"WORLDS_HOST_SECRET": bench_host.SECRET, "WORLDS_INGRESS_DOMAIN": bench_host.DOMAIN,
+                "WORLDS_HOST_PLAIN_HTTP": "1", "GATEWAY_WORLD_CLOCK": "1767225600"})
+    env.update(env_extra)
+    argv = [args.ours, "host", "serve", "--addr", f"127.0.0.1:{port}", "--root", str(root),
+            "--secret", bench_host.SECRET, "--domain", bench_host.DOMAIN]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=open(log, "w"), start_new_session=True)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            if bench_host.Control(port).call("GET", "/__host/stats")[0] == 200:
+                return proc
+        except OSError:
+            pass
+        if proc.poll() is not None:
+            raise SystemExit(f"the host exited: see {log}")
+        time.sleep(0.1)
+    raise SystemExit("the host did not answer within 60 s")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ours", required=True)
+    parser.add_argument("--rows", type=int, default=20000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=int, default=5)
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        raise SystemExit("wrk is not installed (apt-get install wrk)")
+    work = Path(tempfile.mkdtemp(prefix="bench-tracing-"))
+    sink, sink_url, received = collector()
+    try:
+        bundle = bench_host.build_bundle(args.rows, work, [args.ours])
+        files, bundle_url = bench_host.serve_file(bundle)
+        results: dict[str, list[float]] = {mode: [] for mode in MODES}
+        for round_ in range(args.rounds):
+            for mode, extra in MODES.items():
+                extra = {k: (sink_url if v is None else v) for k, v in extra.items()}
+                if "OTEL_EXPORTER_OTLP_ENDPOINT" in extra:
+                    extra["OTEL_EXPORTER_OTLP_PROTOCOL"] = "http/protobuf"
+                root = work / f"root-{round_}-{len(results[mode])}-{abs(hash(mode))}"
+                root.mkdir()
+                port = bench_host.free_port()
+                proc = start(args, root, port, extra, work / "host.log")
+                try:
+                    control = bench_host.Control(port)
+                    body = {"sessionId": "first", "versionId": "bench-v1", "bundleUrl": bundle_url,
+                            "token": "tok-first", "taskSpec": bench_host.TASK}
+                    status, answer, _ = control.call("POST", "/__host/sessions", body)
+                    if status != 200:
+                        raise SystemExit(f"open answered {status}: {answer}")
+                    bench_host.wrk(port, "first", 1)  # warm
+                    results[mode].append(bench_host.wrk(port, "first", args.seconds))
+                    control.call("DELETE", "/__host/sessions/first")
+                finally:
+                    # SIGTERM drains (the host waits for open sessions): closed above.
+                    os.killpg(proc.pid, signal.SIGTERM)
+                    try:
+                        proc.wait(timeout=30)
+                    except subprocess.TimeoutExpired:
+                        os.killpg(proc.pid, signal.SIGKILL)
+                        proc.wait()
+                shutil.rmtree(root, ignore_errors=True)
+        files.shutdown()
+    finally:
+        sink.shutdown()
+        shutil.rmtree(work, ignore_errors=True)
+    base = statistics.median(results["quiet (GATEWAY_LOG=warn)"])
+    print(f"| GET /v2/records/r777 on one session, {args.rows} rows | median req/s of {args.rounds} | vs quiet |")
+    print("| --- | ---: | ---: |")
+    for mode, values in results.items():
+        median = statistics.median(values)
+        print(f"| {mode} | {median:,.0f} | {100 * (median - base) / base:+.1f}% |")
+    print(f"\nthe collector received {received[0]} exports, {received[1]:,} bytes")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
