@@ -4,7 +4,10 @@
 - no Rust source file in the workspace over 800 lines;
 - no circle between the files of a crate: file A naming an item of file B while B
   names one of A (through `use` or a path), crate roots (lib.rs, main.rs) excepted —
-  they are the index every file may name.
+  they are the index every file may name;
+- every source file (crate roots and mod.rs aside) is in ARCHITECTURE.md's code map:
+  under its crate's `crates/NAME` line, as `src/….rs` or by name beneath its
+  directory's `src/dir/` line, or anywhere by its full path.
 
 What exists today and is not yet fixed is listed, each with its reason, in
 scripts/architecture-allow.txt; anything new fails:
@@ -208,6 +211,36 @@ def read_allow(path: Path) -> tuple[dict[str, int], list[set[str]]]:
     return sizes, cycles
 
 
+def code_map(text: str) -> set[str]:
+    """The files ARCHITECTURE.md's code map names (see the module's doc): generous — a
+    bare `name.rs` counts under the directory line above it and under its crate's src."""
+    mapped: set[str] = set(re.findall(r"crates/[\w-]+/[\w/]+\.rs", text))
+    crate, context = None, []  # context: (indent, directory) of `src/dir/` lines
+    for line in text.splitlines():
+        if line.startswith(("```", "#")):
+            crate, context = None, []
+            continue
+        head = re.match(r"^crates/([\w-]+)(\s|$)", line)
+        if head:
+            crate, context = head.group(1), []
+            continue
+        full_line = re.match(r"^crates/([\w-]+)/src/", line)
+        bases = [f"crates/{full_line.group(1)}/src/"] if full_line else []
+        if crate is not None:
+            entry = re.match(r"^(\s+)(\S+?)[,;:]?(\s|$)", line)
+            indent = len(entry.group(1)) if entry else 0
+            while context and context[-1][0] >= indent and entry:
+                context.pop()
+            if entry and entry.group(2).endswith("/"):
+                token = entry.group(2)
+                full = f"crates/{crate}/{token}" if token.startswith("src/") or not context else context[-1][1] + token
+                context.append((indent, full))
+            bases += [f"crates/{crate}/", f"crates/{crate}/src/"] + [c[1] for c in context]
+        for token in re.findall(r"(?<![\w/.-])([\w/-]+\.rs)\b", line):
+            mapped.update(base + token for base in bases)
+    return mapped
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--root", default=str(Path(__file__).resolve().parent.parent))
@@ -246,6 +279,15 @@ def main() -> int:
             if not ok:
                 print("architecture: files name each other in a circle: " + " ↔ ".join(names))
                 failures += 1
+    architecture = root / "ARCHITECTURE.md"
+    if architecture.exists():
+        mapped = code_map(architecture.read_text())
+        for f in sorted(root.glob("crates/*/src/**/*.rs")):
+            rel = str(f.relative_to(root))
+            if f.name in ("lib.rs", "main.rs", "mod.rs") or rel in mapped:
+                continue
+            print(f"architecture: {rel} is not in ARCHITECTURE.md's code map: say there what it is")
+            failures += 1
     return 1 if failures else 0
 
 

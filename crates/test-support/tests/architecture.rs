@@ -1,7 +1,7 @@
 //! The file-level architecture check (`scripts/check_files.py`, run by
 //! `scripts/check_architecture.sh` in CI) fails on what it exists to catch: a planted
-//! circle between two files and a planted 900-line file, and passes the repository
-//! as it stands with its allow list.
+//! circle between two files, a planted 900-line file and a file the code map does not
+//! name, and passes the repository as it stands with its allow list.
 
 use gateway_test_support::repo_root;
 use std::path::Path;
@@ -77,6 +77,23 @@ fn a_planted_900_line_file_fails() {
     std::fs::write(&allow, "size crates/demo/src/a.rs 850 planted for the test\n").unwrap();
     let (passed, said) = check(dir.path(), &allow);
     assert!(!passed && said.contains("grew to 900 lines"), "{said}");
+}
+
+#[test]
+fn a_file_missing_from_the_code_map_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let allow = dir.path().join("allow.txt");
+    std::fs::write(&allow, "").unwrap();
+    plant(dir.path(), "//! a\n", "//! b\n");
+    let map = dir.path().join("ARCHITECTURE.md");
+    std::fs::write(&map, "```\ncrates/demo       a demo\n  src/a.rs          the a of it.\n```\n").unwrap();
+    let (passed, said) = check(dir.path(), &allow);
+    assert!(!passed, "{said}");
+    assert!(said.contains("crates/demo/src/b.rs is not in ARCHITECTURE.md's code map"), "{said}");
+    assert!(!said.contains("src/a.rs is not"), "{said}");
+    std::fs::write(&map, "```\ncrates/demo       a demo\n  src/a.rs          the a of it; b.rs the b.\n```\n").unwrap();
+    let (passed, said) = check(dir.path(), &allow);
+    assert!(passed, "{said}");
 }
 
 #[test]
