@@ -85,6 +85,7 @@ fn hex_value(byte: u8) -> Option<u8> {
 
 /// A query string's pairs in order (`parse_qsl(query, keep_blank_values=True)`):
 /// `&`-separated, each side `unquote_plus`ed, a pair without `=` a blank value.
+/// The workspace's one query parser: the other spellings below are views of it.
 pub fn query_pairs(query: &str) -> Vec<(String, String)> {
     query
         .split('&')
@@ -96,9 +97,35 @@ pub fn query_pairs(query: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// `urllib.parse.parse_qsl(query)`: [`query_pairs`] without the blank values.
+pub fn parse_qsl(query: &str) -> Vec<(String, String)> {
+    query_pairs(query).into_iter().filter(|(_, v)| !v.is_empty()).collect()
+}
+
+/// `{k: v[0] for k, v in parse_qs(query).items()}`: [`parse_qsl`] with the first value
+/// of a repeated name kept, in first-seen order.
+pub fn parse_qs_first(query: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for (name, value) in parse_qsl(query) {
+        if !out.iter().any(|(k, _)| *k == name) {
+            out.push((name, value));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_three_spellings_of_a_query() {
+        let query = "a=1&b=&c&a=2&d+e=f%20g&&";
+        let pairs = |v: Vec<(String, String)>| v.into_iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(";");
+        assert_eq!(pairs(query_pairs(query)), "a=1;b=;c=;a=2;d e=f g");
+        assert_eq!(pairs(parse_qsl(query)), "a=1;a=2;d e=f g");
+        assert_eq!(pairs(parse_qs_first(query)), "a=1;d e=f g");
+    }
 
     #[test]
     fn quote_keeps_unreserved_and_safe_bytes() {

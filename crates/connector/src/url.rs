@@ -1,23 +1,7 @@
 //! The few URL pieces capture needs, spelled as Python's `urllib.parse` spells them
 //! (the codecs themselves are `gateway_common::url`).
 
-pub use gateway_common::url::{quote_segment as quote, unquote_plus, urlencode};
-
-/// `urllib.parse.parse_qsl(query)`: name/value pairs, blank values left out.
-pub fn parse_qsl(query: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    for part in query.split('&') {
-        if part.is_empty() {
-            continue;
-        }
-        let (name, value) = part.split_once('=').unwrap_or((part, ""));
-        if value.is_empty() {
-            continue;
-        }
-        out.push((unquote_plus(name), unquote_plus(value)));
-    }
-    out
-}
+pub use gateway_common::url::{parse_qsl, quote_segment as quote, unquote_plus, urlencode};
 
 /// The parts of an absolute URL: (scheme, netloc, path, query).
 pub fn split(url: &str) -> (String, String, String, String) {

@@ -11,23 +11,10 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 /// Python's `{k: v[0] for k, v in parse_qs(query).items()}`: `&`-separated pairs,
-/// blank values dropped, the first value of a repeated name kept, first-seen order.
+/// blank values dropped, the first value of a repeated name kept, first-seen order
+/// (`gateway_common::url::parse_qs_first`).
 pub fn parse_query(query: &str) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = Vec::new();
-    for pair in query.split('&') {
-        if pair.is_empty() {
-            continue;
-        }
-        let Some((name, value)) = pair.split_once('=') else { continue };
-        if value.is_empty() {
-            continue;
-        }
-        let name = unquote_plus(name);
-        if !out.iter().any(|(k, _)| *k == name) {
-            out.push((name, unquote_plus(value)));
-        }
-    }
-    out
+    gateway_common::url::parse_qs_first(query)
 }
 
 /// The value of a query parameter.
