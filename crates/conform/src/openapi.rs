@@ -42,37 +42,6 @@ fn refuse(message: String) -> ContractError {
     ContractError::new("conform", message, "/conform/openapi")
 }
 
-/// YAML → our JSON value; scalar keys become strings (`200:` is the status "200").
-fn from_yaml(value: serde_yaml_ng::Value) -> Value {
-    use serde_yaml_ng::Value as Y;
-    match value {
-        Y::Null => Value::Null,
-        Y::Bool(b) => Value::Bool(b),
-        Y::Number(n) => match (n.as_i64(), n.as_f64()) {
-            (Some(i), _) => Value::Int(i),
-            (None, Some(f)) => Value::Float(f),
-            _ => Value::Null,
-        },
-        Y::String(s) => Value::Str(s),
-        Y::Sequence(items) => Value::Array(items.into_iter().map(from_yaml).collect()),
-        Y::Mapping(mapping) => {
-            let mut map = Map::default();
-            for (key, item) in mapping {
-                let key = match key {
-                    Y::String(s) => s,
-                    Y::Bool(b) => b.to_string(),
-                    Y::Number(n) => n.to_string(),
-                    Y::Null => "null".into(),
-                    other => serde_yaml_ng::to_string(&other).unwrap_or_default().trim().to_string(),
-                };
-                map.insert(key, from_yaml(item));
-            }
-            Value::Object(map)
-        }
-        Y::Tagged(tagged) => from_yaml(tagged.value),
-    }
-}
-
 /// Line and column (1-based) of a byte offset.
 fn line_column(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];
@@ -129,14 +98,13 @@ impl Document {
         let text = std::fs::read_to_string(path).map_err(|e| refuse(format!("Cannot read {file}: {e}")))?;
         let yaml = file.ends_with(".yaml") || file.ends_with(".yml");
         let text = if yaml {
-            match serde_yaml_ng::from_str::<serde_yaml_ng::Value>(&text) {
+            // Keys as JSON spells them (`200:` is the status "200", `true:` "true").
+            match gateway_world::json::parse_yaml(&text, gateway_world::json::KeyStyle::Json) {
                 // YAML documents are small; as JSON text they are read like the rest.
-                Ok(value) => dumps(&from_yaml(value), DumpOptions { sort_keys: false, ensure_ascii: false, indent: None, compact: true }),
+                Ok(value) => dumps(&value, DumpOptions { sort_keys: false, ensure_ascii: false, indent: None, compact: true }),
                 Err(error) => {
-                    let place = error.location().map(|l| format!(" at line {}, column {}", l.line(), l.column())).unwrap_or_default();
-                    let reason = error.to_string();
-                    let reason = reason.split(" at line ").next().unwrap_or(&reason).to_string();
-                    return Err(refuse(format!("{file} is not valid YAML{place}: {reason}")));
+                    let place = error.place.map(|(line, column)| format!(" at line {line}, column {column}")).unwrap_or_default();
+                    return Err(refuse(format!("{file} is not valid YAML{place}: {}", error.reason)));
                 }
             }
         } else {

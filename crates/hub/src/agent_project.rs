@@ -39,37 +39,6 @@ pub struct AgentManifest {
     pub env: Value,
 }
 
-/// YAML → our JSON value; scalar keys become their text.
-fn from_yaml(value: serde_yaml_ng::Value) -> Value {
-    use serde_yaml_ng::Value as Y;
-    match value {
-        Y::Null => Value::Null,
-        Y::Bool(b) => Value::Bool(b),
-        Y::Number(n) => match (n.as_i64(), n.as_f64()) {
-            (Some(i), _) => Value::Int(i),
-            (None, Some(f)) => Value::Float(f),
-            _ => Value::Null,
-        },
-        Y::String(s) => Value::Str(s),
-        Y::Sequence(items) => Value::Array(items.into_iter().map(from_yaml).collect()),
-        Y::Mapping(mapping) => {
-            let mut map = Map::default();
-            for (key, item) in mapping {
-                let key = match key {
-                    Y::String(s) => s,
-                    Y::Bool(b) => if b { "True" } else { "False" }.to_string(),
-                    Y::Number(n) => n.to_string(),
-                    Y::Null => "None".into(),
-                    other => serde_yaml_ng::to_string(&other).unwrap_or_default().trim().to_string(),
-                };
-                map.insert(key, from_yaml(item));
-            }
-            Value::Object(map)
-        }
-        Y::Tagged(tagged) => from_yaml(tagged.value),
-    }
-}
-
 /// A YAML file's document (`None` when the file is absent).
 fn read_yaml(path: &Path, name: &str) -> Result<Option<Value>, String> {
     let text = match std::fs::read_to_string(path) {
@@ -80,8 +49,10 @@ fn read_yaml(path: &Path, name: &str) -> Result<Option<Value>, String> {
     if text.trim().is_empty() {
         return Ok(Some(Value::Null));
     }
-    let parsed: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).map_err(|e| format!("{name} is not valid YAML: {e}"))?;
-    Ok(Some(from_yaml(parsed)))
+    // The original reads it with PyYAML: a boolean key is `True` to it.
+    let parsed = gateway_world::json::parse_yaml(&text, gateway_world::json::KeyStyle::Python)
+        .map_err(|e| format!("{name} is not valid YAML: {e}"))?;
+    Ok(Some(parsed))
 }
 
 fn member<'a>(map: &'a Map, key: &str) -> Option<&'a Value> {

@@ -10,9 +10,11 @@
 mod parse;
 mod value;
 mod write;
+mod yaml;
 pub use parse::*;
 pub use value::*;
 pub use write::*;
+pub use yaml::{parse_yaml, KeyStyle, YamlError};
 
 #[cfg(test)]
 mod tests;
