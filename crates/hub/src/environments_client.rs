@@ -14,6 +14,7 @@
 //! files no evaluations, and parses no command line (that is `gateway-cli`).
 
 use crate::client::{basic_auth, truthy, EnvCredentials};
+use crate::error::error_chain;
 use crate::HubError;
 use gateway_common::url::quote;
 use gateway_common::url::quote_plus;
@@ -741,17 +742,6 @@ pub fn verdict_lines(model: &str, verdict: &Value) -> (Vec<String>, bool) {
     }
     let passed = matches!(status.to_uppercase().as_str(), "COMPLETED" | "SUCCEEDED");
     (lines, passed)
-}
-
-/// An error and its causes, joined (reqwest's own text stops at the outermost).
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(&format!(": {cause}"));
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

@@ -88,3 +88,14 @@ impl From<rusqlite::Error> for HubError {
         HubError::Storage(error.to_string())
     }
 }
+
+/// An error and its causes, joined (reqwest's own text stops at the outermost).
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
+}

@@ -10,6 +10,7 @@
 //! original would launch one), and parses no command line (that is `gateway-cli`).
 
 use crate::client::{basic_auth, truthy, EnvCredentials};
+use crate::error::error_chain;
 use gateway_common::url::quote;
 use gateway_common::url::quote_plus;
 use gateway_world::json::{self, object, python_repr, python_str, DumpOptions, Map, Value};
@@ -337,16 +338,6 @@ impl SessionsClient {
         let raw = self.request("POST", &format!("{}/validate", task_path(task_id)), Some(&Value::Object(body)))?;
         Ok(task_validation(&raw))
     }
-}
-
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(inner) = source {
-        text.push_str(&format!(": {inner}"));
-        source = inner.source();
-    }
-    text
 }
 
 fn into_map(value: Value) -> Map {
