@@ -26,6 +26,9 @@ pub const HOST_STALE_SECONDS: f64 = 30.0;
 pub struct Worlds {
     /// The host this hub runs in its own process (None: remote hosts only).
     pub embedded: Option<Arc<WorldHost>>,
+    /// The embedded host's data-plane router, built once (a clone per request is an
+    /// `Arc` bump); the hub logs the requests itself, so it carries no log of its own.
+    pub embedded_routes: Option<axum::Router>,
     /// The shared control-plane secret: `X-Worker-Secret` of run workers. Remote hosts
     /// are registered and called under credentials of their own
     /// ([`crate::host_credentials`]), never under this one.
@@ -127,8 +130,14 @@ impl Worlds {
         if let Some(lease) = std::env::var("WORLDS_HOST_LEASE_S").ok().and_then(|v| v.parse().ok()) {
             config.lease_seconds = lease;
         }
+        let host = Arc::new(WorldHost::new(config));
+        let routes = gateway_host::server::routes(
+            host.clone(),
+            gateway_host::server::ServerConfig { secret: String::new(), domain: "localhost".into() },
+        );
         Worlds {
-            embedded: Some(Arc::new(WorldHost::new(config))),
+            embedded: Some(host),
+            embedded_routes: Some(routes),
             secret,
             instance: format!("{}-{}", std::process::id(), gateway_common::random::random_hex(8)),
             machine: machine(),
@@ -143,6 +152,7 @@ impl Worlds {
             gateway_host::version::VersionCache::catalog(root.join(format!("catalog-{}", std::process::id())), Arc::new(fetch_bundle));
         Worlds {
             embedded: None,
+            embedded_routes: None,
             secret,
             instance: format!("{}-{}", std::process::id(), gateway_common::random::random_hex(8)),
             machine: machine(),

@@ -84,8 +84,8 @@ pub(super) async fn answer(State(hub): State<Arc<Hub>>, request: Request) -> Res
     if path.starts_with("/s/") {
         // A session's data plane, when it runs on this hub's own host.
         // Every call is recorded in the session's call log (server/call_log.rs).
-        if let Some(host) = hub.worlds.as_ref().and_then(|w| w.embedded.clone()) {
-            return super::call_log::data_plane(&hub, host, parts, body, limit).await;
+        if let Some(routes) = hub.worlds.as_ref().and_then(|w| w.embedded_routes.clone()) {
+            return super::call_log::data_plane(&hub, routes, parts, body, limit).await;
         }
     }
     if path == "/" || path == "/ui" || path.starts_with("/ui/") {

@@ -161,7 +161,7 @@ pub(super) fn entries(page: Vec<(i64, String)>) -> Vec<Value> {
 
 /// A request of the data plane (`/s/<sid>/…`) answered by the embedded host, and
 /// recorded in its session's call log.
-pub(super) async fn data_plane(hub: &Hub, host: Arc<gateway_host::WorldHost>, parts: Parts, body: Body, limit: usize) -> Response {
+pub(super) async fn data_plane(hub: &Hub, routes: axum::Router, parts: Parts, body: Body, limit: usize) -> Response {
     let started = Instant::now();
     let created_at = now_iso();
     let target = parts.uri.path_and_query().map(|p| p.as_str().to_string()).unwrap_or_else(|| "/".into());
@@ -169,9 +169,8 @@ pub(super) async fn data_plane(hub: &Hub, host: Arc<gateway_host::WorldHost>, pa
     let method = parts.method.as_str().to_string();
     let (request, response) = match to_bytes(body, limit).await {
         Ok(request) => {
-            let config = gateway_host::server::ServerConfig { secret: String::new(), domain: "localhost".into() };
             let forwarded = Request::from_parts(parts, Body::from(request.clone()));
-            let response = match tower_service_call(gateway_host::server::routes(host, config), forwarded).await {
+            let response = match tower_service_call(routes, forwarded).await {
                 Some(response) => response,
                 None => error_response(&HubError::Storage("the session's host did not answer".into())),
             };
