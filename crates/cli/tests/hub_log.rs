@@ -11,41 +11,16 @@ const GATEWAY: &str = env!("CARGO_BIN_EXE_gateway");
 /// Serve a hub with `log` as GATEWAY_LOG, make two requests, stop it: what it said.
 fn requests_logged(log: &str) -> String {
     let data = tempfile::tempdir().unwrap();
-    let mut child = Command::new(GATEWAY)
-        .args(["hub", "serve", "--addr", "127.0.0.1:0", "--data"])
-        .arg(data.path())
-        .env("GATEWAY_LOG", log)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut said = String::new();
-    let addr = loop {
-        let mut line = String::new();
-        assert!(stderr.read_line(&mut line).unwrap() > 0, "the hub did not start: {said}");
-        said.push_str(&line);
-        if let Some(addr) = line.trim().strip_prefix("gateway hub listening on http://") {
-            break addr.to_string();
-        }
-    };
-    let addr: std::net::SocketAddr = addr.parse().unwrap();
-    let (status, _, _) = gateway_test_support::http_exchange(addr, "GET", "/openapi.json", &[], "");
-    assert_eq!(status, 200);
-    let (status, _, _) = gateway_test_support::http_exchange(
-        addr,
-        "GET",
-        "/api/public/benchmark-containers?signature=s3cr3t",
-        &[("Authorization", "Basic cGs6c2stc2VjcmV0")],
-        "",
-    );
-    assert_eq!(status, 401);
-    // The lines are written by a thread of their own: give it a moment before the kill.
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    child.kill().unwrap();
-    child.wait().unwrap();
-    stderr.read_to_string(&mut said).unwrap();
-    said
+    let data = data.path().to_str().unwrap().to_string();
+    server_logged(
+        &["hub", "serve", "--addr", "127.0.0.1:0", "--data", &data],
+        "gateway hub listening on http://",
+        &[("GATEWAY_LOG", log)],
+        &[
+            ("GET", "/openapi.json", &[]),
+            ("GET", "/api/public/benchmark-containers?signature=s3cr3t", &[("Authorization", "Basic cGs6c2stc2VjcmV0")]),
+        ],
+    )
 }
 
 #[test]
