@@ -194,50 +194,14 @@ impl CtxHost for StoreHost<'_> {
                 let source = source();
                 self.store.delete(&entity, param("key"), source).map(|()| Value::Null).map_err(ctx_error)
             }
-            "sql" => read_only_sql(self.store, param("sql").as_str().unwrap_or_default(), param("params")),
+            // `gateway_env.db.one/all`: a read-only statement; a write is `raw_write`.
+            "sql" => gateway_serve::sql::read_only(
+                self.store.connection(),
+                param("sql").as_str().unwrap_or_default(),
+                param("params"),
+                "Raw SQL writes are not allowed in a tool; use gateway_env.store",
+            ),
             other => Err(CtxError::Other(format!("a tool cannot call ctx.{other}"))),
         }
     }
-}
-
-/// `gateway_env.db.one/all`: a read-only statement; a write is `raw_write`.
-fn read_only_sql(store: &Store, sql: &str, params: &Value) -> Result<Value, CtxError> {
-    let raw_write = || {
-        CtxError::Contract(ContractError::new("raw_write", "Raw SQL writes are not allowed in a tool; use gateway_env.store", "").detail())
-    };
-    let mut statement = store.connection().prepare(sql).map_err(|e| CtxError::Other(e.to_string()))?;
-    if !statement.readonly() {
-        return Err(raw_write());
-    }
-    let bound: Vec<rusqlite::types::Value> = params
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|v| match v {
-            Value::Null => rusqlite::types::Value::Null,
-            Value::Bool(b) => rusqlite::types::Value::Integer(i64::from(*b)),
-            Value::Int(n) => rusqlite::types::Value::Integer(*n),
-            Value::Float(f) => rusqlite::types::Value::Real(*f),
-            Value::Str(s) => rusqlite::types::Value::Text(s.clone()),
-            other => rusqlite::types::Value::Text(json::canonical(other)),
-        })
-        .collect();
-    let columns = statement.column_count();
-    let mut rows = statement.query(rusqlite::params_from_iter(bound)).map_err(|e| CtxError::Other(e.to_string()))?;
-    let mut out = Vec::new();
-    while let Some(row) = rows.next().map_err(|e| CtxError::Other(e.to_string()))? {
-        let mut cells = Vec::with_capacity(columns);
-        for i in 0..columns {
-            let cell = match row.get_ref(i).map_err(|e| CtxError::Other(e.to_string()))? {
-                rusqlite::types::ValueRef::Null => Value::Null,
-                rusqlite::types::ValueRef::Integer(n) => Value::Int(n),
-                rusqlite::types::ValueRef::Real(f) => Value::Float(f),
-                rusqlite::types::ValueRef::Text(t) => Value::Str(String::from_utf8_lossy(t).into_owned()),
-                rusqlite::types::ValueRef::Blob(b) => Value::Str(hex::encode(b)),
-            };
-            cells.push(cell);
-        }
-        out.push(Value::Array(cells));
-    }
-    Ok(Value::Array(out))
 }

@@ -171,74 +171,6 @@ pub struct WorldApp {
 /// Seed rows per entity shown as examples in the served OpenAPI document.
 const DOCUMENT_EXAMPLES: usize = 2;
 
-fn opt(value: &Option<String>) -> Value {
-    value.clone().map(Value::Str).unwrap_or_default()
-}
-
-/// The connection spec's fields, for `ctx.spec`.
-fn spec_value(spec: &gateway_connector::spec::Spec) -> Value {
-    object([
-        ("slug", Value::str(&spec.slug)),
-        ("base_url", Value::str(&spec.base_url)),
-        ("scheme", Value::str(&spec.scheme)),
-        ("auth_name", opt(&spec.auth_name)),
-        ("secret_env", opt(&spec.secret_env)),
-        ("extra_headers", Value::Object(spec.extra_headers.iter().map(|(k, v)| (k.clone(), Value::str(v))).collect())),
-        ("token_url", opt(&spec.token_url)),
-        ("client_id_env", opt(&spec.client_id_env)),
-        ("scope", opt(&spec.scope)),
-        ("requests_per_minute", Value::Int(spec.requests_per_minute)),
-        ("timeout_seconds", Value::Float(spec.timeout_seconds)),
-        ("max_pages", Value::Int(spec.max_pages)),
-        ("cursor_param", opt(&spec.cursor_param)),
-        ("cursor_field", opt(&spec.cursor_field)),
-        ("cursor_header", opt(&spec.cursor_header)),
-    ])
-}
-
-/// The `[api]` settings, for `ctx.settings`.
-fn settings_value(settings: &ApiSettings) -> Value {
-    let paging = &settings.paging;
-    object([
-        ("envelope", Value::str(&settings.envelope)),
-        ("unauthorized", settings.unauthorized.clone()),
-        ("not_found", settings.not_found.clone()),
-        (
-            "filters",
-            Value::Object(
-                settings
-                    .operations
-                    .iter()
-                    .map(|(name, op)| (name.clone(), Value::Object(op.filter.iter().map(|(k, v)| (k.clone(), Value::str(v))).collect())))
-                    .collect(),
-            ),
-        ),
-        ("unauthorized_status", Value::Int(settings.unauthorized_status)),
-        ("not_found_status", Value::Int(settings.not_found_status)),
-        ("invalid", settings.invalid.clone()),
-        ("invalid_status", Value::Int(settings.invalid_status)),
-        ("error_content_type", Value::str(&settings.error_content_type)),
-        ("hits_key", Value::Str(settings.hits_key.to_string())),
-        ("cursor_key", Value::Str(settings.cursor_key.to_string())),
-        ("previous_key", opt(&settings.previous_key)),
-        ("page_headers", Value::Object(settings.page_headers.iter().map(|(k, v)| (k.clone(), Value::str(v))).collect())),
-        ("page_links", Value::Bool(settings.page_links)),
-        (
-            "paging",
-            object([
-                ("style", Value::str(&paging.style)),
-                ("limit_param", Value::str(&paging.limit_param)),
-                ("offset_param", Value::str(&paging.offset_param)),
-                ("cursor_param", Value::str(&paging.cursor_param)),
-                ("page_size", Value::Int(paging.page_size)),
-            ]),
-        ),
-        ("token_path", opt(&settings.token_path)),
-        ("handlers", settings.handlers.as_ref().map(|p| Value::Str(p.display().to_string())).unwrap_or_default()),
-        ("before", opt(&settings.before)),
-    ])
-}
-
 impl std::fmt::Debug for WorldApp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WorldApp").field("slug", &self.router.spec.slug).finish()
@@ -400,8 +332,8 @@ impl WorldApp {
         worker: Option<SharedWorker>,
     ) -> WorldApp {
         let prefix = base_path(&router.spec.base_url);
-        let handler_spec = spec_value(&router.spec);
-        let handler_settings = settings_value(&settings);
+        let handler_spec = crate::ctx::spec_value(&router.spec);
+        let handler_settings = crate::ctx::settings_value(&settings);
         WorldApp {
             state,
             router,
@@ -703,6 +635,7 @@ impl WorldApp {
         let mut dress = crate::vendor::Dress {
             rewrite: (!settings.rewrite.is_empty()).then(|| (settings.rewrite.clone(), served.trim_end_matches('/').to_string())),
             headers: settings.headers.clone(),
+            fields: Map::default(),
         };
         let anonymous = settings.anonymous.iter().any(|m| m == method) && header("authorization").is_none();
         if !anonymous && !self.router.authorized(headers, &query, self.key.as_deref()) {
@@ -732,15 +665,7 @@ impl WorldApp {
         };
         let link: Link = (format!("{proto}://{host}{mount}{raw_path}"), query.clone());
         let request = Request { operation, args, query, body, headers, link };
-        let outcome = (|| -> Result<Handled, Failure> {
-            if let Some(gate) = &settings.before {
-                if let Some(verdict) = self.run_gate(gate, &request)? {
-                    return Ok(Handled::Answered(verdict));
-                }
-            }
-            self.answer(&op, &request, &dress)
-        })();
-        match outcome {
+        match self.gated(&op, &request, &mut dress) {
             Ok(Handled::Answered(mut response)) => {
                 dress.apply(&mut response);
                 Handled::Answered(response)
@@ -784,31 +709,43 @@ impl WorldApp {
         }
     }
 
-    fn run_gate(&self, gate: &str, request: &Request) -> Result<Option<Response>, Failure> {
-        match self.call_handler(gate, request)? {
-            HandlerOutcome::Body(Value::Null) => Ok(None),
-            HandlerOutcome::Body(body) => Ok(Some(Response::json(200, body))),
-            HandlerOutcome::Answer { status, body, headers } => Ok(Some(answer(status, body, headers.unwrap_or_default()))),
+    /// The `before` gate, then the operation: a gate that lets the request through
+    /// may have added headers and members to its answer (kept in `dress`).
+    fn gated(&self, op: &OperationSettings, request: &Request, dress: &mut crate::vendor::Dress) -> Result<Handled, Failure> {
+        if let Some(gate) = &self.settings.before {
+            let (verdict, added) = self.call_handler(gate, request)?;
+            dress.add(added.headers, added.fields);
+            match verdict {
+                HandlerOutcome::Body(Value::Null) => {}
+                HandlerOutcome::Body(body) => return Ok(Handled::Answered(Response::json(200, body))),
+                HandlerOutcome::Answer { status, body, headers } => {
+                    return Ok(Handled::Answered(answer(status, body, headers.unwrap_or_default())))
+                }
+            }
         }
+        self.answer(op, request, dress)
     }
 
-    fn call_handler(&self, function: &str, request: &Request) -> Result<HandlerOutcome, Failure> {
+    /// Run one handler (or the gate): its `ctx` writes one transaction, committed
+    /// when it answered, rolled back when it failed; what it added to the answer.
+    fn call_handler(&self, function: &str, request: &Request) -> Result<(HandlerOutcome, crate::ctx::Added), Failure> {
         let Some(worker) = &self.worker else {
             return Err(Failure::Internal(format!("no handlers module for {function}")));
         };
+        let operation = request.operation;
         let payload = HandlerRequest {
             args: Value::Object(request.args.iter().map(|(k, v)| (k.clone(), Value::str(v))).collect()),
             query: query_object(&request.query),
             body: request.body.clone(),
             headers: Value::Object(request.headers.iter().map(|(k, v)| (k.clone(), Value::str(v))).collect()),
             operation: object([
-                ("name", Value::str(&request.operation.name)),
-                ("method", Value::str(&request.operation.method)),
-                ("path", Value::str(&request.operation.path)),
-                ("params", Value::Array(request.operation.params.iter().map(Value::str).collect())),
-                ("entity", request.operation.entity.clone().map(Value::Str).unwrap_or_default()),
-                ("results", Value::str(&request.operation.results)),
-                ("placeholders", Value::Array(request.operation.placeholders().into_iter().map(Value::Str).collect())),
+                ("name", Value::str(&operation.name)),
+                ("method", Value::str(&operation.method)),
+                ("path", Value::str(&operation.path)),
+                ("params", Value::Array(operation.params.iter().map(Value::str).collect())),
+                ("entity", operation.entity.clone().map(Value::Str).unwrap_or_default()),
+                ("results", Value::str(&operation.results)),
+                ("placeholders", Value::Array(operation.placeholders().into_iter().map(Value::Str).collect())),
             ]),
             context: object([
                 ("spec", self.handler_spec.clone()),
@@ -819,12 +756,16 @@ impl WorldApp {
                 ("session", Value::Bool(self.determinism.is_some())),
             ]),
         };
-        let mut host = crate::ctx::Host { app: self, link: &request.link };
-        match worker.call(function, &payload, &mut host) {
-            Ok(outcome) => Ok(outcome),
+        let pinned = self.state.pin();
+        let writes = crate::state::handler_writes::HandlerWrites::new(&pinned);
+        let mut host = crate::ctx::Host { app: self, link: &request.link, writes, added: Default::default() };
+        let outcome = worker.call(function, &payload, &mut host);
+        let crate::ctx::Host { writes, added, .. } = host;
+        writes.finish(outcome.is_ok()).map_err(Failure::from)?;
+        match outcome {
+            Ok(outcome) => Ok((outcome, added)),
             Err(HandlerFailure::Contract(detail)) => Err(Failure::Contract(detail)),
-            Err(HandlerFailure::Exception(message)) => Err(Failure::Internal(message)),
-            Err(HandlerFailure::WorkerDied(message)) => Err(Failure::Internal(message)),
+            Err(HandlerFailure::Exception(message)) | Err(HandlerFailure::WorkerDied(message)) => Err(Failure::Internal(message)),
             Err(HandlerFailure::TimedOut(limit)) => Err(Failure::TimedOut(limit)),
         }
     }
@@ -849,11 +790,16 @@ impl WorldApp {
         }
         if op.action == "handler" {
             let function = op.handler.clone().unwrap_or_default();
-            return Ok(Handled::Answered(match self.call_handler(&function, request)? {
+            let (outcome, added) = self.call_handler(&function, request)?;
+            let mut response = match outcome {
                 HandlerOutcome::Body(Value::Null) => Response { status: op.status as u16, body: None, headers: Vec::new(), file: None },
                 HandlerOutcome::Body(body) => Response::json(op.status, succeed(op.status, body)),
                 HandlerOutcome::Answer { status, body, headers } => answer(status, succeed(status, body), headers.unwrap_or_default()),
-            }));
+            };
+            let mut own = crate::vendor::Dress::default();
+            own.add(added.headers, added.fields);
+            own.apply(&mut response);
+            return Ok(Handled::Answered(response));
         }
         let Some(entity) = operation.entity.as_deref() else {
             return Ok(Handled::Answered(Response::json(

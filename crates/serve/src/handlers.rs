@@ -37,7 +37,10 @@
 //! original compares them), `insert {entity,value}`, `update {entity,key,patch}`,
 //! `delete {entity,key}`, `key_of {entity,row}`, `envelope {rows,query,envelope}`,
 //! `paged {rows,query,envelope,status}` (answer `[status, body, headers|null]`),
-//! `not_found {}` and `invalid {detail}` (answer `[status, body]`).
+//! `not_found {}` and `invalid {detail}` (answer `[status, body]`), `sql {sql,params}`
+//! (read-only; rows as arrays), `add_headers {headers}` and `add_fields {fields}`
+//! (added to the request's answer). The server makes one call's writes one
+//! transaction, rolled back when the call fails.
 
 use gateway_sandbox::{Sandbox, View};
 use gateway_world::json::{dumps, parse, write_string, DumpOptions, ParseError, Value};

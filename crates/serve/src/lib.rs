@@ -22,6 +22,7 @@ pub mod request_log;
 pub mod router;
 pub mod server;
 pub mod settings;
+pub mod sql;
 pub mod state;
 pub mod vendor;
 pub mod worker_log;

@@ -25,8 +25,8 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
-
 mod fork;
+pub(crate) mod handler_writes;
 
 /// A filter on one row field: `(dotted path, mode, wanted text lower-cased)`.
 #[derive(Debug, Clone)]

@@ -17,7 +17,7 @@
 
 use crate::app::Response;
 use gateway_world::error::{fail, ContractError};
-use gateway_world::json::Value;
+use gateway_world::json::{Map, Value};
 use toml::Value as Toml;
 
 /// `[api] rewrite_urls`: the vendor prefixes rewritten to the serving address.
@@ -137,13 +137,30 @@ pub fn rewrite(value: &mut Value, prefixes: &[String], to: &str) {
 pub struct Dress {
     /// (vendor prefixes, serving base) when the world rewrites URLs.
     pub rewrite: Option<(Vec<String>, String)>,
-    /// Headers every answer of the operation carries.
+    /// Headers every answer of the operation carries (the first of a name wins).
     pub headers: Vec<(String, String)>,
+    /// Members added to a successful answer that is an object (`ctx.add_fields` in
+    /// the `before` gate).
+    pub fields: Map,
 }
 
 impl Dress {
-    /// Apply to an answer (a header the answer set already is kept).
+    /// What the `before` gate added: its headers win over the declared ones, its
+    /// members go into successful object answers.
+    pub fn add(&mut self, headers: Vec<(String, String)>, fields: Map) {
+        self.headers.splice(0..0, headers);
+        self.fields.extend(fields);
+    }
+
+    /// Apply to an answer (a header or member the answer set already is kept).
     pub fn apply(&self, response: &mut Response) {
+        if let (true, Some(Value::Object(body))) = ((200..300).contains(&response.status), response.body.as_mut()) {
+            for (name, value) in &self.fields {
+                if !body.contains_key(name) {
+                    body.insert(name.clone(), value.clone());
+                }
+            }
+        }
         if let (Some((prefixes, to)), Some(body)) = (&self.rewrite, response.body.as_mut()) {
             rewrite(body, prefixes, to);
         }

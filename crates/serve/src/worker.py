@@ -27,7 +27,13 @@ the original stdin/stdout descriptors, and fds 0/1 are re-pointed at
                     | {"exception": "<Type: message>", "traceback": "..."}
 
 The worker exits when stdin closes.
+
+ApiContext's public methods carry their signatures (annotations): the connectors
+skill's table of them (CONNECTORS.md, "The handler's ctx") is compared with them by
+crates/serve/tests/ctx_doc.rs, so the documentation cannot drift from this file.
 """
+
+from __future__ import annotations
 
 import importlib.util
 import json
@@ -38,6 +44,7 @@ import time
 import traceback
 import uuid
 from datetime import datetime, timezone
+from typing import Any
 
 CLOCK_ENV = "GATEWAY_WORLD_CLOCK"
 
@@ -181,51 +188,52 @@ class ApiContext:
         #: A live session's clock and ids are the server's (frozen, seeded).
         self._session = context.get("session") is True
 
-    # -- the store (answered by the server)
-    def rows(self, entity):
+    # -- the store (answered by the server). A handler's writes are one transaction:
+    # they land together when it answers, and none of them when it raises.
+    def rows(self, entity: str) -> list[dict]:
         return _rpc("rows", {"entity": entity})
 
-    def get(self, entity, key):
+    def get(self, entity: str, key: dict) -> dict | None:
         return _rpc("get", {"entity": entity, "key": key})
 
-    def find(self, entity, **fields):
+    def find(self, entity: str, **fields) -> list[dict]:
         # The original compares str(value): do the str() here, where Python values live.
         return _rpc("find", {"entity": entity, "fields": {k: str(v) for k, v in fields.items()}})
 
-    def insert(self, entity, value):
+    def insert(self, entity: str, value: dict) -> dict:
         return _rpc("insert", {"entity": entity, "value": value})
 
-    def update(self, entity, key, patch):
+    def update(self, entity: str, key: dict, patch: dict) -> dict:
         return _rpc("update", {"entity": entity, "key": key, "patch": patch})
 
-    def delete(self, entity, key):
+    def delete(self, entity: str, key: dict) -> None:
         _rpc("delete", {"entity": entity, "key": key})
 
-    def sql(self, sql, params):
+    def sql(self, sql: str, params: list) -> list[list]:
         """Read-only SQL on the store (a world's tools: gateway_env.db)."""
         return _rpc("sql", {"sql": sql, "params": params})
 
-    def key_of(self, entity, row):
+    def key_of(self, entity: str, row: dict) -> dict:
         return _rpc("key_of", {"entity": entity, "row": row})
 
     # -- time and identity (computed here, exactly as the original)
-    def clock(self):
+    def clock(self) -> float:
         if self._session:
             return _rpc("clock", {})
         frozen = os.environ.get(CLOCK_ENV)
         return float(frozen) if frozen else time.time()
 
-    def now(self):
+    def now(self) -> str:
         return datetime.fromtimestamp(self.clock(), timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
-    def elapsed(self, since):
+    def elapsed(self, since: str | None) -> float:
         """Seconds since an ISO timestamp the world recorded; infinite when it never happened."""
         if not since:
             return float("inf")
         started = datetime.fromisoformat(since.replace("Z", "+00:00"))
         return self.clock() - started.timestamp()
 
-    def ladder(self, since, steps, before=None):
+    def ladder(self, since: str | None, steps: list[tuple[float, Any]], before: Any = None) -> Any:
         """A status machine on a clock: the last step whose delay has passed."""
         if not since:
             return before
@@ -236,25 +244,35 @@ class ApiContext:
                 current = value
         return current
 
-    def uuid(self):
+    def uuid(self) -> str:
         if self._session:
             return _rpc("uuid", {})
         return str(uuid.uuid4())
 
     # -- the vendor's shapes (answered by the server)
-    def envelope(self, rows, query=None, *, envelope=None):
+    def envelope(self, rows: list[dict], query: dict | None = None, *, envelope: str | None = None) -> Any:
         return _rpc("envelope", {"rows": rows, "query": query, "envelope": envelope})
 
-    def paged(self, rows, query=None, *, envelope=None, status=200):
+    def paged(self, rows: list[dict], query: dict | None = None, *, envelope: str | None = None, status: int = 200) -> tuple[int, Any, dict]:
         """``envelope`` plus the vendor's paging headers, as a handler's full answer."""
         answer = _rpc("paged", {"rows": rows, "query": query, "envelope": envelope, "status": status})
         return tuple(answer)
 
-    def not_found(self):
+    def not_found(self) -> tuple[int, Any]:
         return tuple(_rpc("not_found", {}))
 
-    def invalid(self, detail=None):
+    def invalid(self, detail: str | None = None) -> tuple[int, Any]:
         return tuple(_rpc("invalid", {"detail": detail}))
+
+    # -- adding to the answer (beyond the original): a `before` gate that lets the
+    # request through, or a handler, adds to whatever answer the request gets.
+    def add_headers(self, headers: dict[str, str]) -> None:
+        """Headers added to the answer (over the declared ones; the answer's own win)."""
+        _rpc("add_headers", {"headers": headers})
+
+    def add_fields(self, fields: dict) -> None:
+        """Members added to a successful answer that is an object (its own members win)."""
+        _rpc("add_fields", {"fields": fields})
 
 
 # ---------------------------------------------------------------- answers
