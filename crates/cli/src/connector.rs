@@ -190,7 +190,7 @@ pub enum EntityCommand {
         /// A unique key, fields comma-separated (repeatable).
         #[arg(long)]
         unique: Vec<String>,
-        /// FIELD->entity (repeatable).
+        /// FIELD->entity, or FIELD,FIELD->entity for a composite key (repeatable).
         #[arg(long)]
         relationship: Vec<String>,
     },
@@ -393,7 +393,15 @@ fn route_add_command(args: RouteAddArgs) -> ExitCode {
         extra,
     };
     let world = path.clone();
-    let check = move |spec: &gateway_connector::spec::Spec| gateway_serve::settings::load_api_settings(&world, spec).map(|_| ());
+    // The serving settings as a server would take them, links left to the contract's
+    // relationships included (when the world has a contract to read).
+    let check = move |spec: &gateway_connector::spec::Spec| {
+        let mut settings = gateway_serve::settings::load_api_settings(&world, spec)?;
+        match gateway_world::World::open(&world).and_then(|opened| opened.contract()) {
+            Ok(contract) => gateway_serve::nested::link_from_contract(&mut settings, spec, &contract),
+            Err(_) => Ok(()),
+        }
+    };
     envelope(route_add(&path, &route, &check))
 }
 
@@ -442,11 +450,11 @@ pub fn entity(command: EntityCommand) -> ExitCode {
     let split = |text: &str| text.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect::<Vec<_>>();
     let mut relationships = Vec::new();
     for item in &relationship {
-        let Some((field, target)) = item.split_once("->") else {
-            errln!("Error: --relationship must look like FIELD->entity, got '{item}'");
+        let Some((fields, target)) = item.split_once("->").filter(|(fields, _)| !split(fields).is_empty()) else {
+            errln!("Error: --relationship must look like FIELD->entity (or FIELD,FIELD->entity), got '{item}'");
             return Status::USAGE.into();
         };
-        relationships.push((field.trim().to_string(), target.trim().to_string()));
+        relationships.push((split(fields), target.trim().to_string()));
     }
     let decl = EntityDecl { name, payload, key: split(&key), unique: unique.iter().map(|u| split(u)).collect(), relationships };
     let world = path.clone();

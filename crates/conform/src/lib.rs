@@ -36,6 +36,10 @@ use std::path::{Path, PathBuf};
 /// The credential the conformance run pins the served world to.
 pub const PIN: &str = "conform";
 
+/// A credential the world never issued, for the 401 of an operation it serves
+/// without one (`[auth] anonymous`): no credential is not a 401 there, a wrong one is.
+const WRONG: &str = "conform-wrong";
+
 /// Why conformance could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum ConformError {
@@ -47,13 +51,15 @@ pub enum ConformError {
     Serve(#[from] Box<gateway_serve::server::ServeError>),
 }
 
-/// Headers that get the run through the world's own auth, using the pin.
-fn credentials(app: &WorldApp, spec: &Spec) -> Vec<(String, String)> {
+/// Headers that get the run through the world's own auth, using `secret` (the pin;
+/// [`WRONG`] for headers the world refuses).
+fn credentials(app: &WorldApp, spec: &Spec, secret: &str) -> Vec<(String, String)> {
     use base64::Engine as _;
     match spec.scheme.as_str() {
-        "header" => vec![(spec.auth_name.clone().unwrap_or_default().to_ascii_lowercase(), PIN.to_string())],
-        "bearer" => vec![("authorization".into(), format!("Bearer {PIN}"))],
-        "basic" => vec![("authorization".into(), format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(PIN)))],
+        "header" => vec![(spec.auth_name.clone().unwrap_or_default().to_ascii_lowercase(), secret.to_string())],
+        "bearer" => vec![("authorization".into(), format!("Bearer {secret}"))],
+        "basic" => vec![("authorization".into(), format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(secret)))],
+        "oauth2" if secret != PIN => vec![("authorization".into(), format!("Bearer {secret}"))],
         "oauth2" => {
             let prefix = base_path(&spec.base_url);
             let token_path = app.settings.token_path.clone().unwrap_or_else(|| "/oauth/token".into());
@@ -84,6 +90,8 @@ pub(crate) struct Run<'a> {
     pub app: &'a WorldApp,
     /// The credential headers.
     pub headers: Vec<(String, String)>,
+    /// Credential headers the world refuses.
+    pub wrong: Vec<(String, String)>,
     /// The path prefix of the connector's base URL.
     pub prefix: String,
     pub notes: Vec<String>,
@@ -97,8 +105,19 @@ pub(crate) struct Call {
     pub path: String,
     pub query: Vec<(String, String)>,
     pub body: Option<Value>,
-    /// Whether to present the run's credential.
-    pub credentials: bool,
+    /// What credential to present.
+    pub credentials: Credential,
+}
+
+/// The credential a call presents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Credential {
+    /// The run's own (the pin).
+    Pin,
+    /// None at all.
+    Absent,
+    /// One the world never issued.
+    Wrong,
 }
 
 impl Call {
@@ -107,7 +126,7 @@ impl Call {
         for (name, value) in path_args {
             path = path.replace(&format!("{{{name}}}"), &gateway_connector::url::quote(value));
         }
-        Call { method: operation.method.clone(), path, query, body, credentials: true }
+        Call { method: operation.method.clone(), path, query, body, credentials: Credential::Pin }
     }
 
     /// The request target: the prefix, the path, the query (with the pin when the
@@ -115,8 +134,13 @@ impl Call {
     fn target(&self, run: &Run) -> String {
         let spec = &run.app.router.spec;
         let mut query = self.query.clone();
-        if spec.scheme == "query" && self.credentials {
-            gateway_connector::capture::set_pair(&mut query, spec.auth_name.as_deref().unwrap_or_default(), PIN);
+        let secret = match self.credentials {
+            Credential::Pin => Some(PIN),
+            Credential::Wrong => Some(WRONG),
+            Credential::Absent => None,
+        };
+        if let (true, Some(secret)) = (spec.scheme == "query", secret) {
+            gateway_connector::capture::set_pair(&mut query, spec.auth_name.as_deref().unwrap_or_default(), secret);
         }
         if query.is_empty() {
             format!("{}{}", run.prefix, self.path)
@@ -131,7 +155,11 @@ impl Call {
     }
 
     fn send(&self, run: &Run) -> Response {
-        let mut sent = if self.credentials { run.headers.clone() } else { Vec::new() };
+        let mut sent = match self.credentials {
+            Credential::Pin => run.headers.clone(),
+            Credential::Wrong => run.wrong.clone(),
+            Credential::Absent => Vec::new(),
+        };
         let raw = match &self.body {
             Some(b) => {
                 sent.push(("content-type".into(), "application/json".into()));
@@ -251,9 +279,10 @@ pub fn conform(world: &Path, openapi: &[PathBuf], limit: Option<usize>) -> Resul
     // The author's own world on the author's machine: confined where the machine can.
     let workers = gateway_serve::handlers::WorkerOptions::local();
     let app = load(world, &ServeOptions { api_key: Some(PIN.into()), workers, ..ServeOptions::default() }).map_err(Box::new)?;
-    let headers = credentials(&app, &app.router.spec);
+    let headers = credentials(&app, &app.router.spec, PIN);
+    let wrong = credentials(&app, &app.router.spec, WRONG);
     let prefix = base_path(&app.router.spec.base_url);
-    let mut run = Run { app: &app, headers, prefix, notes: Vec::new() };
+    let mut run = Run { app: &app, headers, wrong, prefix, notes: Vec::new() };
     let mut outcomes = Vec::new();
     let operations: Vec<Operation> = app.router.spec.operations.iter().take(limit.unwrap_or(usize::MAX)).cloned().collect();
     for operation in &operations {

@@ -9,7 +9,8 @@
 //!   on a page that has a next one — asked for with the documented page-size
 //!   parameter at 1 when a page of 2 holds two rows. Other optional headers are
 //!   listed as skipped: nothing says when they are due.
-//! - `error`: a documented 401 is provoked without credentials, a documented 404
+//! - `error`: a documented 401 is provoked without credentials (with a wrong one
+//!   where the world serves the method anonymously), a documented 404
 //!   with a missing value in the last path argument (the parents' keys real); the
 //!   status must be the documented one and the body match the documented error
 //!   schema.
@@ -20,7 +21,7 @@
 use crate::args::{path_parameter, Arguments};
 use crate::openapi::{Document, Found};
 use crate::report::{Check, Verdict};
-use crate::{answered_value, documented_answer, json_schema, Call, Run};
+use crate::{answered_value, documented_answer, json_schema, Call, Credential, Run};
 use gateway_connector::spec::Operation;
 use gateway_serve::app::{Response, WorldApp};
 use gateway_world::json::Value;
@@ -207,9 +208,18 @@ pub fn errors(run: &Run, operation: &Operation, document: &Document, found: &Fou
         if run.app.router.spec.scheme == "none" {
             out.push(Check::new("error", "401", Verdict::Skipped, "the world's connector takes no credential, so nothing answers 401"));
         } else {
+            // A method the world serves without a credential is answered without
+            // one: there, a wrong credential is what is refused.
             let mut probe = call.clone();
-            probe.credentials = false;
-            out.push(error(run, document, found, "401", probe, "without credentials, the route".into()));
+            let anonymous = run.app.settings.anonymous.iter().any(|m| m.eq_ignore_ascii_case(&operation.method));
+            let how = if anonymous {
+                probe.credentials = Credential::Wrong;
+                format!("with a wrong credential ({} is served without one), the route", operation.method)
+            } else {
+                probe.credentials = Credential::Absent;
+                "without credentials, the route".to_string()
+            };
+            out.push(error(run, document, found, "401", probe, how));
         }
     }
     if responses.contains_key("404") {

@@ -293,8 +293,9 @@ pub struct EntityDecl {
     pub key: Vec<String>,
     /// Unique keys.
     pub unique: Vec<Vec<String>>,
-    /// `(field, target entity)` relationships.
-    pub relationships: Vec<(String, String)>,
+    /// `(fields, target entity)` relationships: the fields hold the target's primary
+    /// key (several for a composite one).
+    pub relationships: Vec<(Vec<String>, String)>,
 }
 
 const FIELD_TYPES: [&str; 6] = ["string", "integer", "number", "boolean", "object", "array"];
@@ -542,8 +543,8 @@ pub fn entity_add(world: &Path, decl: &EntityDecl, compile: &dyn Fn(&str) -> Res
         }
     }
     let mut relationships = Vec::new();
-    for (field, target) in &decl.relationships {
-        if !has_property(field) {
+    for (fields, target) in &decl.relationships {
+        if let Some(field) = fields.iter().find(|f| !has_property(f)) {
             return fail(
                 "entity",
                 format!("relationship field {field} is not a property of the payload"),
@@ -554,7 +555,7 @@ pub fn entity_add(world: &Path, decl: &EntityDecl, compile: &dyn Fn(&str) -> Res
             return fail("entity", format!("relationship target {target} is not a declared entity"), format!("{location}/relationship"));
         }
         relationships.push(object([
-            ("fields", Value::Array(vec![Value::str(field)])),
+            ("fields", Value::Array(fields.iter().map(Value::str).collect())),
             ("target", Value::str(target)),
             ("on_delete", Value::str("restrict")),
         ]));

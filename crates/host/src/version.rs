@@ -107,8 +107,9 @@ impl Version {
                 ),
             ));
         }
-        let settings = gateway_serve::settings::load_api_settings(&tree, &spec)?;
+        let mut settings = gateway_serve::settings::load_api_settings(&tree, &spec)?;
         let template = Arc::new(Template::open_world(&world, gateway_serve::server::index_plan(&spec, &settings))?);
+        gateway_serve::nested::link_from_contract(&mut settings, &spec, template.contract())?;
         let worker = match workers {
             Some(options) => {
                 start_worker(&tree, &settings, options).map_err(|e| refuse("host", format!("the world's handlers could not start: {e}")))?

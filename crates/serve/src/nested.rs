@@ -17,6 +17,12 @@
 //! channel in the body: `match = { channel = "id" }`, with `[api] body_params`), and
 //! may declare its own `not_found` body (`'{"ok": false, "error": "channel_not_found"}'`).
 //!
+//! A `link` may be left out when the contract says it: a relationship of the rows'
+//! entity to the parent's (`x-gateway.entities.<e>.relationships`: `fields` →
+//! the target's primary key) is the link, its fields paired with the target's key —
+//! several of them for a composite one (a comment → its issue by `(repository_id,
+//! number)`). [`link_from_contract`] fills them in once the contract is known.
+//!
 //! A parent that does not exist answers the world's not-found. Reads and writes
 //! see only the parent's rows (`link` is a filter); a create fills the link fields
 //! from the parent, and an `int-in-parent` generator counts among the parent's rows
@@ -105,10 +111,70 @@ pub fn parse(t: &toml::Table, location: &str, declared: &dyn Fn(&str) -> bool) -
         let not_found = crate::reply::parse_step_not_found(step, &at)?;
         parents.push(ParentStep { entity, matching, link: step_link, not_found });
     }
-    if link.is_empty() {
-        return fail("spec", "api.link says which fields of the operation's rows hold the parent's", format!("{location}/link"));
-    }
     Ok(Some(Nesting { parents, link }))
+}
+
+/// A relationship field as a row path: a property name, or a JSON pointer (`/a/b`) as
+/// the dotted `a.b`.
+fn row_path(field: &str) -> String {
+    match field.strip_prefix('/') {
+        Some(pointer) => pointer.split('/').map(|part| part.replace("~1", "/").replace("~0", "~")).collect::<Vec<_>>().join("."),
+        None => field.to_string(),
+    }
+}
+
+/// The link the contract gives from `entity`'s rows to `parent`'s: its one
+/// relationship to `parent`, each field paired with the parent's primary key. None
+/// when it has none; refused when it has several (the link must say which).
+fn relationship_link(
+    contract: &gateway_world::Contract,
+    entity: &str,
+    parent: &str,
+    location: &str,
+) -> Result<Option<Vec<(String, String)>>, ContractError> {
+    let (Some(child), Some(target)) = (contract.entity(entity), contract.entity(parent)) else { return Ok(None) };
+    let mut relationships = child.relationships.iter().filter(|r| r.target == parent && r.fields.len() == target.primary_key.len());
+    let Some(relationship) = relationships.next() else { return Ok(None) };
+    if relationships.next().is_some() {
+        return fail("spec", format!("{entity} has several relationships to {parent}: say which fields link them"), location.to_string());
+    }
+    Ok(Some(relationship.fields.iter().map(|f| row_path(f)).zip(target.primary_key.iter().cloned()).collect()))
+}
+
+/// Fill the links `api.parent` and `api.link` leave out from the contract's
+/// relationships (see the module's description): a step's, when its entity has a
+/// relationship to the step before's (else it matches by its arguments alone); the
+/// operation's, which it cannot do without.
+pub fn link_from_contract(
+    settings: &mut crate::settings::ApiSettings,
+    spec: &gateway_connector::spec::Spec,
+    contract: &gateway_world::Contract,
+) -> Result<(), ContractError> {
+    for (index, operation) in spec.operations.iter().enumerate() {
+        let location = format!("/operations/{index}/api");
+        let Some(nesting) = settings.operations.get_mut(&operation.name).and_then(|op| op.nesting.as_mut()) else { continue };
+        for at in 1..nesting.parents.len() {
+            if nesting.parents[at].link.is_empty() {
+                let (step, before) = (&nesting.parents[at].entity, &nesting.parents[at - 1].entity);
+                let derived = relationship_link(contract, step, before, &format!("{location}/parent/{at}/link"))?;
+                nesting.parents[at].link = derived.unwrap_or_default();
+            }
+        }
+        if nesting.link.is_empty() {
+            let entity = operation.entity.as_deref().unwrap_or_default();
+            let parent = nesting.parents.last().map(|p| p.entity.as_str()).unwrap_or_default();
+            match relationship_link(contract, entity, parent, &format!("{location}/link"))? {
+                Some(link) => nesting.link = link,
+                None => {
+                    let message = format!(
+                        "api.link says which fields of the operation's rows hold the parent's (or the contract relates {entity} to {parent})"
+                    );
+                    return fail("spec", message, format!("{location}/link"));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The filter text of a value, as [`Filter::wanted`] compares it.
@@ -214,7 +280,6 @@ mod tests {
                 link = { a = "id" }"#,
                 "nope, which is neither a path argument nor a parameter",
             ),
-            (r#"parent = [{ entity = "r", match = { owner = "x" } }]"#, "api.link says which fields"),
             (
                 r#"parent = [{ entity = "r", match = { owner = "x" }, link = { a = "b" } }]
                 link = { a = "id" }"#,

@@ -72,7 +72,7 @@ pub fn index_plan(spec: &gateway_connector::spec::Spec, settings: &crate::settin
 /// Load a world for serving: spec, settings, state (scenario applied) and handlers.
 pub fn load(world: &Path, options: &ServeOptions) -> Result<WorldApp, ServeError> {
     let spec = gateway_connector::spec::load_spec(world)?;
-    let settings = load_api_settings(world, &spec)?;
+    let mut settings = load_api_settings(world, &spec)?;
     let indexed = index_plan(&spec, &settings);
     let (state, fresh) = match &options.state_dir {
         None => (WorldState::open(world, indexed)?, true),
@@ -81,6 +81,7 @@ pub fn load(world: &Path, options: &ServeOptions) -> Result<WorldApp, ServeError
             (WorldState::durable(std::sync::Arc::new(crate::state::Template::open(world, indexed)?), dir)?, fresh)
         }
     };
+    crate::nested::link_from_contract(&mut settings, &spec, state.contract())?;
     if let (Some(scenario), true) = (&options.scenario, fresh) {
         state.apply_scenario(scenario)?;
     }
