@@ -52,6 +52,11 @@ def search_issues(ctx, args, query, body):
     field = {"created": "created_at", "updated": "updated_at", "comments": "comments"}.get(query.get("sort") or "", "created_at")
     found = sorted((issue for issue in ctx.rows("issues") if keep(issue)), key=lambda i: i[field], reverse=query.get("order") != "asc")
     status, page, headers = ctx.paged(found, query, envelope="items")
+    for item in page["items"]:
+        item["score"] = 1.0
+        if item.get("body") is None:  # a search result's body is text or absent
+            item.pop("body", None)
     page["incomplete_results"] = False
+    page["search_type"] = "lexical"
     page.pop("cursor", None)
     return status, page, headers

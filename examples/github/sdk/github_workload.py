@@ -85,7 +85,7 @@ def main(base_url, token, session=False):
         bodies = [c.body for c in created.get_comments()]
         assert bodies == ["Looking into it."], bodies
         first = [c.body for c in repo.get_issue(1).get_comments()]
-        assert first == ["I can reproduce this on main."], first
+        assert first == ["I can reproduce this on main.", "Same here, on 2.4 as well."], first
         return len(bodies)
 
     def close_issue():
