@@ -1,6 +1,8 @@
 //! Embeds the built-in connector templates (`templates/<slug>/…` and the shared
 //! `templates/base.json`) as a table of `include_bytes!`, so the templates stay data files
-//! of the repository and cargo rebuilds when any of them (or a new one) appears.
+//! of the repository and cargo rebuilds when any of them (or a new one) appears; and the
+//! vendor-faithful example worlds (`examples/github`, `examples/slack`: their authored
+//! files, not what compiling generates) that `schema init --api` starts from.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -47,6 +49,33 @@ fn main() {
         root.join("base.json").to_str().expect("UTF-8 path")
     )
     .unwrap();
-    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("templates.rs");
-    std::fs::write(out, code).expect("write templates.rs");
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    std::fs::write(out.join("templates.rs"), code).expect("write templates.rs");
+    std::fs::write(out.join("vendor_worlds.rs"), vendor_worlds(&manifest.join("../../examples"))).expect("write vendor_worlds.rs");
+}
+
+/// The examples `schema init --connector <slug> --api` writes.
+const VENDOR_WORLDS: [&str; 2] = ["github", "slack"];
+
+/// What compiling a world writes: left out (init compiles the world it writes).
+fn generated(relative: &str) -> bool {
+    relative.starts_with("db/")
+        || ["schema/lock.json", "schema/runtime.json", "schema/README.md", "schema/base.json", "tool-schemas.json"].contains(&relative)
+}
+
+fn vendor_worlds(examples: &Path) -> String {
+    let mut code = String::from("/// The vendor worlds: (slug, [(path in the world, bytes)]), by slug.\npub static VENDOR_WORLDS: &[(&str, &[(&str, &[u8])])] = &[\n");
+    for slug in VENDOR_WORLDS {
+        let dir = examples.join(slug);
+        println!("cargo:rerun-if-changed={}", dir.display());
+        let mut found = Vec::new();
+        files(&dir, &dir, &mut found);
+        writeln!(code, "    ({slug:?}, &[").unwrap();
+        for (relative, path) in found.into_iter().filter(|(relative, _)| !generated(relative)) {
+            writeln!(code, "        ({relative:?}, include_bytes!({:?})),", path.to_str().expect("UTF-8 path")).unwrap();
+        }
+        code.push_str("    ]),\n");
+    }
+    code.push_str("];\n");
+    code
 }

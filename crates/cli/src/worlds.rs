@@ -101,6 +101,8 @@ pub enum SchemaCommand {
         host: HubUrl,
         /// Also write a starter connector.toml (list/get/create routes per entity) when the
         /// template carries none, so `worlds serve` serves the world. The default for `custom`.
+        /// For github and slack: the vendor-faithful world instead (examples/github,
+        /// examples/slack: the vendor's paths, seed rows, its SDK's workload).
         #[arg(long, conflicts_with = "no_api")]
         api: bool,
         /// Write no starter connector.toml: exactly the original's files.
@@ -433,8 +435,12 @@ fn schema(command: SchemaCommand) -> ExitCode {
             };
             // As the original's CLI: an empty --name is not passed on (the default name).
             let name = name.filter(|n| !n.is_empty());
-            scaffold::init(&path, &template, name.as_deref(), starter_api)
-                .map(|domain| object([("status", Value::str("ok")), ("domain", domain)]))
+            let initialized = if api && gateway_world::vendor_template::has_vendor_world(&connector) {
+                gateway_world::vendor_template::init_vendor_world(&path, &connector, name.as_deref())
+            } else {
+                scaffold::init(&path, &template, name.as_deref(), starter_api)
+            };
+            initialized.map(|domain| object([("status", Value::str("ok")), ("domain", domain)]))
         }
         SchemaCommand::Compile { path } => lifecycle::compile_world(&path).map(|(contract, snapshots)| {
             object([("status", Value::str("ok")), ("domain", contract.target().clone()), ("snapshots", snapshots)])

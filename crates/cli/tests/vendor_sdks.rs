@@ -11,7 +11,7 @@
 //! The SDKs come from PyPI in the venv `.ci/run` makes; without it the test skips
 //! with a NOTICE.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_gateway");
@@ -31,6 +31,31 @@ fn serve(name: &str, dir: &Path, key: &str) -> (Served, String) {
     let world = gateway_test_support::copy_example(name, &dir.join(name));
     let compiled = Command::new(BIN).args(["worlds", "schema", "compile"]).arg(&world).output().unwrap();
     assert!(compiled.status.success(), "compile: {}", String::from_utf8_lossy(&compiled.stdout));
+    serve_world(&world, key)
+}
+
+/// A new world from the built-in template `template` with `--api` (the vendor world
+/// it starts from), served with `--api-key key`: the world, the server and its base URL.
+fn serve_template(template: &str, dir: &Path, key: &str) -> (PathBuf, Served, String) {
+    let world = dir.join(format!("my-{template}"));
+    let made = Command::new(BIN)
+        .args(["worlds", "schema", "init"])
+        .arg(&world)
+        .args(["--connector", template, "--api", "--name", &format!("my-{template}")])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&made.stdout);
+    assert!(made.status.success() && said.contains(r#""status": "ok""#), "init: {said}{}", String::from_utf8_lossy(&made.stderr));
+    let manifest = std::fs::read_to_string(world.join("gateway-env.toml")).unwrap();
+    assert!(
+        manifest.contains(&format!("name = \"my-{template}\"")) && manifest.contains(&format!("connector = \"{template}\"")),
+        "{manifest}"
+    );
+    let (served, url) = serve_world(&world, key);
+    (world, served, url)
+}
+
+fn serve_world(world: &Path, key: &str) -> (Served, String) {
     let mut command = Command::new(BIN);
     command.args(["worlds", "serve"]).arg(&world).args(["--port", "0", "--api-key", key]);
     let (child, announced) = gateway_test_support::spawn_announced(&mut command, "world api listening on ");
@@ -67,6 +92,33 @@ fn slack_sdk_works_against_the_slack_world() {
     let (_served, url) = serve("slack", dir.path(), "xoxb-test-token");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/slack/sdk/slack_workload.py");
     let report = workload(&python, &script, &[&url, "xoxb-test-token"]);
+    assert!(report["calls"].as_i64().unwrap() >= 12, "{report}");
+    assert_eq!(failures(&report), Vec::<String>::new(), "{report:#}");
+}
+
+/// Templates worth starting from (issue 26 item 9): `schema init --connector github
+/// --api` writes the vendor world — the vendor's paths and names, seed rows, issue
+/// comments, labels as objects — and PyGithub works against it out of the box, its
+/// workload shipped with it.
+#[test]
+fn pygithub_works_against_a_world_from_the_github_template() {
+    let Some(python) = gateway_test_support::vendor_sdk_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (world, _served, url) = serve_template("github", dir.path(), "ghp_test_token");
+    let connector = std::fs::read_to_string(world.join("connector.toml")).unwrap();
+    assert!(connector.contains("path = \"/repos/{owner}/{repo}/issues/{number}/comments\"") && connector.contains("name = \"get_issue\""));
+    assert!(!connector.contains("github_issues"), "no template entity names on the wire");
+    let report = workload(&python, &world.join("sdk/github_workload.py"), &[&url, "ghp_test_token"]);
+    assert!(report["calls"].as_i64().unwrap() >= 12, "{report}");
+    assert_eq!(failures(&report), Vec::<String>::new(), "{report:#}");
+}
+
+#[test]
+fn slack_sdk_works_against_a_world_from_the_slack_template() {
+    let Some(python) = gateway_test_support::vendor_sdk_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (world, _served, url) = serve_template("slack", dir.path(), "xoxb-test-token");
+    let report = workload(&python, &world.join("sdk/slack_workload.py"), &[&url, "xoxb-test-token"]);
     assert!(report["calls"].as_i64().unwrap() >= 12, "{report}");
     assert_eq!(failures(&report), Vec::<String>::new(), "{report:#}");
 }

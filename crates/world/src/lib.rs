@@ -35,6 +35,7 @@ pub mod snapshot;
 pub mod store;
 pub mod task;
 pub mod validator;
+pub mod vendor_template;
 pub mod world;
 
 pub use compiler::{build, Contract};

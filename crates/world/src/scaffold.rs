@@ -229,10 +229,37 @@ pub fn init(destination: &Path, template: &Template, name: Option<&str>, starter
     Ok(contract.target().clone())
 }
 
+/// An entity's name as a resource: without the prefix every entity of the world shares
+/// (`github_issues` → `issues`), and in the singular (`repositories` → `repository`).
+fn resource_names(entities: &[&String]) -> Vec<(String, String)> {
+    let prefix = entities.first().and_then(|first| first.split_once('_')).map(|(head, _)| format!("{head}_"));
+    let shared = prefix.filter(|p| entities.len() > 1 && entities.iter().all(|e| e.starts_with(p.as_str()) && e.len() > p.len()));
+    entities
+        .iter()
+        .map(|entity| {
+            let plural = shared.as_deref().and_then(|p| entity.strip_prefix(p)).unwrap_or(entity).to_string();
+            let one = if let Some(stem) = plural.strip_suffix("ies").filter(|s| !s.is_empty()) {
+                format!("{stem}y")
+            } else if plural.ends_with("sses") || plural.ends_with("xes") {
+                plural[..plural.len() - 2].to_string()
+            } else {
+                // Not a plural: status, analysis, address.
+                match plural.strip_suffix('s') {
+                    Some(stem) if !stem.is_empty() && !["s", "u", "i"].iter().any(|end| stem.ends_with(end)) => stem.to_string(),
+                    _ => plural.clone(),
+                }
+            };
+            (plural, one)
+        })
+        .collect()
+}
+
 /// A starter `connector.toml` for a world whose template carries none: for every
-/// entity, `GET /<entity>` (all rows), `GET /<entity>/{key…}` (one row by its primary
-/// key) and `POST /<entity>` (a new row, checked against the contract); no auth, so a
-/// local `curl` needs no token. Ours: the original's templates ship no connector.toml.
+/// entity, `GET /<resource>` (all rows), `GET /<resource>/{key…}` (one row by its
+/// primary key) and `POST /<resource>` (a new row, checked against the contract), the
+/// resource named without the prefix the template's entities share (`/issues`,
+/// `get_repository`); no auth, so a local `curl` needs no token. Ours: the original's
+/// templates ship no connector.toml.
 pub fn starter_connector(connector: &str, world: &Value) -> String {
     let mut text = format!(
         "# A starter REST API over this world's entities, written by `gateway worlds schema init`.\n\
@@ -241,29 +268,27 @@ pub fn starter_connector(connector: &str, world: &Value) -> String {
          [connector]\nslug = \"{connector}\"\nbase_url = \"https://{connector}.example.test\"\n\n[auth]\nscheme = \"none\"\n"
     );
     let entities = world.get("x-gateway").and_then(|x| x.get("entities")).and_then(Value::as_object);
-    for (entity, declaration) in entities.into_iter().flatten() {
+    let names: Vec<&String> = entities.into_iter().flat_map(|e| e.keys()).collect();
+    let resources = resource_names(&names);
+    for ((entity, declaration), (many, one)) in entities.into_iter().flatten().zip(resources) {
         let keys: Vec<String> = declaration
             .get("primary_key")
             .and_then(Value::as_array)
             .map(|keys| keys.iter().filter_map(Value::as_str).map(str::to_string).collect())
             .unwrap_or_default();
-        let one = match entity.strip_suffix('s') {
-            Some(stem) if !stem.is_empty() && !stem.ends_with('s') => stem,
-            _ => entity.as_str(),
-        };
         text.push_str(&format!(
-            "\n[[operations]]\nname = \"list_{entity}\"\npath = \"/{entity}\"\nentity = \"{entity}\"\n[operations.api]\nenvelope = \"{entity}\"\n"
+            "\n[[operations]]\nname = \"list_{many}\"\npath = \"/{many}\"\nentity = \"{entity}\"\n[operations.api]\nenvelope = \"{many}\"\n"
         ));
         if !keys.is_empty() {
             let path: String = keys.iter().map(|k| format!("/{{{k}}}")).collect();
             let filter: Vec<String> = keys.iter().map(|k| format!("{k} = \"{k}\"")).collect();
             text.push_str(&format!(
-                "\n[[operations]]\nname = \"get_{one}\"\npath = \"/{entity}{path}\"\nentity = \"{entity}\"\n[operations.api]\nfilter = {{ {} }}\nsingle = true\n",
+                "\n[[operations]]\nname = \"get_{one}\"\npath = \"/{many}{path}\"\nentity = \"{entity}\"\n[operations.api]\nfilter = {{ {} }}\nsingle = true\n",
                 filter.join(", ")
             ));
         }
         text.push_str(&format!(
-            "\n[[operations]]\nname = \"create_{one}\"\nmethod = \"POST\"\npath = \"/{entity}\"\nentity = \"{entity}\"\n[operations.api]\naction = \"create\"\n"
+            "\n[[operations]]\nname = \"create_{one}\"\nmethod = \"POST\"\npath = \"/{many}\"\nentity = \"{entity}\"\n[operations.api]\naction = \"create\"\n"
         ));
     }
     text
@@ -361,6 +386,23 @@ mod tests {
             let files = builtin_files(slug).unwrap();
             assert!(files.contains_key("world.json") && files.contains_key("handlers.py"), "{slug}");
         }
+    }
+
+    #[test]
+    fn starter_routes_are_named_as_resources() {
+        let names = |entities: &[&str]| {
+            let owned: Vec<String> = entities.iter().map(|e| e.to_string()).collect();
+            resource_names(&owned.iter().collect::<Vec<_>>())
+        };
+        let github = names(&["github_users", "github_repositories", "github_issues", "github_commits"]);
+        let expected = [("users", "user"), ("repositories", "repository"), ("issues", "issue"), ("commits", "commit")];
+        assert_eq!(github, expected.map(|(a, b)| (a.to_string(), b.to_string())));
+        assert_eq!(names(&["records"]), [("records".to_string(), "record".to_string())], "one entity keeps its name");
+        assert_eq!(names(&["sf_users", "contacts"])[0].0, "sf_users", "no prefix shared by all");
+        assert_eq!(
+            names(&["x_addresses", "x_boxes", "x_status"]).iter().map(|(_, one)| one.as_str()).collect::<Vec<_>>(),
+            ["address", "box", "status"]
+        );
     }
 
     #[test]
