@@ -313,14 +313,24 @@ async fn data(shared: Arc<Shared>, request: Request) -> Response {
         // control plane's (the app refuses them too, under a ui's api path).
         return reply(403, &gateway_serve::app::control_plane_only());
     }
-    let Some(admitted) = admits(&session, path, &headers) else {
-        // RFC 6750 (and MCP's authorization): a 401 names the scheme it wants.
-        let mut denied = error(401, "invalid session token");
-        denied.headers_mut().insert("www-authenticate", HeaderValue::from_static("Bearer"));
-        return denied;
-    };
     // MCP on the api surface: `/s/<sid>/mcp`, or `/__mcp` of `w-<sid>-api.<domain>`.
     let mcp_path = if target.starts_with("/s/") { "/mcp" } else { "/__mcp" };
+    let Some(admitted) = admits(&session, path, &headers) else {
+        // The vendor's API refuses a wrong token as the vendor does (the world's
+        // `[api] unauthorized`: Slack's HTTP 200 `invalid_auth`, GitHub's "Bad
+        // credentials"), so its SDK reads it; MCP gets the session's own 401.
+        let settings = &session.app.settings;
+        let vendor = surface == "api" && path != mcp_path;
+        let (status, mut denied) = match vendor {
+            true => (settings.unauthorized_status, reply(settings.unauthorized_status as u16, &settings.unauthorized)),
+            false => (401, error(401, "invalid session token")),
+        };
+        if status == 401 {
+            // RFC 6750 (and MCP's authorization): a 401 names the scheme it wants.
+            denied.headers_mut().insert("www-authenticate", HeaderValue::from_static("Bearer"));
+        }
+        return denied;
+    };
     if surface == "api" && path == mcp_path {
         drop(session);
         return crate::mcp::http(shared.host.clone(), &sid, MAX_BODY, Request::from_parts(parts, body)).await;

@@ -92,7 +92,8 @@ fn a_session_opens_answers_resets_grades_exports_and_closes() {
     assert_eq!(status, 200);
     let (status, denied) =
         http(running.addr, "GET", "/api/v2/tickets/101", &[("Host", "w-s1-api.worlds.test"), ("Authorization", "Bearer nope")], "");
-    assert_eq!((status, json::canonical(&denied).as_str()), (401, r#"{"error":"invalid session token"}"#));
+    // A wrong token is refused as the world refuses one (its `[api] unauthorized`).
+    assert_eq!((status, json::canonical(&denied).as_str()), (401, r#"{"error":"unauthorized"}"#));
     let (status, _) = http(running.addr, "GET", "/api/v2/tickets/101", &[("Host", "w-nobody-api.worlds.test")], "");
     assert_eq!(status, 404);
 

@@ -1,12 +1,12 @@
-"""The official PyGithub client against a served GitHub world: 14 calls an
+"""The official PyGithub client against a served GitHub world: 15 calls an
 integration makes (reads with paging and totalCount, creates, updates,
 sub-resources, search, the rate limit, errors). Prints one JSON object: each
 call's name and whether it did what GitHub does, and exits 1 when any did not.
 
-    python github_workload.py http://127.0.0.1:PORT TOKEN [session]
+    python github_workload.py http://127.0.0.1:PORT TOKEN
 
-With `session` (a hub session's data plane, whose token the hub checks before the
-world sees the request) the bad-token call expects the hub's 401 instead of GitHub's.
+The same against a hub session's data plane (`.../s/<sid>` and the session's token):
+the hub refuses a wrong token as the world does ("Bad credentials").
 """
 
 import json
@@ -16,7 +16,7 @@ import traceback
 from github import Auth, Github, GithubException, UnknownObjectException
 
 
-def main(base_url, token, session=False):
+def main(base_url, token):
     gh = Github(base_url=base_url, auth=Auth.Token(token), per_page=5, retry=None)
     results = []
 
@@ -125,7 +125,7 @@ def main(base_url, token, session=False):
             Github(base_url=base_url, auth=Auth.Token("not-the-token"), retry=None).get_repo("octocat/hello-world").full_name
         except GithubException as error:
             assert error.status == 401, error.status
-            assert session or error.data["message"] == "Bad credentials", error.data
+            assert error.data["message"] == "Bad credentials", error.data
             return 401
         raise AssertionError("a wrong token was accepted")
 
@@ -143,4 +143,4 @@ def main(base_url, token, session=False):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2], session=sys.argv[3:] == ["session"]))
+    sys.exit(main(sys.argv[1], sys.argv[2]))
