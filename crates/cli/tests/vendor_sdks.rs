@@ -57,7 +57,7 @@ fn serve_template(template: &str, dir: &Path, key: &str) -> (PathBuf, Served, St
 
 fn serve_world(world: &Path, key: &str) -> (Served, String) {
     let mut command = Command::new(BIN);
-    command.args(["worlds", "serve"]).arg(&world).args(["--port", "0", "--api-key", key]);
+    command.args(["worlds", "serve"]).arg(world).args(["--port", "0", "--api-key", key]);
     let (child, announced) = gateway_test_support::spawn_announced(&mut command, "world api listening on ");
     let url = announced.unwrap_or_else(|said| panic!("the world did not start: {said}"));
     (Served(child), url.trim().to_string())

@@ -770,14 +770,33 @@ impl WorldApp {
         }
     }
 
+    /// A body with `[api] success` merged in when the status is a success.
+    fn succeeded(&self, status: i64, mut body: Value) -> Value {
+        if (200..300).contains(&status) {
+            crate::reply::succeed(&mut body, &self.settings.success);
+        }
+        body
+    }
+
+    /// An `action = "handler"` operation's answer: the handler's, with `[api] success`
+    /// and what it added (`ctx.add_headers`, `ctx.add_fields`).
+    fn answer_by_handler(&self, op: &OperationSettings, request: &Request) -> Result<Response, Failure> {
+        let succeed = |status: i64, body: Value| self.succeeded(status, body);
+        let (outcome, added) = self.call_handler(op.handler.as_deref().unwrap_or_default(), request)?;
+        let mut response = match outcome {
+            HandlerOutcome::Body(Value::Null) => Response { status: op.status as u16, body: None, headers: Vec::new(), file: None },
+            HandlerOutcome::Body(body) => Response::json(op.status, succeed(op.status, body)),
+            HandlerOutcome::Answer { status, body, headers } => answer(status, succeed(status, body), headers.unwrap_or_default()),
+        };
+        let mut own = crate::vendor::Dress::default();
+        own.add(added.headers, added.fields);
+        own.apply(&mut response);
+        Ok(response)
+    }
+
     fn answer(&self, op: &OperationSettings, request: &Request, dress: &crate::vendor::Dress) -> Result<Handled, Failure> {
         let operation = request.operation;
-        let succeed = |status: i64, mut body: Value| {
-            if (200..300).contains(&status) {
-                crate::reply::succeed(&mut body, &self.settings.success);
-            }
-            body
-        };
+        let succeed = |status: i64, body: Value| self.succeeded(status, body);
         if let Some(missing) = op.required.iter().find(|name| !carries(request, name)) {
             let refused = self.failure(
                 Failure::Contract(object([("code", Value::str("required")), ("message", Value::Str(format!("{missing} is required")))])),
@@ -789,17 +808,7 @@ impl WorldApp {
             return Ok(Handled::Answered(Response::json(op.status, succeed(op.status, op.answer.clone().unwrap_or_default()))));
         }
         if op.action == "handler" {
-            let function = op.handler.clone().unwrap_or_default();
-            let (outcome, added) = self.call_handler(&function, request)?;
-            let mut response = match outcome {
-                HandlerOutcome::Body(Value::Null) => Response { status: op.status as u16, body: None, headers: Vec::new(), file: None },
-                HandlerOutcome::Body(body) => Response::json(op.status, succeed(op.status, body)),
-                HandlerOutcome::Answer { status, body, headers } => answer(status, succeed(status, body), headers.unwrap_or_default()),
-            };
-            let mut own = crate::vendor::Dress::default();
-            own.add(added.headers, added.fields);
-            own.apply(&mut response);
-            return Ok(Handled::Answered(response));
+            return self.answer_by_handler(op, request).map(Handled::Answered);
         }
         let Some(entity) = operation.entity.as_deref() else {
             return Ok(Handled::Answered(Response::json(
