@@ -26,9 +26,13 @@ static DEFAULT: OnceLock<usize> = OnceLock::new();
 static REGISTERED: OnceLock<Result<(), i32>> = OnceLock::new();
 
 /// Register the VFS with SQLite (once per process; later calls answer the first
-/// outcome) and answer its name.
+/// outcome) and answer its name. The process's soft limit on open files is raised to
+/// its hard limit then too (see [`crate::raise_open_file_limit`]): a host of
+/// thousands of sessions needs the descriptors their overlays hold.
 pub fn register() -> Result<&'static str, CowError> {
     let outcome = REGISTERED.get_or_init(|| {
+        // Best effort: a process that cannot raise it keeps the limit it has.
+        let _ = crate::raise_open_file_limit();
         // SAFETY: sqlite3_vfs_find(NULL) answers the default VFS (initialising SQLite
         // first); it lives for the whole process.
         let default = unsafe { ffi::sqlite3_vfs_find(std::ptr::null()) };

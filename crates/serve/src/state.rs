@@ -36,7 +36,6 @@ mod fork;
 use db::{commit_failure, compare, cow_error, exact_expression, fold_expression, Column, Db, Storage};
 pub use db::{Filter, WriteJob};
 
-
 /// The original's `_dig`: a dotted path through objects.
 pub fn dig<'a>(row: &'a Value, path: &str) -> Option<&'a Value> {
     let mut current = row;
@@ -45,7 +44,6 @@ pub fn dig<'a>(row: &'a Value, path: &str) -> Option<&'a Value> {
     }
     Some(current)
 }
-
 
 /// Whether a row passes every filter (the original's `_matches`).
 pub fn matches(row: &Value, filters: &[Filter]) -> bool {
@@ -61,7 +59,6 @@ pub fn matches(row: &Value, filters: &[Filter]) -> bool {
         candidates.iter().any(|c| compare(&python_str(c).to_lowercase(), &filter.wanted, &filter.mode))
     })
 }
-
 
 /// What every session of one world shares: the checked contract, the snapshot's
 /// sidecar and the indexed template every session database reads its unchanged pages
@@ -544,6 +541,33 @@ impl WorldState {
         })
     }
 
+    /// How many rows of `entity` hold exactly each `(dotted path, string)`: what an
+    /// assertions grader's `count` check with such a `where` asks. Answered from the
+    /// serving indexes alone when every path has one (the folded value narrows, the
+    /// exact value the index carries decides: no row is read, none decoded); None when
+    /// a path has none, or the wanted text could pass for a container's JSON.
+    pub fn count_equal(&self, entity: &str, conditions: &[(&str, &str)]) -> Result<Option<i64>> {
+        let Some(indexed) = self.shared.indexed.get(entity).filter(|_| self.shared.contract.entity(entity).is_some()) else {
+            return Ok(None);
+        };
+        let answerable =
+            |(path, wanted): &&(&str, &str)| indexed.iter().any(|p| p == path) && !wanted.starts_with('{') && !wanted.starts_with('[');
+        if conditions.is_empty() || !conditions.iter().all(|c| answerable(&c)) {
+            return Ok(None);
+        }
+        let mut clauses = Vec::new();
+        let mut params = Vec::new();
+        for (path, wanted) in conditions {
+            params.push(wanted.to_lowercase());
+            clauses.push(format!("{} = ?{}", fold_expression(path), params.len()));
+            params.push(wanted.to_string());
+            clauses.push(format!("{} = ?{}", exact_expression(path), params.len()));
+        }
+        let sql = format!("SELECT COUNT(*) FROM {} WHERE {}", quote(entity), clauses.join(" AND "));
+        let count = self.db().read(|conn| conn.prepare_cached(&sql)?.query_row(rusqlite::params_from_iter(params.iter()), |r| r.get(0)))?;
+        Ok(Some(count))
+    }
+
     /// The row at a primary key (an object of exactly the key fields).
     pub fn get(&self, entity: &str, key: &Value) -> Result<Option<Value>> {
         let declared = self
@@ -915,6 +939,48 @@ mod tests {
         let (after, _) =
             state.select("customers", &[Filter { path: "tier".into(), mode: "equals".into(), wanted: "free".into() }], None).unwrap();
         assert_eq!(after, before + 2);
+    }
+
+    #[test]
+    fn a_count_of_exact_strings_is_answered_by_the_serving_index() {
+        let world = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk");
+        let indexed =
+            BTreeMap::from([("customers".to_string(), vec!["name".to_string()]), ("tickets".to_string(), vec!["tags".to_string()])]);
+        let state = WorldState::open(&world, indexed).unwrap();
+        for (id, name) in [("X1", "Grouped Writer"), ("X2", "GROUPED WRITER"), ("X3", "Grouped Writer")] {
+            let Value::Object(mut row) = customer(id) else { unreachable!() };
+            row.insert("name".into(), Value::str(name));
+            let row = Value::Object(row);
+            state.write(|store| store.insert("customers", &row, None), Some("customers")).unwrap();
+        }
+        let by_rows = |entity: &str, path: &str, wanted: &str| {
+            state.rows(entity).unwrap().iter().filter(|r| dig(r, path).and_then(Value::as_str) == Some(wanted)).count() as i64
+        };
+        assert_eq!(state.count_equal("customers", &[("name", "Grouped Writer")]).unwrap(), Some(2), "the case counts");
+        assert_eq!(by_rows("customers", "name", "Grouped Writer"), 2);
+        // An array holding the string is not the string.
+        assert_eq!(state.count_equal("tickets", &[("tags", "billing")]).unwrap(), Some(by_rows("tickets", "tags", "billing")));
+        assert_eq!(state.count_equal("customers", &[("email", "x")]).unwrap(), None, "no index on email");
+        // The program reads the index's columns only: the table's cursor is opened
+        // (a deferred seek) but no column of it is ever read.
+        let program: Vec<(String, i64)> = state
+            .write(
+                |store| {
+                    let sql = format!(
+                        "EXPLAIN SELECT COUNT(*) FROM customers WHERE {} = 'a' AND {} = 'A'",
+                        fold_expression("name"),
+                        exact_expression("name")
+                    );
+                    let mut statement = store.connection().prepare(&sql)?;
+                    let ops = statement.query_map([], |r| Ok((r.get::<_, String>(1)?, r.get::<_, i64>(2)?)))?;
+                    Ok(ops.collect::<rusqlite::Result<Vec<_>>>()?)
+                },
+                None,
+            )
+            .unwrap();
+        let table = program.iter().find(|(op, _)| op == "OpenRead").map(|(_, cursor)| *cursor);
+        let columns: Vec<i64> = program.iter().filter(|(op, _)| op == "Column").map(|(_, cursor)| *cursor).collect();
+        assert!(!columns.is_empty() && !columns.contains(&table.unwrap()), "{program:?}");
     }
 
     #[test]
