@@ -28,7 +28,6 @@ mod base;
 mod error;
 mod locks;
 mod overlay;
-mod registry;
 #[allow(unsafe_code)]
 mod sys;
 #[allow(unsafe_code)]

@@ -28,7 +28,7 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 
 const MAGIC: &[u8; 8] = b"gwcow01\n";
 const HEADER_BYTES: u64 = 4096;
@@ -165,7 +165,7 @@ impl Overlay {
             locks: Mutex::default(),
             shm: Mutex::default(),
         });
-        if !crate::registry::insert(&key, &overlay) {
+        if !registry_insert(&key, &overlay) {
             return Err(CowError::AlreadyOpen(overlay.path.clone()));
         }
         Ok(overlay)
@@ -491,7 +491,7 @@ impl Overlay {
 impl Drop for Overlay {
     fn drop(&mut self) {
         let _ = self.flush();
-        crate::registry::remove(&self.key, self);
+        registry_remove(&self.key, self);
     }
 }
 
@@ -570,5 +570,37 @@ impl Pages {
             size = size.max((page + 1) * page_size);
         }
         Ok(Pages { file: Some(Arc::new(file)), slots, next_slot: kept, free, size, base_limit, header_dirty: false })
+    }
+}
+
+// The overlays open in this process, by path: how the VFS finds the shared state
+// (page map, WAL, WAL index, locks) of the overlay a connection names, so that every
+// connection of one session sees the pages the others wrote.
+
+fn overlays() -> &'static Mutex<HashMap<String, Weak<Overlay>>> {
+    static OVERLAYS: OnceLock<Mutex<HashMap<String, Weak<Overlay>>>> = OnceLock::new();
+    OVERLAYS.get_or_init(Mutex::default)
+}
+
+/// Record `overlay` under `key`; false when a live overlay holds the key already.
+fn registry_insert(key: &str, overlay: &Arc<Overlay>) -> bool {
+    let mut map = overlays().lock().unwrap_or_else(PoisonError::into_inner);
+    if map.get(key).is_some_and(|held| held.strong_count() > 0) {
+        return false;
+    }
+    map.insert(key.to_string(), Arc::downgrade(overlay));
+    true
+}
+
+/// The live overlay registered under `key`.
+pub(crate) fn lookup(key: &str) -> Option<Arc<Overlay>> {
+    overlays().lock().unwrap_or_else(PoisonError::into_inner).get(key).and_then(Weak::upgrade)
+}
+
+/// Forget `key` if it still names `overlay` (a dropped one: its weak count is all that is left).
+fn registry_remove(key: &str, overlay: *const Overlay) {
+    let mut map = overlays().lock().unwrap_or_else(PoisonError::into_inner);
+    if map.get(key).is_some_and(|held| std::ptr::eq(held.as_ptr(), overlay)) {
+        map.remove(key);
     }
 }

@@ -139,10 +139,10 @@ enum Named {
 
 fn classify(name: Option<&str>) -> Named {
     let Some(name) = name else { return Named::Other };
-    if let Some(overlay) = crate::registry::lookup(name) {
+    if let Some(overlay) = crate::overlay::lookup(name) {
         return Named::Main(overlay);
     }
-    match name.strip_suffix("-wal").and_then(crate::registry::lookup) {
+    match name.strip_suffix("-wal").and_then(crate::overlay::lookup) {
         Some(overlay) => Named::Wal(overlay),
         None => Named::Other,
     }
