@@ -5,7 +5,7 @@
 //! The copy is taken under the writer's lock, so it holds every committed write and
 //! no part of a group still running. A copy-on-write session (gateway-cow) is forked
 //! by copying its overlay: the pages it wrote, not the world — the same cost at 2M
-//! rows as at 20K (docs/PERFORMANCE.md, *Fork*). A passive checkpoint first moves
+//! rows as at 20K (docs/PERFORMANCE.md, *Sessions at any world size*). A passive checkpoint first moves
 //! the WAL's frames into the overlay; when a reader in the middle of a read holds the
 //! checkpoint back, the WAL is copied along and the fork's first connection replays it.
 //!
