@@ -19,7 +19,12 @@ original: `python -m gatewaysdk.environment.schema.host`):
 * throughput: requests/s of `GET /v2/records/r777` on one session's data plane
   (wrk, 2 threads, 16 connections, Host-header routing, the session token);
 * many sessions: opens SESSIONS sessions and reads the host's RSS (VmRSS of the
-  host and of its child processes) with all of them open.
+  host and of its child processes), its open file descriptors, and the disk its
+  files take (the host root and the process's temporary directory, where session
+  databases live: allocated blocks) before and with all of them open.
+
+Worlds of any size: `--rows 2000000` builds a 2M-row world (minutes: the compile and
+the bundle's gzip dominate); `--seconds 0` skips the wrk read.
 
 Prints a Markdown table. No threshold is asserted anywhere: figures move with
 machine load; the ratios are what docs/PERFORMANCE.md records.
@@ -55,7 +60,7 @@ TASK = {
         "checks": [
             {"id": "kept", "entity": "records", "where": {"id": "r777"}, "assert": "all", "field": "id", "value": "r777"},
             {"id": "named", "entity": "records", "where": {"id": "r778"}, "assert": "any", "field": "name", "op": "contains", "value": "Name"},
-            {"id": "gone", "entity": "records", "where": {"id": "r999999"}, "assert": "absent"},
+            {"id": "gone", "entity": "records", "where": {"id": "r-none"}, "assert": "absent"},
         ],
     },
 }
@@ -74,6 +79,26 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def disk_bytes(*roots: Path) -> int:
+    """Blocks allocated under the roots (sparse and unwritten space not counted)."""
+    total = 0
+    for root in roots:
+        for directory, _, files in os.walk(root):
+            for name in files:
+                try:
+                    total += os.lstat(os.path.join(directory, name)).st_blocks * 512
+                except OSError:
+                    pass
+    return total
+
+
+def open_fds(pid: int) -> int:
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return 0
 
 
 def rss_kib(pid: int) -> int:
@@ -254,13 +279,19 @@ def measure(kind: str, args, bundle_url: str, work: Path) -> dict:
         control.call("DELETE", "/__host/sessions/scan")
         for i in range(args.samples):
             control.call("DELETE", f"/__host/sessions/o{i}")
-        figures["throughput"] = wrk(port, "first", args.seconds)
+        figures["throughput"] = wrk(port, "first", args.seconds) if args.seconds > 0 else 0.0
+        scratch = Path(tempfile.gettempdir()) / f"gateway-proc-{proc.pid}"
+        disk_before = disk_bytes(root, scratch)
+        rss_before = rss_kib(proc.pid)
         began = time.time()
         for i in range(args.sessions):
             open_session(f"m{i}")
         figures["many open s"] = time.time() - began
         time.sleep(1)
         figures["many rss kib"] = rss_kib(proc.pid)
+        figures["rss before kib"] = rss_before
+        figures["many extra disk"] = disk_bytes(root, scratch) - disk_before
+        figures["many fds"] = open_fds(proc.pid)
         status, stats, _ = control.call("GET", "/__host/stats")
         figures["stats"] = stats
     finally:
@@ -284,11 +315,12 @@ def main() -> int:
     parser.add_argument("--sessions", type=int, default=1000)
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--only", choices=["ours", "original"], help="measure one host only")
+    parser.add_argument("--bundle", type=Path, help="a bundle.tar.gz an earlier run of the same --rows built (kept, not rebuilt)")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is not installed (apt-get install wrk)")
     work = Path(tempfile.mkdtemp(prefix="bench-host-"))
-    bundle = build_bundle(args.rows, work, [args.ours])
+    bundle = args.bundle or build_bundle(args.rows, work, [args.ours])
     server, url = serve_file(bundle)
     kinds = [args.only] if args.only else ["original", "ours"]
     results = {}
@@ -320,7 +352,7 @@ def main() -> int:
     print("| --- | ---: | ---: | ---: |")
     print(f"| first open (fetch + prepare the version) | {cell('original', 'first open')} | {cell('ours', 'first open')} | {ratio('first open')} |")
     labels = {"open": "open p50", "reset": "reset p50", "grade": "grade p50, 3 checks naming rows by id",
-              "grade scan": "grade p50, a count over the 5,000 leads"}
+              "grade scan": f"grade p50, a count over the ~{args.rows // 4:,} leads"}
     for key, label in labels.items():
         print(f"| {label} | {cell('original', key)} | {cell('ours', key)} | {ratio(key)} |")
     print(f"| fork p50 (beyond the original) | – | {cell('ours', 'fork')} | – |")
@@ -330,6 +362,12 @@ def main() -> int:
     print(f"| open {args.sessions:,} sessions | {opened.get('original', '–')} | {opened.get('ours', '–')} | {ratio('many open s')} |")
     rss = {k: f"{v['many rss kib'] / 1024:,.0f} MiB" for k, v in results.items()}
     print(f"| RSS with {args.sessions:,} sessions open | {rss.get('original', '–')} | {rss.get('ours', '–')} | {ratio('many rss kib')} |")
+    before = {k: f"{v['rss before kib'] / 1024:,.0f} MiB" for k, v in results.items()}
+    print(f"| RSS before them | {before.get('original', '–')} | {before.get('ours', '–')} | – |")
+    disk = {k: f"{v['many extra disk'] / 2**20:,.1f} MiB" for k, v in results.items()}
+    print(f"| extra disk with {args.sessions:,} sessions open | {disk.get('original', '–')} | {disk.get('ours', '–')} | – |")
+    fds = {k: f"{v['many fds']:,}" for k, v in results.items()}
+    print(f"| open file descriptors then | {fds.get('original', '–')} | {fds.get('ours', '–')} | – |")
     shutil.rmtree(work, ignore_errors=True)
     return 0
 

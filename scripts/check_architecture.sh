@@ -29,6 +29,8 @@ forbid() { # crate, then the dependencies it must not have (anywhere below it)
 }
 # The sandbox is a leaf too: it runs commands and knows nothing of worlds or servers.
 forbid gateway-sandbox tokio axum hyper reqwest clap serde_json gateway-common gateway-world gateway-connector gateway-serve gateway-host gateway-hub gateway-runner gateway-cli
+# Copy-on-write storage is a leaf under serve: SQLite's VFS, no gateway crate, nothing async.
+forbid gateway-cow tokio axum hyper reqwest clap serde_json gateway-common gateway-world gateway-connector gateway-serve gateway-host gateway-hub gateway-runner gateway-cli
 # The shared leaf depends on no gateway crate and nothing async or HTTP.
 forbid gateway-common tokio axum hyper reqwest clap serde_json gateway-world gateway-connector gateway-serve gateway-host gateway-hub gateway-runner gateway-cli
 forbid gateway-world tokio axum hyper reqwest clap gateway-serve gateway-host gateway-hub gateway-runner gateway-cli
@@ -43,7 +45,7 @@ forbid gateway-runner gateway-cli clap
 forbid gateway-conform gateway-host gateway-hub gateway-runner gateway-cli clap
 # Test support drives the binaries and servers from outside: it knows nothing of the CLI's insides.
 forbid gateway-test-support gateway-runner gateway-cli clap
-for crate in gateway-common gateway-sandbox gateway-world gateway-connector gateway-serve gateway-conform gateway-host gateway-hub gateway-runner gateway-cli; do
+for crate in gateway-common gateway-sandbox gateway-cow gateway-world gateway-connector gateway-serve gateway-conform gateway-host gateway-hub gateway-runner gateway-cli; do
   forbid "$crate" gateway-test-support
 done
 # The host fetches through functions its caller gives: no HTTP client of its own.

@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 mod fork;
+mod grading;
 
 /// How long a session lives with no call renewing it (`WORLDS_HOST_LEASE_S`).
 pub const DEFAULT_LEASE_SECONDS: f64 = 3600.0;
@@ -437,10 +438,10 @@ impl WorldHost {
         match &session.task {
             SessionTask::Spec(spec, _) => {
                 let collateral = session.behaviour().collateral;
-                let state = match (&spec.grader, &collateral) {
-                    (Some(gateway_world::task::Grader::Assertions { checks }), None) => assertion_state(&session, checks)?,
-                    _ => state_dump(&session)?,
-                };
+                if let (Some(gateway_world::task::Grader::Assertions { checks }), None) = (&spec.grader, &collateral) {
+                    return grading::assertions(&session, checks);
+                }
+                let state = state_dump(&session)?;
                 let options = self.grader_options(&session);
                 let grade = gateway_world::task::grade(spec, &state, &options).map_err(|e| HostError::Refused(e.to_contract_error()))?;
                 match collateral {
@@ -672,28 +673,6 @@ fn with_collateral(session: &Session, spec: &TaskSpec, grade: Value, now: &Value
 }
 
 /// `{<entity>: {key: row}…, snapshot}`: what graders and `state` see.
-/// What an assertions grader reads, and only that: for each entity its checks
-/// name, the rows that may pass some check's `where` (`{entity: [row, …]}`, a
-/// shape the grader takes). A check without a `where` reads the whole entity.
-/// The grader re-applies every `where` exactly, so rows read for one check do
-/// not change another's result; nothing else of the state is decoded.
-fn assertion_state(session: &Session, checks: &[gateway_world::task::Check]) -> Result<Value, HostError> {
-    let state = &session.app.state;
-    let mut by_entity: std::collections::BTreeMap<&str, std::collections::BTreeMap<String, Value>> = Default::default();
-    let everything = Map::default();
-    for check in checks {
-        if state.contract().entity(&check.entity).is_none() {
-            continue;
-        }
-        let rows = by_entity.entry(check.entity.as_str()).or_default();
-        for (key, row) in state.rows_maybe_equal(&check.entity, check.where_.as_ref().unwrap_or(&everything))? {
-            rows.entry(key).or_insert(row);
-        }
-    }
-    let dump: Map = by_entity.into_iter().map(|(entity, rows)| (entity.to_string(), Value::Array(rows.into_values().collect()))).collect();
-    Ok(Value::Object(dump))
-}
-
 fn state_dump(session: &Session) -> Result<Value, HostError> {
     let mut dump = session.app.state.dump()?;
     dump.insert("snapshot".into(), session.app.state.describe_snapshot());

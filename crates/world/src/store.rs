@@ -123,20 +123,16 @@ impl Store {
         if path.exists() {
             return Err(ContractError::new("state_exists", "Refusing to replace existing state; reset/rebuild explicitly", "").into());
         }
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| Error::io(e, parent))?;
-        }
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+        parent.map(|p| std::fs::create_dir_all(p).map_err(|e| Error::io(e, p))).transpose()?;
         let result = (|| {
             let conn = Connection::open(path)?;
             let ddl = contract.artifact_text("db/schema.sql") + PRIVATE_DDL;
             conn.execute_batch(&ddl)?;
             conn.execute("INSERT INTO _gateway_contract VALUES (?1)", [canonical(&contract.lock)])?;
-            Store::finish_open(conn, contract, path, false)
+            Store::open_on(conn, contract, path, false)
         })();
-        if result.is_err() {
-            let _ = std::fs::remove_file(path);
-        }
-        result
+        result.inspect_err(|_| drop(std::fs::remove_file(path)))
     }
 
     /// Open existing state; `audit` re-validates every row (skip it for snapshots
@@ -146,10 +142,12 @@ impl Store {
             return Err(ContractError::new("state_missing", "Cannot open missing state", "").into());
         }
         let conn = Connection::open(path)?;
-        Store::finish_open(conn, contract, path, audit)
+        Store::open_on(conn, contract, path, audit)
     }
 
-    fn finish_open(conn: Connection, contract: Arc<Contract>, path: &Path, audit: bool) -> Result<Store> {
+    /// [`Store::open`] on a connection the caller opened (a copy-on-write session's,
+    /// through its VFS); `path` only names the state in messages.
+    pub fn open_on(conn: Connection, contract: Arc<Contract>, path: &Path, audit: bool) -> Result<Store> {
         conn.execute_batch("PRAGMA foreign_keys = ON")?;
         register_functions(&conn)?;
         let enabled: i64 = conn.query_row("PRAGMA foreign_keys", [], |r| r.get(0))?;

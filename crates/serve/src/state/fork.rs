@@ -3,21 +3,22 @@
 //! what-if, or replay from a step.
 //!
 //! The copy is taken under the writer's lock, so it holds every committed write and
-//! no part of a group still running. It is a copy of the pages, not a copy-on-write
-//! layer (one that shares the parent's pages until either side writes is issue 29's
-//! work): the cost grows with the database's size — 2.5 ms for the 7 MB of a
-//! 20K-row world (docs/PERFORMANCE.md, *Fork*).
+//! no part of a group still running. A copy-on-write session (gateway-cow) is forked
+//! by copying its overlay: the pages it wrote, not the world — the same cost at 2M
+//! rows as at 20K (docs/PERFORMANCE.md, *Sessions at any world size*). A passive checkpoint first moves
+//! the WAL's frames into the overlay; when a reader in the middle of a read holds the
+//! checkpoint back, the WAL is copied along and the fork's first connection replays it.
 //!
-//! How: session databases are in WAL mode, so the database file alone may lack the
-//! latest commits. Under the lock a passive checkpoint moves every WAL frame into the
-//! file, which is then copied whole (`copy_file_range`: in the kernel, and a reflink
-//! on file systems that have them); nothing else writes that file meanwhile (readers
-//! are read-only connections, and only the writer checkpoints). A reader in the
-//! middle of a read can hold the checkpoint back; then the copy is SQLite's online
+//! A session with a whole file of its own (durable, restored, a scenario's snapshot)
+//! is copied whole: checkpointed, then the file copied (`copy_file_range`: in the
+//! kernel, and a reflink on file systems that have them); nothing else writes that
+//! file meanwhile (readers are read-only connections, and only the writer
+//! checkpoints). When a reader holds the checkpoint back, the copy is SQLite's online
 //! backup from the writer's connection, which reads every page as that connection
-//! sees it, WAL included (4× slower on 20K rows: a page at a time).
+//! sees it, WAL included.
 
-use super::{Db, WorldState};
+use super::db::{cow_error, Db, Storage};
+use super::WorldState;
 use gateway_world::data::tempfile_dir::Scratch;
 use gateway_world::error::Error as WorldError;
 use gateway_world::store::new_batch_id;
@@ -29,8 +30,10 @@ use std::sync::{Arc, RwLock};
 /// How a database was copied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Copied {
-    /// Checkpointed, then the file copied whole.
+    /// Checkpointed, then the file (or the overlay) copied whole.
     File,
+    /// An overlay copied with its WAL (a reader held the checkpoint back).
+    WithWal,
     /// Page by page through the online backup (a reader held the checkpoint back).
     Pages,
 }
@@ -42,27 +45,42 @@ impl WorldState {
     /// in a scratch directory of its own), whatever this session is.
     pub fn fork(&self) -> Result<WorldState> {
         let scratch = Scratch::new("gateway-world-session")?;
-        let path = scratch.path().join(format!("{}.db", new_batch_id()));
-        copy_database(&self.db(), &path)?;
-        let db = Db::open(&path, &self.shared.contract, false)?;
+        let (storage, _) = copy_database(&self.db(), scratch.path())?;
+        let db = Db::open(storage, &self.shared.contract, false)?;
         Ok(WorldState { shared: self.shared.clone(), scratch, durable: None, current: RwLock::new(Arc::new(db)) })
     }
 }
 
-/// `db` as it stands, into a new file at `destination`, under its writer's lock.
-fn copy_database(db: &Db, destination: &Path) -> Result<Copied> {
-    let store = db.lock_writer();
-    let writer = store.connection();
-    // (busy, frames in the WAL, frames checkpointed): all of them → the file is whole.
-    // Not in WAL mode: (0, -1, -1), and the file is whole too (no transaction is open).
+/// (busy, frames in the WAL, frames checkpointed) of a passive checkpoint: when
+/// every frame is checkpointed (or the database is not in WAL mode: (0, -1, -1)) the
+/// database file alone holds every commit.
+fn checkpoint(writer: &Connection) -> Result<bool> {
     let (busy, frames, checkpointed): (i64, i64, i64) =
         writer.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-    if busy == 0 && frames == checkpointed {
-        std::fs::copy(&db.path, destination).map_err(|e| WorldError::io(e, &db.path))?;
-        return Ok(Copied::File);
+    Ok(busy == 0 && frames == checkpointed)
+}
+
+/// `db` as it stands, into new storage in `dir`, under its writer's lock.
+fn copy_database(db: &Db, dir: &Path) -> Result<(Storage, Copied)> {
+    let store = db.lock_writer();
+    let writer = store.connection();
+    let whole = checkpoint(writer)?;
+    match &db.storage {
+        Storage::Overlay(overlay) => {
+            let path = dir.join(format!("{}.cow", new_batch_id()));
+            let copy = overlay.fork(&path, !whole).map_err(cow_error)?;
+            Ok((Storage::Overlay(copy), if whole { Copied::File } else { Copied::WithWal }))
+        }
+        Storage::File(source) => {
+            let destination = dir.join(format!("{}.db", new_batch_id()));
+            if whole {
+                std::fs::copy(source, &destination).map_err(|e| WorldError::io(e, source))?;
+                return Ok((Storage::File(destination), Copied::File));
+            }
+            backup(writer, &destination)?;
+            Ok((Storage::File(destination), Copied::Pages))
+        }
     }
-    backup(writer, destination)?;
-    Ok(Copied::Pages)
 }
 
 /// Every page of `source`'s main database, as its connection sees it, into `destination`.
@@ -129,29 +147,41 @@ mod tests {
         assert!(has(&parent, "P1") && has(&parent, "P2") && has(&grandchild, "F1"), "and leaves the others alone");
     }
 
-    #[test]
-    fn a_reader_holding_the_checkpoint_back_is_copied_page_by_page() {
-        let parent = helpdesk();
-        insert(&parent, "P1");
-        // A read transaction open on the snapshot before the next write keeps that
-        // write's frames out of the database file.
-        let reader = Connection::open(&parent.db().path).unwrap();
+    /// `parent` copied while a read transaction, opened before its last write, holds
+    /// that write's frames out of the database file: how it was copied, and the copy
+    /// as a session — which must hold both writes all the same.
+    fn copied_while_a_reader_holds_the_checkpoint(parent: &WorldState) -> Copied {
+        insert(parent, "P1");
+        let reader = parent.db().storage.connect(rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
         reader.execute_batch("BEGIN; SELECT COUNT(*) FROM customers;").unwrap();
-        insert(&parent, "P2");
-        let dir = Scratch::new("gateway-fork-test").unwrap();
-        let copied = copy_database(&parent.db(), &dir.path().join("held.db")).unwrap();
-        assert_eq!(copied, Copied::Pages);
+        insert(parent, "P2");
+        let scratch = Scratch::new("gateway-fork-test").unwrap();
+        let (storage, copied) = copy_database(&parent.db(), scratch.path()).unwrap();
         reader.execute_batch("COMMIT").unwrap();
-        let fork = parent.fork().unwrap();
-        assert!(has(&fork, "P1") && has(&fork, "P2"));
-        let copied = copy_database(&parent.db(), &dir.path().join("free.db")).unwrap();
-        assert_eq!(copied, Copied::File, "with the reader gone, the checkpoint completes");
         let held = WorldState {
             shared: parent.shared.clone(),
-            scratch: Scratch::new("gateway-fork-test").unwrap(),
+            scratch,
             durable: None,
-            current: RwLock::new(Arc::new(Db::open(&dir.path().join("held.db"), &parent.shared.contract, false).unwrap())),
+            current: RwLock::new(Arc::new(Db::open(storage, &parent.shared.contract, false).unwrap())),
         };
-        assert!(has(&held, "P1") && has(&held, "P2"), "the page copy holds the write the file lacked");
+        assert!(has(&held, "P1") && has(&held, "P2"), "the copy holds the write the file lacked");
+        let scratch = Scratch::new("gateway-fork-test").unwrap();
+        let (_, again) = copy_database(&parent.db(), scratch.path()).unwrap();
+        assert_eq!(again, Copied::File, "with the reader gone, the checkpoint completes");
+        copied
+    }
+
+    #[test]
+    fn a_reader_holding_the_checkpoint_back_sends_the_wal_along() {
+        assert_eq!(copied_while_a_reader_holds_the_checkpoint(&helpdesk()), Copied::WithWal);
+    }
+
+    #[test]
+    fn a_whole_file_held_back_is_copied_page_by_page() {
+        let world = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk");
+        let template = Arc::new(super::super::Template::open(&world, BTreeMap::new()).unwrap());
+        let dir = tempfile::tempdir().unwrap();
+        let durable = WorldState::durable(template, dir.path()).unwrap();
+        assert_eq!(copied_while_a_reader_holds_the_checkpoint(&durable), Copied::Pages);
     }
 }

@@ -6,7 +6,8 @@
 //!   original stores and returns.
 //! * [`check_task_entities`], [`check_task_tools`] and [`check_tool_allowed`] are the
 //!   host's refusals of a spec against one world.
-//! * [`evaluate_assertions`] is the declarative grader; [`run_python_grader`] runs a
+//! * [`evaluate_assertions`] is the declarative grader ([`evaluate_assertions_counted`]
+//!   when the caller counted some `count` checks itself); [`run_python_grader`] runs a
 //!   `verify.py`; [`grade`] picks by the spec's grader kind.
 //! * [`write_task_dir`] / [`read_task_dir`] keep a spec under a session directory.
 //!
@@ -14,6 +15,7 @@
 //! dumping state, or judging a rubric (the platform does that).
 
 mod assertions;
+mod counted;
 mod dir;
 mod grade;
 mod host;
@@ -22,6 +24,7 @@ mod python;
 mod spec;
 
 pub use assertions::{evaluate_assertions, evaluate_check};
+pub use counted::{countable, evaluate_assertions_counted};
 pub use dir::{read_task_dir, task_verify_path, write_task_dir, TASK_DIR, TASK_FILE};
 pub use grade::grade;
 pub use host::{check_task_entities, check_task_tools, check_tool_allowed, unknown_task_entities, unknown_task_tools};
