@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 mod fork;
+mod grading;
 
 /// How long a session lives with no call renewing it (`WORLDS_HOST_LEASE_S`).
 pub const DEFAULT_LEASE_SECONDS: f64 = 3600.0;
@@ -420,53 +421,6 @@ impl WorldHost {
         state_dump(&session)
     }
 
-    /// How this host runs a session's python grader: in the host's sandbox.
-    fn grader_options(&self, session: &Session) -> gateway_world::task::GraderOptions {
-        gateway_world::task::GraderOptions {
-            home: Some(session.dir.join("verify")),
-            sandbox: self.config.workers.sandbox.clone(),
-            ..Default::default()
-        }
-    }
-
-    /// Grade the session's state with its task's grader.
-    pub fn grade(&self, session_id: &str) -> Result<Value, HostError> {
-        let _span = tracing::info_span!("grade", session = session_id).entered();
-        let session = self.using(session_id, true)?;
-        let none = || object([("reward", Value::Null), ("rewards", Value::Object(Map::default()))]);
-        match &session.task {
-            SessionTask::Spec(spec, _) => {
-                let collateral = session.behaviour().collateral;
-                let state = match (&spec.grader, &collateral) {
-                    (Some(gateway_world::task::Grader::Assertions { checks }), None) => assertion_state(&session, checks)?,
-                    _ => state_dump(&session)?,
-                };
-                let options = self.grader_options(&session);
-                let grade = gateway_world::task::grade(spec, &state, &options).map_err(|e| HostError::Refused(e.to_contract_error()))?;
-                match collateral {
-                    Some(allow) => with_collateral(&session, spec, grade, &state, &allow),
-                    None => Ok(grade),
-                }
-            }
-            SessionTask::Bundled(task) => {
-                let verify = session.version.scenario_dir(task).map(|dir| dir.join("checks/verify.py"));
-                match verify.filter(|v| v.is_file()) {
-                    None => Ok(none()),
-                    Some(verify) => {
-                        let state = state_dump(&session)?;
-                        gateway_world::task::run_python_grader_with(
-                            gateway_world::task::PythonSource::File(verify),
-                            &state,
-                            VERIFY_TIMEOUT,
-                            &self.grader_options(&session),
-                        )
-                        .map_err(|e| HostError::Refused(e.to_contract_error()))
-                    }
-                }
-            }
-        }
-    }
-
     /// Invoke one of the world's operations by name, as the agent's tool call.
     pub fn call(&self, session_id: &str, tool: &str, args: &Value) -> Result<Value, HostError> {
         let session = self.using(session_id, true)?;
@@ -649,52 +603,8 @@ fn session_app(
     (app, grant)
 }
 
-/// A grade with the collateral check added: the reward key `collateral` (1.0 when
-/// nothing outside `allow` changed since the task's start); for an assertions
-/// grader it counts in the reward as one more check of weight 1.
-fn with_collateral(session: &Session, spec: &TaskSpec, grade: Value, now: &Value, allow: &Map) -> Result<Value, HostError> {
-    let start_state = gateway_serve::state::WorldState::session(session.version.template.clone())?;
-    session.start_on(&start_state)?;
-    let start = start_state.dump()?;
-    let now = now.as_object().cloned().unwrap_or_default();
-    let collateral = crate::behaviour::collateral_reward(&start, &now, allow);
-    let Value::Object(mut grade) = grade else { return Ok(grade) };
-    if let Some(Value::Object(rewards)) = grade.get_mut("rewards") {
-        rewards.insert("collateral".into(), Value::Float(collateral));
-    }
-    if let Some(gateway_world::task::Grader::Assertions { checks }) = &spec.grader {
-        let total: f64 = checks.iter().map(|c| c.weight).sum();
-        if let Some(reward) = grade.get("reward").and_then(Value::as_f64) {
-            grade.insert("reward".into(), Value::Float((reward * total + collateral) / (total + 1.0)));
-        }
-    }
-    Ok(Value::Object(grade))
-}
-
 /// `{<entity>: {key: row}…, snapshot}`: what graders and `state` see.
-/// What an assertions grader reads, and only that: for each entity its checks
-/// name, the rows that may pass some check's `where` (`{entity: [row, …]}`, a
-/// shape the grader takes). A check without a `where` reads the whole entity.
-/// The grader re-applies every `where` exactly, so rows read for one check do
-/// not change another's result; nothing else of the state is decoded.
-fn assertion_state(session: &Session, checks: &[gateway_world::task::Check]) -> Result<Value, HostError> {
-    let state = &session.app.state;
-    let mut by_entity: std::collections::BTreeMap<&str, std::collections::BTreeMap<String, Value>> = Default::default();
-    let everything = Map::default();
-    for check in checks {
-        if state.contract().entity(&check.entity).is_none() {
-            continue;
-        }
-        let rows = by_entity.entry(check.entity.as_str()).or_default();
-        for (key, row) in state.rows_maybe_equal(&check.entity, check.where_.as_ref().unwrap_or(&everything))? {
-            rows.entry(key).or_insert(row);
-        }
-    }
-    let dump: Map = by_entity.into_iter().map(|(entity, rows)| (entity.to_string(), Value::Array(rows.into_values().collect()))).collect();
-    Ok(Value::Object(dump))
-}
-
-fn state_dump(session: &Session) -> Result<Value, HostError> {
+pub(crate) fn state_dump(session: &Session) -> Result<Value, HostError> {
     let mut dump = session.app.state.dump()?;
     dump.insert("snapshot".into(), session.app.state.describe_snapshot());
     Ok(Value::Object(dump))

@@ -23,5 +23,6 @@ pub mod router;
 pub mod server;
 pub mod settings;
 pub mod state;
+pub mod state_diff;
 pub mod vendor;
 pub mod worker_log;

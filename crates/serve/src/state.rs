@@ -548,6 +548,11 @@ impl Template {
         Ok(rows.map(|r| r.map(|text| parse_payload(&text))).collect::<rusqlite::Result<_>>()?)
     }
 
+    /// The indexed template file every session copies (read apart by `state_diff`).
+    pub(crate) fn path(&self) -> &Path {
+        &self.spares.template
+    }
+
     /// The world's directory.
     pub fn world(&self) -> &Path {
         &self.world
@@ -689,6 +694,11 @@ impl WorldState {
         add_indexes(&path, &self.shared.contract, &self.shared.indexed)?;
         self.replace_db(&path)?;
         Ok(())
+    }
+
+    /// The file of the session's database in use (read apart by `state_diff`).
+    pub(crate) fn db_path(&self) -> PathBuf {
+        self.db().path.clone()
     }
 
     fn db(&self) -> Arc<Db> {

@@ -1,0 +1,331 @@
+//! A session database read as a file: the row-level diff of its state against the
+//! state it started from (a grade's "what changed"), and the dump a grader reads of
+//! a stored final state (a regrade's input, no contract at hand).
+//!
+//! The diff attaches the start database read-only to a read-only connection of the
+//! current one and compares each entity table by its stored key (`_key`, the primary
+//! key: index probes, never a sort), rows' canonical payload text telling changed
+//! from unchanged; only changed rows are parsed, to name their changed fields. Its
+//! output is bounded: per entity at most `rows` rows of each kind are listed, with
+//! exact counts and `truncated` when more changed than are listed.
+
+use crate::state::WorldState;
+use gateway_world::compiler::quote;
+use gateway_world::json::{self, python_str, Map, Value};
+use gateway_world::Result;
+use rusqlite::{Connection, OpenFlags};
+use std::path::Path;
+
+/// Rows of each kind (added, removed, changed) a diff lists per entity by default.
+pub const DIFF_ROWS: usize = 50;
+
+/// A row's key as the state dump spells it: the primary key's values (`python_str`)
+/// joined with `:`, read back from the stored key (`canonical([values])`).
+pub fn dump_key(stored: &str) -> String {
+    match json::parse_clean(stored) {
+        Some(Value::Array(values)) => values.iter().map(python_str).collect::<Vec<_>>().join(":"),
+        _ => stored.to_string(),
+    }
+}
+
+fn payload(text: &str) -> Value {
+    json::parse_clean(text).unwrap_or(Value::Null)
+}
+
+/// `(dotted path, before, after)` of every member that differs, objects compared
+/// member by member (arrays and scalars whole); a side without the member has None.
+fn changed_fields(before: &Value, after: &Value, prefix: &str, out: &mut Vec<(String, Option<Value>, Option<Value>)>) {
+    let (Some(old), Some(new)) = (before.as_object(), after.as_object()) else {
+        if !json::json_equal(before, after) {
+            out.push((prefix.to_string(), Some(before.clone()), Some(after.clone())));
+        }
+        return;
+    };
+    let path = |key: &str| if prefix.is_empty() { key.to_string() } else { format!("{prefix}.{key}") };
+    for (key, was) in old {
+        match new.get(key) {
+            Some(now) if json::canonical(was) == json::canonical(now) => {}
+            Some(now) if was.as_object().is_some() && now.as_object().is_some() => changed_fields(was, now, &path(key), out),
+            Some(now) => out.push((path(key), Some(was.clone()), Some(now.clone()))),
+            None => out.push((path(key), Some(was.clone()), None)),
+        }
+    }
+    for (key, now) in new {
+        if !old.contains_key(key) {
+            out.push((path(key), None, Some(now.clone())));
+        }
+    }
+}
+
+/// Rows of one query: every one counted, the first `limit` kept as `(key, payload…)`.
+fn collect(conn: &Connection, sql: &str, columns: usize, limit: usize) -> rusqlite::Result<(i64, Vec<Vec<String>>)> {
+    let mut statement = conn.prepare(sql)?;
+    let mut rows = statement.query([])?;
+    let mut count = 0i64;
+    let mut kept = Vec::new();
+    while let Some(row) = rows.next()? {
+        count += 1;
+        if kept.len() < limit {
+            kept.push((0..columns).map(|i| row.get::<_, String>(i)).collect::<rusqlite::Result<Vec<_>>>()?);
+        }
+    }
+    Ok((count, kept))
+}
+
+/// The diff of one entity, or None when nothing of it changed.
+fn entity_diff(conn: &Connection, entity: &str, limit: usize) -> rusqlite::Result<Option<(Value, [i64; 3], bool)>> {
+    let table = quote(entity);
+    let only_in = |a: &str, b: &str| {
+        format!(
+            "SELECT x._key, x.payload FROM {a}.{table} AS x WHERE NOT EXISTS (SELECT 1 FROM {b}.{table} AS y WHERE y._key = x._key) ORDER BY x._key"
+        )
+    };
+    let (added_count, added) = collect(conn, &only_in("main", "start"), 2, limit)?;
+    let (removed_count, removed) = collect(conn, &only_in("start", "main"), 2, limit)?;
+    let changed_sql = format!(
+        "SELECT x._key, y.payload, x.payload FROM main.{table} AS x JOIN start.{table} AS y ON y._key = x._key WHERE x.payload <> y.payload ORDER BY x._key"
+    );
+    let (changed_count, changed) = collect(conn, &changed_sql, 3, limit)?;
+    if added_count + removed_count + changed_count == 0 {
+        return Ok(None);
+    }
+    let whole = |rows: Vec<Vec<String>>| -> Value {
+        Value::Array(rows.into_iter().map(|r| json::object([("key", Value::Str(dump_key(&r[0]))), ("row", payload(&r[1]))])).collect())
+    };
+    let changed: Vec<Value> = changed
+        .into_iter()
+        .map(|r| {
+            let mut fields = Vec::new();
+            changed_fields(&payload(&r[1]), &payload(&r[2]), "", &mut fields);
+            let fields: Map = fields
+                .into_iter()
+                .map(|(path, before, after)| {
+                    let mut change = Map::default();
+                    if let Some(before) = before {
+                        change.insert("before".into(), before);
+                    }
+                    if let Some(after) = after {
+                        change.insert("after".into(), after);
+                    }
+                    (path, Value::Object(change))
+                })
+                .collect();
+            json::object([("key", Value::Str(dump_key(&r[0]))), ("fields", Value::Object(fields))])
+        })
+        .collect();
+    let counts = [added_count, removed_count, changed_count];
+    let truncated = counts.iter().any(|n| *n as usize > limit);
+    let diff = json::object([
+        ("added", whole(added)),
+        ("removed", whole(removed)),
+        ("changed", Value::Array(changed)),
+        ("counts", counts_value(counts)),
+        ("truncated", Value::Bool(truncated)),
+    ]);
+    Ok(Some((diff, counts, truncated)))
+}
+
+fn counts_value(counts: [i64; 3]) -> Value {
+    json::object([("added", Value::Int(counts[0])), ("removed", Value::Int(counts[1])), ("changed", Value::Int(counts[2]))])
+}
+
+/// The diff of the database at `current` against the one at `start` (both the same
+/// contract's), over `entities`: `{entities: {name: {added: [{key, row}], removed:
+/// [{key, row}], changed: [{key, fields: {path: {before?, after?}}}], counts,
+/// truncated}}, counts, truncated}` — an entity nothing of which changed is left
+/// out, and at most `rows` rows of each kind are listed per entity.
+pub fn diff_files(current: &Path, start: &Path, entities: &[String], rows: usize) -> Result<Value> {
+    let conn = Connection::open_with_flags(current, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+    conn.execute("ATTACH DATABASE ?1 AS start", [start.to_string_lossy()])?;
+    // One read transaction over both files: a consistent pair of snapshots.
+    conn.execute_batch("BEGIN")?;
+    let mut by_entity = Map::default();
+    let mut totals = [0i64; 3];
+    let mut truncated = false;
+    for entity in entities {
+        if let Some((diff, counts, cut)) = entity_diff(&conn, entity, rows)? {
+            by_entity.insert(entity.clone(), diff);
+            for (total, n) in totals.iter_mut().zip(counts) {
+                *total += n;
+            }
+            truncated |= cut;
+        }
+    }
+    conn.execute_batch("COMMIT")?;
+    Ok(json::object([("entities", Value::Object(by_entity)), ("counts", counts_value(totals)), ("truncated", Value::Bool(truncated))]))
+}
+
+/// The entity tables of a session database: every table with the `_key` and
+/// `payload` columns the generated DDL gives an entity, in name order.
+pub fn entity_tables(conn: &Connection) -> Result<Vec<String>> {
+    let mut statement = conn.prepare(
+        "SELECT m.name FROM sqlite_master AS m WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite\\_%' ESCAPE '\\' \
+         AND (SELECT count(*) FROM pragma_table_info(m.name) AS c WHERE c.name IN ('_key', 'payload')) = 2 ORDER BY m.name",
+    )?;
+    let names = statement.query_map([], |row| row.get::<_, String>(0))?.collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(names)
+}
+
+/// The state dump of a session database file as a grader reads it, without its
+/// contract: `{entity: {key: row}}` for `entities` (every entity table when None;
+/// an entity the file lacks has no rows), keys spelled as the host's dump spells them.
+pub fn dump_file(path: &Path, entities: Option<&[String]>) -> Result<Map> {
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+    let tables = entity_tables(&conn)?;
+    let wanted: Vec<String> = match entities {
+        Some(names) => names.to_vec(),
+        None => tables.clone(),
+    };
+    let mut out = Map::default();
+    for entity in wanted {
+        let mut keyed = Map::default();
+        if tables.contains(&entity) {
+            let mut statement = conn.prepare(&format!("SELECT _key, payload FROM {} ORDER BY _key", quote(&entity)))?;
+            let rows = statement.query_map([], |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?)))?;
+            for row in rows {
+                let (key, text) = row?;
+                keyed.insert(dump_key(&key), payload(&text));
+            }
+        }
+        out.insert(entity, Value::Object(keyed));
+    }
+    Ok(out)
+}
+
+impl WorldState {
+    /// What changed in this session's state since `start` (a state of the same
+    /// template: the task's starting state built apart); see [`diff_files`].
+    pub fn diff_from(&self, start: &WorldState, rows: usize) -> Result<Value> {
+        diff_files(&self.db_path(), &start.db_path(), &self.entity_names(), rows)
+    }
+
+    /// What changed in this session's state since the template it was copied from
+    /// (a session whose task adds nothing to it); see [`diff_files`].
+    pub fn diff_from_template(&self, rows: usize) -> Result<Value> {
+        diff_files(&self.db_path(), self.template().path(), &self.entity_names(), rows)
+    }
+
+    fn entity_names(&self) -> Vec<String> {
+        self.contract().entities.iter().map(|e| e.name.clone()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gateway_world::json::object;
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    fn helpdesk() -> WorldState {
+        let world = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk");
+        WorldState::open(&world, BTreeMap::new()).expect("the example opens")
+    }
+
+    fn text(value: &Value) -> String {
+        json::dumps(value, json::DumpOptions { sort_keys: false, ensure_ascii: false, indent: None, compact: false })
+    }
+
+    fn key(id: i64) -> Value {
+        object([("id", Value::Int(id))])
+    }
+
+    #[test]
+    fn an_untouched_session_has_an_empty_diff() {
+        let state = helpdesk();
+        assert_eq!(
+            text(&state.diff_from_template(DIFF_ROWS).unwrap()),
+            r#"{"entities": {}, "counts": {"added": 0, "removed": 0, "changed": 0}, "truncated": false}"#
+        );
+    }
+
+    #[test]
+    fn added_removed_and_changed_rows_are_named_with_their_fields() {
+        let state = helpdesk();
+        state
+            .write(
+                |store| {
+                    store.update(
+                        "tickets",
+                        &key(101),
+                        &object([("status", Value::str("solved")), ("tags", Value::Array(vec![]))]),
+                        None,
+                    )?;
+                    store.delete("tickets", &key(104), None)?;
+                    store.insert(
+                        "customers",
+                        &object([
+                            ("id", Value::str("C9")),
+                            ("name", Value::str("New Person")),
+                            ("email", Value::str("new@example.com")),
+                            ("tier", Value::str("free")),
+                            ("created_at", Value::str("2026-01-01T00:00:00Z")),
+                        ]),
+                        None,
+                    )
+                },
+                None,
+            )
+            .unwrap();
+        let diff = state.diff_from_template(DIFF_ROWS).unwrap();
+        assert_eq!(text(diff.get("counts").unwrap()), r#"{"added": 1, "removed": 1, "changed": 1}"#);
+        let tickets = diff.get("entities").and_then(|e| e.get("tickets")).unwrap();
+        assert_eq!(
+            text(tickets.get("changed").unwrap()),
+            r#"[{"key": "101", "fields": {"status": {"before": "open", "after": "solved"}, "tags": {"before": ["sso", "login"], "after": []}}}]"#
+        );
+        assert_eq!(
+            text(&tickets.get("removed").unwrap().as_array().unwrap()[0].get("row").unwrap().get("status").cloned().unwrap()),
+            r#""solved""#
+        );
+        assert_eq!(text(&tickets.get("removed").unwrap().as_array().unwrap()[0].get("key").cloned().unwrap()), r#""104""#);
+        let customers = diff.get("entities").and_then(|e| e.get("customers")).unwrap();
+        assert_eq!(text(customers.get("counts").unwrap()), r#"{"added": 1, "removed": 0, "changed": 0}"#);
+        assert_eq!(customers.get("added").unwrap().as_array().unwrap()[0].get("key").and_then(Value::as_str), Some("C9"));
+
+        // Against a start of its own (a session of the same template): the same diff.
+        let start = WorldState::session(Arc::clone(state.template())).unwrap();
+        assert_eq!(text(&state.diff_from(&start, DIFF_ROWS).unwrap()), text(&diff));
+        // And the stored final state reads back as the host's dump reads the live one.
+        let exported = tempfile::tempdir().unwrap();
+        let file = exported.path().join("final.sqlite");
+        state.export(&file).unwrap();
+        let dumped = dump_file(&file, None).unwrap();
+        assert_eq!(text(&Value::Object(dumped)), text(&Value::Object(state.dump().unwrap())));
+        let only = dump_file(&file, Some(&["tickets".to_string(), "nothing".to_string()])).unwrap();
+        assert_eq!(only.keys().cloned().collect::<Vec<_>>(), ["tickets", "nothing"]);
+        assert_eq!(only.get("nothing").map(text).as_deref(), Some("{}"));
+    }
+
+    #[test]
+    fn a_big_diff_is_cut_with_exact_counts() {
+        let state = helpdesk();
+        state
+            .write(
+                |store| {
+                    for n in 0..30 {
+                        store.insert(
+                            "customers",
+                            &object([
+                                ("id", Value::Str(format!("N{n:02}"))),
+                                ("name", Value::str("Many")),
+                                ("email", Value::Str(format!("n{n}@example.com"))),
+                                ("tier", Value::str("free")),
+                                ("created_at", Value::str("2026-01-01T00:00:00Z")),
+                            ]),
+                            None,
+                        )?;
+                    }
+                    Ok(())
+                },
+                None,
+            )
+            .unwrap();
+        let diff = state.diff_from_template(10).unwrap();
+        let customers = diff.get("entities").and_then(|e| e.get("customers")).unwrap();
+        assert_eq!(customers.get("added").unwrap().as_array().unwrap().len(), 10);
+        assert_eq!(text(customers.get("counts").unwrap()), r#"{"added": 30, "removed": 0, "changed": 0}"#);
+        assert!(matches!(customers.get("truncated"), Some(Value::Bool(true))));
+        assert!(matches!(diff.get("truncated"), Some(Value::Bool(true))));
+    }
+}
