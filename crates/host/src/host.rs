@@ -496,6 +496,14 @@ impl WorldHost {
         Ok(described)
     }
 
+    /// Copy the session's state as it stands to `destination` (a new file): a run
+    /// keeps its rollouts' final states this way (beyond the original).
+    pub fn export_file(&self, session_id: &str, destination: &Path) -> Result<(), HostError> {
+        let session = self.using(session_id, false)?;
+        session.app.state.export(destination)?;
+        Ok(())
+    }
+
     /// PUT the export taken last to the platform's presigned URL.
     pub fn upload_export(&self, session_id: &str, export_id: &str, url: &str) -> Result<Value, HostError> {
         let session = self.using(session_id, false)?;

@@ -166,11 +166,21 @@ pub fn entity_tables(conn: &Connection) -> Result<Vec<String>> {
     Ok(names)
 }
 
-/// The state dump of a session database file as a grader reads it, without its
-/// contract: `{entity: {key: row}}` for `entities` (every entity table when None;
-/// an entity the file lacks has no rows), keys spelled as the host's dump spells them.
+/// A stored database file opened to be read only and never changed under us
+/// (`immutable=1`: no locks, and no `-wal`/`-shm` files written beside it — it may
+/// lie in an object store).
+fn open_stored(path: &Path) -> Result<Connection> {
+    let text = path.to_string_lossy().replace('%', "%25").replace('?', "%3f").replace('#', "%23");
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
+    Ok(Connection::open_with_flags(format!("file:{text}?immutable=1"), flags)?)
+}
+
+/// The state dump of a stored session database file (an export: nothing writes it)
+/// as a grader reads it, without its contract: `{entity: {key: row}}` for `entities`
+/// (every entity table when None; an entity the file lacks has no rows), keys
+/// spelled as the host's dump spells them.
 pub fn dump_file(path: &Path, entities: Option<&[String]>) -> Result<Map> {
-    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+    let conn = open_stored(path)?;
     let tables = entity_tables(&conn)?;
     let wanted: Vec<String> = match entities {
         Some(names) => names.to_vec(),
