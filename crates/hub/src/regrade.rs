@@ -42,14 +42,16 @@ fn named_entities(spec: &TaskSpec) -> Vec<String> {
 /// The grade of an assertions spec over one state file.
 fn grade_in_process(spec: &TaskSpec, job: &Job, options: &GraderOptions) -> Result<Value, Reason> {
     let entities = named_entities(spec);
-    let dump = gateway_serve::state_diff::dump_file(&job.state, Some(&entities)).map_err(|e| format!("the stored state could not be read: {e}"))?;
+    let dump = gateway_serve::state_diff::dump_file(&job.state, Some(&entities))
+        .map_err(|e| format!("the stored state could not be read: {e}"))?;
     gateway_world::task::grade(spec, &Value::Object(dump), options).map_err(|e| e.to_string())
 }
 
 /// A state file as a python grader reads it on stdin: the host's dump (every entity,
 /// then `snapshot`, null here: a stored state does not carry its version's sidecar).
 fn python_input(job: &Job) -> Result<String, Reason> {
-    let mut dump: Map = gateway_serve::state_diff::dump_file(&job.state, None).map_err(|e| format!("the stored state could not be read: {e}"))?;
+    let mut dump: Map =
+        gateway_serve::state_diff::dump_file(&job.state, None).map_err(|e| format!("the stored state could not be read: {e}"))?;
     dump.insert("snapshot".into(), Value::Null);
     Ok(json::dumps(&Value::Object(dump), DumpOptions { sort_keys: false, ensure_ascii: true, indent: None, compact: false }))
 }
@@ -69,8 +71,9 @@ fn spread<T: Sync, R: Send>(items: &[T], threads: usize, body: impl Fn(&T) -> R 
 pub fn grade_states(specs: &[TaskSpec], jobs: &[Job], options: &GraderOptions, threads: usize) -> Vec<Result<Value, Reason>> {
     let mut results: Vec<Option<Result<Value, Reason>>> = vec![None; jobs.len()];
     // Assertions: in-process, every core.
-    let in_process: Vec<usize> =
-        (0..jobs.len()).filter(|i| matches!(specs.get(jobs[*i].spec).and_then(|s| s.grader.as_ref()), Some(Grader::Assertions { .. }))).collect();
+    let in_process: Vec<usize> = (0..jobs.len())
+        .filter(|i| matches!(specs.get(jobs[*i].spec).and_then(|s| s.grader.as_ref()), Some(Grader::Assertions { .. })))
+        .collect();
     let graded = spread(&in_process, threads, |i| grade_in_process(&specs[jobs[*i].spec], &jobs[*i], options));
     for (i, grade) in in_process.into_iter().zip(graded) {
         results[i] = Some(grade);
@@ -103,7 +106,9 @@ pub fn grade_states(specs: &[TaskSpec], jobs: &[Job], options: &GraderOptions, t
         .map(|(result, job)| {
             result.unwrap_or_else(|| {
                 Err(match specs.get(job.spec).and_then(|s| s.grader.as_ref()) {
-                    Some(Grader::Rubric { .. }) => "a rubric grader is a model's judgement: regrade re-scores assertions and python graders".into(),
+                    Some(Grader::Rubric { .. }) => {
+                        "a rubric grader is a model's judgement: regrade re-scores assertions and python graders".into()
+                    }
                     _ => "the task has no grader: there is nothing to re-score".into(),
                 })
             })
@@ -135,15 +140,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (solved, open) = (state(dir.path(), "solved"), state(dir.path(), "open"));
         let specs = vec![
-            spec(r#"{"instruction": "x", "grader": {"kind": "assertions", "checks": [{"id": "solved", "entity": "tickets", "where": {"id": 101}, "assert": "all", "field": "status", "value": "solved"}]}}"#),
-            spec(r#"{"instruction": "x", "grader": {"kind": "python", "source": "import json, sys\ns = json.load(sys.stdin)\nprint(json.dumps({'reward': s['tickets']['101']['status'] == 'solved', 'tickets': len(s['tickets'])}))"}}"#),
+            spec(
+                r#"{"instruction": "x", "grader": {"kind": "assertions", "checks": [{"id": "solved", "entity": "tickets", "where": {"id": 101}, "assert": "all", "field": "status", "value": "solved"}]}}"#,
+            ),
+            spec(
+                r#"{"instruction": "x", "grader": {"kind": "python", "source": "import json, sys\ns = json.load(sys.stdin)\nprint(json.dumps({'reward': s['tickets']['101']['status'] == 'solved', 'tickets': len(s['tickets'])}))"}}"#,
+            ),
             spec(r#"{"instruction": "x", "grader": {"kind": "rubric", "rubric": "Be kind."}}"#),
             spec(r#"{"instruction": "x"}"#),
         ];
-        let jobs: Vec<Job> = [(0, &solved), (0, &open), (1, &solved), (1, &open), (2, &open), (3, &open), (0, &dir.path().join("gone.sqlite"))]
-            .into_iter()
-            .map(|(spec, state)| Job { spec, state: state.clone() })
-            .collect();
+        let jobs: Vec<Job> =
+            [(0, &solved), (0, &open), (1, &solved), (1, &open), (2, &open), (3, &open), (0, &dir.path().join("gone.sqlite"))]
+                .into_iter()
+                .map(|(spec, state)| Job { spec, state: state.clone() })
+                .collect();
         let graded = grade_states(&specs, &jobs, &GraderOptions::default(), 2);
         let reward = |i: usize| graded[i].as_ref().map(|g| g.get("reward").and_then(Value::as_f64)).map_err(Clone::clone);
         assert_eq!(reward(0), Ok(Some(1.0)));

@@ -47,14 +47,17 @@ fn an_evaluation_is_regraded_from_its_stored_states_into_a_linked_one() {
     let work = tempfile::tempdir().unwrap();
     let world = work.path().join("helpdesk");
     copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), &world);
-    let pushed =
-        Client::new(&hub.api, &hub.one.0, &hub.one.1).unwrap().push(&world, &PushOptions { slug: Some("helpdesk".into()), ..Default::default() }).unwrap();
+    let pushed = Client::new(&hub.api, &hub.one.0, &hub.one.1)
+        .unwrap()
+        .push(&world, &PushOptions { slug: Some("helpdesk".into()), ..Default::default() })
+        .unwrap();
     let (cid, version) = (text(&pushed, "containerId"), text(&pushed, "versionId"));
     let task = ok(&hub, "POST", "/api/public/world-tasks", &format!(r#"{{"spec": {V1}, "world": "helpdesk"}}"#));
     let task_id = text(&task, "id");
 
     // The run: five rollouts of solve-101, filed with the rewards version 1 gave.
-    let old = text(&ok(&hub, "POST", EVALS, &format!(r#"{{"versionId": "{version}", "model": "m", "rolloutsPerExample": 5}}"#)), "evaluationId");
+    let old =
+        text(&ok(&hub, "POST", EVALS, &format!(r#"{{"versionId": "{version}", "model": "m", "rolloutsPerExample": 5}}"#)), "evaluationId");
     let samples: Vec<String> = [1.0, 0.0, 1.0, 0.0, 0.0]
         .iter()
         .enumerate()
@@ -92,8 +95,11 @@ fn an_evaluation_is_regraded_from_its_stored_states_into_a_linked_one() {
     assert_eq!(put.status().as_u16(), 413, "{}", put.text().unwrap());
     let put = reqwest::blocking::Client::new().put(&url).body("not-astate").send().unwrap();
     assert_eq!(put.status().as_u16(), 400, "{}", put.text().unwrap());
-    let (status, unknown) =
-        hub.call("POST", &format!("{EVALS}/{old}/states"), Some(r#"{"states": [{"exampleId": "nope", "rolloutIndex": 0, "sha256": "00", "bytes": 1}]}"#));
+    let (status, unknown) = hub.call(
+        "POST",
+        &format!("{EVALS}/{old}/states"),
+        Some(r#"{"states": [{"exampleId": "nope", "rolloutIndex": 0, "sha256": "00", "bytes": 1}]}"#),
+    );
     assert_eq!(status, 400, "{unknown:?}");
     assert!(text(&unknown, "message").contains("matches no sample"), "{unknown:?}");
 
@@ -149,7 +155,8 @@ fn an_evaluation_is_regraded_from_its_stored_states_into_a_linked_one() {
     assert_eq!(text(first, "info.regrade.taskVersion"), "1");
 
     // Refusals: a version the task lacks, an evaluation of another project.
-    let (status, refused) = hub.call("POST", &format!("{EVALS}/{old}/regrade"), Some(&format!(r#"{{"task_version": 9, "task_id": "{task_id}"}}"#)));
+    let (status, refused) =
+        hub.call("POST", &format!("{EVALS}/{old}/regrade"), Some(&format!(r#"{{"task_version": 9, "task_id": "{task_id}"}}"#)));
     assert_eq!(status, 400, "{refused:?}");
     assert!(text(&refused, "message").contains("no version 9"), "{refused:?}");
     let (status, _) = hub.call("POST", &format!("{EVALS}/{old}/regrade"), Some("{}"));
@@ -158,6 +165,9 @@ fn an_evaluation_is_regraded_from_its_stored_states_into_a_linked_one() {
     assert_eq!(status, 404);
     // By name, a version the task lacks: every sample errored with the reason, none a 0.
     let answered = client.regrade(&old, 9, None).unwrap();
-    assert_eq!((text(&answered, "graded"), text(&answered, "errored"), text(&answered, "avgReward")), ("0".into(), "5".into(), "null".into()));
+    assert_eq!(
+        (text(&answered, "graded"), text(&answered, "errored"), text(&answered, "avgReward")),
+        ("0".into(), "5".into(), "null".into())
+    );
     assert!(text(&answered, "errors.0.reason").contains("no version 9"), "{answered:?}");
 }

@@ -30,7 +30,10 @@ pub(super) fn state_key(project: &str, sha256: &str) -> String {
 /// The sample an entry names: `sampleId`, else (`exampleId` or `task`, `rolloutIndex`).
 fn named_sample<'a>(fields: &Fields<'_>, samples: &'a [Sample], at: &str) -> Result<&'a Sample, HubError> {
     if let Some(id) = fields.nonblank("sampleId")? {
-        return samples.iter().find(|s| s.id == id).ok_or_else(|| HubError::BadRequest(format!("'{at}sampleId' {id} is no sample of this evaluation")));
+        return samples
+            .iter()
+            .find(|s| s.id == id)
+            .ok_or_else(|| HubError::BadRequest(format!("'{at}sampleId' {id} is no sample of this evaluation")));
     }
     let name = fields.nonblank("exampleId")?.or(fields.nonblank("task")?).ok_or_else(|| {
         HubError::BadRequest(format!("'{at}' names no sample: give 'sampleId', or 'exampleId' (or 'task') and 'rolloutIndex'"))
@@ -41,7 +44,9 @@ fn named_sample<'a>(fields: &Fields<'_>, samples: &'a [Sample], at: &str) -> Res
     match matching.as_slice() {
         [one] => Ok(one),
         [] => Err(HubError::BadRequest(format!("'{at}' matches no sample of this evaluation ({name}, rollout {index})"))),
-        _ => Err(HubError::BadRequest(format!("'{at}' matches {} samples ({name}, rollout {index}): name it by 'sampleId'", matching.len()))),
+        _ => {
+            Err(HubError::BadRequest(format!("'{at}' matches {} samples ({name}, rollout {index}): name it by 'sampleId'", matching.len())))
+        }
     }
 }
 
@@ -57,7 +62,9 @@ pub(super) async fn register_states(hub: &Hub, project: &str, id: &str, body: &M
         Some(Value::Array(items)) => {
             return Err(HubError::BadRequest(format!("{} states in one request: send at most {MAX_STATES_PER_BATCH}", items.len())))
         }
-        _ => return Err(HubError::BadRequest("'states' is required: a list of {sampleId | exampleId + rolloutIndex, sha256, bytes}".into())),
+        _ => {
+            return Err(HubError::BadRequest("'states' is required: a list of {sampleId | exampleId + rolloutIndex, sha256, bytes}".into()))
+        }
     };
     let samples = hub.meta.samples(&evaluation.id, i64::MAX).await?;
     let mut checked = Vec::with_capacity(items.len());
@@ -71,7 +78,8 @@ pub(super) async fn register_states(hub: &Hub, project: &str, id: &str, body: &M
         if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(HubError::BadRequest(format!("'{at}sha256' must be the state file's sha256 (64 hex digits)")));
         }
-        let bytes = fields.int("bytes", 1)?.ok_or_else(|| HubError::BadRequest(format!("'{at}bytes' is required: the state file's size")))?;
+        let bytes =
+            fields.int("bytes", 1)?.ok_or_else(|| HubError::BadRequest(format!("'{at}bytes' is required: the state file's size")))?;
         if bytes as u64 > hub.limits.max_object_bytes as u64 {
             return Err(HubError::TooLarge(format!("'{at}bytes' {bytes} is over the {}-byte object limit", hub.limits.max_object_bytes)));
         }

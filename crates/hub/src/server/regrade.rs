@@ -31,7 +31,7 @@ const ERRORS_LISTED: usize = 50;
 
 /// What becomes of one sample.
 enum Plan {
-    /// Scored by spec `0` (an index into the resolved specs).
+    /// Scored by this spec (an index into the resolved specs).
     Grade(usize),
     /// Filed as it was (another task than the one regraded).
     Carry,
@@ -62,7 +62,15 @@ fn spec_at(task: &Map, version: i64) -> Result<TaskSpec, String> {
 }
 
 /// The plan of every sample (`bodies` are the samples' bodies, in order).
-async fn resolve(hub: &Hub, project: &str, slug: &str, bodies: &[Map], samples: &[Sample], task_id: Option<&str>, version: i64) -> Result<Resolved, HubError> {
+async fn resolve(
+    hub: &Hub,
+    project: &str,
+    slug: &str,
+    bodies: &[Map],
+    samples: &[Sample],
+    task_id: Option<&str>,
+    version: i64,
+) -> Result<Resolved, HubError> {
     let mut resolved = Resolved { specs: Vec::new(), tasks: Vec::new(), plans: Vec::new() };
     if let Some(task_id) = task_id {
         let task = load_task(hub, project, task_id).await?;
@@ -78,7 +86,10 @@ async fn resolve(hub: &Hub, project: &str, slug: &str, bodies: &[Map], samples: 
             let mut names: Vec<&str> = samples.iter().map(|s| s.task.as_str()).collect();
             names.sort_unstable();
             names.dedup();
-            return Err(HubError::BadRequest(format!("no sample is of task '{name}' ({task_id}); the evaluation's tasks are {}", names.join(", "))));
+            return Err(HubError::BadRequest(format!(
+                "no sample is of task '{name}' ({task_id}); the evaluation's tasks are {}",
+                names.join(", ")
+            )));
         }
         return Ok(resolved);
     }
@@ -125,7 +136,12 @@ async fn fetch_to(hub: &Hub, key: &str, path: &Path) -> Result<bool, HubError> {
 }
 
 /// The grade of every `(spec, sha256)` pair asked for, or why there is none.
-async fn score(hub: &Hub, project: &str, specs: Vec<TaskSpec>, pairs: Vec<(usize, String)>) -> Result<HashMap<(usize, String), Result<Value, String>>, HubError> {
+async fn score(
+    hub: &Hub,
+    project: &str,
+    specs: Vec<TaskSpec>,
+    pairs: Vec<(usize, String)>,
+) -> Result<HashMap<(usize, String), Result<Value, String>>, HubError> {
     let mut digests: Vec<String> = pairs.iter().map(|(_, sha)| sha.clone()).collect();
     digests.sort_unstable();
     digests.dedup();
@@ -219,54 +235,128 @@ fn regraded_sample(old: &Sample, body: &Map, evaluation: &Evaluation, outcome: R
     }
 }
 
-/// `POST …/evaluations/{id}/regrade`: `{task_version, task_id?}` (or `taskVersion`,
-/// `taskId`) → the new evaluation's id, what became of the samples and the rewards'
-/// means before and after.
-pub(super) async fn regrade(hub: &Hub, project: &str, id: &str, body: &Map) -> Answer {
-    let started = std::time::Instant::now();
-    let old = own_evaluation(hub, project, id).await?;
+/// A carried sample: as it was, in the new evaluation, naming the one it copies.
+fn carried_sample(old: &Sample, body: &Map, evaluation: &Evaluation, now: &str) -> Sample {
+    let mut body = body.clone();
+    let mut info = info_of(&body);
+    info.insert("regradedFrom".into(), Value::str(&old.id));
+    body.insert("info".into(), Value::Object(info));
+    let mut copy = old.clone();
+    copy.id = new_id("smp_");
+    copy.evaluation_id = evaluation.id.clone();
+    copy.body = tasks::document_text(&Value::Object(body));
+    copy.created_at = now.to_string();
+    copy
+}
+
+/// `task_version` (or `taskVersion`) and `task_id` (or `taskId`) of a regrade's body.
+fn asked(body: &Map) -> Result<(i64, Option<String>), HubError> {
     let fields = Fields::new(body, "");
     fields.only(&["task_version", "taskVersion", "task_id", "taskId"])?;
     let version = match fields.int("task_version", 1)? {
         Some(n) => n,
-        None => fields.int("taskVersion", 1)?.ok_or_else(|| HubError::BadRequest("'task_version' is required: the task version whose grader re-scores".into()))?,
+        None => fields
+            .int("taskVersion", 1)?
+            .ok_or_else(|| HubError::BadRequest("'task_version' is required: the task version whose grader re-scores".into()))?,
     };
     let task_id = match fields.nonblank("task_id")? {
         Some(id) => Some(id),
         None => fields.nonblank("taskId")?,
     };
+    Ok((version, task_id))
+}
+
+/// What the regrade found, sample by sample, before anything is filed.
+struct Scored {
+    samples: Vec<Sample>,
+    bodies: Vec<Map>,
+    plans: Vec<Plan>,
+    /// Per spec: `(task id, task name)`.
+    tasks: Vec<(String, String)>,
+    /// Sample id → its state's sha256.
+    states: BTreeMap<String, String>,
+    grades: HashMap<(usize, String), Result<Value, String>>,
+}
+
+impl Scored {
+    /// What becomes of sample `i`: None (carried), its grade and the `info.regrade`
+    /// it is filed with, or why it errored.
+    fn outcome(&self, i: usize, version: i64) -> Option<Result<(Value, Map), String>> {
+        let spec = match &self.plans[i] {
+            Plan::Carry => return None,
+            Plan::Errored(reason) => return Some(Err(reason.clone())),
+            Plan::Grade(spec) => *spec,
+        };
+        let sha = &self.states[&self.samples[i].id];
+        Some(match &self.grades[&(spec, sha.clone())] {
+            Ok(grade) => {
+                let (task, name) = &self.tasks[spec];
+                let mut regrade = Map::default();
+                regrade.insert("taskId".into(), Value::str(task));
+                regrade.insert("task".into(), Value::str(name));
+                regrade.insert("taskVersion".into(), Value::Int(version));
+                regrade.insert("state".into(), Value::str(sha));
+                if let Some(checks) = grade.get("checks") {
+                    regrade.insert("checks".into(), checks.clone());
+                }
+                Ok((grade.clone(), regrade))
+            }
+            Err(reason) => Err(reason.clone()),
+        })
+    }
+}
+
+/// Every sample of `old` planned and its states scored.
+async fn score_samples(hub: &Hub, project: &str, old: &Evaluation, task_id: Option<&str>, version: i64) -> Result<Scored, HubError> {
     let samples = hub.meta.samples(&old.id, i64::MAX).await?;
     if samples.is_empty() {
         return Err(HubError::BadRequest(format!("evaluation {} has no samples to regrade", old.id)));
     }
     let slug = hub.meta.container_by_id(&old.container_id).await?.map(|c| c.slug).unwrap_or_default();
     let bodies: Vec<Map> = samples.iter().map(|s| opt_value(&s.body).as_object().cloned().unwrap_or_default()).collect();
-    let Resolved { specs, tasks, mut plans } = resolve(hub, project, &slug, &bodies, &samples, task_id.as_deref(), version).await?;
+    let Resolved { specs, tasks, mut plans } = resolve(hub, project, &slug, &bodies, &samples, task_id, version).await?;
     let links = state_links(hub, project, &old.id).await?;
     for ((plan, sample), body) in plans.iter_mut().zip(&samples).zip(&bodies) {
-        if let Some(reason) = info_of(body).get("errored").and_then(Value::as_str).filter(|_| matches!(plan, Plan::Grade(_))) {
+        if !matches!(plan, Plan::Grade(_)) {
+            continue;
+        }
+        if let Some(reason) = info_of(body).get("errored").and_then(Value::as_str) {
             *plan = Plan::Errored(format!("the rollout itself errored: {reason}"));
-        } else if matches!(plan, Plan::Grade(_)) && !links.contains_key(&sample.id) {
+        } else if !links.contains_key(&sample.id) {
             *plan = Plan::Errored("no final state was stored for this sample (worlds run files them; or POST …/states)".into());
         }
     }
+    let states: BTreeMap<String, String> = links.into_iter().map(|(sample, (sha, _))| (sample, sha)).collect();
     let mut pairs: Vec<(usize, String)> = plans
         .iter()
         .zip(&samples)
         .filter_map(|(plan, sample)| match plan {
-            Plan::Grade(spec) => Some((*spec, links[&sample.id].0.clone())),
+            Plan::Grade(spec) => Some((*spec, states[&sample.id].clone())),
             _ => None,
         })
         .collect();
     pairs.sort_unstable();
     pairs.dedup();
     let grades = score(hub, project, specs, pairs).await?;
+    Ok(Scored { samples, bodies, plans, tasks, states, grades })
+}
+
+/// `POST …/evaluations/{id}/regrade`: `{task_version, task_id?}` (or `taskVersion`,
+/// `taskId`) → the new evaluation's id, what became of the samples and the rewards'
+/// means before and after.
+pub(super) async fn regrade(hub: &Hub, project: &str, id: &str, body: &Map) -> Answer {
+    let started = std::time::Instant::now();
+    let old = own_evaluation(hub, project, id).await?;
+    let (version, task_id) = asked(body)?;
+    let scored = score_samples(hub, project, &old, task_id.as_deref(), version).await?;
 
     let now = now_iso();
     let mut details = opt_value(&old.details).as_object().cloned().unwrap_or_default();
-    let regrade = object([("taskId", task_id.clone().map(Value::Str).unwrap_or_default()), ("taskVersion", Value::Int(version))]);
     details.insert("regradedFrom".into(), Value::str(&old.id));
-    details.insert("regrade".into(), regrade);
+    details.insert(
+        "regrade".into(),
+        object([("taskId", task_id.clone().map(Value::Str).unwrap_or_default()), ("taskVersion", Value::Int(version))]),
+    );
     let evaluation = Evaluation {
         id: new_id("eval_"),
         project_id: project.to_string(),
@@ -284,42 +374,12 @@ pub(super) async fn regrade(hub: &Hub, project: &str, id: &str, body: &Map) -> A
     hub.meta.create_evaluation(evaluation.clone()).await?;
     let (mut graded, mut errored, mut carried) = (0i64, 0i64, 0i64);
     let mut errors = Vec::new();
-    let mut filed = Vec::with_capacity(samples.len());
-    for ((plan, sample), body) in plans.iter().zip(&samples).zip(&bodies) {
-        let outcome = match plan {
-            Plan::Carry => {
-                carried += 1;
-                let mut carried_body = body.clone();
-                let mut info = info_of(body);
-                info.insert("regradedFrom".into(), Value::str(&sample.id));
-                carried_body.insert("info".into(), Value::Object(info));
-                let mut copy = sample.clone();
-                copy.id = new_id("smp_");
-                copy.evaluation_id = evaluation.id.clone();
-                copy.body = tasks::document_text(&Value::Object(carried_body));
-                copy.created_at = now.clone();
-                filed.push(copy);
-                continue;
-            }
-            Plan::Errored(reason) => Err(reason.clone()),
-            Plan::Grade(spec) => {
-                let sha = &links[&sample.id].0;
-                match &grades[&(*spec, sha.clone())] {
-                    Ok(grade) => {
-                        let (task, name) = &tasks[*spec];
-                        let mut regrade = Map::default();
-                        regrade.insert("taskId".into(), Value::str(task));
-                        regrade.insert("task".into(), Value::str(name));
-                        regrade.insert("taskVersion".into(), Value::Int(version));
-                        regrade.insert("state".into(), Value::str(sha));
-                        if let Some(checks) = grade.get("checks") {
-                            regrade.insert("checks".into(), checks.clone());
-                        }
-                        Ok((grade.clone(), regrade))
-                    }
-                    Err(reason) => Err(reason.clone()),
-                }
-            }
+    let mut filed = Vec::with_capacity(scored.samples.len());
+    for (i, (sample, body)) in scored.samples.iter().zip(&scored.bodies).enumerate() {
+        let Some(outcome) = scored.outcome(i, version) else {
+            carried += 1;
+            filed.push(carried_sample(sample, body, &evaluation, &now));
+            continue;
         };
         match &outcome {
             Ok(_) => graded += 1,
@@ -338,20 +398,26 @@ pub(super) async fn regrade(hub: &Hub, project: &str, id: &str, body: &Map) -> A
         filed.push(regraded_sample(sample, body, &evaluation, outcome, &now));
     }
     let avg = mean(filed.iter().map(|s| s.reward));
-    let previous = mean(samples.iter().map(|s| s.reward));
+    let previous = mean(scored.samples.iter().map(|s| s.reward));
     let count = filed.len() as i64;
     for batch in filed.chunks(MAX_SAMPLES_PER_BATCH) {
         hub.meta.add_samples(&evaluation.id, batch.to_vec()).await?;
     }
-    let metrics = object([
-        ("avg_reward", avg.clone()),
-        ("n", Value::Int(count)),
-        ("graded", Value::Int(graded)),
-        ("errored", Value::Int(errored)),
-        ("carried", Value::Int(carried)),
-        ("regradedFrom", Value::str(&old.id)),
-    ]);
-    let outcome = Outcome { status: "COMPLETED".into(), metrics: Some(tasks::document_text(&metrics)), cost: None, completed_at: now_iso() };
+    let tally = |key: &str, n: i64| (key.to_string(), Value::Int(n));
+    let metrics = Value::Object(
+        [
+            ("avg_reward".to_string(), avg.clone()),
+            tally("n", count),
+            tally("graded", graded),
+            tally("errored", errored),
+            tally("carried", carried),
+            ("regradedFrom".to_string(), Value::str(&old.id)),
+        ]
+        .into_iter()
+        .collect(),
+    );
+    let outcome =
+        Outcome { status: "COMPLETED".into(), metrics: Some(tasks::document_text(&metrics)), cost: None, completed_at: now_iso() };
     hub.meta.finalize_evaluation(&evaluation.id, outcome).await?;
     ok(object([
         ("evaluationId", Value::str(&evaluation.id)),
