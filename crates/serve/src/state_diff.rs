@@ -3,17 +3,20 @@
 //! a stored final state (a regrade's input, no contract at hand).
 //!
 //! The diff attaches the start database read-only to a read-only connection of the
-//! current one and compares each entity table by its stored key (`_key`, the primary
-//! key: index probes, never a sort), rows' canonical payload text telling changed
-//! from unchanged; only changed rows are parsed, to name their changed fields. Its
-//! output is bounded: per entity at most `rows` rows of each kind are listed, with
-//! exact counts and `truncated` when more changed than are listed.
+//! current one. The rows it compares are those the store's lineage says either side
+//! wrote since they parted (the batches only one of them holds), so a grade's diff
+//! costs what the agent wrote, not what the world holds; each is looked up by its
+//! stored key (`_key`, the primary key) on both sides, canonical payload text telling
+//! changed from unchanged, and only the rows listed are parsed, to name their changed
+//! fields. Its output is bounded: per entity at most `rows` rows of each kind are
+//! listed, with exact counts and `truncated` when more changed than are listed.
 
 use crate::state::WorldState;
 use gateway_world::compiler::quote;
 use gateway_world::json::{self, python_str, Map, Value};
 use gateway_world::Result;
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// Rows of each kind (added, removed, changed) a diff lists per entity by default.
@@ -57,72 +60,145 @@ fn changed_fields(before: &Value, after: &Value, prefix: &str, out: &mut Vec<(St
     }
 }
 
-/// Rows of one query: every one counted, the first `limit` kept as `(key, payload…)`.
-fn collect(conn: &Connection, sql: &str, columns: usize, limit: usize) -> rusqlite::Result<(i64, Vec<Vec<String>>)> {
-    let mut statement = conn.prepare(sql)?;
-    let mut rows = statement.query([])?;
-    let mut count = 0i64;
-    let mut kept = Vec::new();
-    while let Some(row) = rows.next()? {
-        count += 1;
-        if kept.len() < limit {
-            kept.push((0..columns).map(|i| row.get::<_, String>(i)).collect::<rusqlite::Result<Vec<_>>>()?);
-        }
-    }
-    Ok((count, kept))
+/// One entity's differing rows as they are found: every one counted, the first
+/// `limit` of each kind kept (only those parsed).
+struct EntityDiff {
+    limit: usize,
+    counts: [i64; 3],
+    added: Vec<Value>,
+    removed: Vec<Value>,
+    changed: Vec<Value>,
 }
 
-/// The diff of one entity, or None when nothing of it changed.
-fn entity_diff(conn: &Connection, entity: &str, limit: usize) -> rusqlite::Result<Option<(Value, [i64; 3], bool)>> {
-    let table = quote(entity);
-    let only_in = |a: &str, b: &str| {
-        format!(
-            "SELECT x._key, x.payload FROM {a}.{table} AS x WHERE NOT EXISTS (SELECT 1 FROM {b}.{table} AS y WHERE y._key = x._key) ORDER BY x._key"
-        )
-    };
-    let (added_count, added) = collect(conn, &only_in("main", "start"), 2, limit)?;
-    let (removed_count, removed) = collect(conn, &only_in("start", "main"), 2, limit)?;
-    let changed_sql = format!(
-        "SELECT x._key, y.payload, x.payload FROM main.{table} AS x JOIN start.{table} AS y ON y._key = x._key WHERE x.payload <> y.payload ORDER BY x._key"
-    );
-    let (changed_count, changed) = collect(conn, &changed_sql, 3, limit)?;
-    if added_count + removed_count + changed_count == 0 {
-        return Ok(None);
+impl EntityDiff {
+    fn new(limit: usize) -> EntityDiff {
+        EntityDiff { limit, counts: [0; 3], added: Vec::new(), removed: Vec::new(), changed: Vec::new() }
     }
-    let whole = |rows: Vec<Vec<String>>| -> Value {
-        Value::Array(rows.into_iter().map(|r| json::object([("key", Value::Str(dump_key(&r[0]))), ("row", payload(&r[1]))])).collect())
-    };
-    let changed: Vec<Value> = changed
+
+    /// The row at stored key `key`, as it was at the start and as it is now.
+    fn add(&mut self, key: &str, was: Option<&str>, now: Option<&str>) {
+        let whole = |text: &str| json::object([("key", Value::Str(dump_key(key))), ("row", payload(text))]);
+        match (was, now) {
+            (None, Some(now)) => {
+                self.counts[0] += 1;
+                if self.added.len() < self.limit {
+                    self.added.push(whole(now));
+                }
+            }
+            (Some(was), None) => {
+                self.counts[1] += 1;
+                if self.removed.len() < self.limit {
+                    self.removed.push(whole(was));
+                }
+            }
+            (Some(was), Some(now)) if was != now => {
+                self.counts[2] += 1;
+                if self.changed.len() < self.limit {
+                    self.changed.push(changed_row(key, was, now));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The entity's diff, or None when nothing of it changed.
+    fn finish(self) -> Option<(Value, [i64; 3], bool)> {
+        if self.counts.iter().all(|n| *n == 0) {
+            return None;
+        }
+        let truncated = self.counts.iter().any(|n| *n as usize > self.limit);
+        let diff = json::object([
+            ("added", Value::Array(self.added)),
+            ("removed", Value::Array(self.removed)),
+            ("changed", Value::Array(self.changed)),
+            ("counts", counts_value(self.counts)),
+            ("truncated", Value::Bool(truncated)),
+        ]);
+        Some((diff, self.counts, truncated))
+    }
+}
+
+/// A changed row: its key and each changed field `{before?, after?}`.
+fn changed_row(key: &str, was: &str, now: &str) -> Value {
+    let mut fields = Vec::new();
+    changed_fields(&payload(was), &payload(now), "", &mut fields);
+    let fields: Map = fields
         .into_iter()
-        .map(|r| {
-            let mut fields = Vec::new();
-            changed_fields(&payload(&r[1]), &payload(&r[2]), "", &mut fields);
-            let fields: Map = fields
-                .into_iter()
-                .map(|(path, before, after)| {
-                    let mut change = Map::default();
-                    if let Some(before) = before {
-                        change.insert("before".into(), before);
-                    }
-                    if let Some(after) = after {
-                        change.insert("after".into(), after);
-                    }
-                    (path, Value::Object(change))
-                })
-                .collect();
-            json::object([("key", Value::Str(dump_key(&r[0]))), ("fields", Value::Object(fields))])
+        .map(|(path, before, after)| {
+            let mut change = Map::default();
+            if let Some(before) = before {
+                change.insert("before".into(), before);
+            }
+            if let Some(after) = after {
+                change.insert("after".into(), after);
+            }
+            (path, Value::Object(change))
         })
         .collect();
-    let counts = [added_count, removed_count, changed_count];
-    let truncated = counts.iter().any(|n| *n as usize > limit);
-    let diff = json::object([
-        ("added", whole(added)),
-        ("removed", whole(removed)),
-        ("changed", Value::Array(changed)),
-        ("counts", counts_value(counts)),
-        ("truncated", Value::Bool(truncated)),
-    ]);
-    Ok(Some((diff, counts, truncated)))
+    json::object([("key", Value::Str(dump_key(key))), ("fields", Value::Object(fields))])
+}
+
+/// The keys each entity's rows may differ at between the two databases: those the
+/// lineage of a batch only one side holds names. Every write of the store is a batch
+/// with a lineage row per mutation, in the same transaction, so a row that neither
+/// side wrote since they parted is the same on both: the diff costs what was written,
+/// not what the world holds.
+fn touched_keys(conn: &Connection) -> rusqlite::Result<BTreeMap<String, BTreeSet<String>>> {
+    let mut touched: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (this, other) in [("main", "start"), ("start", "main")] {
+        let only_here = format!(
+            "SELECT b.id FROM {this}._gateway_batches AS b WHERE NOT EXISTS (SELECT 1 FROM {other}._gateway_batches AS o WHERE o.id = b.id)"
+        );
+        let batches: Vec<String> = conn.prepare(&only_here)?.query_map([], |row| row.get(0))?.collect::<rusqlite::Result<_>>()?;
+        let mut lineage = conn.prepare(&format!("SELECT entity, key FROM {this}._gateway_lineage WHERE batch = ?1"))?;
+        for batch in batches {
+            let rows = lineage.query_map([&batch], |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?)))?;
+            for row in rows {
+                let (entity, key) = row?;
+                touched.entry(entity).or_default().insert(key);
+            }
+        }
+    }
+    Ok(touched)
+}
+
+/// One entity's diff over the keys its lineage names (in key order, as `_key` sorts).
+fn entity_diff(
+    conn: &Connection,
+    entity: &str,
+    keys: &BTreeSet<String>,
+    limit: usize,
+) -> rusqlite::Result<Option<(Value, [i64; 3], bool)>> {
+    let table = quote(entity);
+    let mut now = conn.prepare(&format!("SELECT payload FROM main.{table} WHERE _key = ?1"))?;
+    let mut was = conn.prepare(&format!("SELECT payload FROM start.{table} WHERE _key = ?1"))?;
+    let mut diff = EntityDiff::new(limit);
+    for key in keys {
+        let after: Option<String> = now.query_row([key], |row| row.get(0)).optional()?;
+        let before: Option<String> = was.query_row([key], |row| row.get(0)).optional()?;
+        diff.add(key, before.as_deref(), after.as_deref());
+    }
+    Ok(diff.finish())
+}
+
+/// One entity's diff by reading both tables whole (what the lineage spares; the
+/// tests hold the two to each other).
+#[cfg(test)]
+fn entity_diff_scanned(conn: &Connection, entity: &str, limit: usize) -> rusqlite::Result<Option<(Value, [i64; 3], bool)>> {
+    let table = quote(entity);
+    let mut diff = EntityDiff::new(limit);
+    let sql = format!(
+        "SELECT x._key, y.payload, x.payload FROM main.{table} AS x LEFT JOIN start.{table} AS y ON y._key = x._key \
+         UNION ALL SELECT y._key, y.payload, NULL FROM start.{table} AS y WHERE NOT EXISTS (SELECT 1 FROM main.{table} AS x WHERE x._key = y._key) \
+         ORDER BY 1"
+    );
+    let mut statement = conn.prepare(&sql)?;
+    let mut rows = statement.query([])?;
+    while let Some(row) = rows.next()? {
+        let (key, was, now): (String, Option<String>, Option<String>) = (row.get(0)?, row.get(1)?, row.get(2)?);
+        diff.add(&key, was.as_deref(), now.as_deref());
+    }
+    Ok(diff.finish())
 }
 
 fn counts_value(counts: [i64; 3]) -> Value {
@@ -135,15 +211,36 @@ fn counts_value(counts: [i64; 3]) -> Value {
 /// truncated}}, counts, truncated}` — an entity nothing of which changed is left
 /// out, and at most `rows` rows of each kind are listed per entity.
 pub fn diff_files(current: &Path, start: &Path, entities: &[String], rows: usize) -> Result<Value> {
+    diff_with(current, start, entities, |conn| {
+        let touched = touched_keys(conn)?;
+        Ok(move |conn: &Connection, entity: &str| match touched.get(entity) {
+            Some(keys) => entity_diff(conn, entity, keys, rows),
+            None => Ok(None),
+        })
+    })
+}
+
+/// The diff assembled from each entity's (`per_entity`, made once the pair of
+/// snapshots is open): totals over the entities, the changed ones listed.
+fn diff_with<F>(
+    current: &Path,
+    start: &Path,
+    entities: &[String],
+    per_entity: impl FnOnce(&Connection) -> rusqlite::Result<F>,
+) -> Result<Value>
+where
+    F: Fn(&Connection, &str) -> rusqlite::Result<Option<(Value, [i64; 3], bool)>>,
+{
     let conn = Connection::open_with_flags(current, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
     conn.execute("ATTACH DATABASE ?1 AS start", [start.to_string_lossy()])?;
     // One read transaction over both files: a consistent pair of snapshots.
     conn.execute_batch("BEGIN")?;
+    let differ = per_entity(&conn)?;
     let mut by_entity = Map::default();
     let mut totals = [0i64; 3];
     let mut truncated = false;
     for entity in entities {
-        if let Some((diff, counts, cut)) = entity_diff(&conn, entity, rows)? {
+        if let Some((diff, counts, cut)) = differ(&conn, entity)? {
             by_entity.insert(entity.clone(), diff);
             for (total, n) in totals.iter_mut().zip(counts) {
                 *total += n;
@@ -305,6 +402,62 @@ mod tests {
         let only = dump_file(&file, Some(&["tickets".to_string(), "nothing".to_string()])).unwrap();
         assert_eq!(only.keys().cloned().collect::<Vec<_>>(), ["tickets", "nothing"]);
         assert_eq!(only.get("nothing").map(text).as_deref(), Some("{}"));
+    }
+
+    /// The diff read whole, every row of both sides compared.
+    fn scanned(state: &WorldState, start: &WorldState) -> Value {
+        let entities = state.entity_names();
+        diff_with(&state.db_path(), &start.db_path(), &entities, |_| {
+            Ok(|conn: &Connection, entity: &str| entity_diff_scanned(conn, entity, DIFF_ROWS))
+        })
+        .unwrap()
+    }
+
+    fn ticket(id: i64, status: &str) -> Value {
+        object([
+            ("id", Value::Int(id)),
+            ("customer_id", Value::str("C2")),
+            ("subject", Value::Str(format!("Ticket {id}"))),
+            ("status", Value::str(status)),
+            ("priority", Value::Int(2)),
+            ("tags", Value::Array(vec![])),
+            ("assignee", Value::Null),
+            ("opened_at", Value::str("2026-11-24T09:00:00Z")),
+        ])
+    }
+
+    #[test]
+    fn the_lineage_names_every_row_a_full_comparison_finds() {
+        let shared = helpdesk().template().clone();
+        let seed: gateway_world::plan::Rows =
+            [("tickets".to_string(), vec![ticket(500, "open"), ticket(501, "open")])].into_iter().collect();
+        // The task's start built apart (its own seed batch), and a session of it.
+        let start = WorldState::session(shared.clone()).unwrap();
+        start.seed_rows(&seed, "append").unwrap();
+        let state = WorldState::session(shared).unwrap();
+        state.seed_rows(&seed, "append").unwrap();
+        assert_eq!(text(&state.diff_from(&start, DIFF_ROWS).unwrap()), text(&scanned(&state, &start)), "the seed alone");
+        state
+            .write(
+                |store| {
+                    store.update("tickets", &key(101), &object([("status", Value::str("pending"))]), None)?;
+                    // Changed, then back as it was: written, but no difference.
+                    store.update("tickets", &key(102), &object([("status", Value::str("solved"))]), None)?;
+                    store.update("tickets", &key(102), &object([("status", Value::str("pending"))]), None)?;
+                    // Deleted, then inserted again with another status.
+                    store.delete("tickets", &key(500), None)?;
+                    store.insert("tickets", &ticket(500, "solved"), None)?;
+                    store.delete("tickets", &key(501), None)?;
+                    store.delete("tickets", &key(104), None)?;
+                    store.insert("tickets", &ticket(777, "open"), None)?;
+                    Ok(())
+                },
+                None,
+            )
+            .unwrap();
+        let diff = state.diff_from(&start, DIFF_ROWS).unwrap();
+        assert_eq!(text(&diff), text(&scanned(&state, &start)));
+        assert_eq!(text(diff.get("counts").unwrap()), r#"{"added": 1, "removed": 2, "changed": 2}"#);
     }
 
     #[test]
