@@ -1,6 +1,6 @@
 //! `gateway environment …`: the environment hub commands (list, get, tasks,
 //! performance, rollouts, samples, link-task-set, create-task, run, run-status,
-//! agent-status, agent-trigger) with the original's flags, its prints
+//! agent-status, agent-trigger; beyond the original, regrade) with the original's flags, its prints
 //! (`json.dumps(model.model_dump(), indent=2)`), its stderr notes and exit codes: 0 on
 //! success, 1 when a request fails or is refused (one line on stderr where the original
 //! shows a traceback) and when a run dispatches nothing or fails, 2 on a usage error.
@@ -14,6 +14,7 @@ use crate::exit::Status;
 use crate::printer::{self, errln, outln};
 use clap::Subcommand;
 use gateway_hub::environments_client::{verdict_lines, EnvironmentsClient, LinkOptions, RunWait};
+use gateway_hub::evals_client::EvalsClient;
 use gateway_hub::HubError;
 use gateway_world::json::{python_str, Value};
 
@@ -134,6 +135,22 @@ pub enum EnvironmentCommand {
         #[command(flatten)]
         host: HubUrl,
     },
+    /// Re-score a rollout's stored final states under another version of its tasks' graders (nothing re-run), filed as a new rollout.
+    Regrade {
+        /// Rollout (evaluation) id to re-score.
+        evaluation_id: String,
+        /// The stored task version whose grader re-scores.
+        #[arg(long = "task-version", value_parser = clap::value_parser!(i64).range(1..))]
+        task_version: i64,
+        /// Re-score only the samples of this stored task (default: each sample's task, by name).
+        #[arg(long = "task-id")]
+        task_id: Option<String>,
+        /// Print the hub's answer as JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        host: HubUrl,
+    },
     /// Create a task in a task set (a kind='tasks' dataset item). Requires a secret key.
     CreateTask {
         /// Task set dataset id (kind='tasks').
@@ -222,6 +239,17 @@ fn execute(command: EnvironmentCommand) -> Result<Status, Failed> {
             };
             printer::json(&linked);
         }
+        EnvironmentCommand::Regrade { evaluation_id, task_version, task_id, json, host } => {
+            let client = EvalsClient::from_env(host.as_deref())?;
+            let answered = client.regrade(&evaluation_id, task_version, task_id.as_deref())?;
+            if json {
+                printer::json(&answered);
+            } else {
+                for line in regrade_lines(&answered) {
+                    outln!("{line}");
+                }
+            }
+        }
         EnvironmentCommand::Run { environment, model, version_id, num_examples, rollouts, wait: _, no_wait, wait_timeout, host } => {
             return run_environment(
                 host.as_deref(),
@@ -236,6 +264,30 @@ fn execute(command: EnvironmentCommand) -> Result<Status, Failed> {
         }
     }
     Ok(Status::OK)
+}
+
+/// A regrade's answer in lines: what was filed, what became of the samples, the mean
+/// reward before and after, and each errored sample's reason (as many as the hub listed).
+fn regrade_lines(answered: &Value) -> Vec<String> {
+    let text = |key: &str| python_str(answered.get(key).unwrap_or(&Value::Null));
+    let mean = |key: &str| match answered.get(key).and_then(Value::as_f64) {
+        Some(mean) => format!("{mean:.4}"),
+        None => "none".into(),
+    };
+    let task = match answered.get("taskId").and_then(Value::as_str) {
+        Some(id) => format!("task {id} version {}", text("taskVersion")),
+        None => format!("task version {}", text("taskVersion")),
+    };
+    let mut lines = vec![
+        format!("regraded {} into {} ({task}, {}s)", text("regradedFrom"), text("evaluationId"), text("seconds")),
+        format!("{} samples: {} graded, {} errored, {} carried over", text("samples"), text("graded"), text("errored"), text("carried")),
+        format!("mean reward {} -> {}", mean("previousAvgReward"), mean("avgReward")),
+    ];
+    for error in answered.get("errors").and_then(Value::as_array).into_iter().flatten() {
+        let member = |key: &str| python_str(error.get(key).unwrap_or(&Value::Null));
+        lines.push(format!("errored {} ({} #{}): {}", member("sampleId"), member("task"), member("rolloutIndex"), member("reason")));
+    }
+    lines
 }
 
 /// `environment run`: dispatch, print it, name the models that were not dispatched; then

@@ -433,6 +433,11 @@ const DOCS: &[Doc] = &[
     Doc { path: "environment rollouts", examples: &["gateway environment rollouts CONTAINER_ID"], exit: HUB },
     Doc { path: "environment samples", examples: &["gateway environment samples CONTAINER_ID EVALUATION_ID -n 20"], exit: HUB },
     Doc {
+        path: "environment regrade",
+        examples: &["gateway environment regrade EVALUATION_ID --task-version 2", "gateway environment regrade EVALUATION_ID --task-version 3 --task-id wt_123 --json"],
+        exit: HUB,
+    },
+    Doc {
         path: "environment create-task",
         examples: &["gateway environment create-task DATASET_ID --name refund --prompt 'Refund order 42'"],
         exit: HUB,

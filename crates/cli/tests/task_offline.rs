@@ -24,16 +24,22 @@ fn grade_prints_the_rewards_in_check_order_or_the_refusal() {
     std::fs::write(&spec, SPEC).unwrap();
     std::fs::write(&state, r#"{"tickets": [{"id": 101, "status": "solved"}, "not a row"], "customers": {"C1": {"id": "C1"}}}"#).unwrap();
     let (spec, state) = (spec.to_str().unwrap(), state.to_str().unwrap());
-    assert_eq!(
-        run(&["worlds", "task", "grade", spec, "--state", state]),
-        (0, "{\"reward\": 1.0, \"rewards\": {\"solved\": 1.0, \"check_1\": 1.0}}\n".into())
+    // The original's members first, then (ours) each check's report.
+    let (code, out) = run(&["worlds", "task", "grade", spec, "--state", state]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.starts_with(
+            "{\"reward\": 1.0, \"rewards\": {\"solved\": 1.0, \"check_1\": 1.0}, \"checks\": [{\"id\": \"solved\", \"passed\": true"
+        ),
+        "{out}"
     );
     let open = dir.path().join("open.json");
     std::fs::write(&open, r#"{"tickets": {"101": {"id": 101, "status": "open"}}}"#).unwrap();
-    assert_eq!(
-        run(&["worlds", "task", "grade", spec, "--state", open.to_str().unwrap()]),
-        (0, "{\"reward\": 0.0, \"rewards\": {\"solved\": 0.0, \"check_1\": 0.0}}\n".into())
-    );
+    let (code, out) = run(&["worlds", "task", "grade", spec, "--state", open.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.starts_with("{\"reward\": 0.0, \"rewards\": {\"solved\": 0.0, \"check_1\": 0.0}, \"checks\": ["), "{out}");
+    assert!(out.contains("\"actual\": \"1 of 1 row failed: 101 status \\\"open\\\"\""), "what the check saw: {out}");
+    assert!(out.contains("\"rows\": [{\"key\": \"101\", \"field\": \"status\", \"value\": \"open\"}]"), "{out}");
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, r#"{"instruction": "x", "grader": {"kind": "magic"}}"#).unwrap();
     let (code, out) = run(&["worlds", "task", "grade", bad.to_str().unwrap(), "--state", state]);

@@ -421,53 +421,6 @@ impl WorldHost {
         state_dump(&session)
     }
 
-    /// How this host runs a session's python grader: in the host's sandbox.
-    fn grader_options(&self, session: &Session) -> gateway_world::task::GraderOptions {
-        gateway_world::task::GraderOptions {
-            home: Some(session.dir.join("verify")),
-            sandbox: self.config.workers.sandbox.clone(),
-            ..Default::default()
-        }
-    }
-
-    /// Grade the session's state with its task's grader.
-    pub fn grade(&self, session_id: &str) -> Result<Value, HostError> {
-        let _span = tracing::info_span!("grade", session = session_id).entered();
-        let session = self.using(session_id, true)?;
-        let none = || object([("reward", Value::Null), ("rewards", Value::Object(Map::default()))]);
-        match &session.task {
-            SessionTask::Spec(spec, _) => {
-                let collateral = session.behaviour().collateral;
-                if let (Some(gateway_world::task::Grader::Assertions { checks }), None) = (&spec.grader, &collateral) {
-                    return grading::assertions(&session, checks);
-                }
-                let state = state_dump(&session)?;
-                let options = self.grader_options(&session);
-                let grade = gateway_world::task::grade(spec, &state, &options).map_err(|e| HostError::Refused(e.to_contract_error()))?;
-                match collateral {
-                    Some(allow) => with_collateral(&session, spec, grade, &state, &allow),
-                    None => Ok(grade),
-                }
-            }
-            SessionTask::Bundled(task) => {
-                let verify = session.version.scenario_dir(task).map(|dir| dir.join("checks/verify.py"));
-                match verify.filter(|v| v.is_file()) {
-                    None => Ok(none()),
-                    Some(verify) => {
-                        let state = state_dump(&session)?;
-                        gateway_world::task::run_python_grader_with(
-                            gateway_world::task::PythonSource::File(verify),
-                            &state,
-                            VERIFY_TIMEOUT,
-                            &self.grader_options(&session),
-                        )
-                        .map_err(|e| HostError::Refused(e.to_contract_error()))
-                    }
-                }
-            }
-        }
-    }
-
     /// Invoke one of the world's operations by name, as the agent's tool call.
     pub fn call(&self, session_id: &str, tool: &str, args: &Value) -> Result<Value, HostError> {
         let session = self.using(session_id, true)?;
@@ -541,6 +494,14 @@ impl WorldHost {
         *lock(&session.export) = Some(export);
         self.tally("exports");
         Ok(described)
+    }
+
+    /// Copy the session's state as it stands to `destination` (a new file): a run
+    /// keeps its rollouts' final states this way (beyond the original).
+    pub fn export_file(&self, session_id: &str, destination: &Path) -> Result<(), HostError> {
+        let session = self.using(session_id, false)?;
+        session.app.state.export(destination)?;
+        Ok(())
     }
 
     /// PUT the export taken last to the platform's presigned URL.
@@ -650,30 +611,8 @@ fn session_app(
     (app, grant)
 }
 
-/// A grade with the collateral check added: the reward key `collateral` (1.0 when
-/// nothing outside `allow` changed since the task's start); for an assertions
-/// grader it counts in the reward as one more check of weight 1.
-fn with_collateral(session: &Session, spec: &TaskSpec, grade: Value, now: &Value, allow: &Map) -> Result<Value, HostError> {
-    let start_state = gateway_serve::state::WorldState::session(session.version.template.clone())?;
-    session.start_on(&start_state)?;
-    let start = start_state.dump()?;
-    let now = now.as_object().cloned().unwrap_or_default();
-    let collateral = crate::behaviour::collateral_reward(&start, &now, allow);
-    let Value::Object(mut grade) = grade else { return Ok(grade) };
-    if let Some(Value::Object(rewards)) = grade.get_mut("rewards") {
-        rewards.insert("collateral".into(), Value::Float(collateral));
-    }
-    if let Some(gateway_world::task::Grader::Assertions { checks }) = &spec.grader {
-        let total: f64 = checks.iter().map(|c| c.weight).sum();
-        if let Some(reward) = grade.get("reward").and_then(Value::as_f64) {
-            grade.insert("reward".into(), Value::Float((reward * total + collateral) / (total + 1.0)));
-        }
-    }
-    Ok(Value::Object(grade))
-}
-
 /// `{<entity>: {key: row}…, snapshot}`: what graders and `state` see.
-fn state_dump(session: &Session) -> Result<Value, HostError> {
+pub(crate) fn state_dump(session: &Session) -> Result<Value, HostError> {
     let mut dump = session.app.state.dump()?;
     dump.insert("snapshot".into(), session.app.state.describe_snapshot());
     Ok(Value::Object(dump))

@@ -186,6 +186,18 @@ impl Session {
         self.start_on(&self.app.state)
     }
 
+    /// Whether the task's starting state is the template itself (no seed, no
+    /// scenario overlay): a grade's diff then reads the template as the start.
+    pub fn starts_from_template(&self) -> bool {
+        match &self.task {
+            SessionTask::Spec(spec, _) => spec.seed.is_none(),
+            SessionTask::Bundled(task) => match self.version.scenario_dir(task) {
+                Some(dir) => gateway_world::snapshot::scenario_overlay(&dir).is_ok_and(|overlay| overlay.is_empty()),
+                None => true,
+            },
+        }
+    }
+
     /// The task's starting state applied to `state` (a fresh copy of the template).
     pub fn start_on(&self, state: &gateway_serve::state::WorldState) -> Result<(), HostError> {
         match &self.task {

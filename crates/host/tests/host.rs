@@ -51,6 +51,19 @@ fn open_body(running: &Running, sid: &str, task: &str) -> String {
     )
 }
 
+/// A grade's original members as canonical JSON: the check reports (`checks`) and
+/// the state diff (`diff`), ours, left out.
+fn graded(grade: &Value) -> String {
+    let kept: json::Map = grade
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "checks" | "diff"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    json::canonical(&Value::Object(kept))
+}
+
 /// The canonical JSON text of the member at a dotted path (`null` when absent).
 fn get(value: &Value, path: &str) -> String {
     json::canonical(path.split('.').fold(value, |v, k| v.get(k).unwrap_or(&Value::Null)))
@@ -82,7 +95,18 @@ fn a_session_opens_answers_resets_grades_exports_and_closes() {
 
     // The task's seed is there, its grade starts below the bar.
     let (_, grade) = control(&running, "POST", "/__host/sessions/s1/grade", "");
-    assert_eq!(json::canonical(&grade), r#"{"reward":0.5,"rewards":{"check_1":1.0,"solved":0.0}}"#);
+    assert_eq!(graded(&grade), r#"{"reward":0.5,"rewards":{"check_1":1.0,"solved":0.0}}"#);
+    // The failed check says what it saw; nothing changed since the start (the seed is the start).
+    assert_eq!(
+        get(&grade, "checks"),
+        concat!(
+            r#"[{"actual":"1 of 1 row failed: 101 status \"open\"","description":"every tickets row where {\"id\": 101} has status eq \"solved\" (and there is one)","#,
+            r#""expected":"status eq \"solved\"","id":"solved","passed":false,"rowCount":1,"rows":[{"field":"status","key":"101","value":"open"}]},"#,
+            r#"{"actual":"1 row: keys [\"C9\"]","description":"a customers row where {\"id\": \"C9\"} exists","expected":"at least 1 row","id":"check_1","passed":true,"#,
+            r#""rowCount":1,"rows":[{"key":"C9","row":{"created_at":"2026-03-01T00:00:00Z","email":"zed@example.com","id":"C9","name":"Zed","tier":"free"}}]}]"#
+        )
+    );
+    assert_eq!(get(&grade, "diff.counts"), r#"{"added":0,"changed":0,"removed":0}"#);
 
     // The data plane: by Host header and by path; the token gates it.
     let api = [("Host", "w-s1-api.worlds.test"), ("Authorization", "Bearer tok-s1")];
@@ -106,7 +130,9 @@ fn a_session_opens_answers_resets_grades_exports_and_closes() {
     assert_eq!((status, get(&refused, "error").as_str()), (400, r#""tool_not_allowed""#), "{refused:?}");
 
     let (_, grade) = control(&running, "POST", "/__host/sessions/s1/grade", "");
-    assert_eq!(json::canonical(&grade), r#"{"reward":1.0,"rewards":{"check_1":1.0,"solved":1.0}}"#);
+    assert_eq!(graded(&grade), r#"{"reward":1.0,"rewards":{"check_1":1.0,"solved":1.0}}"#);
+    assert_eq!(get(&grade, "diff.counts"), r#"{"added":0,"changed":1,"removed":0}"#);
+    assert_eq!(get(&grade, "diff.entities.tickets.changed"), r#"[{"fields":{"status":{"after":"solved","before":"open"}},"key":"101"}]"#);
 
     // Export, then reset: back to the task's start (seed re-applied), the export unchanged-aware.
     let (status, export) = control(&running, "POST", "/__host/sessions/s1/export", "{}");
@@ -197,7 +223,7 @@ fn python_graders_run_confined_and_a_crash_is_an_error_not_a_dead_session() {
     let rubric = r#""taskSpec": {"instruction": "x", "grader": {"kind": "rubric", "rubric": "Be kind."}}"#;
     control(&running, "POST", "/__host/sessions", &open_body(&running, "r", rubric));
     let (_, pending) = control(&running, "POST", "/__host/sessions/r/grade", "");
-    assert_eq!(json::canonical(&pending), r#"{"grader":"rubric","pending":true,"reward":null,"rewards":{}}"#);
+    assert_eq!(graded(&pending), r#"{"grader":"rubric","pending":true,"reward":null,"rewards":{}}"#);
 }
 
 #[test]
@@ -239,12 +265,12 @@ fn frozen_clock_seeded_faults_and_the_collateral_check() {
     // Collateral: solving 101 is allowed; the ticket created above is damage.
     control(&running, "POST", "/__host/sessions/f1/call", r#"{"tool": "solve_ticket", "args": {"path": {"id": 101}}}"#);
     let (_, graded) = control(&running, "POST", "/__host/sessions/f1/grade", "");
-    assert_eq!(json::canonical(&graded), r#"{"reward":0.5,"rewards":{"collateral":0.0,"solved":1.0}}"#);
+    assert_eq!(self::graded(&graded), r#"{"reward":0.5,"rewards":{"collateral":0.0,"solved":1.0}}"#);
     control(&running, "POST", "/__host/sessions/f1/reset", "");
     control(&running, "POST", "/__host/sessions/f1/configure", r#"{"faults": null}"#);
     control(&running, "POST", "/__host/sessions/f1/call", r#"{"tool": "solve_ticket", "args": {"path": {"id": 101}}}"#);
     let (_, graded) = control(&running, "POST", "/__host/sessions/f1/grade", "");
-    assert_eq!(json::canonical(&graded), r#"{"reward":1.0,"rewards":{"collateral":1.0,"solved":1.0}}"#);
+    assert_eq!(self::graded(&graded), r#"{"reward":1.0,"rewards":{"collateral":1.0,"solved":1.0}}"#);
     let (status, refused) = control(&running, "POST", "/__host/sessions/f1/configure", r#"{"clock": "soon"}"#);
     assert_eq!(status, 400, "{refused:?}");
 }
@@ -381,7 +407,9 @@ fn assertions_over_prefiltered_rows_grade_as_over_the_whole_state() {
         {"id": "list_field", "entity": "tickets", "where": {"tags": "sso"}, "assert": "absent"},
         {"id": "no_where", "entity": "customers", "assert": "any", "field": "tier", "op": "eq", "value": "enterprise"},
         {"id": "contains", "entity": "tickets", "where": {"id": 101}, "assert": "any", "field": "tags", "op": "contains", "value": "sso"},
-        {"id": "case", "entity": "customers", "where": {"id": "c1"}, "assert": "absent"}
+        {"id": "case", "entity": "customers", "where": {"id": "c1"}, "assert": "absent"},
+        {"id": "loose_case", "entity": "customers", "where": {"id": "c1"}, "tolerance": {"case_insensitive": true}},
+        {"id": "loose_number", "entity": "tickets", "where": {"priority": 1.2}, "tolerance": {"numeric": 0.5}, "assert": "count", "count": {"eq": 1}}
     ]"#;
     let spec = format!(r#""taskSpec": {{"instruction": "x", "grader": {{"kind": "assertions", "checks": {checks}}}}}"#);
     let (status, opened) = control(&running, "POST", "/__host/sessions", &open_body(&running, "g", &spec));
@@ -391,10 +419,35 @@ fn assertions_over_prefiltered_rows_grade_as_over_the_whole_state() {
     let (_, state) = control(&running, "GET", "/__host/sessions/g/state", "");
     let parsed = gateway_world::task::TaskSpec::parse(json::parse(&format!("{{{spec}}}")).unwrap().value.get("taskSpec").unwrap()).unwrap();
     let whole = gateway_world::task::grade(&parsed, &state, &Default::default()).unwrap();
-    assert_eq!(json::canonical(&graded), json::canonical(&whole));
+    let mut prefiltered = graded.as_object().unwrap().clone();
+    assert!(prefiltered.shift_remove("diff").is_some(), "{graded:?}");
+    // A count the serving index answered reports the same verdict and count, no rows.
+    let reports = |grade: &Value| grade.get("checks").and_then(Value::as_array).cloned().unwrap_or_default();
+    let (ours, theirs) = (reports(&Value::Object(prefiltered.clone())), reports(&whole));
+    assert_eq!(ours.len(), theirs.len());
+    let mut by_index = 0;
+    for (ours, theirs) in ours.iter().zip(&theirs) {
+        if ours.get("actual").and_then(Value::as_str).is_some_and(|a| a.ends_with("(counted by the serving index)")) {
+            by_index += 1;
+            for member in ["id", "passed", "rowCount", "description", "expected"] {
+                assert_eq!(ours.get(member).map(json::canonical), theirs.get(member).map(json::canonical), "{member}: {ours:?}");
+            }
+        } else {
+            assert_eq!(json::canonical(ours), json::canonical(theirs));
+        }
+    }
+    assert_eq!(by_index, 1, "by_status is counted by the index: {ours:?}");
+    prefiltered.shift_remove("checks");
+    let mut whole_members = whole.as_object().unwrap().clone();
+    whole_members.shift_remove("checks");
+    assert_eq!(json::canonical(&Value::Object(prefiltered)), json::canonical(&Value::Object(whole_members)));
     // Not vacuous: some checks pass and some fail.
     let rewards = json::canonical(&graded);
     assert!(rewards.contains(r#""int_key":1.0"#) && rewards.contains(r#""string_for_int":0.0"#), "{rewards}");
+    assert!(
+        rewards.contains(r#""loose_case":1.0"#) && rewards.contains(r#""loose_number":1.0"#),
+        "a tolerance reads past the prefilter: {rewards}"
+    );
 }
 
 /// Beyond the original: `POST /__host/sessions/{sid}/fork` copies a live session's

@@ -133,13 +133,26 @@ fn control_tools_when_asked_for() {
     assert_eq!(names.iter().filter(|n| n.starts_with("__")).count(), 3, "{names:?}");
     let args = Value::Object(Default::default());
     let text = |result: &rmcp::model::CallToolResult| text_of(result);
-    assert_eq!(text(&server.call("__grade", &args)), r#"{"reward": 0.0, "rewards": {"solved": 0.0}}"#);
+    // A grade's original members (its check reports and state diff, ours, are left out).
+    let graded = |result: &rmcp::model::CallToolResult| {
+        let grade = json::parse(&text_of(result)).unwrap().value;
+        assert!(grade.get("checks").is_some() && grade.get("diff").is_some(), "{grade:?}");
+        let kept: json::Map = grade
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "checks" | "diff"))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        json::dumps(&Value::Object(kept), json::DumpOptions { sort_keys: false, ensure_ascii: true, indent: None, compact: false })
+    };
+    assert_eq!(graded(&server.call("__grade", &args)), r#"{"reward": 0.0, "rewards": {"solved": 0.0}}"#);
     let solved = server.call("solve_ticket", &json::parse(r#"{"id": 101}"#).unwrap().value);
     assert_eq!(solved.is_error, Some(false), "{}", text(&solved));
-    assert_eq!(text(&server.call("__grade", &args)), r#"{"reward": 1.0, "rewards": {"solved": 1.0}}"#);
+    assert_eq!(graded(&server.call("__grade", &args)), r#"{"reward": 1.0, "rewards": {"solved": 1.0}}"#);
     assert!(text(&server.call("__state", &args)).contains(r#""status": "solved""#));
     assert_eq!(text(&server.call("__reset", &args)), r#"{"reset": true}"#);
-    assert_eq!(text(&server.call("__grade", &args)), r#"{"reward": 0.0, "rewards": {"solved": 0.0}}"#);
+    assert_eq!(graded(&server.call("__grade", &args)), r#"{"reward": 0.0, "rewards": {"solved": 0.0}}"#);
     // A closed session: a tool error, not a crash.
     running.host.close("s1");
     let gone = server.call("get_ticket", &json::parse(r#"{"id": 101}"#).unwrap().value);

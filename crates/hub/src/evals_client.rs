@@ -35,6 +35,31 @@ const SAMPLE_KEYS: [(&str, &[&str]); 11] = [
 
 type Result<T> = std::result::Result<T, HubError>;
 
+/// A rollout's final state to attach to its filed sample (beyond the original): the
+/// session database it ended with, named by the sample's task and rollout.
+#[derive(Debug, Clone)]
+pub struct FinalState {
+    /// The sample's `exampleId` (its task).
+    pub example_id: String,
+    /// The sample's `rolloutIndex`.
+    pub rollout_index: i64,
+    /// The exported database.
+    pub path: std::path::PathBuf,
+    /// Its sha256, hex.
+    pub sha256: String,
+    /// Its size.
+    pub bytes: u64,
+}
+
+/// What [`EvalsClient::upload_states`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StatesFiled {
+    /// Samples that now point at their state.
+    pub registered: usize,
+    /// State files sent (a state the hub held already, or sent once in this call, is not sent again).
+    pub uploaded: usize,
+}
+
 /// The optional members of an evaluation's create body.
 #[derive(Debug, Clone, Default)]
 pub struct NewEvaluation {
@@ -243,6 +268,63 @@ impl EvalsClient {
             total += answered.get("inserted").and_then(Value::as_f64).map_or(batch.len() as i64, |n| n as i64);
         }
         Ok(total)
+    }
+
+    /// Beyond the original: attach each rollout's final state to its sample — `POST
+    /// …/{id}/states` in batches of [`SAMPLE_BATCH`] ×10, then each state file the hub
+    /// lacks PUT to its signed URL — so the evaluation can be re-graded later.
+    pub fn upload_states(&self, evaluation_id: &str, states: &[FinalState]) -> Result<StatesFiled> {
+        let mut filed = StatesFiled::default();
+        let mut sent = std::collections::HashSet::new();
+        for batch in states.chunks(SAMPLE_BATCH * 10) {
+            let entries = batch
+                .iter()
+                .map(|state| {
+                    object([
+                        ("exampleId", Value::str(&state.example_id)),
+                        ("rolloutIndex", Value::Int(state.rollout_index)),
+                        ("sha256", Value::str(&state.sha256)),
+                        ("bytes", Value::Int(state.bytes as i64)),
+                    ])
+                })
+                .collect();
+            let answered = self.post(&format!("{BASE}/{evaluation_id}/states"), &object([("states", Value::Array(entries))]))?;
+            let rows = answered.get("states").and_then(Value::as_array).cloned().unwrap_or_default();
+            for (state, row) in batch.iter().zip(&rows) {
+                filed.registered += 1;
+                let Some(url) = row.get("uploadUrl").and_then(Value::as_str) else { continue };
+                if !sent.insert(state.sha256.clone()) {
+                    continue;
+                }
+                self.put_file(url, &state.path)?;
+                filed.uploaded += 1;
+            }
+        }
+        Ok(filed)
+    }
+
+    /// PUT a file's bytes to a signed object URL.
+    fn put_file(&self, url: &str, path: &std::path::Path) -> Result<()> {
+        let file = std::fs::File::open(path).map_err(|e| HubError::Client(format!("{}: {e}", path.display())))?;
+        let response = self.http.put(url).body(file).send().map_err(|e| HubError::Client(format!("PUT state -> {e}")))?;
+        if !response.status().is_success() {
+            let status = response.status().as_u16();
+            let detail: String = response.text().unwrap_or_default().chars().take(500).collect();
+            return Err(HubError::Client(format!("PUT state -> {status}: {detail}")));
+        }
+        Ok(())
+    }
+
+    /// Beyond the original: `POST …/{id}/regrade` — the evaluation's stored final states
+    /// re-scored under `task_version` of its tasks (of `task_id` only, when given), filed
+    /// as a new evaluation; the hub's answer.
+    pub fn regrade(&self, evaluation_id: &str, task_version: i64, task_id: Option<&str>) -> Result<Value> {
+        let mut body = Map::default();
+        body.insert("task_version".into(), Value::Int(task_version));
+        if let Some(task_id) = task_id {
+            body.insert("task_id".into(), Value::str(task_id));
+        }
+        self.post(&format!("{BASE}/{}/regrade", gateway_common::url::quote(evaluation_id, "")), &Value::Object(body))
     }
 
     /// `POST …/{id}/finalize`: the status the hub recorded.

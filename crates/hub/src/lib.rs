@@ -18,7 +18,9 @@
 //!   **environments client** ([`environments_client`]) behind `gateway environment …`:
 //!   the §7 views computed from them, task sets, run and agent status.
 //! - the **filing client** ([`evals_client`]) behind `gateway worlds run|ci`: evaluations,
-//!   their samples and finalize (spec §2; the server side is `server::evaluations`).
+//!   their samples and finalize (spec §2; the server side is `server::evaluations`), and
+//!   beyond the original the samples' final states and their regrade ([`regrade`] scores
+//!   stored states under a task version's grader, without re-running a rollout).
 //! - the **agents platform** (spec §8, §11) in the stores ([`agents`]) and the server:
 //!   project secrets, agents, datasets, runs that workers claim and report on, agent
 //!   builds and the release gate; its client ([`platform_client`], [`agent_project`])
@@ -45,6 +47,7 @@ pub mod judge;
 mod migrations;
 pub mod platform_client;
 pub mod postgres;
+pub mod regrade;
 mod rows;
 pub mod s3;
 pub mod seed_diff;

@@ -371,6 +371,12 @@ pub trait ObjectStore: Send + Sync {
     async fn size(&self, key: &str) -> StoreResult<Option<u64>>;
     /// Remove an object (one that is not there is no error).
     async fn delete(&self, key: &str) -> StoreResult<()>;
+    /// Where an object lies on this machine's disk, for a reader that opens it in
+    /// place (a regrade reading stored states): a local store's file; None when it
+    /// must be read through [`ObjectStore::open`] (the default).
+    fn local_file(&self, _key: &str) -> Option<PathBuf> {
+        None
+    }
 }
 
 /// Object keys are ours (`bundles/<container>/<version>.tar.gz`), but are checked anyway.
@@ -505,5 +511,9 @@ impl ObjectStore for LocalObjects {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(HubError::io(&path, e)),
         }
+    }
+
+    fn local_file(&self, key: &str) -> Option<PathBuf> {
+        self.path(key).ok().filter(|path| path.is_file())
     }
 }

@@ -111,7 +111,10 @@ fn a_session_on_a_pushed_world_end_to_end() {
     let refused = do_call(&hub, &sid, r#"{"kind": "call", "tool": "delete_ticket", "args": {"id": 101}}"#);
     assert!(text(&refused, "error").starts_with("tool_not_allowed"), "{refused:?}");
     let graded = do_call(&hub, &sid, r#"{"kind": "grade"}"#);
-    assert_eq!(text(&graded, "result"), r#"{"reward":1.0,"rewards":{"solved":1.0}}"#);
+    assert_eq!((text(&graded, "result.reward"), text(&graded, "result.rewards")), ("1.0".into(), r#"{"solved":1.0}"#.into()));
+    // Beyond the original: what changed since the task's start, and each check explained.
+    assert_eq!(text(&graded, "result.diff.counts"), r#"{"added":0,"changed":1,"removed":0}"#, "{graded:?}");
+    assert!(text(&graded, "result.checks").contains(r#""id":"solved","passed":true"#), "{graded:?}");
     let seeded = do_call(
         &hub,
         &sid,
@@ -304,8 +307,11 @@ fn a_rubric_grade_is_judged_by_the_configured_endpoint() {
     std::env::set_var("GATEWAY_JUDGE_API_KEY", "test-key");
     let graded = do_call(&hub, &sid, r#"{"kind": "grade"}"#);
     std::env::remove_var("GATEWAY_JUDGE_BASE_URL");
+    // The judge's verdict, and the host's diff of the state kept beside it.
+    let mut verdict = graded.get("result").and_then(Value::as_object).cloned().unwrap();
+    assert!(verdict.shift_remove("diff").is_some_and(|d| d.get("counts").is_some()), "{graded:?}");
     assert_eq!(
-        text(&graded, "result"),
+        json::canonical(&Value::Object(verdict)),
         r#"{"grader":"rubric","reason":"polite and done","reward":0.875,"rewards":{"done":1.0,"tone":0.5}}"#
     );
     let asked = seen.lock().unwrap().last().cloned().unwrap();

@@ -5,11 +5,15 @@
 //! evaluation that was created but could not be completed is finalized `FAILED`
 //! with the reason, as the original's process-level handler does.
 //!
+//! Beyond the original, each rollout's final state (the session database it ended
+//! with) is attached to its sample once the evaluation is filed (`…/states`), so that
+//! it can be re-graded under a new grader without re-running (`environment regrade`).
+//!
 //! The HTTP is `gateway_hub::evals_client`'s; this only builds bodies.
 
 use crate::error::RunnerError;
 use crate::run::Rollout;
-use gateway_hub::evals_client::{EvalsClient, NewEvaluation};
+use gateway_hub::evals_client::{EvalsClient, FinalState, NewEvaluation};
 use gateway_world::json::{object, Map, Value};
 
 /// The `source` the original's SDK world runs file under.
@@ -73,6 +77,23 @@ fn complete(client: &EvalsClient, evaluation_id: &str, samples: Vec<Map>, status
     }
 }
 
+/// Attach the rollouts' kept final states to their samples (beyond the original), so
+/// that the evaluation can be re-graded without re-running it. A failure is said, not
+/// fatal: the evaluation stands, only a regrade will find those samples stateless.
+fn attach_states(client: &EvalsClient, evaluation_id: &str, rollouts: &[Rollout]) {
+    let states: Vec<FinalState> = rollouts.iter().filter_map(|r| r.final_state.clone()).collect();
+    if states.is_empty() {
+        return;
+    }
+    if let Err(error) = client.upload_states(evaluation_id, &states) {
+        // A hub without the route (the original platform) keeps no states: nothing to say.
+        if error.to_string().contains("/states -> 404") {
+            return;
+        }
+        eprintln!("[evals] the final states of evaluation {evaluation_id} could not be attached ({error}): a regrade will find none");
+    }
+}
+
 /// File one rollout as `World.run` does: its evaluation id.
 pub fn file_one(client: &EvalsClient, version_id: &str, model: &str, rollout: &Rollout) -> Result<String, RunnerError> {
     let evaluation_id = client.create_evaluation(
@@ -94,6 +115,7 @@ pub fn file_one(client: &EvalsClient, version_id: &str, model: &str, rollout: &R
     }
     let status = if rollout.agent_error.is_some() { "FAILED" } else { "COMPLETED" };
     complete(client, &evaluation_id, vec![sample(rollout, &[])], status, Value::Object(metrics))?;
+    attach_states(client, &evaluation_id, std::slice::from_ref(rollout));
     Ok(evaluation_id)
 }
 
@@ -147,6 +169,7 @@ pub fn file_run(client: &EvalsClient, filing: &RunFiling<'_>, rollouts: &[Rollou
         })
         .collect();
     let inserted = complete(client, &evaluation_id, samples, "COMPLETED", finalized)?;
+    attach_states(client, &evaluation_id, rollouts);
     Ok(object([
         ("evaluationId", Value::Str(evaluation_id)),
         ("samples", Value::Int(inserted)),

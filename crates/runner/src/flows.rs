@@ -175,6 +175,8 @@ pub fn worlds_run(request: &RunRequest, note: &mut dyn FnMut(&str)) -> Result<Re
         note(&format!("note: running unfiled — {block}"));
     }
     let file = !request.no_file && source.version_id.is_some();
+    // A filed run keeps each rollout's final state for its sample (a later regrade).
+    world.keep_states(file);
     let model = model_label(&request.model, &agent, DEV_LOOP_MODEL);
     let rollouts = run::run(&world, &chosen, &agent, &request.options)?;
     let errored = run::errors(&rollouts);
@@ -449,6 +451,7 @@ pub fn worlds_ci(request: &CiRequest, note: &mut dyn FnMut(&str)) -> Result<Repo
         },
     };
     let world = LocalWorld::open(WorldSource::pushed(&src, &slug, &branch, &version_id))?;
+    world.keep_states(true);
     if world.tasks.is_empty() {
         return Err(tasks::no_tasks(&src));
     }

@@ -161,6 +161,8 @@ pub fn run(
         messages: Vec::new(),
         pass_bar: 1.0,
         duration,
+        // A Harbor task tree keeps its own SQLite file: no session database to keep.
+        final_state: None,
         transcript: object([
             ("task", Value::Str(task)),
             ("variant", Value::Str(variant.clone())),

@@ -88,6 +88,9 @@ pub struct Rollout {
     pub duration: f64,
     /// The transcript written for it.
     pub transcript: Value,
+    /// The session database it ended with, kept when the run is filed (beyond the
+    /// original: attached to its sample so that it can be re-graded later).
+    pub final_state: Option<gateway_hub::evals_client::FinalState>,
 }
 
 impl Rollout {
@@ -215,6 +218,7 @@ pub fn rollout(world: &LocalWorld, task: &WorldTask, index: usize, agent: &Agent
         pass_bar: task.pass_bar(),
         duration: 0.0,
         transcript: Value::Null,
+        final_state: None,
     };
     let mut ours = Vec::new();
     let mut extra = Value::Null;
@@ -232,6 +236,9 @@ pub fn rollout(world: &LocalWorld, task: &WorldTask, index: usize, agent: &Agent
                     result.grade = grade;
                 }
                 Err(error) => result.grade_error = Some(error),
+            }
+            if world.keeps_states() {
+                result.final_state = session.keep_state();
             }
             ours = session.calls();
             result.completion = outcome.completion;
@@ -446,6 +453,7 @@ pub(crate) mod tests {
             pass_bar: 0.7,
             duration: 0.0,
             transcript: Value::Null,
+            final_state: None,
         }
     }
 

@@ -154,6 +154,8 @@ pub struct LocalWorld {
     server: OnceLock<Result<Served, String>>,
     http_log: HttpLog,
     root: tempfile::TempDir,
+    /// Whether rollouts keep their final state (a filed run attaches them to its samples).
+    keep_states: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for LocalWorld {
@@ -183,7 +185,28 @@ impl LocalWorld {
             .enable_all()
             .build()
             .map_err(|e| RunnerError::World(format!("could not start the async runtime: {e}")))?;
-        Ok(LocalWorld { source, host, version, tasks, runtime, server: OnceLock::new(), http_log: HttpLog::default(), root })
+        Ok(LocalWorld {
+            source,
+            host,
+            version,
+            tasks,
+            runtime,
+            server: OnceLock::new(),
+            http_log: HttpLog::default(),
+            root,
+            keep_states: Default::default(),
+        })
+    }
+
+    /// Keep each rollout's final state (`Session::keep_state`): a filed run attaches
+    /// them to its samples so that the evaluation can be re-graded without re-running.
+    pub fn keep_states(&self, keep: bool) {
+        self.keep_states.store(keep, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether rollouts keep their final state.
+    pub fn keeps_states(&self) -> bool {
+        self.keep_states.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// A scratch directory of this run (removed with the world).
@@ -357,7 +380,37 @@ impl Session<'_> {
         }
         let spec = self.task.spec().cloned().unwrap_or_default();
         let state = self.world.host.state(&self.id).map_err(|e| e.to_string())?;
-        self.world.block_on(gateway_hub::judge::judge(&spec, &state, &self.calls()))
+        let mut judged = self.world.block_on(gateway_hub::judge::judge(&spec, &state, &self.calls()))?;
+        // The judge's verdict, and the host's diff of the state kept beside it.
+        if let (Value::Object(verdict), Some(diff)) = (&mut judged, grade.get("diff")) {
+            verdict.insert("diff".into(), diff.clone());
+        }
+        Ok(judged)
+    }
+
+    /// The session's state as it stands (after its grade), exported into the run's
+    /// scratch directory under its sha256 — a state two rollouts share is kept once —
+    /// as the final state its sample is filed with; None when it cannot be exported.
+    pub fn keep_state(&self) -> Option<gateway_hub::evals_client::FinalState> {
+        let states = self.world.scratch().join("final-states");
+        std::fs::create_dir_all(&states).ok()?;
+        let taken = states.join(format!("{}.taking", self.id));
+        self.world.host.export_file(&self.id, &taken).ok()?;
+        let sha256 = gateway_world::files::file_sha256(&taken).ok()?;
+        let bytes = std::fs::metadata(&taken).ok()?.len();
+        let kept = states.join(format!("{sha256}.sqlite"));
+        if kept.is_file() {
+            let _ = std::fs::remove_file(&taken);
+        } else {
+            std::fs::rename(&taken, &kept).ok()?;
+        }
+        Some(gateway_hub::evals_client::FinalState {
+            example_id: self.task.name.clone(),
+            rollout_index: self.rollout as i64,
+            path: kept,
+            sha256,
+            bytes,
+        })
     }
 
     /// The session's data plane: its root URL (`…/s/<id>`), served on loopback.

@@ -24,5 +24,6 @@ pub mod server;
 pub mod settings;
 pub mod sql;
 pub mod state;
+pub mod state_diff;
 pub mod vendor;
 pub mod worker_log;

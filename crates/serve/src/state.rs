@@ -126,6 +126,11 @@ impl Template {
         Ok(rows.map(|r| r.map(|text| parse_payload(&text))).collect::<rusqlite::Result<_>>()?)
     }
 
+    /// The indexed template file every session copies (read apart by `state_diff`).
+    pub(crate) fn path(&self) -> &Path {
+        self.base.path()
+    }
+
     /// The world's directory.
     pub fn world(&self) -> &Path {
         &self.world
@@ -280,6 +285,18 @@ impl WorldState {
         add_indexes(&path, &self.shared.contract, &self.shared.indexed)?;
         self.replace_db(&path)?;
         Ok(())
+    }
+
+    /// A read-only connection of its own to the session's database as it stands (read
+    /// apart by `state_diff`; an overlay through the copy-on-write VFS).
+    pub(crate) fn read_connection(&self) -> Result<Connection> {
+        Ok(self.db().storage.connect(OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?)
+    }
+
+    /// The name another connection of this process attaches the session's database by
+    /// (a file's path; an overlay's registered name, which the copy-on-write VFS opens).
+    pub(crate) fn attach_name(&self) -> String {
+        self.db().storage.open_name()
     }
 
     fn db(&self) -> Arc<Db> {

@@ -278,7 +278,7 @@ fn int_or_null(n: Option<i64>) -> Value {
 }
 
 fn rollout(evaluation: &Evaluation, version: Option<&Version>) -> Value {
-    object([
+    let mut out = object([
         ("id", Value::str(evaluation.id.clone())),
         ("model", str_or_null(&evaluation.model)),
         ("status", Value::str(evaluation.status.clone())),
@@ -294,7 +294,12 @@ fn rollout(evaluation: &Evaluation, version: Option<&Version>) -> Value {
         ("cost", json_or_null(&evaluation.cost)),
         ("sampleCount", Value::Int(evaluation.sample_count)),
         ("runId", str_or_null(&evaluation.run_id)),
-    ])
+    ]);
+    // Beyond the original, and only on a regrade's evaluation: the one it re-scored.
+    if let (Value::Object(fields), Some(from)) = (&mut out, opt_value(&evaluation.details).get("regradedFrom")) {
+        fields.insert("regradedFrom".into(), from.clone());
+    }
+    out
 }
 
 /// `GET /environments/{cid}/rollouts[?limit=]`: the evaluations, newest first.

@@ -1,6 +1,7 @@
 //! The hub's HTTP API (`/api/public/benchmark-containers/*` with evaluations, world
 //! sessions and tasks, environments and task sets, the agents platform: secrets, agents,
-//! datasets, runs, agent builds and the release gate) and its object routes, on axum. Every answer is a non-empty JSON object; every refusal is
+//! datasets, runs, agent builds and the release gate; beyond the original, evaluation
+//! samples' final states and their regrade) and its object routes, on axum. Every answer is a non-empty JSON object; every refusal is
 //! `{"error": <code>, "message": <what happened and what to do>}` with its status.
 //! `/` and `/ui/…` are the web pages (`web.rs`), HTML rather than JSON.
 
@@ -28,11 +29,13 @@ mod call_record;
 mod captures;
 mod connectors;
 mod environments;
+mod eval_states;
 mod evaluations;
 mod keys;
 mod objects;
 mod openapi;
 mod refs;
+mod regrade;
 mod release;
 mod request;
 mod response;

@@ -43,11 +43,13 @@ pub(super) async fn object_route(
     match method.as_str() {
         "PUT" => {
             verify_signature(hub, "PUT", &key, query)?;
-            // A world data chunk's URL names its batch, chunk and registered size.
+            // A world data chunk's URL names its batch, chunk and registered size; an
+            // evaluation state's says it is one (`state`) and its registered size.
             let chunk = query.get("chunk").cloned();
-            let limit = match &chunk {
-                Some(_) => query.get("size").and_then(|s| s.parse::<usize>().ok()).unwrap_or(0),
-                None => hub.limits.max_object_bytes,
+            let state = query.contains_key("state");
+            let limit = match (&chunk, state) {
+                (Some(_), _) | (None, true) => query.get("size").and_then(|s| s.parse::<usize>().ok()).unwrap_or(0),
+                (None, false) => hub.limits.max_object_bytes,
             };
             let announced = headers.get("content-length").and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
             if let (Some(_), Some(length)) = (&chunk, announced) {
@@ -77,6 +79,11 @@ pub(super) async fn object_route(
                     hex_of(&actual),
                     hex_of(&expected)
                 ))),
+                _ if actual != expected && state => Some(HubError::BadDigest(format!(
+                    "state body sha256 {} is not the sha256 it was registered with ({}): register the file as it is",
+                    hex_of(&actual),
+                    hex_of(&expected)
+                ))),
                 _ if actual != expected => Some(HubError::BadDigest(format!(
                     "body sha256 {actual} is not the announced bundleSha256 {expected}: rebuild the bundle and push again"
                 ))),
@@ -92,6 +99,8 @@ pub(super) async fn object_route(
                     let batch_id = query.get("batch").cloned().unwrap_or_default();
                     hub.meta.mark_data_chunk_uploaded(&batch_id, chunk_id).await?;
                 }
+                // A state's sample already points at it (its link was stored on registration).
+                None if state => {}
                 None => {
                     let version_id = query.get("version").cloned().unwrap_or_default();
                     let wheel = query.get("artifact").map(String::as_str) == Some("wheel");

@@ -40,6 +40,9 @@ const ROUTES: &[Route] = &[
     ("POST", "{C}/evaluations", &[], true),
     ("POST", "{C}/evaluations/{evaluationId}/samples", &[], true),
     ("POST", "{C}/evaluations/{evaluationId}/finalize", &[], true),
+    // Beyond the original: samples' final states and a regrade (eval_states.rs, regrade.rs).
+    ("POST", "{C}/evaluations/{evaluationId}/states", &[], true),
+    ("POST", "{C}/evaluations/{evaluationId}/regrade", &[], true),
     ("POST", "/api/public/ingestion", &[], true),
     // Workspace connectors (connectors.rs).
     (

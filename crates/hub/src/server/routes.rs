@@ -63,6 +63,10 @@ pub(super) async fn route(
         ("POST", ["evaluations", id, "finalize"]) => {
             evaluations::finalize_evaluation(hub, &project, &unquote_plus(id), &parse_body(body)?).await
         }
+        ("POST", ["evaluations", id, "states"]) => {
+            eval_states::register_states(hub, &project, &unquote_plus(id), &parse_body(body)?, &base_url).await
+        }
+        ("POST", ["evaluations", id, "regrade"]) => regrade::regrade(hub, &project, &unquote_plus(id), &parse_body(body)?).await,
         ("POST", ["run-configs", "dispatch"]) => environments::dispatch_run_config(hub, &project, &parse_body(body)?).await,
         _ => Err(HubError::NotFound(format!("no route for {method} {path}"))),
     }

@@ -18,6 +18,10 @@ use gateway_world::task::TaskSpec;
 
 /// The document kind of sessions.
 pub(super) const SESSION: &str = "session";
+/// The document kind naming, per session, its last grade's call-log entry (the
+/// session's page explains that grade). A document of its own, so that a grade never
+/// rewrites the session's record (a close may be storing it at the same moment).
+pub(super) const LAST_GRADE: &str = "last-grade";
 
 pub(super) fn calls_kind(session_id: &str) -> String {
     format!("calls:{session_id}")
@@ -471,6 +475,8 @@ pub(super) async fn create_call(hub: &Hub, project: &str, id: &str, body: &Map) 
         Err(refused) => (Value::Null, Value::Str(refused.message())),
     };
     if kind == "grade" && matches!(result.get("pending"), Some(Value::Bool(true))) {
+        // The judge grades; the host's diff of the state stays with its verdict.
+        let diff = result.get("diff").cloned();
         let spec = session.get("_spec").cloned().unwrap_or_default();
         let log = call_log(hub, project, id).await?;
         let state = match worlds.control(&link, "GET", &path("state"), empty()).await? {
@@ -478,7 +484,12 @@ pub(super) async fn create_call(hub: &Hub, project: &str, id: &str, body: &Map) 
             Err(refused) => Value::Str(refused.message()),
         };
         match crate::judge::judge(&spec, &state, &log).await {
-            Ok(grade) => result = grade,
+            Ok(mut grade) => {
+                if let (Value::Object(fields), Some(diff)) = (&mut grade, diff) {
+                    fields.insert("diff".into(), diff);
+                }
+                result = grade;
+            }
             Err(why) => {
                 result = Value::Null;
                 error = Value::Str(why);
@@ -487,6 +498,9 @@ pub(super) async fn create_call(hub: &Hub, project: &str, id: &str, body: &Map) 
     }
     let entry = ControlEntry { kind: &kind, tool, args, result: result.clone(), error: error.clone(), created_at: at };
     let call_id = log_control(hub, project, id, entry).await?;
+    if kind == "grade" && matches!(error, Value::Null) {
+        hub.meta.put_document(project, LAST_GRADE, id, &document_text(&object([("callId", Value::str(&call_id))]))).await?;
+    }
     let mut out = object([("callId", Value::str(&call_id)), ("done", Value::Bool(true)), ("pending", Value::Bool(false))]);
     if let Value::Object(map) = &mut out {
         if matches!(error, Value::Null) {

@@ -23,6 +23,7 @@ use maud::{html, Markup, PreEscaped, DOCTYPE};
 mod bundle;
 mod chart;
 mod evals;
+mod grade;
 mod sessions;
 mod signin;
 mod worlds;

@@ -418,6 +418,14 @@ impl Storage {
         }
     }
 
+    /// The name a connection opens the database by.
+    pub(super) fn open_name(&self) -> String {
+        match self {
+            Storage::File(path) => path.to_string_lossy().into_owned(),
+            Storage::Overlay(overlay) => overlay.name().to_string(),
+        }
+    }
+
     /// A new connection to the database.
     pub(super) fn connect(&self, flags: OpenFlags) -> rusqlite::Result<Connection> {
         match self {

@@ -5,9 +5,9 @@
 //! entities and tools exist in a world is `host`'s question.
 
 use super::spec::{
-    Assertion, Check, CountBound, Criterion, FieldTest, Grader, Op, RubricModel, Seed, SeedMode, TaskSpec, CHECKS, INSTRUCTION_BYTES,
-    METADATA_BYTES, NAME_CHARS, OPS, PYTHON_SOURCE_BYTES, PYTHON_TIMEOUT_S, RUBRIC_BYTES, RUBRIC_CRITERIA, RUBRIC_CRITERION_BYTES,
-    SEED_BYTES, SEED_ROWS, TOOLS, TOOL_NAME_CHARS,
+    Assertion, Check, CountBound, Criterion, FieldTest, Grader, Op, RubricModel, Seed, SeedMode, TaskSpec, Tolerance, CHECKS,
+    INSTRUCTION_BYTES, METADATA_BYTES, NAME_CHARS, OPS, PYTHON_SOURCE_BYTES, PYTHON_TIMEOUT_S, RUBRIC_BYTES, RUBRIC_CRITERIA,
+    RUBRIC_CRITERION_BYTES, SEED_BYTES, SEED_ROWS, TOOLS, TOOL_NAME_CHARS,
 };
 use crate::error::ContractError;
 use crate::json::{dumps, DumpOptions, Map, Value};
@@ -232,9 +232,10 @@ fn timeout_in_range(value: &Value) -> Option<f64> {
 }
 
 fn parse_assertions(map: &Map) -> Result<Grader, ContractError> {
-    if !unknown_keys(map, &["kind", "checks"]).is_empty() {
+    if !unknown_keys(map, &["kind", "checks", "tolerance"]).is_empty() {
         return Err(refuse("an assertions grader is {kind, checks}", "/task/grader"));
     }
+    let tolerance = given(map, "tolerance").map(|t| parse_tolerance(t, "/task/grader/tolerance")).transpose()?;
     let items = match map.get("checks") {
         Some(Value::Array(items)) if !items.is_empty() => items,
         _ => return Err(refuse("an assertions grader needs at least one check", "/task/grader/checks")),
@@ -262,14 +263,36 @@ fn parse_assertions(map: &Map) -> Result<Grader, ContractError> {
         }
         seen.insert(key);
     }
-    Ok(Grader::Assertions { checks })
+    Ok(Grader::Assertions { checks, tolerance })
+}
+
+/// `{numeric?: n >= 0, case_insensitive?: bool, trim?: bool}` (beyond the original).
+fn parse_tolerance(value: &Value, at: &str) -> Result<Tolerance, ContractError> {
+    let shape = || refuse("tolerance is {numeric?: a number >= 0, case_insensitive?: true|false, trim?: true|false}", at);
+    let Value::Object(map) = value else { return Err(shape()) };
+    if !unknown_keys(map, &["numeric", "case_insensitive", "trim"]).is_empty() {
+        return Err(shape());
+    }
+    let numeric = match given(map, "numeric") {
+        None => None,
+        Some(value) => match number(value) {
+            Some(n) if n >= 0.0 && n.is_finite() => Some(n),
+            _ => return Err(refuse("tolerance.numeric is a finite number >= 0", format!("{at}/numeric"))),
+        },
+    };
+    let flag = |key: &str| match given(map, key) {
+        None => Ok(None),
+        Some(Value::Bool(flag)) => Ok(Some(*flag)),
+        Some(_) => Err(refuse(format!("tolerance.{key} is true or false"), format!("{at}/{key}"))),
+    };
+    Ok(Tolerance { numeric, case_insensitive: flag("case_insensitive")?, trim: flag("trim")? })
 }
 
 fn parse_check(check: &Value, at: &str) -> Result<Check, ContractError> {
     let Value::Object(map) = check else {
         return Err(refuse("a check is a json object", at));
     };
-    let unknown = unknown_keys(map, &["id", "weight", "entity", "where", "assert", "count", "field", "op", "value"]);
+    let unknown = unknown_keys(map, &["id", "weight", "entity", "where", "assert", "count", "field", "op", "value", "tolerance"]);
     if !unknown.is_empty() {
         return Err(refuse(format!("unknown check field(s): {}", unknown.join(", ")), at));
     }
@@ -320,7 +343,8 @@ fn parse_check(check: &Value, at: &str) -> Result<Check, ContractError> {
         ("absent", _, _) => Assertion::Absent,
         _ => Assertion::Exists,
     };
-    Ok(Check { id, weight, entity, where_, assertion })
+    let tolerance = given(map, "tolerance").map(|t| parse_tolerance(t, &format!("{at}/tolerance"))).transpose()?;
+    Ok(Check { id, weight, entity, where_, assertion, tolerance })
 }
 
 fn parse_count(count: Option<&Value>, at: &str) -> Result<Vec<(CountBound, i64)>, ContractError> {

@@ -36,7 +36,9 @@ const INHERITED_ENV: [&str; 6] = ["PATH", "PYTHONPATH", "LANG", "LC_ALL", "TZ", 
 /// dumps (lowered to the hard limit where that is lower), makes the process
 /// non-dumpable and its files private, then runs the script named next as
 /// `__main__`.
-const PRELUDE: &str = r#"
+macro_rules! limits {
+    () => {
+        r#"
 import os, resource, runpy, sys
 os.umask(0o077)
 for _which, _cap in ((resource.RLIMIT_AS, 2048 << 20), (resource.RLIMIT_FSIZE, 4096 << 20),
@@ -53,9 +55,17 @@ try:
 except Exception:
     pass
 del _which, _cap
-sys.argv = sys.argv[1:]
+"#
+    };
+}
+pub(super) use limits;
+
+const PRELUDE: &str = concat!(
+    limits!(),
+    r#"sys.argv = sys.argv[1:]
 runpy.run_path(sys.argv[0], run_name="__main__")
-"#;
+"#
+);
 
 /// Which `verify.py` to run.
 #[derive(Debug, Clone)]
@@ -154,72 +164,97 @@ pub fn run_python_grader_with(
 ) -> Result<Value, GraderError> {
     let launch = |e: std::io::Error| GraderError::Launch(e.to_string());
     let scratch = tempfile::Builder::new().prefix("gateway-verify-").tempdir().map_err(launch)?;
-    let script = match source {
-        PythonSource::File(path) => {
-            if !path.is_file() {
-                return Err(GraderError::Missing(path));
-            }
-            std::path::absolute(&path).map_err(launch)?
-        }
-        PythonSource::Inline(text) => {
-            let dir = scratch.path().join("checks");
-            std::fs::create_dir(&dir).map_err(launch)?;
-            let path = dir.join("verify.py");
-            std::fs::write(&path, text).map_err(launch)?;
-            path
-        }
-    };
-    let cwd = script.parent().unwrap_or(Path::new("/")).to_path_buf();
+    let script = script_path(source, scratch.path())?;
     let dump = dumps(state, DumpOptions { sort_keys: false, ensure_ascii: true, indent: None, compact: false });
-
-    // The binary `python` runs as (its `sys.executable`, asked once per process): a
-    // launcher such as a pyenv shim adds neither its variables nor its start-up.
-    let python = gateway_sandbox::interpreter(&options.python);
-    let command = if options.sandbox.is_confined() {
-        // The sandbox's own private /tmp is its home; it sees the script's directory
-        // read-only and nothing of the session's or the hub's files.
-        gateway_sandbox::share_read_only(&cwd).map_err(launch)?;
-        let view = View::new().read_only(&cwd).cwd(&cwd).env("HOME", "/tmp");
-        let args: Vec<std::ffi::OsString> = vec!["-c".into(), PRELUDE.into(), script.clone().into()];
-        options.sandbox.command(&python.executable, &args, &view).map_err(|e| GraderError::Launch(e.to_string()))?
-    } else {
-        let home = match &options.home {
-            Some(home) => home.clone(),
-            None => {
-                let home = scratch.path().join("home");
-                std::fs::create_dir(&home).map_err(launch)?;
-                home
-            }
-        };
-        let mut command = match options.deny_network.then(network_jail).flatten() {
-            Some(jail) => {
-                let mut command = Command::new("unshare");
-                command.args(jail).arg("--").arg(&python.executable);
-                command
-            }
-            None => Command::new(&python.executable),
-        };
-        command.arg("-c").arg(PRELUDE).arg(&script).current_dir(&cwd).env_clear();
-        for name in INHERITED_ENV {
-            if let Some(value) = std::env::var_os(name) {
-                command.env(name, value);
-            }
-        }
-        command.env("HOME", &home);
-        command
-    };
+    let command = grader_command(PRELUDE, &[script.into_os_string()], options, scratch.path())?;
     let (status, stdout, stderr) = run_confined(command, dump.into_bytes(), timeout).map_err(|e| match e {
         Outcome::TimedOut => GraderError::TimedOut(timeout),
         Outcome::Io(error) => launch(error),
     })?;
     drop(scratch);
+    let code = if status.success() { 0 } else { exit_code(status) };
+    grade_printed(code, &decode(&stdout), &decode(&stderr))
+}
 
-    if !status.success() {
-        let stderr = tail_chars(py_strip(&decode(&stderr)), 800);
-        return Err(GraderError::Exited { code: exit_code(status), stderr });
+/// The script a source names: a file as it is (absolute), or inline text written to
+/// `checks/verify.py` under `scratch`.
+pub(super) fn script_path(source: PythonSource, scratch: &Path) -> Result<PathBuf, GraderError> {
+    let launch = |e: std::io::Error| GraderError::Launch(e.to_string());
+    match source {
+        PythonSource::File(path) => {
+            if !path.is_file() {
+                return Err(GraderError::Missing(path));
+            }
+            std::path::absolute(&path).map_err(launch)
+        }
+        PythonSource::Inline(text) => {
+            let dir = scratch.join("checks");
+            std::fs::create_dir_all(&dir).map_err(launch)?;
+            let path = dir.join("verify.py");
+            std::fs::write(&path, text).map_err(launch)?;
+            Ok(path)
+        }
     }
-    let stdout = decode(&stdout);
-    let stripped = py_strip(&stdout);
+}
+
+/// `python -c CODE ARGS…` as a grader runs: in the sandbox when `options` confine
+/// (the script's directory — the first argument's parent — read-only, its cwd, the
+/// sandbox's private /tmp as home), else scrubbed (the inherited variables only, a
+/// home of its own under `scratch`, no network where `unshare` allows).
+pub(super) fn grader_command(
+    code: &str,
+    args: &[std::ffi::OsString],
+    options: &GraderOptions,
+    scratch: &Path,
+) -> Result<Command, GraderError> {
+    let launch = |e: std::io::Error| GraderError::Launch(e.to_string());
+    let script = args.first().map(PathBuf::from).unwrap_or_default();
+    let cwd = script.parent().unwrap_or(Path::new("/")).to_path_buf();
+    // The binary `python` runs as (its `sys.executable`, asked once per process): a
+    // launcher such as a pyenv shim adds neither its variables nor its start-up.
+    let python = gateway_sandbox::interpreter(&options.python);
+    if options.sandbox.is_confined() {
+        // The sandbox's own private /tmp is its home; it sees the script's directory
+        // read-only and nothing of the session's or the hub's files.
+        gateway_sandbox::share_read_only(&cwd).map_err(launch)?;
+        let view = View::new().read_only(&cwd).cwd(&cwd).env("HOME", "/tmp");
+        let mut full: Vec<std::ffi::OsString> = vec!["-c".into(), code.into()];
+        full.extend(args.iter().cloned());
+        return options.sandbox.command(&python.executable, &full, &view).map_err(|e| GraderError::Launch(e.to_string()));
+    }
+    let home = match &options.home {
+        Some(home) => home.clone(),
+        None => {
+            let home = scratch.join("home");
+            std::fs::create_dir_all(&home).map_err(launch)?;
+            home
+        }
+    };
+    let mut command = match options.deny_network.then(network_jail).flatten() {
+        Some(jail) => {
+            let mut command = Command::new("unshare");
+            command.args(jail).arg("--").arg(&python.executable);
+            command
+        }
+        None => Command::new(&python.executable),
+    };
+    command.arg("-c").arg(code).args(args).current_dir(&cwd).env_clear();
+    for name in INHERITED_ENV {
+        if let Some(value) = std::env::var_os(name) {
+            command.env(name, value);
+        }
+    }
+    command.env("HOME", &home);
+    Ok(command)
+}
+
+/// The grade a grader's run printed: its exit status, then the last non-empty line
+/// of its stdout as a JSON object (see [`run_python_grader_with`]).
+pub(super) fn grade_printed(code: i32, stdout: &str, stderr: &str) -> Result<Value, GraderError> {
+    if code != 0 {
+        return Err(GraderError::Exited { code, stderr: tail_chars(py_strip(stderr), 800) });
+    }
+    let stripped = py_strip(stdout);
     let no_json = || GraderError::NoJson { stdout: tail_chars(stripped, 400) };
     if stripped.is_empty() {
         return Err(no_json());
@@ -340,7 +375,7 @@ fn drain<R: Read + Send + 'static>(pipe: Option<R>, cap: usize) -> JoinHandle<Ve
 }
 
 /// Kill the child's whole process group (what it forked too), then the child.
-fn kill_group(child: &mut Child) {
+pub(super) fn kill_group(child: &mut Child) {
     let group = format!("-{}", child.id());
     let _ = Command::new("kill").args(["-KILL", "--", &group]).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).status();
     let _ = child.kill();
@@ -348,14 +383,14 @@ fn kill_group(child: &mut Child) {
 }
 
 /// The status as Python's `returncode`: the exit code, or minus the signal.
-fn exit_code(status: ExitStatus) -> i32 {
+pub(super) fn exit_code(status: ExitStatus) -> i32 {
     use std::os::unix::process::ExitStatusExt;
     status.code().or_else(|| status.signal().map(|signal| -signal)).unwrap_or(-1)
 }
 
 /// Output as Python's text-mode `subprocess` reads it: UTF-8 (lossy here, where
 /// the original raises) with `\r\n` and `\r` read as `\n`.
-fn decode(bytes: &[u8]) -> String {
+pub(super) fn decode(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).replace("\r\n", "\n").replace('\r', "\n")
 }
 

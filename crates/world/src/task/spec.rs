@@ -173,6 +173,51 @@ pub struct FieldTest {
     pub value: Value,
 }
 
+/// How loosely a check compares values (beyond the original): declared on an
+/// assertions grader for all its checks, or on one check, whose members win.
+/// Numbers always compare as numbers (`25` equals `25.0`); these loosen further.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Tolerance {
+    /// Numbers within this absolute distance are equal (`{"numeric": 0.01}`).
+    pub numeric: Option<f64>,
+    /// Strings compare lower-cased (`{"case_insensitive": true}`).
+    pub case_insensitive: Option<bool>,
+    /// Strings compare without surrounding whitespace (`{"trim": true}`).
+    pub trim: Option<bool>,
+}
+
+impl Tolerance {
+    /// This tolerance's members where given, else `base`'s.
+    pub fn over(&self, base: Option<&Tolerance>) -> Tolerance {
+        let base = base.copied().unwrap_or_default();
+        Tolerance {
+            numeric: self.numeric.or(base.numeric),
+            case_insensitive: self.case_insensitive.or(base.case_insensitive),
+            trim: self.trim.or(base.trim),
+        }
+    }
+
+    /// Whether it compares anything more loosely than exact JSON equality.
+    pub fn loosens(&self) -> bool {
+        self.numeric.is_some_and(|n| n > 0.0) || self.case_insensitive == Some(true) || self.trim == Some(true)
+    }
+
+    /// The tolerance as a spec declares it (given members only).
+    pub fn to_value(&self) -> Value {
+        let mut out = Map::default();
+        if let Some(numeric) = self.numeric {
+            out.insert("numeric".into(), Value::Float(numeric));
+        }
+        if let Some(flag) = self.case_insensitive {
+            out.insert("case_insensitive".into(), Value::Bool(flag));
+        }
+        if let Some(flag) = self.trim {
+            out.insert("trim".into(), Value::Bool(flag));
+        }
+        Value::Object(out)
+    }
+}
+
 /// One check of an assertions grader.
 #[derive(Debug, Clone)]
 pub struct Check {
@@ -186,6 +231,8 @@ pub struct Check {
     pub where_: Option<Map>,
     /// What the selection must satisfy.
     pub assertion: Assertion,
+    /// The check's own tolerance, when declared (its members win over the grader's).
+    pub tolerance: Option<Tolerance>,
 }
 
 impl Check {
@@ -221,6 +268,9 @@ impl Check {
             }
             Assertion::Exists | Assertion::Absent => {}
         }
+        if let Some(tolerance) = &self.tolerance {
+            out.insert("tolerance".into(), tolerance.to_value());
+        }
         Value::Object(out)
     }
 }
@@ -252,6 +302,8 @@ pub enum Grader {
     Assertions {
         /// 1–200 checks, with distinct reward keys.
         checks: Vec<Check>,
+        /// How loosely every check compares, when declared (beyond the original).
+        tolerance: Option<Tolerance>,
     },
     /// A `verify.py` run over the state dump.
     Python {
@@ -286,8 +338,11 @@ impl Grader {
         let mut out = Map::default();
         out.insert("kind".into(), Value::str(self.kind()));
         match self {
-            Grader::Assertions { checks } => {
+            Grader::Assertions { checks, tolerance } => {
                 out.insert("checks".into(), Value::Array(checks.iter().map(Check::to_value).collect()));
+                if let Some(tolerance) = tolerance {
+                    out.insert("tolerance".into(), tolerance.to_value());
+                }
             }
             Grader::Python { source, timeout_seconds } => {
                 out.insert("source".into(), Value::str(source));
@@ -400,7 +455,7 @@ impl TaskSpec {
         if let Some(seed) = &self.seed {
             named.extend(seed.rows.keys().map(String::as_str));
         }
-        if let Some(Grader::Assertions { checks }) = &self.grader {
+        if let Some(Grader::Assertions { checks, .. }) = &self.grader {
             named.extend(checks.iter().map(|c| c.entity.as_str()));
         }
         let mut seen = HashSet::new();

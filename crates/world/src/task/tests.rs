@@ -90,10 +90,15 @@ fn entities_and_the_hosts_refusals() {
     assert!(check_tool_allowed(&spec, "t1").is_ok());
 }
 
+/// A grade's original members (the check reports, ours, left out).
+fn original(grade: &Value) -> Value {
+    Value::Object(grade.as_object().unwrap().iter().filter(|(k, _)| k.as_str() != "checks").map(|(k, v)| (k.clone(), v.clone())).collect())
+}
+
 fn checks(json: &str) -> Vec<Check> {
     let spec = format!(r#"{{"instruction": "x", "grader": {{"kind": "assertions", "checks": {json}}}}}"#);
     match TaskSpec::parse(&value(&spec)).unwrap().grader {
-        Some(Grader::Assertions { checks }) => checks,
+        Some(Grader::Assertions { checks, .. }) => checks,
         _ => unreachable!(),
     }
 }
@@ -135,8 +140,8 @@ fn weights_and_keys_shape_the_grade() {
         &checks(r#"[{"entity": "a", "weight": 3}, {"id": "second", "entity": "b"}, {"entity": "a", "assert": "absent"}]"#),
         &value(r#"{"a": [{}]}"#),
     );
-    assert_eq!(text(&grade), r#"{"reward": 0.6, "rewards": {"check_0": 1.0, "second": 0.0, "check_2": 0.0}}"#);
-    assert_eq!(text(&evaluate_assertions(&[], &Value::Null)), r#"{"reward": null, "rewards": {}}"#);
+    assert_eq!(text(&original(&grade)), r#"{"reward": 0.6, "rewards": {"check_0": 1.0, "second": 0.0, "check_2": 0.0}}"#);
+    assert_eq!(text(&evaluate_assertions(&[], &Value::Null)), r#"{"reward": null, "rewards": {}, "checks": []}"#);
 }
 
 #[test]
@@ -277,4 +282,155 @@ print(json.dumps({"reward": 1, "online": up, "only_lo": interfaces == ["lo"]}))
         assert_eq!(grade.get("rewards").unwrap().get("only_lo").unwrap().as_f64(), Some(1.0), "{}", text(&grade));
         assert_eq!(grade.get("rewards").unwrap().get("online").unwrap().as_f64(), Some(0.0));
     }
+}
+
+// ---------------------------------------------------------------------------
+// Check reports (evidence) and declared tolerances.
+// ---------------------------------------------------------------------------
+
+fn grader(json: &str) -> TaskSpec {
+    TaskSpec::parse(&value(&format!(r#"{{"instruction": "x", "grader": {json}}}"#))).unwrap()
+}
+
+fn reports(spec: &TaskSpec, state: &Value) -> Vec<Value> {
+    let graded = grade(spec, state, &GraderOptions::default()).unwrap();
+    graded.get("checks").and_then(Value::as_array).unwrap().clone()
+}
+
+#[test]
+fn a_failed_check_names_the_rows_and_values_it_saw() {
+    let state = value(
+        r#"{"tickets": {"7": {"id": 7, "status": "open"}, "8": {"id": 8, "status": "closed"}, "9": {"id": 9}},
+            "customers": {"C1": {"id": "C1"}}}"#,
+    );
+    let spec = grader(
+        r#"{"kind": "assertions", "checks": [
+            {"id": "closed", "entity": "tickets", "where": {"id": 7}, "assert": "all", "field": "status", "value": "closed"},
+            {"id": "three", "entity": "tickets", "assert": "count", "count": {"eq": 3}},
+            {"id": "two", "entity": "tickets", "assert": "count", "count": {"eq": 2}},
+            {"id": "any", "entity": "tickets", "assert": "any", "field": "status", "value": "solved"},
+            {"id": "gone", "entity": "customers", "assert": "absent"},
+            {"id": "there", "entity": "tickets", "where": {"id": 70}}]}"#,
+    );
+    let checks = reports(&spec, &state);
+    let closed = &checks[0];
+    assert_eq!(
+        text(closed),
+        concat!(
+            r#"{"id": "closed", "passed": false, "description": "every tickets row where {\"id\": 7} has status eq \"closed\" (and there is one)", "#,
+            r#""expected": "status eq \"closed\"", "actual": "1 of 1 row failed: 7 status \"open\"", "#,
+            r#""rows": [{"key": "7", "field": "status", "value": "open"}], "rowCount": 1}"#
+        )
+    );
+    assert!(matches!(checks[1].get("passed"), Some(Value::Bool(true))));
+    assert_eq!(checks[2].get("actual").and_then(Value::as_str), Some(r#"3 rows: keys ["7", "8", "9"]"#));
+    assert_eq!(checks[2].get("expected").and_then(Value::as_str), Some("eq 2 rows"));
+    assert_eq!(
+        checks[3].get("actual").and_then(Value::as_str),
+        Some(r#"none of 3 rows held: 7 status "open", 8 status "closed", 9 status missing"#)
+    );
+    assert_eq!(text(&checks[3].get("rows").unwrap().as_array().unwrap()[2]), r#"{"key": "9", "field": "status", "missing": true}"#);
+    assert_eq!(text(checks[4].get("rows").unwrap()), r#"[{"key": "C1", "row": {"id": "C1"}}]"#);
+    assert_eq!(checks[5].get("actual").and_then(Value::as_str), Some("0 rows"));
+}
+
+#[test]
+fn evidence_is_bounded_whatever_the_state_holds() {
+    let rows: Vec<String> = (0..500).map(|i| format!(r#"{{"n": {i}, "pad": "{}"}}"#, "x".repeat(300))).collect();
+    let state = value(&format!(r#"{{"e": [{}]}}"#, rows.join(", ")));
+    let spec = grader(
+        r#"{"kind": "assertions", "checks": [{"entity": "e", "assert": "all", "field": "pad", "value": "y"}, {"entity": "e", "assert": "absent"}]}"#,
+    );
+    for check in reports(&spec, &state) {
+        assert_eq!(check.get("rows").unwrap().as_array().unwrap().len(), EVIDENCE_ROWS);
+        assert!(matches!(check.get("rowCount"), Some(Value::Int(500))));
+        assert!(matches!(check.get("rowsTruncated"), Some(Value::Bool(true))));
+        assert!(text(&check).len() < 16 * 1024, "{}", text(&check).len());
+    }
+}
+
+#[test]
+fn numbers_compare_as_numbers_and_declared_tolerances_loosen() {
+    let state = value(r#"{"orders": [{"total": 25, "who": "  Bob ", "rate": 0.333}]}"#);
+    let reward = |json: &str| grade(&grader(json), &state, &GraderOptions::default()).unwrap().get("reward").and_then(Value::as_f64);
+    let check = |extra: &str, field: &str, op: &str, value: &str| {
+        format!(
+            r#"{{"kind": "assertions"{extra}, "checks": [{{"entity": "orders", "assert": "all", "field": "{field}", "op": "{op}", "value": {value}}}]}}"#
+        )
+    };
+    assert_eq!(reward(&check("", "total", "eq", "25.0")), Some(1.0), "25 equals 25.0 by default");
+    assert_eq!(reward(&check("", "rate", "eq", "0.33")), Some(0.0));
+    assert_eq!(reward(&check(r#", "tolerance": {"numeric": 0.01}"#, "rate", "eq", "0.33")), Some(1.0));
+    assert_eq!(reward(&check(r#", "tolerance": {"numeric": 0.01}"#, "rate", "gt", "0.33")), Some(0.0), "within tolerance is equal");
+    assert_eq!(reward(&check("", "who", "eq", r#""bob""#)), Some(0.0));
+    assert_eq!(reward(&check(r#", "tolerance": {"case_insensitive": true}"#, "who", "eq", r#""bob""#)), Some(0.0), "not trimmed");
+    assert_eq!(reward(&check(r#", "tolerance": {"case_insensitive": true, "trim": true}"#, "who", "eq", r#""bob""#)), Some(1.0));
+    assert_eq!(reward(&check(r#", "tolerance": {"case_insensitive": true}"#, "who", "contains", r#""BO""#)), Some(1.0));
+    // A check's own members win over the grader's.
+    let own = r#"{"kind": "assertions", "tolerance": {"trim": true, "case_insensitive": true}, "checks": [
+        {"entity": "orders", "where": {"who": "BOB"}, "tolerance": {"case_insensitive": false}}]}"#;
+    assert_eq!(reward(own), Some(0.0));
+    let spec = grader(own);
+    let report = &reports(&spec, &state)[0];
+    assert!(report.get("description").and_then(Value::as_str).unwrap().ends_with("(tolerance: trimmed)"), "{}", text(report));
+    // Declared, it round-trips; refused, it is named.
+    let normalised = text(&spec.to_value());
+    assert!(normalised.contains(r#""tolerance": {"case_insensitive": false}"#), "{normalised}");
+    assert!(normalised.contains(r#""tolerance": {"case_insensitive": true, "trim": true}"#), "{normalised}");
+    let bad = |tolerance: &str| {
+        refusal(&format!(
+            r#"{{"instruction": "x", "grader": {{"kind": "assertions", "tolerance": {tolerance}, "checks": [{{"entity": "e"}}]}}}}"#
+        ))
+    };
+    assert_eq!(bad(r#"{"numeric": -1}"#), ("tolerance.numeric is a finite number >= 0".into(), "/task/grader/tolerance/numeric".into()));
+    assert_eq!(bad(r#"{"trim": "yes"}"#), ("tolerance.trim is true or false".into(), "/task/grader/tolerance/trim".into()));
+    assert_eq!(bad(r#"{"fuzzy": true}"#).1, "/task/grader/tolerance");
+}
+
+#[test]
+fn many_states_grade_in_one_worker_as_each_alone() {
+    let source = r#"
+import json, sys
+state = json.load(sys.stdin)
+n = state["n"]
+if n == 3:
+    raise SystemExit("three is refused")
+if n == 4:
+    print("no json")
+    sys.exit(0)
+print(json.dumps({"reward": n / 10, "even": n % 2 == 0}))
+"#;
+    let states: Vec<String> = (0..6).map(|n| format!(r#"{{"n": {n}}}"#)).collect();
+    let grades = run_python_graders(PythonSource::Inline(source.into()), &states, Duration::from_secs(20), &GraderOptions::default());
+    assert_eq!(grades.len(), 6);
+    for (n, grade) in grades.iter().enumerate() {
+        let alone = run_python_grader(PythonSource::Inline(source.into()), &value(&states[n]), Duration::from_secs(20));
+        match (grade, alone) {
+            (Ok(batched), Ok(alone)) => assert_eq!(text(batched), text(&alone), "state {n}"),
+            (Err(batched), Err(alone)) => assert_eq!(batched.to_string(), alone.to_string(), "state {n}"),
+            (batched, alone) => panic!("state {n}: {batched:?} vs {alone:?}"),
+        }
+    }
+    assert_eq!(text(grades[2].as_ref().unwrap()), r#"{"reward": 0.2, "rewards": {"even": 1.0}}"#);
+}
+
+#[test]
+fn a_state_that_kills_or_hangs_the_worker_is_reported_and_the_rest_graded() {
+    let source = r#"
+import json, os, sys, time
+n = json.load(sys.stdin)["n"]
+if n == 1:
+    os._exit(7)
+if n == 3:
+    time.sleep(60)
+print(json.dumps({"reward": n}))
+"#;
+    let states: Vec<String> = (0..5).map(|n| format!(r#"{{"n": {n}}}"#)).collect();
+    let grades = run_python_graders(PythonSource::Inline(source.into()), &states, Duration::from_millis(800), &GraderOptions::default());
+    let shown: Vec<String> = grades.iter().map(|g| g.as_ref().map(text).unwrap_or_else(|e| e.to_string())).collect();
+    assert_eq!(shown[0], r#"{"reward": 0.0, "rewards": {}}"#);
+    assert!(shown[1].starts_with("verify.py exited 7"), "{shown:?}");
+    assert_eq!(shown[2], r#"{"reward": 2.0, "rewards": {}}"#);
+    assert_eq!(shown[3], "verify.py timed out after 0.8s");
+    assert_eq!(shown[4], r#"{"reward": 4.0, "rewards": {}}"#);
 }

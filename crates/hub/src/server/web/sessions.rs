@@ -1,11 +1,13 @@
 //! The session pages: the project's world sessions (paged by the documents' `seq`) and
 //! one session with its call log (paged the same way, oldest first, as `session export`
 //! reads it): the hub's calls API (`control`) and the agent's REST (`api`) and MCP
-//! (`mcp`) calls on the embedded host's data plane, bodies folded in `<details>`. The session's api token is never shown: it is the agent's credential.
+//! (`mcp`) calls on the embedded host's data plane, bodies folded in `<details>`; above
+//! it, the last grade's checks and what changed (`grade.rs`). The session's api token
+//! is never shown: it is the agent's credential.
 //! Reads only; closing or calling a session stays the API's.
 
 use super::super::call_record::BODY_CAP;
-use super::super::sessions::{calls_kind, SESSION};
+use super::super::sessions::{calls_kind, LAST_GRADE, SESSION};
 use super::*;
 
 /// Sessions per page.
@@ -136,6 +138,12 @@ pub(super) async fn session(hub: &Hub, project: &str, id: &str, query: &BTreeMap
     let surfaces: Vec<String> = session.get("surfaces").and_then(Value::as_object).map(|m| m.keys().cloned().collect()).unwrap_or_default();
     let slug = text_of(&session, "slug");
     let here = session_url(id);
+    // The last grade's entry (two indexed reads): its checks and diff, explained.
+    let last_call = hub.meta.document(project, LAST_GRADE, id).await?.and_then(|text| json::parse_clean(&text));
+    let last_grade = match last_call.as_ref().and_then(|c| c.get("callId")).and_then(Value::as_str) {
+        Some(call_id) => hub.meta.document(project, &calls_kind(id), call_id).await?.and_then(|text| json::parse_clean(&text)),
+        None => None,
+    };
     Ok(page(
         &format!("Session {id}"),
         &[("Sessions", "/ui/sessions".into())],
@@ -150,6 +158,7 @@ pub(super) async fn session(hub: &Hub, project: &str, id: &str, query: &BTreeMap
                 tr { th { "Opened" } td { (text_of(&session, "createdAt")) } }
                 @if session.get("closedAt").is_some() { tr { th { "Closed" } td { (text_of(&session, "closedAt")) } } }
             }
+            @if let Some(call) = &last_grade { (super::grade::sections(call)) }
             h2 { "Call log" }
             @if calls.is_empty() {
                 p.muted { "No call" @if after > 0 { " after these" } "." }
