@@ -5,7 +5,7 @@
 //! It reads nothing but the dump it is given (no store, no files) and does not
 //! validate checks: they come from a parsed [`TaskSpec`](super::TaskSpec).
 
-use super::evidence::{report, Seen};
+use super::evidence::{lookup, report, Seen};
 use super::spec::{Assertion, Check, CountBound, FieldTest, Op, Tolerance};
 use crate::json::{python_equal, Map, Value};
 use std::borrow::Cow;
@@ -122,16 +122,6 @@ fn rows_of<'a>(state: &'a Value, entity: &str) -> Box<dyn Iterator<Item = (Cow<'
         }
         _ => Box::new(std::iter::empty()),
     }
-}
-
-/// The value at a dotted path through nested objects, if every step exists.
-pub(super) fn lookup<'a>(row: &'a Map, path: &str) -> Option<&'a Value> {
-    let mut parts = path.split('.');
-    let mut current = row.get(parts.next()?)?;
-    for part in parts {
-        current = current.as_object()?.get(part)?;
-    }
-    Some(current)
 }
 
 fn matches_where(row: &Map, where_: Option<&Map>, tolerance: &Tolerance) -> bool {

@@ -5,7 +5,6 @@
 //! Reports are bounded whatever the state holds: at most [`EVIDENCE_ROWS`] rows are
 //! listed (`rowCount` says how many there were) and long values are clipped.
 
-use super::assertions::lookup;
 use super::spec::{Assertion, Check, FieldTest, Tolerance};
 use crate::json::{dumps, DumpOptions, Map, Value};
 use std::borrow::Cow;
@@ -24,6 +23,16 @@ pub(super) struct Seen<'a> {
     pub(super) selected: Vec<(Cow<'a, str>, &'a Map)>,
     pub(super) held: Vec<bool>,
     pub(super) tolerance: Tolerance,
+}
+
+/// The value at a dotted path through nested objects, if every step exists.
+pub(super) fn lookup<'a>(row: &'a Map, path: &str) -> Option<&'a Value> {
+    let mut parts = path.split('.');
+    let mut current = row.get(parts.next()?)?;
+    for part in parts {
+        current = current.as_object()?.get(part)?;
+    }
+    Some(current)
 }
 
 /// A value as the sentences quote it: compact JSON, clipped.
