@@ -400,6 +400,7 @@ fn assertions_over_prefiltered_rows_grade_as_over_the_whole_state() {
         {"id": "bool_for_int", "entity": "tickets", "where": {"priority": true}},
         {"id": "one_for_int", "entity": "tickets", "where": {"priority": 1}, "assert": "count", "count": {"gte": 1}},
         {"id": "by_status", "entity": "tickets", "where": {"status": "open"}, "assert": "count", "count": {"gte": 2}},
+        {"id": "by_status_fails", "entity": "tickets", "where": {"status": "open"}, "assert": "count", "count": {"eq": 99}},
         {"id": "two_fields", "entity": "tickets", "where": {"status": "open", "customer_id": "C1"}, "assert": "all", "field": "priority", "op": "lte", "value": 3},
         {"id": "null_field", "entity": "customers", "where": {"tier": null}, "assert": "absent"},
         {"id": "missing_field", "entity": "customers", "where": {"nickname": "x"}, "assert": "absent"},
@@ -421,7 +422,8 @@ fn assertions_over_prefiltered_rows_grade_as_over_the_whole_state() {
     let whole = gateway_world::task::grade(&parsed, &state, &Default::default()).unwrap();
     let mut prefiltered = graded.as_object().unwrap().clone();
     assert!(prefiltered.shift_remove("diff").is_some(), "{graded:?}");
-    // A count the serving index answered reports the same verdict and count, no rows.
+    // A count the serving index answered (and passed) reports the same verdict and
+    // count, no rows; a failing one reads its rows and reports them as the whole would.
     let reports = |grade: &Value| grade.get("checks").and_then(Value::as_array).cloned().unwrap_or_default();
     let (ours, theirs) = (reports(&Value::Object(prefiltered.clone())), reports(&whole));
     assert_eq!(ours.len(), theirs.len());
@@ -436,7 +438,7 @@ fn assertions_over_prefiltered_rows_grade_as_over_the_whole_state() {
             assert_eq!(json::canonical(ours), json::canonical(theirs));
         }
     }
-    assert_eq!(by_index, 1, "by_status is counted by the index: {ours:?}");
+    assert_eq!(by_index, 1, "by_status is counted by the index, by_status_fails explains itself: {ours:?}");
     prefiltered.shift_remove("checks");
     let mut whole_members = whole.as_object().unwrap().clone();
     whole_members.shift_remove("checks");

@@ -113,9 +113,11 @@ fn state_diff(session: &Session) -> Result<Value, HostError> {
     Ok(state.diff_from(&start, DIFF_ROWS)?)
 }
 
-/// The `count` checks whose `where` is exact string equalities on indexed paths,
-/// counted by the serving indexes (`WorldState::count_equal`: no row read or
-/// decoded), by position.
+/// The `count` checks whose `where` is exact string equalities on indexed paths and
+/// whose count, made by the serving indexes (`WorldState::count_equal`: no row read
+/// or decoded), passes, by position. A failing count is left out: its rows are read,
+/// so that its report names the rows it saw — a pass costs an index count, a failure
+/// pays for its explanation.
 fn counted(
     session: &Session,
     checks: &[gateway_world::task::Check],
@@ -125,7 +127,9 @@ fn counted(
     for (i, check) in checks.iter().enumerate() {
         if let Some(conditions) = gateway_world::task::countable(check, tolerance) {
             if let Some(n) = session.app.state.count_equal(&check.entity, &conditions)? {
-                counted.insert(i, n);
+                if gateway_world::task::count_passes(check, n) {
+                    counted.insert(i, n);
+                }
             }
         }
     }

@@ -69,7 +69,7 @@ pub(super) fn evaluate_with_counts(
 }
 
 /// Whether a count meets every bound of a `count` check.
-fn count_holds(bounds: &[(CountBound, i64)], n: i64) -> bool {
+pub(super) fn count_holds(bounds: &[(CountBound, i64)], n: i64) -> bool {
     bounds.iter().all(|(bound, value)| match bound {
         CountBound::Eq => n == *value,
         CountBound::Gte => n >= *value,

@@ -5,7 +5,7 @@
 //! then "how many rows have exactly this string at this path" is all the check asks,
 //! and a store with an index on those paths answers it without decoding a row.
 
-use super::assertions::{effective_tolerance, evaluate_with_counts};
+use super::assertions::{count_holds, effective_tolerance, evaluate_with_counts};
 use super::spec::{Assertion, Check, Tolerance};
 use crate::json::Value;
 use std::collections::BTreeMap;
@@ -19,6 +19,13 @@ pub fn countable<'a>(check: &'a Check, tolerance: Option<&Tolerance>) -> Option<
         return None;
     }
     check.where_.as_ref()?.iter().map(|(path, wanted)| wanted.as_str().map(|text| (path.as_str(), text))).collect()
+}
+
+/// Whether `n` rows pass `check` (a `count` check; any other is not judged by a
+/// count). A caller counts by index and hands over only the counts that pass: a
+/// failing check's rows are read so that its report names them.
+pub fn count_passes(check: &Check, n: i64) -> bool {
+    matches!(&check.assertion, Assertion::Count(bounds) if count_holds(bounds, n))
 }
 
 /// [`evaluate_assertions_with`](super::evaluate_assertions_with) with the checks at the
@@ -77,6 +84,7 @@ mod tests {
         assert!(matches!(report.get("passed"), Some(Value::Bool(false))), "{report:?}");
         assert_eq!(report.get("actual").and_then(Value::as_str), Some("3 rows (counted by the serving index)"));
         assert!(matches!(report.get("rowCount"), Some(Value::Int(3))), "{report:?}");
+        assert!(count_passes(&checks[0], 2) && !count_passes(&checks[0], 3) && !count_passes(&checks[2], 1));
         // A tolerance that loosens strings keeps the check off the index.
         let loose = crate::task::Tolerance { case_insensitive: Some(true), ..Default::default() };
         assert_eq!(countable(&checks[0], Some(&loose)), None);

@@ -28,7 +28,7 @@ mod python_batch;
 mod spec;
 
 pub use assertions::{effective_tolerance, evaluate_assertions, evaluate_assertions_with, evaluate_check};
-pub use counted::{countable, evaluate_assertions_counted};
+pub use counted::{count_passes, countable, evaluate_assertions_counted};
 pub use dir::{read_task_dir, task_verify_path, write_task_dir, TASK_DIR, TASK_FILE};
 pub use evidence::EVIDENCE_ROWS;
 pub use grade::grade;
