@@ -937,16 +937,11 @@ impl WorldApp {
             scope: parent.map(|(nesting, parent)| crate::nested::scope(nesting, parent)).unwrap_or_default(),
             now: self.clock(),
         };
-        let name = entity.to_string();
-        let computed = op.computed.clone();
-        let base_url = self.settings.base_url.clone();
-        let args = request.args.clone();
-        let job: WriteJob = Box::new(move |store| {
-            let mut row = row;
-            in_writer.fill(store, &name, &mut row)?;
-            crate::vendor::compute(&mut row, &computed, &base_url, &args);
-            store.insert(&name, &row, Some(source("api.create")))
+        let compute = (!op.computed.is_empty()).then(|| {
+            let (computed, base_url, args) = (op.computed.clone(), self.settings.base_url.clone(), request.args.clone());
+            Box::new(move |row: &mut Value| crate::vendor::compute(row, &computed, &base_url, &args)) as crate::generate::Compute
         });
+        let job = in_writer.create_job(self.state.contract(), entity, row, source("api.create"), compute);
         let reply = WriteReply::new(op, false, dress, &self.settings.success);
         Ok(Handled::Write(StagedWrite { entity: entity.to_string(), job, reply }))
     }

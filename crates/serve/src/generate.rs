@@ -14,7 +14,8 @@
 //! writer: concurrent creates never take the same one.
 
 use gateway_world::json::Value;
-use gateway_world::store::Store;
+use gateway_world::store::{PreparedInsert, Store};
+use gateway_world::Contract;
 
 /// A generator kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -145,7 +146,35 @@ impl InWriter {
         }
         Ok(())
     }
+
+    /// The write a create hands the writer: the fields taken inside it filled, then
+    /// `compute` (computed fields, which may read them), then the insert. When
+    /// nothing of the row waits for the writer, the row is checked and encoded here,
+    /// on the request's task, and the writer only stores it (a refusal is answered
+    /// as the writer's own would be, in its turn): validation and batch building
+    /// stay off the one thread every write of the session goes through.
+    pub fn create_job(self, contract: &Contract, entity: &str, row: Value, source: Value, compute: Option<Compute>) -> CreateJob {
+        let name = entity.to_string();
+        if self.fields.is_empty() && compute.is_none() {
+            let prepared = PreparedInsert::new(contract, &name, &row, Some(source));
+            return Box::new(move |store| store.insert_prepared(prepared?));
+        }
+        Box::new(move |store| {
+            let mut row = row;
+            self.fill(store, &name, &mut row)?;
+            if let Some(compute) = compute {
+                compute(&mut row);
+            }
+            store.insert(&name, &row, Some(source))
+        })
+    }
 }
+
+/// Computed fields of a created row, filled inside the writer.
+pub type Compute = Box<dyn FnOnce(&mut Value) + Send>;
+
+/// A create's write (the state's `WriteJob`, named here without depending on it).
+pub type CreateJob = Box<dyn FnOnce(&mut Store) -> gateway_world::Result<Value> + Send>;
 
 #[cfg(test)]
 mod tests {

@@ -17,6 +17,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+mod prepared;
+pub use prepared::PreparedInsert;
+
 /// The store's own tables, created after the generated DDL (exact text: it is compared).
 pub const PRIVATE_DDL: &str = "
 CREATE TABLE _gateway_contract (contract TEXT NOT NULL);
@@ -286,7 +289,8 @@ impl Store {
         if own_transaction {
             self.conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
         } else {
-            self.conn.execute_batch(&format!("SAVEPOINT {savepoint}"))?;
+            // Cached: a group runs one savepoint per write.
+            self.conn.prepare_cached(&format!("SAVEPOINT {savepoint}"))?.execute([])?;
         }
         if outer {
             self.touched.clear();
@@ -305,7 +309,7 @@ impl Store {
                 if own_transaction {
                     self.conn.prepare_cached("COMMIT")?.execute([])?;
                 } else {
-                    self.conn.execute_batch(&format!("RELEASE {savepoint}"))?;
+                    self.conn.prepare_cached(&format!("RELEASE {savepoint}"))?.execute([])?;
                 }
                 Ok(value)
             }
@@ -538,18 +542,7 @@ impl Store {
         };
         match outcome {
             Ok(_) => Ok((name, key)),
-            Err(rusqlite::Error::SqliteFailure(failure, _)) if failure.code == rusqlite::ErrorCode::ConstraintViolation => {
-                let decoded = parse_stored(&key).unwrap_or_default();
-                Err(ContractError::new(
-                    "unique",
-                    "Primary or unique key conflicts with existing state",
-                    format!("{}/unique", entity.location),
-                )
-                .with("entity", Value::str(&name))
-                .with("key", decoded)
-                .into())
-            }
-            Err(other) => Err(other.into()),
+            Err(error) => Err(write_refusal(error, entity, &key)),
         }
     }
 
@@ -576,19 +569,6 @@ impl Store {
         let applied = self.apply_batch(&batch).map(|_| ());
         self.single_write = false;
         applied
-    }
-
-    /// Insert one row; returns it in canonical member order.
-    pub fn insert(&mut self, entity: &str, value: &Value, source: Option<Value>) -> Result<Value> {
-        self.single("insert", entity, None, Some(value), source)?;
-        for ((cached, field), highest) in self.highest.iter_mut() {
-            if cached == entity {
-                if let Some(n) = integer_of(value.get(field)) {
-                    *highest = (*highest).max(n);
-                }
-            }
-        }
-        Ok(parse_stored(&canonical(value)).unwrap_or_default())
     }
 
     /// Shallow-merge `patch` into the row at `key`; returns the merged row.
@@ -901,6 +881,20 @@ fn batch_digest<'b>(head: &Map, mutations: impl Iterator<Item = Cow<'b, Value>>)
         crate::json::dumps_with_items(head, "mutations", mutations, crate::json::DumpOptions::CANONICAL, sink);
         sink("\n");
     })
+}
+
+/// A failed row write as the original says it: a taken primary or unique key is
+/// `unique`, naming the entity and the key; anything else is SQLite's.
+fn write_refusal(error: rusqlite::Error, entity: &Entity, key: &str) -> Error {
+    match error {
+        rusqlite::Error::SqliteFailure(failure, _) if failure.code == rusqlite::ErrorCode::ConstraintViolation => {
+            ContractError::new("unique", "Primary or unique key conflicts with existing state", format!("{}/unique", entity.location))
+                .with("entity", Value::str(&entity.name))
+                .with("key", parse_stored(key).unwrap_or_default())
+                .into()
+        }
+        other => other.into(),
+    }
 }
 
 fn contextualize_mutation(error: Error, batch: &str, index: usize, mutation: &Value) -> Error {
