@@ -40,6 +40,8 @@ forbid gateway-host gateway-hub gateway-runner gateway-cli clap
 # The runner sits above the host and the hub's clients, below the CLI: it parses no
 # arguments, and the hub (server and clients) knows nothing of it.
 forbid gateway-hub gateway-runner gateway-cli clap
+# The rubric judge calls a model and nothing else: no server, no hub.
+forbid gateway-judge axum clap gateway-connector gateway-serve gateway-host gateway-hub gateway-runner gateway-cli
 forbid gateway-runner gateway-cli clap
 # Conformance calls the served world in-process: above serve, below the platform.
 forbid gateway-conform gateway-host gateway-hub gateway-runner gateway-cli clap

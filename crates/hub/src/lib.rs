@@ -43,7 +43,6 @@ pub mod evals_client;
 pub mod evaluations;
 pub mod gitignore;
 pub mod host_credentials;
-pub mod judge;
 mod migrations;
 pub mod platform_client;
 pub mod postgres;

@@ -380,7 +380,7 @@ impl Session<'_> {
         }
         let spec = self.task.spec().cloned().unwrap_or_default();
         let state = self.world.host.state(&self.id).map_err(|e| e.to_string())?;
-        let mut judged = self.world.block_on(gateway_hub::judge::judge(&spec, &state, &self.calls()))?;
+        let mut judged = self.world.block_on(gateway_judge::judge(&spec, &state, &self.calls())).map_err(|e| e.to_string())?;
         // The judge's verdict, and the host's diff of the state kept beside it.
         if let (Value::Object(verdict), Some(diff)) = (&mut judged, grade.get("diff")) {
             verdict.insert("diff".into(), diff.clone());
