@@ -9,8 +9,9 @@ use crate::choices::{EvalKind, Installer, RunConfigsAction, SecretsAction, Visib
 use crate::exit::Status;
 use crate::printer::{self, errln, outln};
 use clap::Subcommand;
-use gateway_hub::client::{read_local_meta, Client, PushOptions};
-use gateway_hub::HubError;
+use gateway_hub_client::client::{Client, PushOptions};
+use gateway_hub_client::working_copy::read_local_meta;
+use gateway_hub_client::ClientError;
 use gateway_world::json::{dumps, DumpOptions, Map, Value};
 
 use std::path::{Path, PathBuf};
@@ -322,13 +323,13 @@ pub enum BenchCommand {
 }
 
 enum Failure {
-    Hub(HubError),
+    Hub(ClientError),
     Usage(String),
     Plain(String),
 }
 
-impl From<HubError> for Failure {
-    fn from(error: HubError) -> Self {
+impl From<ClientError> for Failure {
+    fn from(error: ClientError) -> Self {
         Failure::Hub(error)
     }
 }
@@ -544,7 +545,7 @@ fn dispatch(client: &Client, run_config_id: &str, container_id: Option<&str>, ve
     let runs = result.get("runs").and_then(Value::as_array).cloned().unwrap_or_default();
     let mut started = !runs.is_empty();
     for run in &runs {
-        if !run.get("ok").is_some_and(gateway_hub::client::truthy) {
+        if !run.get("ok").is_some_and(gateway_hub_client::client::truthy) {
             started = false;
             errln!("dispatch: {} did not start: {}", field(run, "model"), field(run, "error"));
         }
@@ -570,7 +571,7 @@ fn list_run_configs(client: &Client) -> Result<(), Failure> {
                 flags.push(format!("x{p} containers"));
             }
         }
-        if row.get("autoRunOnPush").is_some_and(gateway_hub::client::truthy) {
+        if row.get("autoRunOnPush").is_some_and(gateway_hub_client::client::truthy) {
             flags.push("auto-on-push".to_string());
         }
         let suffix = if flags.is_empty() { String::new() } else { format!("  [{}]", flags.join(", ")) };
@@ -713,7 +714,7 @@ fn secrets(action: SecretsAction, env: String, key: Option<String>, value: Optio
         return Err(Failure::Usage("empty value — nothing stored".into()));
     }
     let result = client.set_env_secret(&env, &key, &secret)?;
-    let word = if result.get("created").is_some_and(gateway_hub::client::truthy) { "Added" } else { "Rotated" };
+    let word = if result.get("created").is_some_and(gateway_hub_client::client::truthy) { "Added" } else { "Rotated" };
     outln!("{word} {key} on {env} — next hosted run receives it.");
     Ok(())
 }

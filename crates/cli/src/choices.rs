@@ -77,7 +77,7 @@ pub enum Publish {
     Later,
 }
 
-impl From<Publish> for gateway_hub::world_data_client::Publish {
+impl From<Publish> for gateway_hub_client::world_data_client::Publish {
     fn from(publish: Publish) -> Self {
         match publish {
             Publish::Now => Self::Now,
@@ -97,7 +97,7 @@ pub enum Browse {
     Auto,
 }
 
-impl From<Browse> for gateway_hub::sessions_client::BrowseMode {
+impl From<Browse> for gateway_hub_client::sessions_client::BrowseMode {
     fn from(mode: Browse) -> Self {
         match mode {
             Browse::Hosted => Self::Hosted,
@@ -143,7 +143,7 @@ pub enum Visibility {
     Public,
 }
 
-impl From<Visibility> for gateway_hub::client::Visibility {
+impl From<Visibility> for gateway_hub_client::client::Visibility {
     fn from(visibility: Visibility) -> Self {
         match visibility {
             Visibility::Private => Self::Private,
@@ -161,7 +161,7 @@ pub enum Installer {
     Pip,
 }
 
-impl From<Installer> for gateway_hub::client::Installer {
+impl From<Installer> for gateway_hub_client::client::Installer {
     fn from(tool: Installer) -> Self {
         match tool {
             Installer::Uv => Self::Uv,
@@ -263,7 +263,10 @@ mod tests {
             assert_eq!(gateway_runner::bench::EvalKind::from(*kind).as_str(), kind.to_possible_value().unwrap().get_name());
         }
         for publish in Publish::value_variants() {
-            assert_eq!(gateway_hub::world_data_client::Publish::from(*publish).as_str(), publish.to_possible_value().unwrap().get_name());
+            assert_eq!(
+                gateway_hub_client::world_data_client::Publish::from(*publish).as_str(),
+                publish.to_possible_value().unwrap().get_name()
+            );
         }
     }
 }

@@ -11,7 +11,7 @@ use clap::{Args, Subcommand};
 use gateway_connector::authoring::{compile_in_scratch, entity_add, route_add, EntityDecl, Payload, Route};
 use gateway_connector::capture::{capture, set_pair, CaptureRequest};
 use gateway_connector::skill::{install_skill, next_step, packaged_skills, skill_text, SKILL_NAME};
-use gateway_hub::captures_client::{CaptureOutcome, RemoteCapture};
+use gateway_hub_client::captures_client::{CaptureOutcome, RemoteCapture};
 use gateway_world::json::{object, Value};
 use gateway_world::{ContractError, Error};
 use std::path::{Path, PathBuf};
@@ -252,7 +252,7 @@ fn remote_capture(path: &Path, request: &RemoteCapture, host: Option<&str>) -> E
     if let Err(error) = gateway_connector::spec::load_spec(path) {
         return refused(&error, "ContractError");
     }
-    let outcome = gateway_hub::environments_client::EnvironmentsClient::from_env(host)
+    let outcome = gateway_hub_client::environments_client::EnvironmentsClient::from_env(host)
         .and_then(|client| client.remote_capture(path, request, &mut |line| errln!("{line}")));
     match outcome {
         Ok(CaptureOutcome::Written(files)) => {

@@ -7,15 +7,15 @@
 //!
 //! Argument parsing and printing only: the requests, the reading of each answer as the
 //! original's pydantic model and the multi-request flows live in
-//! `gateway_hub::environments_client`.
+//! `gateway_hub_client::environments_client`.
 
 use crate::args::HubUrl;
 use crate::exit::Status;
 use crate::printer::{self, errln, outln};
 use clap::Subcommand;
-use gateway_hub::environments_client::{verdict_lines, EnvironmentsClient, LinkOptions, RunWait};
-use gateway_hub::evals_client::EvalsClient;
-use gateway_hub::HubError;
+use gateway_hub_client::environments_client::{verdict_lines, EnvironmentsClient, LinkOptions, RunWait};
+use gateway_hub_client::evals_client::EvalsClient;
+use gateway_hub_client::ClientError;
 use gateway_world::json::{python_str, Value};
 
 use std::path::PathBuf;
@@ -182,8 +182,8 @@ pub enum EnvironmentCommand {
 /// How a command ends when it does not succeed: a line on stderr (maybe none) and 1.
 struct Failed(String);
 
-impl From<HubError> for Failed {
-    fn from(error: HubError) -> Self {
+impl From<ClientError> for Failed {
+    fn from(error: ClientError) -> Self {
         Failed(error.to_string())
     }
 }

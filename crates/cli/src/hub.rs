@@ -400,7 +400,7 @@ pub fn auth(command: AuthCommand) -> ExitCode {
                 .map(|p| p.value)
                 .unwrap_or(Value::Null);
             let host = config.get("host").and_then(Value::as_str).filter(|h| !h.is_empty());
-            let has_key = config.get("api_key").is_some_and(gateway_hub::client::truthy);
+            let has_key = config.get("api_key").is_some_and(gateway_hub_client::client::truthy);
             match host {
                 Some(host) => {
                     outln!("Host: {host}");

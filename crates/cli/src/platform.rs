@@ -7,14 +7,14 @@
 //! output directory) this prints one line and exits 1.
 //!
 //! Parsing and printing only: the requests, the manifest, the dataset reading, the
-//! schema check and the gate's rendering live in `gateway_hub::platform_client` and
-//! `gateway_hub::agent_project`.
+//! schema check and the gate's rendering live in `gateway_hub_client::platform_client` and
+//! `gateway_hub_client::agent_project`.
 
 use crate::exit::Status;
 use crate::printer::{err_line as err, out_line as out};
 use clap::Subcommand;
-use gateway_hub::agent_project::{self as project, AgentManifest};
-use gateway_hub::platform_client::{
+use gateway_hub_client::agent_project::{self as project, AgentManifest};
+use gateway_hub_client::platform_client::{
     self as platform, python_g, python_join, python_path, Credentials, DatasetFileError, GateError, PlatformClient, Reply,
 };
 use gateway_world::json::{self, dumps, object, python_str, DumpOptions, Value};
@@ -268,7 +268,7 @@ fn failed(reply: &Reply) -> Status {
     fail(format!("Failed (HTTP {}): {}", reply.status, reply.text))
 }
 
-fn send(result: Result<Reply, gateway_hub::HubError>) -> Result<Reply, Status> {
+fn send(result: Result<Reply, gateway_hub_client::ClientError>) -> Result<Reply, Status> {
     result.map_err(|e| fail(e.to_string()))
 }
 
@@ -566,7 +566,7 @@ fn secret_list(connection: &Connection) -> Outcome {
 }
 
 fn json_truthy(value: &Value) -> bool {
-    gateway_hub::client::truthy(value)
+    gateway_hub_client::client::truthy(value)
 }
 
 /// `gateway agent list`.

@@ -4,7 +4,7 @@
 //! 2 for the original's own usage refusals).
 //!
 //! Argument parsing and printing only: the requests, the polling and the shapes of
-//! what is printed live in `gateway_hub::sessions_client`. This module does not drive
+//! what is printed live in `gateway_hub_client::sessions_client`. This module does not drive
 //! a browser: `session browse` stops at the surfaces check (see its doc).
 
 use crate::args::HubUrl;
@@ -12,7 +12,7 @@ use crate::choices::Browse;
 use crate::exit::Status;
 use crate::printer::{self, errln, outln};
 use clap::Subcommand;
-use gateway_hub::sessions_client::{self as sessions, SessionError, SessionsClient, WorldPin, READY_TIMEOUT_SEC};
+use gateway_hub_client::sessions_client::{self as sessions, SessionError, SessionsClient, WorldPin, READY_TIMEOUT_SEC};
 use gateway_world::json::{object, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};

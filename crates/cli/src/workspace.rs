@@ -6,7 +6,7 @@ use crate::args::HubUrl;
 use crate::exit::Status;
 use crate::printer::{self, errln, outln};
 use clap::Args;
-use gateway_hub::connectors_client::{collect_template, ConnectorsClient, PushOptions};
+use gateway_hub_client::connectors_client::{collect_template, ConnectorsClient, PushOptions};
 use gateway_world::json::{dumps, object, DumpOptions, Value};
 use gateway_world::scaffold::{self, TemplateFiles};
 use gateway_world::Error;
@@ -116,13 +116,13 @@ fn shown(meta: Option<&Value>, key: &str) -> String {
 fn or_dash(meta: Option<&Value>, key: &str) -> String {
     match meta.and_then(|m| m.get(key)) {
         Some(Value::Str(s)) if !s.is_empty() => s.clone(),
-        Some(value) if gateway_hub::client::truthy(value) => dumps(value, DumpOptions::CLI),
+        Some(value) if gateway_hub_client::client::truthy(value) => dumps(value, DumpOptions::CLI),
         _ => "-".into(),
     }
 }
 
 fn is_own(row: &Value) -> bool {
-    row.get("isOwn").is_some_and(gateway_hub::client::truthy)
+    row.get("isOwn").is_some_and(gateway_hub_client::client::truthy)
 }
 
 /// The original's `_table`: columns padded to their widest cell, two spaces apart,

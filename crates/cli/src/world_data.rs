@@ -1,11 +1,11 @@
 //! `gateway worlds data …` against a platform world (a slug rather than a directory):
 //! `import` in chunks, `status`, `batches`, `publish`, `show`, and the pulled contract
 //! `check`, `extract` and `import --dry-run` run against. Printing and exit codes only:
-//! the flow is `gateway_hub::world_data_client`.
+//! the flow is `gateway_hub_client::world_data_client`.
 
 use crate::exit::Status;
 use crate::printer::{self, errln};
-use gateway_hub::world_data_client::{self as client, Bar, Flags, ImportOptions, Manifest, TtyLines, WorldDataClient, MANIFEST_DIR};
+use gateway_hub_client::world_data_client::{self as client, Bar, Flags, ImportOptions, Manifest, TtyLines, WorldDataClient, MANIFEST_DIR};
 use gateway_world::json::{object, Value};
 use gateway_world::Error;
 use std::path::{Path, PathBuf};
@@ -24,8 +24,8 @@ pub fn local_root<T>(world: &str, host: Option<&str>, work: impl FnOnce(&Path) -
     if Path::new(world).is_dir() {
         return work(Path::new(world));
     }
-    let as_error = |e: gateway_hub::HubError| Error::Io { message: e.to_string() };
-    let client = gateway_hub::client::Client::from_env(host).map_err(as_error)?;
+    let as_error = |e: gateway_hub_client::ClientError| Error::Io { message: e.to_string() };
+    let client = gateway_hub_client::client::Client::from_env(host).map_err(as_error)?;
     let scratch = gateway_world::data::tempfile_dir::Scratch::new("gateway-world-data")?;
     let slug = world.split('@').next().unwrap_or_default();
     let pulled = scratch.path().join(slug);
@@ -124,7 +124,7 @@ pub struct Import {
     pub mode: gateway_world::plan::Mode,
     pub merge: gateway_world::check::Merge,
     pub atomic: bool,
-    pub publish: gateway_hub::world_data_client::Publish,
+    pub publish: gateway_hub_client::world_data_client::Publish,
     pub chunk_bytes: Option<usize>,
     pub chunk_rows: Option<i64>,
     pub parallel: i64,

@@ -118,12 +118,12 @@ fn our_bench_commands_on_a_connector_world() {
     assert!(base.contains_key("gateway-api-world.toml") && base.contains_key("server/world/connector.toml"), "{base:?}");
     // The world reads as clean against that push (its files are the bundle's server/world/),
     // so `worlds run --path` files against it; an edit shows under its own path.
-    assert!(gateway_hub::client::local_tree_state(&world).unwrap().clean);
+    assert!(gateway_hub_client::working_copy::local_tree_state(&world).unwrap().clean);
     assert!(ok(&server, gw, &["bench", "status", "helpdesk"], work).contains("\"dirty\": false"), "clean right after a push");
     let tickets = world.join("data/initial.json");
     let original = std::fs::read(&tickets).unwrap();
     std::fs::write(&tickets, [original.as_slice(), b" "].concat()).unwrap();
-    assert_eq!(gateway_hub::client::local_tree_state(&world).unwrap().dirty, vec!["data/initial.json".to_string()]);
+    assert_eq!(gateway_hub_client::working_copy::local_tree_state(&world).unwrap().dirty, vec!["data/initial.json".to_string()]);
     assert!(ok(&server, gw, &["bench", "status", "helpdesk"], work).contains("\"dirty\": true"), "an edit shows");
     std::fs::write(&tickets, &original).unwrap();
     // The same world again: the same bundle, deduplicated.
@@ -374,7 +374,8 @@ fn wheel_scenario(server: &Server, work: &Path) {
     let wheel = work.join("proj/dist/demo_env-0.1.0-py3-none-any.whl");
     assert!(wheel.is_file(), "the wheel is left in dist/ as the original leaves it");
     let bytes = std::fs::read(&wheel).unwrap();
-    let member = |name: &str| gateway_hub::wheel::zip_member(&bytes, |n| n == name).unwrap().map(|(_, b)| String::from_utf8(b).unwrap());
+    let member =
+        |name: &str| gateway_hub_client::wheel::zip_member(&bytes, |n| n == name).unwrap().map(|(_, b)| String::from_utf8(b).unwrap());
     assert_eq!(member("demo_env/data/rows.json").as_deref(), Some("[]\n"));
     assert!(member("demo_env/__pycache__/x.pyc").is_none() && member("main.py").is_none());
     let metadata = member("demo_env-0.1.0.dist-info/METADATA").unwrap();
@@ -439,7 +440,7 @@ fn the_wheel_matches_hatchlings() {
     let tmp = tempfile::tempdir().unwrap();
     let project = tmp.path().join("proj");
     write_project(&project);
-    let ours = gateway_hub::wheel::write_hatchling_wheel(&project, &tmp.path().join("ours")).unwrap();
+    let ours = gateway_hub_client::wheel::write_hatchling_wheel(&project, &tmp.path().join("ours")).unwrap();
     let out = Command::new(&python)
         .args(["-m", "build", "--wheel", "--no-isolation", "--outdir"])
         .arg(tmp.path().join("theirs"))

@@ -502,12 +502,12 @@ fn push_with_wheel(hub: &Hub, dir: &Path, slug: &str, wheel: &Path) -> String {
         answer.json().unwrap()
     };
     let sha = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(<sha2::Sha256 as sha2::Digest>::digest(bytes));
-    let tarball = gateway_hub::archive::build_source_tarball(dir).unwrap();
+    let tarball = gateway_bundle::archive::build_source_tarball(dir).unwrap();
     let wheel_bytes = std::fs::read(wheel).unwrap();
     let container = post("/resolve", json!({"slug": slug}))["containerId"].as_str().unwrap().to_string();
     let version = post(
         "/versions",
-        json!({"containerId": container, "contentHash": gateway_hub::archive::compute_content_hash(dir).unwrap(),
+        json!({"containerId": container, "contentHash": gateway_bundle::archive::compute_content_hash(dir).unwrap(),
                "bundleSha256": sha(&tarball), "bundleSizeBytes": tarball.len(), "fileManifest": [], "branch": "main",
                "wheelSha256": sha(&wheel_bytes), "wheelSizeBytes": wheel_bytes.len(),
                "wheelFilename": wheel.file_name().unwrap().to_str().unwrap(), "requiresDist": []}),

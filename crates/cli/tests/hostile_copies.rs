@@ -123,7 +123,7 @@ fn hostile_pull_refuses_links_and_escapes_in_the_bundle() {
     ] {
         let mut tar = [ok_member.clone(), bad].concat();
         tar.extend_from_slice(&[0u8; 1024]);
-        let host = hostile_hub(gateway_hub::archive::gzip_bytes(&tar));
+        let host = hostile_hub(gateway_bundle::archive::gzip_bytes(&tar));
         let dir = tempfile::tempdir().unwrap();
         let work = dir.path().join("work");
         std::fs::create_dir_all(&work).unwrap();

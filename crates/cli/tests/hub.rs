@@ -68,8 +68,8 @@ fn content_hash_and_tarball_match_the_original() {
     }
     for dir in dirs {
         let (hash, bundle) = python_hash_and_bundle(&python, &dir);
-        assert_eq!(gateway_hub::archive::compute_content_hash(&dir).unwrap(), hash, "content hash of {}", dir.display());
-        let ours = gateway_hub::archive::sha256_base64(&gateway_hub::archive::build_source_tarball(&dir).unwrap());
+        assert_eq!(gateway_bundle::archive::compute_content_hash(&dir).unwrap(), hash, "content hash of {}", dir.display());
+        let ours = gateway_bundle::archive::sha256_base64(&gateway_bundle::archive::build_source_tarball(&dir).unwrap());
         assert_eq!(ours, bundle, "tarball bytes of {}", dir.display());
     }
 }

@@ -291,11 +291,11 @@ fn push_pull_flow(server: &Server, work: &Path) -> (Duration, Duration) {
 fn prepare(api: &Api, container: &str, round: usize, n: usize) -> Vec<String> {
     (0..n)
         .map(|i| {
-            let tgz = gateway_hub::archive::gzip_bytes(&gateway_hub::archive::tar_bytes(&[(
+            let tgz = gateway_bundle::archive::gzip_bytes(&gateway_bundle::archive::tar_bytes(&[(
                 "main.py".to_string(),
                 format!("print({round}, {i})\n").into_bytes(),
             )]));
-            let sha = gateway_hub::archive::sha256_base64(&tgz);
+            let sha = gateway_bundle::archive::sha256_base64(&tgz);
             let body = format!(
                 "{{\"containerId\":\"{container}\",\"contentHash\":\"{:032x}{:032x}\",\"bundleSha256\":\"{sha}\",\
                  \"bundleSizeBytes\":{},\"fileManifest\":[],\"branch\":\"main\",\"baseVersionId\":null}}",

@@ -42,7 +42,7 @@ fn hex(bytes: &[u8]) -> String {
 /// A `.tar.gz` of `files` (name, size of repeated zero bytes).
 fn bundle(files: &[(String, usize)]) -> Vec<u8> {
     let files: Vec<(String, Vec<u8>)> = files.iter().map(|(name, size)| (name.clone(), vec![0u8; *size])).collect();
-    gateway_hub::archive::gzip_bytes(&gateway_hub::archive::tar_bytes(&files))
+    gateway_bundle::archive::gzip_bytes(&gateway_bundle::archive::tar_bytes(&files))
 }
 
 /// `gateway bench pull SLUG -t TARGET` in `cwd` with `env` on top of the hub's keys.

@@ -1,4 +1,7 @@
-//! The hub's error type: every refusal of the server and every failure of the client.
+//! The hub's error type: every refusal of the server and every failure of its store.
+//! The clients have their own (`gateway_hub_client::ClientError`); a bundle's refusals
+//! (`gateway_bundle::BundleError`) map onto the statuses the server answered for them
+//! before the bundle format was a crate of its own.
 
 use std::path::Path;
 
@@ -29,9 +32,10 @@ pub enum HubError {
     /// A tarball that would write outside its destination, or is unreadable.
     #[error("{0}")]
     UnsafeArchive(String),
-    /// A client-side failure of the push/pull flow (the original's `BenchmarkPushError`).
+    /// A setting of the hub's own environment that cannot be used (a
+    /// `GATEWAY_ARCHIVE_MAX_*` that is not a positive number): the server's fault (500).
     #[error("{0}")]
-    Client(String),
+    Setting(String),
     /// A file system failure.
     #[error("{path}: {source}")]
     Io {
@@ -63,7 +67,7 @@ impl HubError {
             HubError::Conflict(_) => 409,
             HubError::TooLarge(_) => 413,
             HubError::TooMany(_) => 429,
-            HubError::Client(_) | HubError::Io { .. } | HubError::Storage(_) | HubError::Confinement(_) => 500,
+            HubError::Setting(_) | HubError::Io { .. } | HubError::Storage(_) | HubError::Confinement(_) => 500,
         }
     }
 
@@ -78,7 +82,7 @@ impl HubError {
             HubError::Conflict(_) => "conflict",
             HubError::TooLarge(_) => "payload_too_large",
             HubError::TooMany(_) => "too_many_requests",
-            HubError::Client(_) | HubError::Io { .. } | HubError::Storage(_) | HubError::Confinement(_) => "internal",
+            HubError::Setting(_) | HubError::Io { .. } | HubError::Storage(_) | HubError::Confinement(_) => "internal",
         }
     }
 }
@@ -89,13 +93,19 @@ impl From<rusqlite::Error> for HubError {
     }
 }
 
-/// An error and its causes, joined (reqwest's own text stops at the outermost).
-pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(&format!(": {cause}"));
-        source = cause.source();
+impl From<gateway_bundle::BundleError> for HubError {
+    /// The statuses and codes the server answered before the bundle format was a crate
+    /// of its own: an unsafe archive 400 `unsafe_archive`, one past a limit 413, a bad
+    /// limit setting and a file system failure 500 `internal`; the text unchanged.
+    fn from(error: gateway_bundle::BundleError) -> Self {
+        use gateway_bundle::BundleError as B;
+        match error {
+            B::UnsafeArchive(message) => HubError::UnsafeArchive(message),
+            B::LinkedDirectory { .. } => HubError::UnsafeArchive(error.to_string()),
+            B::TooLarge(message) => HubError::TooLarge(message),
+            B::BadLimit { .. } => HubError::Setting(error.to_string()),
+            B::InvalidPassBar(message) => HubError::BadRequest(message),
+            B::Io { path, source } => HubError::Io { path, source },
+        }
     }
-    text
 }

@@ -1,66 +1,43 @@
-//! The hub: versioned, content-hashed world bundles on branches and tags.
+//! The hub: versioned, content-hashed world bundles on branches and tags, served.
 //!
-//! This crate is both sides of the original's "benchmark containers" platform API
-//! (`/api/public/benchmark-containers/*`, spec §1 and §9):
+//! This crate is the server side of the original's "benchmark containers" platform API
+//! (`/api/public/benchmark-containers/*`, spec §1 and §9) and of everything built on it:
 //! - the **server** ([`server`]) that `gateway hub serve` runs, self-hosted: containers,
 //!   versions deduplicated by content hash, presigned-style object URLs with the
 //!   `x-amz-checksum-sha256` check, finalize with the branch compare-and-set, refs,
 //!   log, fork, diff, proposals, write-only encrypted secrets and run configs, behind
-//!   HTTP Basic project keys; its state lives behind the [`store`] traits (SQLite and a
-//!   local directory by default; PostgreSQL ([`postgres`]) and an S3-compatible bucket
-//!   ([`s3`]) for several processes);
-//! - the **client** ([`client`]) behind `gateway bench …`: the content hash, the
-//!   deterministic tarball and file manifest ([`archive`]), `.gateway/.env-metadata.json`,
-//!   pull with integrity check and safe extraction;
-//! - the **sessions client** ([`sessions_client`]) behind `gateway worlds session …` and
-//!   `gateway worlds task …`: live world sessions and stored world tasks (spec §5, §6);
-//! - evaluations (spec §2) in the stores ([`evaluations`]) and the server, and the
-//!   **environments client** ([`environments_client`]) behind `gateway environment …`:
-//!   the §7 views computed from them, task sets, run and agent status.
-//! - the **filing client** ([`evals_client`]) behind `gateway worlds run|ci`: evaluations,
-//!   their samples and finalize (spec §2; the server side is `server::evaluations`), and
-//!   beyond the original the samples' final states and their regrade ([`regrade`] scores
-//!   stored states under a task version's grader, without re-running a rollout).
-//! - the **agents platform** (spec §8, §11) in the stores ([`agents`]) and the server:
-//!   project secrets, agents, datasets, runs that workers claim and report on, agent
-//!   builds and the release gate; its client ([`platform_client`], [`agent_project`])
-//!   behind `gateway secret|agent|deploy|init|algorithm|dataset|run|release`.
+//!   HTTP Basic project keys; world sessions and stored tasks (spec §5, §6) run on the
+//!   embedded or registered World Hosts ([`worlds`], [`host_credentials`]);
+//! - its state behind the [`store`] traits (SQLite and a local directory by default;
+//!   PostgreSQL ([`postgres`]) and an S3-compatible bucket ([`s3`]) for several
+//!   processes): evaluations (spec §2, [`evaluations`]) with their samples' final states
+//!   and their regrade ([`regrade`] scores stored states under a task version's grader,
+//!   without re-running a rollout), the agents platform (spec §8, §11, [`agents`]),
+//!   workspace connectors ([`connectors`]) and world data batches ([`world_data`]).
 //!
-//! It is not the world engine (`gateway-world`), does not compile or validate worlds
-//! itself beyond calling the engine, runs no hosted evaluations (a run-config dispatch and
-//! an environment run answer every model `ok: false`, with the reason), and holds no CLI parsing (that is `gateway-cli`).
+//! It is not the clients that call it (`gateway-hub-client`, which this crate does not
+//! depend on), nor the bundle format both sides share (`gateway-bundle`), nor the rubric
+//! judge (`gateway-judge`); it is not the world engine (`gateway-world`), does not
+//! compile or validate worlds itself beyond calling the engine, runs no hosted
+//! evaluations (a run-config dispatch and an environment run answer every model
+//! `ok: false`, with the reason), and holds no CLI parsing (that is `gateway-cli`).
 
-pub mod agent_project;
 pub mod agents;
-pub mod archive;
-pub mod captures_client;
-pub mod client;
 pub mod connectors;
-pub mod connectors_client;
-pub mod environments_client;
 pub mod error;
-pub mod evals_client;
 pub mod evaluations;
-pub mod gitignore;
 pub mod host_credentials;
-pub mod judge;
 mod migrations;
-pub mod platform_client;
 pub mod postgres;
 pub mod regrade;
 mod rows;
 pub mod s3;
 pub mod seed_diff;
 pub mod server;
-pub mod sessions_client;
 pub mod sqlite;
 pub mod store;
 pub mod util;
-pub mod versioning;
-pub mod wheel;
 pub mod world_data;
-pub mod world_data_client;
-pub mod world_facts;
 pub mod worlds;
 
 pub use error::HubError;

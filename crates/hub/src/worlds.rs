@@ -258,12 +258,12 @@ pub async fn heartbeat_once(http: &reqwest::Client, host: &WorldHost, platform: 
 
 /// Fetch a bundle tarball over HTTP, streamed to a file under the process's temporary
 /// directory (capped at [`MAX_BUNDLE_BYTES`]), and extract it safely into `dest`
-/// within the archive limits ([`crate::archive::ExtractLimits::from_env`]).
+/// within the archive limits ([`gateway_bundle::extract::ExtractLimits::from_env`]).
 pub fn fetch_bundle(url: &str, dest: &Path) -> Result<(), String> {
     if url.starts_with("file://") {
         return gateway_host::version::local_fetch(url, dest);
     }
-    let limits = crate::archive::ExtractLimits::from_env().map_err(|e| e.to_string())?;
+    let limits = gateway_bundle::extract::ExtractLimits::from_env().map_err(|e| e.to_string())?;
     let response = reqwest::blocking::Client::new()
         .get(url)
         .timeout(Duration::from_secs(300))
@@ -278,7 +278,7 @@ pub fn fetch_bundle(url: &str, dest: &Path) -> Result<(), String> {
     if copied > MAX_BUNDLE_BYTES {
         return Err(format!("the bundle is larger than {MAX_BUNDLE_BYTES} bytes"));
     }
-    crate::archive::safe_extract_file(&tgz, dest, limits).map_err(|e| e.to_string())?;
+    gateway_bundle::extract::safe_extract_file(&tgz, dest, limits).map_err(|e| e.to_string())?;
     Ok(())
 }
 

@@ -7,7 +7,7 @@
 //! gate's verdicts; bad bodies refused with nothing written; another project's key
 //! seeing none of it.
 
-use gateway_hub::client::{Client, PushOptions};
+use gateway_hub_client::client::{Client, PushOptions};
 use gateway_test_support::{postgres_url, text, TestHub as Hub};
 use gateway_world::json::{self, Value};
 use std::path::Path;

@@ -2,7 +2,8 @@
 //! unknown refs, existing tags, malformed slugs, wrong keys, other projects' containers
 //! and oversized bodies. Each is refused with a message and leaves the stored state usable.
 
-use gateway_hub::archive::{gzip_bytes, safe_extract_file, sha256_base64, tar_bytes, ExtractLimits};
+use gateway_bundle::archive::{gzip_bytes, sha256_base64, tar_bytes};
+use gateway_bundle::extract::{safe_extract_file, ExtractLimits};
 use gateway_hub::server::{Hub, Limits};
 use gateway_hub::HubConfig;
 use gateway_test_support::tar_member;
@@ -18,7 +19,7 @@ fn archive(members: &[Vec<u8>]) -> Vec<u8> {
 }
 
 /// Extract `tgz` (written to a file beside `dest`) into `dest`.
-fn extract(tgz: &[u8], dest: &Path) -> Result<usize, gateway_hub::HubError> {
+fn extract(tgz: &[u8], dest: &Path) -> Result<usize, gateway_bundle::BundleError> {
     let file = dest.with_extension("tar.gz");
     std::fs::write(&file, tgz).unwrap();
     safe_extract_file(&file, dest, ExtractLimits::default())
@@ -238,10 +239,10 @@ fn a_symlinked_directory_at_the_top_of_a_world_is_refused() {
     std::fs::create_dir_all(&outside).unwrap();
     std::fs::write(outside.join("secret.txt"), "do not upload").unwrap();
     std::os::unix::fs::symlink(&outside, world.join("etcdir")).unwrap();
-    let refused = gateway_hub::archive::collect_archive_files(&world).unwrap_err();
+    let refused = gateway_bundle::archive::collect_archive_files(&world).unwrap_err();
     assert!(refused.to_string().contains("etcdir") && refused.to_string().contains("symlink"), "{refused}");
     std::fs::remove_file(world.join("etcdir")).unwrap();
-    let files = gateway_hub::archive::collect_archive_files(&world).unwrap();
+    let files = gateway_bundle::archive::collect_archive_files(&world).unwrap();
     assert!(files.iter().all(|f| !f.rel.contains("secret")));
 }
 

@@ -6,8 +6,8 @@
 //! (the session token in a header or the query, another header, a cookie, a password
 //! member) is anywhere in it, and a body over the cap is cut and marked.
 
-use gateway_hub::client::{Client, PushOptions};
 use gateway_hub::server::CALL_LOG_BODY_CAP;
+use gateway_hub_client::client::{Client, PushOptions};
 use gateway_test_support::mcp_python;
 use gateway_test_support::{copy_tree, text, TestHub};
 use gateway_world::json::{self, Map, Value};
@@ -144,7 +144,7 @@ fn rest_calls_on_the_data_plane_and_the_calls_api_share_one_log() {
 
     // `session export`'s lines: the original's seven members and where each call was made.
     let rows: Vec<Map> = log.iter().filter_map(|c| c.as_object().cloned()).collect();
-    let lines = gateway_hub::sessions_client::export_lines(&rows);
+    let lines = gateway_hub_client::sessions_client::export_lines(&rows);
     assert_eq!(lines.len(), 6);
     assert!(lines[0].starts_with(r#"{"args": null, "completedAt": ""#), "{}", lines[0]);
     assert!(lines[0].contains(r#""method": "GET""#) && lines[0].contains(r#""surface": "api""#), "{}", lines[0]);

@@ -5,7 +5,7 @@
 //! ingestion; bad bodies refused with the member named (and nothing stored); another
 //! project's key answered 404 everywhere.
 
-use gateway_hub::client::{Client, PushOptions};
+use gateway_hub_client::client::{Client, PushOptions};
 use gateway_test_support::{postgres_url, text, Key, TestHub as Hub};
 use gateway_world::json::Value;
 use std::path::Path;

@@ -4,7 +4,7 @@
 //! each failed check, the rows and values it saw — in the calls API's answer, in
 //! `session export`'s lines, and on the session's web page ("Checks", "What changed").
 
-use gateway_hub::client::{Client, PushOptions};
+use gateway_hub_client::client::{Client, PushOptions};
 use gateway_test_support::{copy_tree, text, TestHub};
 use gateway_world::json::{Map, Value};
 use std::path::Path;
@@ -67,7 +67,7 @@ fn a_grade_names_what_changed_and_what_each_failed_check_saw() {
     let (status, listed) = hub.call("GET", &format!("/api/public/world-sessions/{sid}/calls"), None);
     assert_eq!(status, 200, "{listed:?}");
     let calls: Vec<Map> = listed.get("calls").and_then(Value::as_array).unwrap().iter().filter_map(|c| c.as_object().cloned()).collect();
-    let lines = gateway_hub::sessions_client::export_lines(&calls);
+    let lines = gateway_hub_client::sessions_client::export_lines(&calls);
     let grade_line = lines.iter().find(|line| line.contains(r#""kind": "grade""#)).expect("the grade is exported");
     assert!(grade_line.contains(r#""fields": {"status": {"after": "pending", "before": "open"}}"#), "{grade_line}");
     assert!(grade_line.contains(r#""actual": "1 of 1 row failed: 101 status \"pending\"""#), "{grade_line}");

@@ -8,8 +8,8 @@
 //!   opens (per-host credentials, revocation), and a forged `Host` header steering the
 //!   bundle URL hosts are handed.
 
-use gateway_hub::client::{Client, PushOptions};
 use gateway_hub::server::Limits;
+use gateway_hub_client::client::{Client, PushOptions};
 use gateway_test_support::{copy_tree, example, text, Key, TestHub};
 use gateway_world::json::{self, Value};
 use std::path::Path;

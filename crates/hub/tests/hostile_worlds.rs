@@ -5,8 +5,8 @@
 //! on the bundled example keep answering. Skipped with a NOTICE where bubblewrap is
 //! missing (CI installs it).
 
-use gateway_hub::client::{Client, PushOptions};
 use gateway_hub::server::Limits;
+use gateway_hub_client::client::{Client, PushOptions};
 use gateway_sandbox::Sandbox;
 use gateway_serve::handlers::WorkerOptions;
 use gateway_test_support::{copy_tree, text, Key, TestHub};

@@ -3,8 +3,8 @@
 //! host's data plane), behind the session token; raw JSON-RPC, then the real
 //! Python `mcp` client when its venv (~/.cache/gateway-mcp-venv) is there.
 
-use gateway_hub::client::{Client, PushOptions};
 use gateway_hub::HubConfig;
+use gateway_hub_client::client::{Client, PushOptions};
 use gateway_test_support::copy_tree;
 use gateway_test_support::mcp_python;
 use gateway_world::json::{self, Value};

@@ -2,7 +2,7 @@
 //! wins, every other one gets a 409 that says what to do. Runs on SQLite (the default
 //! store); two hub processes sharing one database file race the same way.
 
-use gateway_hub::archive::{gzip_bytes, sha256_base64, tar_bytes};
+use gateway_bundle::archive::{gzip_bytes, sha256_base64, tar_bytes};
 use gateway_hub::server::{Hub, Limits};
 use gateway_hub::HubConfig;
 use gateway_world::json::{self, object, Value};

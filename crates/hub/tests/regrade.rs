@@ -6,8 +6,8 @@
 //! a state `errored` (never a 0), version 1's assertions explaining themselves; the
 //! refusals (no such version, another project's evaluation) named.
 
-use gateway_hub::client::{Client, PushOptions};
-use gateway_hub::evals_client::{EvalsClient, FinalState};
+use gateway_hub_client::client::{Client, PushOptions};
+use gateway_hub_client::evals_client::{EvalsClient, FinalState};
 use gateway_test_support::{copy_tree, text, TestHub};
 use gateway_world::json::{self, object, Value};
 use std::path::{Path, PathBuf};

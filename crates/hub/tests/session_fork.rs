@@ -4,8 +4,8 @@
 //! reset to the task's start, its own call log — and outlives its parent. A fork is a
 //! session of the project's quota; only a live session of the project can be forked.
 
-use gateway_hub::client::{Client, PushOptions};
 use gateway_hub::server::Limits;
+use gateway_hub_client::client::{Client, PushOptions};
 use gateway_test_support::{copy_tree, text, TestHub};
 use gateway_world::json::Value;
 use std::path::Path;

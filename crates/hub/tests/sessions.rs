@@ -4,8 +4,8 @@
 //! closed; stored tasks created, versioned, listed, validated; another project's
 //! key refused at every route.
 
-use gateway_hub::client::{Client, PushOptions};
 use gateway_hub::HubConfig;
+use gateway_hub_client::client::{Client, PushOptions};
 use gateway_test_support::copy_tree;
 use gateway_world::json::{self, Value};
 use std::path::Path;

@@ -6,7 +6,7 @@
 //! `Bearer` and form bodies from slack_sdk), and a wrong token is refused in the
 //! vendor's own shape (GitHub's 401 "Bad credentials", Slack's HTTP 200 `invalid_auth`).
 
-use gateway_hub::client::{Client, PushOptions};
+use gateway_hub_client::client::{Client, PushOptions};
 use gateway_test_support::{copy_tree, text, vendor_sdk_python, TestHub};
 use std::path::Path;
 

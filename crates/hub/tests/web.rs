@@ -7,7 +7,7 @@
 //! pages). The paged store reads run on PostgreSQL too when `GATEWAY_TEST_POSTGRES_URL`
 //! reaches a server, and `browser.rs` drives headless Chromium through the same pages.
 
-use gateway_hub::client::{Client, PushOptions};
+use gateway_hub_client::client::{Client, PushOptions};
 pub(crate) use gateway_test_support::{copy_tree, postgres_url, text, Key, TestHub as Hub};
 use gateway_world::json::{self, Value};
 use std::path::Path;

@@ -6,9 +6,9 @@
 //! flags — each refused with nothing stored; another project's key sees none of it;
 //! and the client flow (`world_data_client`) importing, publishing later, showing.
 
-use gateway_hub::client::{Client, PushOptions};
 use gateway_hub::server::Limits;
-use gateway_hub::world_data_client::{self as wd, Flags, ImportOptions, Quiet, WorldDataClient};
+use gateway_hub_client::client::{Client, PushOptions};
+use gateway_hub_client::world_data_client::{self as wd, Flags, ImportOptions, Quiet, WorldDataClient};
 use gateway_test_support::{copy_tree, postgres_url, Key, TestHub as Hub};
 use gateway_world::json::{self, Value};
 use std::path::Path;
@@ -278,7 +278,7 @@ fn client_flow(hub: &Hub, work: &Path) {
     std::fs::write(&rows, (0..50).map(|i| format!("{}\n", customer(&format!("F{i}")))).collect::<String>()).unwrap();
     let data = WorldDataClient::new(&hub.api, &hub.one.0, &hub.one.1).unwrap();
     let options = ImportOptions {
-        flags: Flags { publish: gateway_hub::world_data_client::Publish::Later, chunk_bytes: 1024, ..Flags::default() },
+        flags: Flags { publish: gateway_hub_client::world_data_client::Publish::Later, chunk_bytes: 1024, ..Flags::default() },
         parallel: 3,
         resume: false,
         message: None,

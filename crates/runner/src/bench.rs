@@ -13,8 +13,9 @@ use crate::flows::Report;
 use crate::gate::Gate;
 use crate::harbor::{self, HarborJob, Harvest};
 use crate::verifiers::{self, VerifiersEval};
-use gateway_hub::client::{local_tree_state, meta_str, Client};
-use gateway_hub::evals_client::EvalsClient;
+use gateway_hub_client::client::Client;
+use gateway_hub_client::evals_client::EvalsClient;
+use gateway_hub_client::working_copy::{local_tree_state, meta_str};
 use gateway_world::json::{object, Map, Value};
 use std::path::{Path, PathBuf};
 
@@ -43,7 +44,7 @@ fn version_of(resolved: &Value) -> Result<String, RunnerError> {
         .get("versionId")
         .and_then(Value::as_str)
         .map(str::to_string)
-        .ok_or_else(|| RunnerError::Hub(gateway_hub::HubError::Client("resolve-version answered without a versionId".into())))
+        .ok_or_else(|| RunnerError::Hub(gateway_hub_client::ClientError::BadAnswer("resolve-version answered without a versionId".into())))
 }
 
 /// `gateway bench harvest-harbor`.

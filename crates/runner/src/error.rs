@@ -3,7 +3,7 @@
 //! errors here: they are recorded on the rollout and the run goes on.
 
 use gateway_host::HostError;
-use gateway_hub::HubError;
+use gateway_hub_client::ClientError;
 
 /// Why a run could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -28,10 +28,10 @@ pub enum RunnerError {
     Host(#[from] HostError),
     /// The hub (pull, push, resolve, filing) failed.
     #[error(transparent)]
-    Hub(#[from] HubError),
+    Hub(#[from] ClientError),
     /// The hub's session and task routes refused (a stored task not found, …).
     #[error(transparent)]
-    Sessions(#[from] gateway_hub::sessions_client::SessionError),
+    Sessions(#[from] gateway_hub_client::sessions_client::SessionError),
     /// A file could not be read or written.
     #[error("{path}: {source}")]
     Io {

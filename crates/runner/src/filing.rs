@@ -9,11 +9,11 @@
 //! with) is attached to its sample once the evaluation is filed (`…/states`), so that
 //! it can be re-graded under a new grader without re-running (`environment regrade`).
 //!
-//! The HTTP is `gateway_hub::evals_client`'s; this only builds bodies.
+//! The HTTP is `gateway_hub_client::evals_client`'s; this only builds bodies.
 
 use crate::error::RunnerError;
 use crate::run::Rollout;
-use gateway_hub::evals_client::{EvalsClient, FinalState, NewEvaluation};
+use gateway_hub_client::evals_client::{EvalsClient, FinalState, NewEvaluation};
 use gateway_world::json::{object, Map, Value};
 
 /// The `source` the original's SDK world runs file under.

@@ -17,8 +17,9 @@ use crate::model::ModelConfig;
 use crate::run::{self, Rollout, RunOptions};
 use crate::tasks::{self, WorldTask};
 use crate::world::{LocalWorld, WorldSource};
-use gateway_hub::client::{local_tree_state, meta_str, Client, PushOptions};
-use gateway_hub::evals_client::EvalsClient;
+use gateway_hub_client::client::{Client, PushOptions};
+use gateway_hub_client::evals_client::EvalsClient;
+use gateway_hub_client::working_copy::{local_tree_state, meta_str};
 use gateway_world::json::{object, Value};
 use std::path::{Path, PathBuf};
 
@@ -163,7 +164,7 @@ pub fn worlds_run(request: &RunRequest, note: &mut dyn FnMut(&str)) -> Result<Re
     }
     let mut world = LocalWorld::open(source)?;
     let chosen = if request.stored.any() {
-        let client = gateway_hub::sessions_client::SessionsClient::from_env(request.host.as_deref())?;
+        let client = gateway_hub_client::sessions_client::SessionsClient::from_env(request.host.as_deref())?;
         world.tasks = crate::stored::fetch(&client, &request.stored, world.source.slug.as_deref(), &world.source.dir)?;
         world.tasks.iter().collect()
     } else {
@@ -350,7 +351,7 @@ pub struct CiRequest {
 /// The baseline evaluation's graded samples (errored ones have no reward and are
 /// left out), read from the hub's rollout view of the world `slug`.
 fn baseline_outcomes(host: Option<&str>, slug: &str, evaluation_id: &str) -> Result<Vec<crate::noise::Outcome>, RunnerError> {
-    let environments = gateway_hub::environments_client::EnvironmentsClient::from_env(host)?;
+    let environments = gateway_hub_client::environments_client::EnvironmentsClient::from_env(host)?;
     let container = environments.resolve_environment_id(slug)?;
     let read = environments
         .get_rollout_samples(&container, evaluation_id, BASELINE_SAMPLES)
@@ -397,7 +398,7 @@ pub fn worlds_ci(request: &CiRequest, note: &mut dyn FnMut(&str)) -> Result<Repo
     }
     runnable(&src)?;
     let agent = resolve_agent(&request.agent, &request.model)?;
-    let meta = gateway_hub::client::read_local_meta(&src).unwrap_or_default();
+    let meta = gateway_hub_client::working_copy::read_local_meta(&src).unwrap_or_default();
     let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
     let branch = request
         .branch

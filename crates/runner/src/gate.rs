@@ -79,7 +79,7 @@ pub fn aggregate(result: &Value) -> Option<f64> {
 
 /// The value when Python would find it true.
 fn truthy(value: Option<&Value>) -> Option<&Value> {
-    value.filter(|v| gateway_hub::client::truthy(v))
+    value.filter(|v| gateway_hub_client::client::truthy(v))
 }
 
 /// The step summary's markdown table.

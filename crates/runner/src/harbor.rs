@@ -15,8 +15,8 @@
 //! not export OTLP traces (`richTraces` is always 0 here).
 
 use crate::error::RunnerError;
-use gateway_hub::client::truthy;
-use gateway_hub::evals_client::{EvalsClient, NewEvaluation};
+use gateway_hub_client::client::truthy;
+use gateway_hub_client::evals_client::{EvalsClient, NewEvaluation};
 use gateway_world::json::{self, object, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -16,7 +16,7 @@
 //!
 //! It is not the CLI (no argument parsing or printing of results: `gateway-cli`),
 //! not the World Host (`gateway-host`) and not the hub's server: it is a client of
-//! the hub (pull, push, filing) through `gateway-hub`'s clients.
+//! the hub (pull, push, filing) through `gateway-hub-client`.
 
 pub mod agent;
 pub mod bench;

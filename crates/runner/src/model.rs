@@ -8,7 +8,7 @@
 //! `GATEWAY_MODEL_API_KEY`), else `OPENAI_BASE_URL` + `OPENAI_API_KEY`, else
 //! `OPENROUTER_API_KEY` (OpenRouter), else `OPENAI_API_KEY` (OpenAI); which model:
 //! `--model` / `GATEWAY_MODEL`. It does not grade, and it is not the rubric judge
-//! (`gateway_hub::judge`).
+//! (`gateway_judge`).
 
 use crate::agent::Outcome;
 use crate::error::RunnerError;

@@ -90,7 +90,7 @@ pub struct Rollout {
     pub transcript: Value,
     /// The session database it ended with, kept when the run is filed (beyond the
     /// original: attached to its sample so that it can be re-graded later).
-    pub final_state: Option<gateway_hub::evals_client::FinalState>,
+    pub final_state: Option<gateway_hub_client::evals_client::FinalState>,
 }
 
 impl Rollout {

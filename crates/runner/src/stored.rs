@@ -10,7 +10,7 @@
 
 use crate::error::RunnerError;
 use crate::tasks::{TaskSource, WorldTask};
-use gateway_hub::sessions_client::SessionsClient;
+use gateway_hub_client::sessions_client::SessionsClient;
 use gateway_world::json::Value;
 use gateway_world::task::TaskSpec;
 use std::path::Path;

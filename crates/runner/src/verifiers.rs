@@ -10,7 +10,7 @@
 
 use crate::error::RunnerError;
 use crate::process::PYTHON;
-use gateway_hub::evals_client::{EvalsClient, NewEvaluation};
+use gateway_hub_client::evals_client::{EvalsClient, NewEvaluation};
 use gateway_world::json::{self, object, Map, Value};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

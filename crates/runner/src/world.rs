@@ -10,11 +10,12 @@
 
 use crate::error::RunnerError;
 use crate::tasks::{TaskSource, WorldTask};
+use gateway_common::random::random_hex;
 use gateway_host::server::ServerConfig;
 use gateway_host::version::Version;
 use gateway_host::{HostConfig, HostError, OpenRequest, WorldHost};
-use gateway_hub::client::{local_tree_state, meta_str, Client};
-use gateway_hub::util::random_hex;
+use gateway_hub_client::client::Client;
+use gateway_hub_client::working_copy::{local_tree_state, meta_str};
 use gateway_world::json::{object, Value};
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -121,7 +122,7 @@ fn archive_fetch(url: &str, dest: &Path) -> Result<(), String> {
         return Err(format!("a run's host fetches file:// URLs only, not {url}"));
     };
     let root = Path::new(root);
-    let files = gateway_hub::archive::collect_archive_files(root).map_err(|e| e.to_string())?;
+    let files = gateway_bundle::archive::collect_archive_files(root).map_err(|e| e.to_string())?;
     std::fs::create_dir_all(dest).map_err(|e| e.to_string())?;
     for file in files {
         let target = dest.join(&file.rel);
@@ -380,7 +381,7 @@ impl Session<'_> {
         }
         let spec = self.task.spec().cloned().unwrap_or_default();
         let state = self.world.host.state(&self.id).map_err(|e| e.to_string())?;
-        let mut judged = self.world.block_on(gateway_hub::judge::judge(&spec, &state, &self.calls()))?;
+        let mut judged = self.world.block_on(gateway_judge::judge(&spec, &state, &self.calls())).map_err(|e| e.to_string())?;
         // The judge's verdict, and the host's diff of the state kept beside it.
         if let (Value::Object(verdict), Some(diff)) = (&mut judged, grade.get("diff")) {
             verdict.insert("diff".into(), diff.clone());
@@ -391,7 +392,7 @@ impl Session<'_> {
     /// The session's state as it stands (after its grade), exported into the run's
     /// scratch directory under its sha256 — a state two rollouts share is kept once —
     /// as the final state its sample is filed with; None when it cannot be exported.
-    pub fn keep_state(&self) -> Option<gateway_hub::evals_client::FinalState> {
+    pub fn keep_state(&self) -> Option<gateway_hub_client::evals_client::FinalState> {
         let states = self.world.scratch().join("final-states");
         std::fs::create_dir_all(&states).ok()?;
         let taken = states.join(format!("{}.taking", self.id));
@@ -404,7 +405,7 @@ impl Session<'_> {
         } else {
             std::fs::rename(&taken, &kept).ok()?;
         }
-        Some(gateway_hub::evals_client::FinalState {
+        Some(gateway_hub_client::evals_client::FinalState {
             example_id: self.task.name.clone(),
             rollout_index: self.rollout as i64,
             path: kept,

@@ -163,7 +163,7 @@ pub(super) async fn create_proposal(hub: &Hub, project: &str, body: &Map) -> Ans
     }
     for change in changes {
         let path = change.get("path").and_then(Value::as_str).ok_or_else(|| HubError::BadRequest("every change needs a 'path'".into()))?;
-        crate::archive::check_member_path(path).map_err(|_| HubError::BadRequest(format!("unsafe change path '{path}'")))?;
+        gateway_bundle::extract::check_member_path(path).map_err(|_| HubError::BadRequest(format!("unsafe change path '{path}'")))?;
         match change.get("action").and_then(Value::as_str) {
             Some("write") if change.get("newContent").and_then(Value::as_str).is_some() => {}
             Some("delete") => {}

@@ -483,7 +483,7 @@ pub(super) async fn create_call(hub: &Hub, project: &str, id: &str, body: &Map) 
             Ok(state) => state,
             Err(refused) => Value::Str(refused.message()),
         };
-        match crate::judge::judge(&spec, &state, &log).await {
+        match gateway_judge::judge(&spec, &state, &log).await {
             Ok(mut grade) => {
                 if let (Value::Object(fields), Some(diff)) = (&mut grade, diff) {
                     fields.insert("diff".into(), diff);
@@ -492,7 +492,7 @@ pub(super) async fn create_call(hub: &Hub, project: &str, id: &str, body: &Map) 
             }
             Err(why) => {
                 result = Value::Null;
-                error = Value::Str(why);
+                error = Value::Str(why.to_string());
             }
         }
     }

@@ -2,7 +2,7 @@
 //! world's pass bar read once from its bundle), download, files and diffs.
 
 use super::*;
-use crate::world_facts;
+use gateway_bundle::world_facts;
 
 pub(super) async fn resolve(hub: &Hub, project: &str, body: &Map) -> Answer {
     let slug = req_str(body, "slug")?;
@@ -317,7 +317,7 @@ pub(super) async fn resolve_version(hub: &Hub, project: &str, body: &Map, base_u
 /// The document kind caching what was read out of a version's bundle (`{passThreshold?}`).
 const FACTS: &str = "version-facts";
 
-/// The world's pass bar (`crate::world_facts`): read from the bundle the first time a
+/// The world's pass bar (`gateway_bundle::world_facts`): read from the bundle the first time a
 /// version is resolved, then from its cached facts (a READY version never changes).
 /// A bundle that cannot be read now names no bar, and is tried again next time.
 async fn pass_threshold(hub: &Hub, project: &str, version: &Version) -> Result<Option<f64>, HubError> {

@@ -155,7 +155,7 @@ async fn tree(hub: &Hub, version: &Version) -> Result<Tree, HubError> {
         let bundle = staging.join("bundle");
         let id = version.id.clone();
         let prepared = blocking(move || {
-            crate::archive::safe_extract_file(&tgz, &bundle, crate::archive::ExtractLimits::from_env()?)?;
+            gateway_bundle::extract::safe_extract_file(&tgz, &bundle, gateway_bundle::extract::ExtractLimits::from_env()?)?;
             let _ = std::fs::remove_file(&tgz);
             if let Ok(world) = gateway_host::version::world_tree(&bundle) {
                 if gateway_world::data::world_kind(&world).ok() == Some("schema") {
@@ -1070,12 +1070,12 @@ async fn publish_version(
         laps.lap("snapshot, sidecar and pin");
         gateway_world::snapshot::build_all(&world, &contract, false).map_err(|e| engine_error("the world's snapshots", e))?;
         laps.lap("scenario snapshots");
-        let content_hash = crate::archive::compute_content_hash(&bundle_dir)?;
-        let manifest = Value::Array(crate::archive::build_file_manifest(&bundle_dir));
+        let content_hash = gateway_bundle::archive::compute_content_hash(&bundle_dir)?;
+        let manifest = Value::Array(gateway_bundle::archive::build_file_manifest(&bundle_dir));
         laps.lap("content hash and manifest");
         let file = std::fs::File::create(&tarball_path).map_err(|e| HubError::io(&tarball_path, e))?;
         let mut hashing = HashingFile { file: std::io::BufWriter::new(file), digest: Sha256::new(), bytes: 0 };
-        crate::archive::write_source_tarball(&bundle_dir, &mut hashing, BUNDLE_LEVEL)?;
+        gateway_bundle::archive::write_source_tarball(&bundle_dir, &mut hashing, BUNDLE_LEVEL)?;
         use std::io::Write as _;
         hashing.file.flush().map_err(|e| HubError::io(&tarball_path, e))?;
         use base64::Engine as _;

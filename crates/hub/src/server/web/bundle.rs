@@ -1,7 +1,7 @@
 //! Files read out of a stored version's tarball for the pages: the object streams from
 //! the object store into a blocking tar reader chunk by chunk, so a bundle is never held
 //! whole; only the members asked for are kept, each up to a cap. Not extraction: nothing
-//! is written to disk (`archive::safe_extract_file` is for that).
+//! is written to disk (`gateway_bundle::extract::safe_extract_file` is for that).
 
 use super::*;
 use axum::body::Bytes;
@@ -116,7 +116,7 @@ fn scan(reader: impl Read, wanted: impl Fn(&str) -> bool, max_bytes: u64, stop_a
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::archive::{gzip_bytes, tar_bytes};
+    use gateway_bundle::archive::{gzip_bytes, tar_bytes};
 
     #[test]
     fn members_are_picked_and_capped() {

@@ -7,14 +7,14 @@
 //! (`json.dumps(indent=1, sort_keys=True)` + newline). Printing is the CLI's.
 
 use crate::environments_client::{environment_path, EnvironmentsClient};
-use crate::HubError;
+use crate::ClientError;
 use gateway_common::url::quote;
 use gateway_connector::capture::{CAPTURES, MANIFEST};
 use gateway_world::json::{self, DumpOptions, Map, Value};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-type Result<T> = std::result::Result<T, HubError>;
+type Result<T> = std::result::Result<T, ClientError>;
 
 /// How often the stage is read at most (the original sleeps 5 s between reads; the
 /// first reads come sooner here, so a quick capture is not waited on for 5 s).
@@ -46,8 +46,8 @@ pub enum CaptureOutcome {
     Refused(String),
 }
 
-fn fail(message: impl Into<String>) -> HubError {
-    HubError::Client(message.into())
+fn fail(message: impl Into<String>) -> ClientError {
+    ClientError::Failed(message.into())
 }
 
 fn object_of(pairs: &[(String, String)]) -> Value {
@@ -74,7 +74,7 @@ impl EnvironmentsClient {
         match answer.get("requestId") {
             Some(Value::Str(id)) => Ok(id.clone()),
             Some(other) => Ok(gateway_world::json::python_str(other)),
-            None => Err(fail(format!("POST {path} answered no requestId"))),
+            None => Err(ClientError::BadAnswer(format!("POST {path} answered no requestId"))),
         }
     }
 
@@ -89,7 +89,7 @@ impl EnvironmentsClient {
         let info = self.request(reqwest::Method::GET, &environment_path(container_id, &format!("/files/download?{query}")), None)?;
         for field in ["path", "url", "urlExpiry"] {
             if !matches!(info.get(field), Some(Value::Str(_))) {
-                return Err(fail(format!("1 validation error for DownloadInfo: {field} Field required")));
+                return Err(ClientError::BadAnswer(format!("1 validation error for DownloadInfo: {field} Field required")));
             }
         }
         let url = info.get("url").and_then(Value::as_str).unwrap_or_default();
@@ -97,23 +97,23 @@ impl EnvironmentsClient {
             .timeout(Duration::from_secs(600))
             .build()
             .and_then(|http| http.get(url).send())
-            .map_err(|e| fail(format!("drive download of {path}: {e}")))?;
+            .map_err(|e| ClientError::Unreachable(format!("drive download of {path}: {e}")))?;
         let status = response.status();
         if !status.is_success() {
-            return Err(fail(format!("HTTP Error {}: drive download of {path}", status.as_u16())));
+            return Err(ClientError::Refused(format!("HTTP Error {}: drive download of {path}", status.as_u16())));
         }
-        Ok(response.bytes().map_err(|e| fail(format!("drive download of {path}: {e}")))?.to_vec())
+        Ok(response.bytes().map_err(|e| ClientError::Unreachable(format!("drive download of {path}: {e}")))?.to_vec())
     }
 
     /// The whole `--remote` flow on `world`; `note` gets the stderr line naming the
     /// request.
     pub fn remote_capture(&self, world: &Path, request: &RemoteCapture, note: &mut dyn FnMut(&str)) -> Result<CaptureOutcome> {
         let spec_path = world.join("connector.toml");
-        let spec_text = std::fs::read_to_string(&spec_path).map_err(|e| HubError::io(&spec_path, e))?;
+        let spec_text = std::fs::read_to_string(&spec_path).map_err(|e| ClientError::io(&spec_path, e))?;
         let reference = match request.environment.clone().filter(|e| !e.is_empty()) {
             Some(reference) => reference,
             None => {
-                let resolved = std::fs::canonicalize(world).map_err(|e| HubError::io(world, e))?;
+                let resolved = std::fs::canonicalize(world).map_err(|e| ClientError::io(world, e))?;
                 resolved.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
             }
         };
@@ -152,10 +152,10 @@ impl EnvironmentsClient {
             }
             let destination = world.join(&relative);
             if let Some(parent) = destination.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| HubError::io(parent, e))?;
+                std::fs::create_dir_all(parent).map_err(|e| ClientError::io(parent, e))?;
             }
             let bytes = self.read_file(&container_id, &drive_path)?;
-            std::fs::write(&destination, bytes).map_err(|e| HubError::io(&destination, e))?;
+            std::fs::write(&destination, bytes).map_err(|e| ClientError::io(&destination, e))?;
             written.push(destination);
         }
         merge_manifest(world, view.get("manifest"))?;
@@ -186,8 +186,8 @@ fn merge_manifest(world: &Path, incoming: Option<&Value>) -> Result<()> {
         }
     }
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| HubError::io(parent, e))?;
+        std::fs::create_dir_all(parent).map_err(|e| ClientError::io(parent, e))?;
     }
     let options = DumpOptions { sort_keys: true, ensure_ascii: true, indent: Some(1), compact: false };
-    std::fs::write(&path, format!("{}\n", json::dumps(&Value::Array(existing), options))).map_err(|e| HubError::io(&path, e))
+    std::fs::write(&path, format!("{}\n", json::dumps(&Value::Array(existing), options))).map_err(|e| ClientError::io(&path, e))
 }

@@ -8,8 +8,9 @@
 //! goes into a sample (rewards, call logs) is the runner's (`gateway-runner`).
 
 use crate::client::{basic_auth, EnvCredentials};
-use crate::error::HubError;
-use crate::util::{now_iso, random_hex};
+use crate::ClientError;
+use gateway_common::random::random_hex;
+use gateway_common::time::utc_now_millis as now_iso;
 use gateway_world::json::{self, object, Map, Value};
 use std::time::Duration;
 
@@ -33,7 +34,7 @@ const SAMPLE_KEYS: [(&str, &[&str]); 11] = [
     ("info", &["info"]),
 ];
 
-type Result<T> = std::result::Result<T, HubError>;
+type Result<T> = std::result::Result<T, ClientError>;
 
 /// A rollout's final state to attach to its filed sample (beyond the original): the
 /// session database it ended with, named by the sample's task and rollout.
@@ -119,17 +120,17 @@ impl EvalsClient {
     /// A client for `host` with a key pair (all three required, as in the original).
     pub fn new(host: &str, public_key: &str, secret_key: &str) -> Result<EvalsClient> {
         if host.is_empty() {
-            return Err(HubError::Client("host is required (e.g. https://withgateway.ai): set GATEWAY_HOST or pass --host".into()));
+            return Err(ClientError::Setup("host is required (e.g. https://withgateway.ai): set GATEWAY_HOST or pass --host".into()));
         }
         if public_key.is_empty() || secret_key.is_empty() {
-            return Err(HubError::Client(
+            return Err(ClientError::Setup(
                 "both public_key and secret_key are required: set GATEWAY_PUBLIC_KEY and GATEWAY_SECRET_KEY".into(),
             ));
         }
         let http = reqwest::blocking::Client::builder()
             .timeout(Duration::from_secs(180))
             .build()
-            .map_err(|e| HubError::Client(format!("HTTP client: {e}")))?;
+            .map_err(|e| ClientError::Setup(format!("HTTP client: {e}")))?;
         Ok(EvalsClient { host: host.trim_end_matches('/').to_string(), auth: basic_auth(public_key, secret_key), http })
     }
 
@@ -148,16 +149,16 @@ impl EvalsClient {
             .header("Content-Type", "application/json")
             .body(text)
             .send()
-            .map_err(|e| HubError::Client(format!("POST {path} -> {e}")))?;
+            .map_err(|e| ClientError::Unreachable(format!("POST {path} -> {e}")))?;
         let status = response.status();
-        let text = response.text().map_err(|e| HubError::Client(format!("POST {path} -> {e}")))?;
+        let text = response.text().map_err(|e| ClientError::Unreachable(format!("POST {path} -> {e}")))?;
         if !status.is_success() {
             let detail: String = text.chars().take(500).collect();
-            return Err(HubError::Client(format!("POST {path} -> {}: {detail}", status.as_u16())));
+            return Err(ClientError::Refused(format!("POST {path} -> {}: {detail}", status.as_u16())));
         }
         json::parse_loads(&text)
             .map(|p| p.value)
-            .map_err(|e| HubError::Client(format!("POST {path} -> {}: not JSON ({e:?})", status.as_u16())))
+            .map_err(|e| ClientError::BadAnswer(format!("POST {path} -> {}: not JSON ({e:?})", status.as_u16())))
     }
 
     /// `POST …/evaluations`: the new evaluation's id.
@@ -180,7 +181,7 @@ impl EvalsClient {
             .get("evaluationId")
             .and_then(Value::as_str)
             .map(str::to_string)
-            .ok_or_else(|| HubError::Client(format!("POST {BASE} answered without an evaluationId: {}", json::canonical(&created))))
+            .ok_or_else(|| ClientError::BadAnswer(format!("POST {BASE} answered without an evaluationId: {}", json::canonical(&created))))
     }
 
     /// One rollout as a session-tagged trace; `{sessionId, traceId}` on success,
@@ -305,12 +306,12 @@ impl EvalsClient {
 
     /// PUT a file's bytes to a signed object URL.
     fn put_file(&self, url: &str, path: &std::path::Path) -> Result<()> {
-        let file = std::fs::File::open(path).map_err(|e| HubError::Client(format!("{}: {e}", path.display())))?;
-        let response = self.http.put(url).body(file).send().map_err(|e| HubError::Client(format!("PUT state -> {e}")))?;
+        let file = std::fs::File::open(path).map_err(|e| ClientError::Failed(format!("{}: {e}", path.display())))?;
+        let response = self.http.put(url).body(file).send().map_err(|e| ClientError::Unreachable(format!("PUT state -> {e}")))?;
         if !response.status().is_success() {
             let status = response.status().as_u16();
             let detail: String = response.text().unwrap_or_default().chars().take(500).collect();
-            return Err(HubError::Client(format!("PUT state -> {status}: {detail}")));
+            return Err(ClientError::Refused(format!("PUT state -> {status}: {detail}")));
         }
         Ok(())
     }

@@ -4,10 +4,15 @@
 //! configs), speaking the same HTTP API with the same bodies, and returning the same
 //! JSON objects the original prints.
 
-use crate::archive::{self, ExtractLimits};
-use crate::error::HubError;
 use crate::versioning;
+use crate::working_copy::{
+    base_files, check_before_push, copy_dir, local_tree_state, meta_str, read_local_meta, read_pyproject, serves_api, write_local_meta,
+};
+use crate::ClientError;
 use base64::Engine as _;
+use gateway_bundle::archive;
+use gateway_bundle::extract::{self, ExtractLimits};
+use gateway_bundle::BundleError;
 use gateway_common::url::{quote_plus, quote_segment};
 use gateway_world::json::{self, object, Map, Value};
 use sha2::{Digest, Sha256};
@@ -19,107 +24,10 @@ use std::time::Duration;
 pub const DEFAULT_BRANCH: &str = "main";
 const API: &str = "/api/public/benchmark-containers";
 
-type Result<T> = std::result::Result<T, HubError>;
+type Result<T> = std::result::Result<T, ClientError>;
 
-fn fail(message: impl Into<String>) -> HubError {
-    HubError::Client(message.into())
-}
-
-// ------------------------------------------------------------------ local metadata
-
-fn meta_path(env: &Path) -> PathBuf {
-    env.join(".gateway").join(".env-metadata.json")
-}
-
-/// `.gateway/.env-metadata.json`, or `None` for an ad-hoc dir (or unreadable metadata).
-pub fn read_local_meta(env: &Path) -> Option<Map> {
-    let text = std::fs::read_to_string(meta_path(env)).ok()?;
-    match json::parse(&text).ok()?.value {
-        Value::Object(map) => Some(map),
-        _ => None,
-    }
-}
-
-/// Write `.gateway/.env-metadata.json` as `json.dumps(meta, indent=2)`.
-pub fn write_local_meta(env: &Path, meta: &Value) -> Result<()> {
-    let dir = env.join(".gateway");
-    std::fs::create_dir_all(&dir).map_err(|e| HubError::io(&dir, e))?;
-    let path = meta_path(env);
-    std::fs::write(&path, json::dumps(meta, json::DumpOptions::PRETTY)).map_err(|e| HubError::io(&path, e))
-}
-
-/// `local_tree_state`: the dir's hub link and whether its archive-visible tree still
-/// matches the recorded base (`baseFiles`).
-#[derive(Debug, Clone, Default)]
-pub struct TreeState {
-    /// `.gateway/.env-metadata.json`, None for an ad-hoc dir.
-    pub meta: Option<Map>,
-    /// Relative paths changed, added or removed since the base, sorted.
-    pub dirty: Vec<String>,
-    /// True only when a base is recorded and nothing drifted.
-    pub clean: bool,
-}
-
-/// The tree state of `env` (see [`TreeState`]).
-pub fn local_tree_state(env: &Path) -> Result<TreeState> {
-    let meta = read_local_meta(env);
-    let Some(Value::Object(base)) = meta.as_ref().and_then(|m| m.get("baseFiles")).cloned() else {
-        return Ok(TreeState { meta, dirty: Vec::new(), clean: false });
-    };
-    // A connector world pushed as its api bundle records the bundle's files: the world
-    // is compared with the bundle's `server/world/` (beyond the original, whose world then
-    // never reads as clean, so `worlds run --path` could never file against the push).
-    let (now, base) = if base.contains_key("gateway-api-world.toml") && serves_api(env).unwrap_or(false) {
-        let inside: Map =
-            base.iter().filter_map(|(path, hash)| path.strip_prefix(BUNDLED_WORLD).map(|rest| (rest.to_string(), hash.clone()))).collect();
-        (bundled_world_snapshot(env)?, inside)
-    } else {
-        (archive::snapshot_tree_hashes(env)?, base)
-    };
-    let mut dirty: Vec<String> =
-        now.iter().filter(|(p, h)| base.get(*p).and_then(Value::as_str) != Some(h.as_str())).map(|(p, _)| p.clone()).collect();
-    dirty.extend(base.keys().filter(|p| !now.contains_key(*p)).cloned());
-    dirty.sort();
-    dirty.dedup();
-    let clean = dirty.is_empty();
-    Ok(TreeState { meta, dirty, clean })
-}
-
-/// A non-empty string member of the local metadata.
-pub fn meta_str(meta: &Map, key: &str) -> Option<String> {
-    meta.get(key).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string)
-}
-
-fn base_files(env: &Path) -> Result<Value> {
-    let snapshot = archive::snapshot_tree_hashes(env)?;
-    Ok(Value::Object(snapshot.into_iter().map(|(k, v)| (k, Value::Str(v))).collect()))
-}
-
-fn toml_to_json(value: &toml::Value) -> Value {
-    match value {
-        toml::Value::String(s) => Value::Str(s.clone()),
-        toml::Value::Integer(i) => Value::Int(*i),
-        toml::Value::Float(f) => Value::Float(*f),
-        toml::Value::Boolean(b) => Value::Bool(*b),
-        toml::Value::Datetime(d) => Value::Str(d.to_string()),
-        toml::Value::Array(items) => Value::Array(items.iter().map(toml_to_json).collect()),
-        toml::Value::Table(table) => Value::Object(table.iter().map(|(k, v)| (k.clone(), toml_to_json(v))).collect()),
-    }
-}
-
-/// `read_pyproject`: `{name?, version?, dependencies?, requires_python?}` from pyproject.toml.
-pub fn read_pyproject(env: &Path) -> Map {
-    let mut out = Map::default();
-    let Ok(text) = std::fs::read_to_string(env.join("pyproject.toml")) else { return out };
-    let Ok(table) = text.parse::<toml::Table>() else { return out };
-    let Some(toml::Value::Table(project)) = table.get("project") else { return out };
-    for (key, name) in [("name", "name"), ("version", "version"), ("dependencies", "dependencies"), ("requires-python", "requires_python")]
-    {
-        if let Some(value) = project.get(key) {
-            out.insert(name.to_string(), toml_to_json(value));
-        }
-    }
-    out
+fn fail(message: impl Into<String>) -> ClientError {
+    ClientError::Failed(message.into())
 }
 
 /// `--auto-bump`, `--rc` or `--post` (one at most): pyproject.toml's version bumped
@@ -140,34 +48,10 @@ fn bump_pyproject_version(env: &Path, options: &PushOptions) -> Result<()> {
             versioning::bump_post_version(&current)
         };
         let path = env.join("pyproject.toml");
-        let text = std::fs::read_to_string(&path).map_err(|e| HubError::io(&path, e))?;
+        let text = std::fs::read_to_string(&path).map_err(|e| ClientError::io(&path, e))?;
         let updated = versioning::update_pyproject_version(&text, &new_version)
             .ok_or_else(|| fail("version line not found or unchanged in pyproject.toml"))?;
-        std::fs::write(&path, updated).map_err(|e| HubError::io(&path, e))?;
-    }
-    Ok(())
-}
-
-/// What is refused before a push: a schema world that does not check, and a pass bar
-/// the hub would ignore (beyond the original).
-fn check_before_push(env: &Path) -> Result<()> {
-    match gateway_world::compiler::bundle_mode(env) {
-        Ok(None) => {}
-        Ok(Some(_)) => {
-            if let Err(error) = gateway_world::lifecycle::check_bundle(env) {
-                return Err(fail(format!("Schema world check failed before push: {error}")));
-            }
-        }
-        Err(error) => return Err(fail(format!("Schema world check failed before push: {}", error.message))),
-    }
-    // A pass bar the hub would ignore is refused here, before it is pushed (beyond the original).
-    for (file, read) in [
-        ("gateway-env.toml", crate::world_facts::manifest_bar as fn(&str) -> std::result::Result<Option<f64>, String>),
-        ("pyproject.toml", crate::world_facts::pyproject_bar),
-    ] {
-        if let Ok(text) = std::fs::read_to_string(env.join(file)) {
-            read(&text).map_err(|problem| fail(format!("{problem} (the world's pass bar, read by `worlds ci`)")))?;
-        }
+        std::fs::write(&path, updated).map_err(|e| ClientError::io(&path, e))?;
     }
     Ok(())
 }
@@ -189,67 +73,6 @@ fn resolve_request(options: &PushOptions, slug: &str, py_name: Option<String>) -
         resolve.insert("visibility".into(), Value::str(v.as_str()));
     }
     Value::Object(resolve)
-}
-
-/// Whether `bench push` sends `dir` as its api bundle: a schema world (`bundle_mode`)
-/// that carries `connector.toml`.
-pub fn serves_api(dir: &Path) -> Result<bool> {
-    if !dir.join("connector.toml").is_file() {
-        return Ok(false);
-    }
-    match gateway_world::compiler::bundle_mode(dir) {
-        Ok(mode) => Ok(mode.is_some()),
-        Err(error) => Err(fail(format!("ContractError: {error}"))),
-    }
-}
-
-/// Where an api bundle holds the world, as a path prefix.
-const BUNDLED_WORLD: &str = "server/world/";
-
-/// `{path in the world: sha256 hex}` of what the api bundle built from `world` shows of
-/// it under `server/world/` in a snapshot: the bundle's copy leaves out captures/,
-/// `__pycache__`, `.git` and SQLite side files at any depth and follows symlinks; the
-/// archive's rules then prune `.`-named, `dist`, `build`, `outputs`, `*.egg-info`
-/// directories and `.`-named files.
-pub fn bundled_world_snapshot(world: &Path) -> Result<std::collections::BTreeMap<String, String>> {
-    fn walk(dir: &Path, prefix: &str, out: &mut std::collections::BTreeMap<String, String>) -> Result<()> {
-        let mut entries: Vec<_> = std::fs::read_dir(dir).map_err(|e| HubError::io(dir, e))?.filter_map(|e| e.ok()).collect();
-        entries.sort_by_key(|e| e.file_name());
-        for entry in entries {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let path = entry.path();
-            if gateway_serve::bundle::world_ignored(&name) || name.starts_with('.') {
-                continue;
-            }
-            let relative = format!("{prefix}{name}");
-            if path.is_dir() {
-                if !(["dist", "build", "outputs"].contains(&name.as_str()) || name.ends_with(".egg-info")) {
-                    walk(&path, &format!("{relative}/"), out)?;
-                }
-            } else if path.is_file() {
-                let bytes = std::fs::read(&path).map_err(|e| HubError::io(&path, e))?;
-                out.insert(relative, hex::encode(Sha256::digest(&bytes)));
-            }
-        }
-        Ok(())
-    }
-    let mut out = std::collections::BTreeMap::new();
-    walk(world, "", &mut out)?;
-    Ok(out)
-}
-
-/// Copy a directory tree (`.gateway/` metadata, in and out of a connector world's bundle);
-/// a symbolic link in it is refused, naming it.
-fn copy_dir(from: &Path, to: &Path) -> Result<()> {
-    use gateway_common::fs::{copy_tree, Symlinks};
-    copy_tree(from, to, Symlinks::Refuse, &|_| false).map_err(|error| match error.refused_link() {
-        Some(link) => fail(format!(
-            "refusing to push {}: it is a symlink ({}); a push never follows links out of the world — copy the files in or remove the link",
-            error.path.display(),
-            link.display()
-        )),
-        None => HubError::io(&error.path, error.source),
-    })
 }
 
 // ------------------------------------------------------------------ progress
@@ -362,16 +185,18 @@ impl Client {
     /// A client for `host` with a key pair (both required, as in the original).
     pub fn new(host: &str, public_key: &str, secret_key: &str) -> Result<Client> {
         if host.is_empty() {
-            return Err(fail("host is required (e.g. https://withgateway.ai): set GATEWAY_HOST or pass --host"));
+            return Err(ClientError::Setup("host is required (e.g. https://withgateway.ai): set GATEWAY_HOST or pass --host".into()));
         }
         if public_key.is_empty() || secret_key.is_empty() {
-            return Err(fail("both public_key and secret_key are required: set GATEWAY_PUBLIC_KEY and GATEWAY_SECRET_KEY"));
+            return Err(ClientError::Setup(
+                "both public_key and secret_key are required: set GATEWAY_PUBLIC_KEY and GATEWAY_SECRET_KEY".into(),
+            ));
         }
         let auth = basic_auth(public_key, secret_key);
         let http = reqwest::blocking::Client::builder()
             .timeout(Duration::from_secs(300))
             .build()
-            .map_err(|e| fail(format!("HTTP client: {e}")))?;
+            .map_err(|e| ClientError::Setup(format!("HTTP client: {e}")))?;
         Ok(Client { host: host.trim_end_matches('/').to_string(), auth, http })
     }
 
@@ -392,14 +217,16 @@ impl Client {
                 .header("Content-Type", "application/json")
                 .body(json::dumps(body, json::DumpOptions { sort_keys: false, ensure_ascii: true, indent: None, compact: false }));
         }
-        let response = request.send().map_err(|e| fail(format!("{method} {path} -> {e}")))?;
+        let response = request.send().map_err(|e| ClientError::Unreachable(format!("{method} {path} -> {e}")))?;
         let status = response.status();
-        let text = response.text().map_err(|e| fail(format!("{method} {path} -> {e}")))?;
+        let text = response.text().map_err(|e| ClientError::Unreachable(format!("{method} {path} -> {e}")))?;
         if !status.is_success() {
             let detail: String = text.chars().take(500).collect();
-            return Err(fail(format!("{method} {path} -> {}: {detail}", status.as_u16())));
+            return Err(ClientError::Refused(format!("{method} {path} -> {}: {detail}", status.as_u16())));
         }
-        json::parse(&text).map(|p| p.value).map_err(|e| fail(format!("{method} {path} -> {}: not JSON ({e:?})", status.as_u16())))
+        json::parse(&text)
+            .map(|p| p.value)
+            .map_err(|e| ClientError::BadAnswer(format!("{method} {path} -> {}: not JSON ({e:?})", status.as_u16())))
     }
 
     fn post(&self, path: &str, body: &Value) -> Result<Value> {
@@ -421,40 +248,44 @@ impl Client {
             .header("x-amz-checksum-sha256", sha256_b64)
             .body(reqwest::blocking::Body::sized(reader, len))
             .send()
-            .map_err(|e| fail(format!("object PUT -> {e}")))?;
+            .map_err(|e| ClientError::Unreachable(format!("object PUT -> {e}")))?;
         if !response.status().is_success() {
             let code = response.status().as_u16();
             let detail: String = response.text().unwrap_or_default().chars().take(500).collect();
-            return Err(fail(format!("object PUT -> {code}: {detail}")));
+            return Err(ClientError::Refused(format!("object PUT -> {code}: {detail}")));
         }
         Ok(())
     }
 
     /// Download an object into the file `into`, streamed; the base64 sha256 of its bytes.
     fn download_object(&self, url: &str, into: &Path) -> Result<String> {
-        let mut response =
-            self.http.get(url).timeout(Duration::from_secs(300)).send().map_err(|e| fail(format!("bundle download -> {e}")))?;
+        let mut response = self
+            .http
+            .get(url)
+            .timeout(Duration::from_secs(300))
+            .send()
+            .map_err(|e| ClientError::Unreachable(format!("bundle download -> {e}")))?;
         if !response.status().is_success() {
             let code = response.status().as_u16();
             let detail: String = response.text().unwrap_or_default().chars().take(300).collect();
-            return Err(fail(format!("bundle download -> {code}: {detail}")));
+            return Err(ClientError::Refused(format!("bundle download -> {code}: {detail}")));
         }
         let bar = response.content_length().and_then(|len| progress(len, "download"));
-        let mut file = std::io::BufWriter::new(std::fs::File::create(into).map_err(|e| HubError::io(into, e))?);
+        let mut file = std::io::BufWriter::new(std::fs::File::create(into).map_err(|e| ClientError::io(into, e))?);
         let mut digest = Sha256::new();
         let mut buf = vec![0u8; 64 * 1024];
         loop {
-            let n = response.read(&mut buf).map_err(|e| fail(format!("bundle download -> {e}")))?;
+            let n = response.read(&mut buf).map_err(|e| ClientError::Unreachable(format!("bundle download -> {e}")))?;
             if n == 0 {
                 break;
             }
             digest.update(&buf[..n]);
-            file.write_all(&buf[..n]).map_err(|e| HubError::io(into, e))?;
+            file.write_all(&buf[..n]).map_err(|e| ClientError::io(into, e))?;
             if let Some(bar) = &bar {
                 bar.inc(n as u64);
             }
         }
-        file.flush().map_err(|e| HubError::io(into, e))?;
+        file.flush().map_err(|e| ClientError::io(into, e))?;
         if let Some(bar) = bar {
             bar.finish_and_clear();
         }
@@ -491,8 +322,11 @@ impl Client {
 
         let resolve = resolve_request(options, &slug, py_name);
         let resolved = self.post(&format!("{API}/resolve"), &resolve)?;
-        let container_id =
-            resolved.get("containerId").and_then(Value::as_str).ok_or_else(|| fail("resolve answered without a containerId"))?.to_string();
+        let container_id = resolved
+            .get("containerId")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ClientError::BadAnswer("resolve answered without a containerId".into()))?
+            .to_string();
 
         let tarball = archive::build_source_tarball(env)?;
         let bundle_sha256 = archive::sha256_base64(&tarball);
@@ -528,8 +362,11 @@ impl Client {
             body.insert("requiresDist".into(), Value::Array(wheel.requires_dist.iter().cloned().map(Value::Str).collect()));
         }
         let version = self.post(&format!("{API}/versions"), &Value::Object(body))?;
-        let version_id =
-            version.get("versionId").and_then(Value::as_str).ok_or_else(|| fail("versions answered without a versionId"))?.to_string();
+        let version_id = version
+            .get("versionId")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ClientError::BadAnswer("versions answered without a versionId".into()))?
+            .to_string();
         if let Some(url) = version.get("uploadUrl").and_then(Value::as_str).filter(|u| !u.is_empty()) {
             self.put_object(url, tarball, &bundle_sha256, "application/gzip")?;
         }
@@ -581,7 +418,7 @@ impl Client {
         if !serves_api(source)? {
             return self.push(source, options);
         }
-        let staging = tempfile::Builder::new().prefix("gateway-world-api-").tempdir().map_err(|e| HubError::io(source, e))?;
+        let staging = tempfile::Builder::new().prefix("gateway-world-api-").tempdir().map_err(|e| ClientError::io(source, e))?;
         let bundle = staging.path().join("bundle");
         gateway_serve::bundle::build_api_bundle_for(source, &bundle, gateway_serve::bundle::ServerPayload::Image)
             .map_err(|error| fail(error.to_string()))?;
@@ -591,14 +428,14 @@ impl Client {
         }
         let mut options = options.clone();
         if options.slug.as_deref().is_none_or(str::is_empty) {
-            let resolved = std::fs::canonicalize(source).map_err(|e| HubError::io(source, e))?;
+            let resolved = std::fs::canonicalize(source).map_err(|e| ClientError::io(source, e))?;
             options.slug = resolved.file_name().map(|n| n.to_string_lossy().into_owned());
         }
         let result = self.push(&bundle, &options)?;
         let pushed = bundle.join(".gateway");
         if pushed.is_dir() {
             if metadata.exists() {
-                std::fs::remove_dir_all(&metadata).map_err(|e| HubError::io(&metadata, e))?;
+                std::fs::remove_dir_all(&metadata).map_err(|e| ClientError::io(&metadata, e))?;
             }
             copy_dir(&pushed, &metadata)?;
         }
@@ -631,7 +468,7 @@ impl Client {
         let dst = match target {
             Some(target) => target.to_path_buf(),
             None => {
-                let cwd = std::env::current_dir().map_err(|e| HubError::io(Path::new("."), e))?;
+                let cwd = std::env::current_dir().map_err(|e| ClientError::io(Path::new("."), e))?;
                 let base = cwd.join(&slug);
                 let mut dst = base.clone();
                 let mut i = 1;
@@ -646,7 +483,7 @@ impl Client {
         // a scratch directory that becomes the target: never whole in memory, and a
         // refused bundle leaves nothing behind.
         let limits = ExtractLimits::from_env()?;
-        let download = gateway_common::temp::Scratch::new("pull").map_err(|e| HubError::io(&e.path, e.source))?;
+        let download = gateway_common::temp::Scratch::new("pull").map_err(|e| ClientError::io(&e.path, e.source))?;
         let bundle = download.path().join("bundle.tar.gz");
         let actual = self.download_object(&url, &bundle)?;
         if let Some(expected) = details.get("bundleSha256").and_then(Value::as_str).filter(|s| !s.is_empty()) {
@@ -656,9 +493,9 @@ impl Client {
                 )));
             }
         }
-        archive::extract_into(&bundle, &dst, limits).map_err(|error| match error {
-            HubError::TooLarge(why) | HubError::UnsafeArchive(why) => fail(format!("bundle {slug}@{reference} refused: {why}")),
-            other => other,
+        extract::extract_into(&bundle, &dst, limits).map_err(|error| match error {
+            BundleError::TooLarge(why) | BundleError::UnsafeArchive(why) => fail(format!("bundle {slug}@{reference} refused: {why}")),
+            other => ClientError::Bundle(other),
         })?;
         drop(download);
         let branch = details
@@ -804,7 +641,7 @@ impl Client {
         let mut local = std::collections::BTreeSet::new();
         for file in archive::collect_archive_files(env)? {
             local.insert(file.rel.clone());
-            let data = std::fs::read(&file.path).map_err(|e| HubError::io(&file.path, e))?;
+            let data = std::fs::read(&file.path).map_err(|e| ClientError::io(&file.path, e))?;
             let digest = hex::encode(Sha256::digest(&data));
             if base_by_path.get(&file.rel).and_then(Value::as_str) == Some(digest.as_str()) {
                 continue;
@@ -941,21 +778,25 @@ impl Client {
     }
 
     fn download_wheel(&self, url: &str, to: &Path) -> Result<()> {
-        let mut response =
-            self.http.get(url).timeout(Duration::from_secs(300)).send().map_err(|e| fail(format!("wheel download -> {e}")))?;
+        let mut response = self
+            .http
+            .get(url)
+            .timeout(Duration::from_secs(300))
+            .send()
+            .map_err(|e| ClientError::Unreachable(format!("wheel download -> {e}")))?;
         if !response.status().is_success() {
-            return Err(fail(format!("wheel download -> {}", response.status().as_u16())));
+            return Err(ClientError::Refused(format!("wheel download -> {}", response.status().as_u16())));
         }
-        let mut file = std::fs::File::create(to).map_err(|e| HubError::io(to, e))?;
-        std::io::copy(&mut response, &mut file).map_err(|e| fail(format!("wheel download -> {e}")))?;
+        let mut file = std::fs::File::create(to).map_err(|e| ClientError::io(to, e))?;
+        std::io::copy(&mut response, &mut file).map_err(|e| ClientError::Unreachable(format!("wheel download -> {e}")))?;
         Ok(())
     }
 }
 
 /// A fresh private scratch directory under the system temp dir.
 fn tempfile_dir(prefix: &str) -> Result<PathBuf> {
-    let dir = gateway_world::data::tempfile_dir::process_root().join(format!("{prefix}{}", crate::util::random_hex(6)));
-    std::fs::create_dir(&dir).map_err(|e| HubError::io(&dir, e))?;
+    let dir = gateway_world::data::tempfile_dir::process_root().join(format!("{prefix}{}", gateway_common::random::random_hex(6)));
+    std::fs::create_dir(&dir).map_err(|e| ClientError::io(&dir, e))?;
     Ok(dir)
 }
 

@@ -6,19 +6,19 @@
 //! hatchling's default wheel target, in a deterministic zip. Also the zip reading that
 //! takes `Requires-Dist` out of a wheel's METADATA.
 
-use crate::archive::sha256_base64;
-use crate::error::HubError;
-use crate::gitignore::Matcher;
+use crate::ClientError;
 use base64::Engine as _;
+use gateway_bundle::archive::sha256_base64;
+use gateway_bundle::gitignore::Matcher;
 use sha2::{Digest, Sha256};
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-type Result<T> = std::result::Result<T, HubError>;
+type Result<T> = std::result::Result<T, ClientError>;
 
-fn fail(message: impl Into<String>) -> HubError {
-    HubError::Client(format!("wheel build failed: {}", message.into()))
+fn fail(message: impl Into<String>) -> ClientError {
+    ClientError::Wheel(format!("wheel build failed: {}", message.into()))
 }
 
 /// A wheel ready to upload.
@@ -38,7 +38,7 @@ pub struct BuiltWheel {
 pub fn build_wheel(env: &Path) -> Result<BuiltWheel> {
     let dist = env.join("dist");
     if dist.exists() {
-        std::fs::remove_dir_all(&dist).map_err(|e| HubError::io(&dist, e))?;
+        std::fs::remove_dir_all(&dist).map_err(|e| ClientError::io(&dist, e))?;
     }
     if on_path("uv") {
         run(Command::new("uv").args(["build", "--wheel", "--out-dir", "dist"]).current_dir(env))?;
@@ -51,8 +51,8 @@ pub fn build_wheel(env: &Path) -> Result<BuiltWheel> {
         .map(|entries| entries.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "whl")).collect())
         .unwrap_or_default();
     wheels.sort();
-    let path = wheels.pop().ok_or_else(|| HubError::Client("wheel build produced no .whl".into()))?;
-    let bytes = std::fs::read(&path).map_err(|e| HubError::io(&path, e))?;
+    let path = wheels.pop().ok_or_else(|| ClientError::Wheel("wheel build produced no .whl".into()))?;
+    let bytes = std::fs::read(&path).map_err(|e| ClientError::io(&path, e))?;
     let requires_dist = requires_dist(&bytes)?;
     let filename = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     Ok(BuiltWheel { sha256_b64: sha256_base64(&bytes), bytes, filename, requires_dist })
@@ -191,7 +191,7 @@ fn select_files(env: &Path, pyproject: &toml::Table, module: &str) -> Result<Vec
 }
 
 fn walk(dir: &Path, inside: &str, relative: &str, ignore: Option<&Matcher>, out: &mut Vec<(String, PathBuf)>) -> Result<()> {
-    let mut entries: Vec<_> = std::fs::read_dir(dir).map_err(|e| HubError::io(dir, e))?.filter_map(|e| e.ok()).collect();
+    let mut entries: Vec<_> = std::fs::read_dir(dir).map_err(|e| ClientError::io(dir, e))?.filter_map(|e| e.ok()).collect();
     entries.sort_by_key(|e| e.file_name());
     for entry in entries {
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -408,7 +408,7 @@ pub fn write_hatchling_wheel(env: &Path, dist: &Path) -> Result<PathBuf> {
     let info = format!("{dist_name}-{}.dist-info", version.replace('-', "_"));
     let mut members: Vec<(String, Vec<u8>, u32)> = Vec::new();
     for (inside, path) in files {
-        let bytes = std::fs::read(&path).map_err(|e| HubError::io(&path, e))?;
+        let bytes = std::fs::read(&path).map_err(|e| ClientError::io(&path, e))?;
         members.push((inside, bytes, 0o100644));
     }
     members.push((format!("{info}/METADATA"), metadata(env, project)?.into_bytes(), 0o644));
@@ -428,9 +428,9 @@ pub fn write_hatchling_wheel(env: &Path, dist: &Path) -> Result<PathBuf> {
     record.push_str(&format!("{info}/RECORD,,\n"));
     members.push((format!("{info}/RECORD"), record.into_bytes(), 0o644));
     let filename = format!("{dist_name}-{}-{}-none-any.whl", version.replace('-', "_"), python_tag(project));
-    std::fs::create_dir_all(dist).map_err(|e| HubError::io(dist, e))?;
+    std::fs::create_dir_all(dist).map_err(|e| ClientError::io(dist, e))?;
     let path = dist.join(filename);
-    std::fs::write(&path, zip_bytes(&members)?).map_err(|e| HubError::io(&path, e))?;
+    std::fs::write(&path, zip_bytes(&members)?).map_err(|e| ClientError::io(&path, e))?;
     Ok(path)
 }
 
@@ -501,7 +501,7 @@ fn u32_at(bytes: &[u8], at: usize) -> Option<usize> {
 
 /// One member of a zip, by a predicate on its name: (name, bytes).
 pub fn zip_member(zip: &[u8], wanted: impl Fn(&str) -> bool) -> Result<Option<(String, Vec<u8>)>> {
-    let corrupt = || HubError::Client("the built wheel is not a readable zip".into());
+    let corrupt = || ClientError::Wheel("the built wheel is not a readable zip".into());
     let end = (0..zip.len().saturating_sub(21)).rev().find(|&at| zip[at..].starts_with(&[0x50, 0x4b, 0x05, 0x06])).ok_or_else(corrupt)?;
     let (count, mut at) = (u16_at(zip, end + 10).ok_or_else(corrupt)?, u32_at(zip, end + 16).ok_or_else(corrupt)?);
     for _ in 0..count {
@@ -531,7 +531,7 @@ pub fn zip_member(zip: &[u8], wanted: impl Fn(&str) -> bool) -> Result<Option<(S
                 out
             }
             _ => {
-                return Err(HubError::Client(format!(
+                return Err(ClientError::Wheel(format!(
                     "the built wheel stores {name} with zip method {method}, which this client cannot read"
                 )))
             }

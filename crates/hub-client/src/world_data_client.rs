@@ -11,7 +11,7 @@
 //! `complete`, and (unless `--no-wait`) the batch polled to a terminal state.
 
 use crate::client::{basic_auth, EnvCredentials};
-use crate::error::HubError;
+use crate::ClientError;
 use gateway_common::url::quote_segment;
 pub use gateway_world::check::Merge;
 use gateway_world::chunks::{compress_chunk, cut_chunks, Chunk, ChunkOptions, RawChunk, CHUNK_BYTES};
@@ -23,10 +23,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-type Result<T> = std::result::Result<T, HubError>;
+type Result<T> = std::result::Result<T, ClientError>;
 
-fn fail(message: impl Into<String>) -> HubError {
-    HubError::Client(message.into())
+fn fail(message: impl Into<String>) -> ClientError {
+    ClientError::Failed(message.into())
 }
 
 /// The manifest format this client writes and reads.
@@ -60,12 +60,12 @@ impl WorldDataClient {
     /// A client for `host` with a key pair; the original's refusals when either is missing.
     pub fn new(host: &str, public_key: &str, secret_key: &str) -> Result<WorldDataClient> {
         if host.is_empty() {
-            return Err(fail("host is required (e.g. https://withgateway.ai)"));
+            return Err(ClientError::Setup("host is required (e.g. https://withgateway.ai)".into()));
         }
         if public_key.is_empty() || secret_key.is_empty() {
-            return Err(fail("both public_key and secret_key are required"));
+            return Err(ClientError::Setup("both public_key and secret_key are required".into()));
         }
-        let http = reqwest::blocking::Client::builder().build().map_err(|e| fail(format!("HTTP client: {e}")))?;
+        let http = reqwest::blocking::Client::builder().build().map_err(|e| ClientError::Setup(format!("HTTP client: {e}")))?;
         Ok(WorldDataClient { host: host.trim_end_matches('/').to_string(), auth: basic_auth(public_key, secret_key), http })
     }
 
@@ -82,17 +82,19 @@ impl WorldDataClient {
         if let Some(body) = body {
             request = request.header("Content-Type", "application/json").body(json::dumps(body, PYTHON_DUMPS));
         }
-        let response = request.send().map_err(|e| fail(format!("{method} {path} -> {}", reason(e))))?;
+        let response = request.send().map_err(|e| ClientError::Unreachable(format!("{method} {path} -> {}", reason(e))))?;
         let status = response.status();
-        let text = response.text().map_err(|e| fail(format!("{method} {path} -> {}", reason(e))))?;
+        let text = response.text().map_err(|e| ClientError::Unreachable(format!("{method} {path} -> {}", reason(e))))?;
         if !status.is_success() {
             let detail: String = text.chars().take(500).collect();
-            return Err(fail(format!("{method} {path} -> {}: {detail}", status.as_u16())));
+            return Err(ClientError::Refused(format!("{method} {path} -> {}: {detail}", status.as_u16())));
         }
         if text.is_empty() {
             return Ok(Value::Object(Map::default()));
         }
-        json::parse(&text).map(|p| p.value).map_err(|e| fail(format!("{method} {path} -> {}: not JSON ({e:?})", status.as_u16())))
+        json::parse(&text)
+            .map(|p| p.value)
+            .map_err(|e| ClientError::BadAnswer(format!("{method} {path} -> {}: not JSON ({e:?})", status.as_u16())))
     }
 
     /// `/api/public/worlds/<slug without @ref>/data`.
@@ -180,7 +182,7 @@ impl WorldDataClient {
     /// PUT a chunk to its signed URL with no auth: exactly `headers` when the hub gave
     /// them, else the gzip content type (the length comes with the body).
     pub fn put_object(&self, url: &str, path: &Path, size: u64, headers: Option<&Map>) -> Result<()> {
-        let file = std::fs::File::open(path).map_err(|e| HubError::io(path, e))?;
+        let file = std::fs::File::open(path).map_err(|e| ClientError::io(path, e))?;
         let mut request = self.http.put(url).timeout(UPLOAD_TIMEOUT);
         match headers {
             Some(headers) => {
@@ -193,12 +195,14 @@ impl WorldDataClient {
             }
             None => request = request.header("Content-Type", "application/gzip"),
         }
-        let response =
-            request.body(reqwest::blocking::Body::sized(file, size)).send().map_err(|e| fail(format!("chunk PUT -> {}", reason(e))))?;
+        let response = request
+            .body(reqwest::blocking::Body::sized(file, size))
+            .send()
+            .map_err(|e| ClientError::Unreachable(format!("chunk PUT -> {}", reason(e))))?;
         if !response.status().is_success() {
             let code = response.status().as_u16();
             let detail: String = response.text().unwrap_or_default().chars().take(300).collect();
-            return Err(fail(format!("chunk PUT -> {code}: {detail}")));
+            return Err(ClientError::Refused(format!("chunk PUT -> {code}: {detail}")));
         }
         Ok(())
     }
@@ -211,8 +215,8 @@ impl WorldDataClient {
             .timeout(CALL_TIMEOUT)
             .send()
             .and_then(|r| r.error_for_status())
-            .map_err(|e| fail(format!("report download failed: {e}")))?;
-        response.text().map_err(|e| fail(format!("report download failed: {e}")))
+            .map_err(|e| ClientError::Unreachable(format!("report download failed: {e}")))?;
+        response.text().map_err(|e| ClientError::Unreachable(format!("report download failed: {e}")))
     }
 }
 
@@ -342,10 +346,10 @@ impl Manifest {
     /// A new manifest (and `.gateway/.gitignore` holding `*` when there is none).
     pub fn create(base: &Path, batch_id: &str, slug: &str, host: &str, flags: &Flags, inputs: &[String]) -> Result<Manifest> {
         let directory = base.join(MANIFEST_DIR);
-        std::fs::create_dir_all(&directory).map_err(|e| HubError::io(&directory, e))?;
+        std::fs::create_dir_all(&directory).map_err(|e| ClientError::io(&directory, e))?;
         let ignore = base.join(".gateway/.gitignore");
         if !ignore.exists() {
-            std::fs::write(&ignore, "*\n").map_err(|e| HubError::io(&ignore, e))?;
+            std::fs::write(&ignore, "*\n").map_err(|e| ClientError::io(&ignore, e))?;
         }
         let data = object([
             ("version", Value::Int(MANIFEST_VERSION)),
@@ -367,7 +371,7 @@ impl Manifest {
 
     /// Read a manifest; one of another format version is refused.
     pub fn load(path: &Path) -> Result<Manifest> {
-        let text = std::fs::read_to_string(path).map_err(|e| HubError::io(path, e))?;
+        let text = std::fs::read_to_string(path).map_err(|e| ClientError::io(path, e))?;
         let value = json::parse(&text).map_err(|e| fail(format!("{}: not JSON ({e:?})", path.display())))?.value;
         let Value::Object(map) = value else { return Err(fail(format!("{} is not a manifest", path.display()))) };
         let version = map.get("version").cloned().unwrap_or(Value::Null);
@@ -440,8 +444,8 @@ impl Manifest {
             )
         );
         let tmp = self.path.with_extension("json.tmp");
-        std::fs::write(&tmp, text).map_err(|e| HubError::io(&tmp, e))?;
-        std::fs::rename(&tmp, &self.path).map_err(|e| HubError::io(&self.path, e))
+        std::fs::write(&tmp, text).map_err(|e| ClientError::io(&tmp, e))?;
+        std::fs::rename(&tmp, &self.path).map_err(|e| ClientError::io(&self.path, e))
     }
 
     /// Write it (atomically: a temporary file renamed over it).
@@ -580,15 +584,15 @@ fn upload(client: &WorldDataClient, slug: &str, batch_id: &str, chunk: &Chunk, m
     let chunk_id = registered.get("chunkId").cloned().unwrap_or(Value::Null);
     let id_text = chunk_id.as_str().unwrap_or_default().to_string();
     if !matches!(registered.get("uploaded"), Some(v) if crate::client::truthy(v)) {
-        let url = registered
-            .get("uploadUrl")
-            .and_then(Value::as_str)
-            .filter(|u| !u.is_empty())
-            .ok_or_else(|| fail(format!("chunk {}: the platform gave neither uploaded nor an uploadUrl", chunk.ordinal)))?;
+        let url = registered.get("uploadUrl").and_then(Value::as_str).filter(|u| !u.is_empty()).ok_or_else(|| {
+            ClientError::BadAnswer(format!("chunk {}: the platform gave neither uploaded nor an uploadUrl", chunk.ordinal))
+        })?;
         let headers = match registered.get("uploadHeaders") {
             None | Some(Value::Null) => None,
             Some(Value::Object(map)) if map.values().all(|v| v.as_str().is_some()) => Some(map),
-            Some(_) => return Err(fail(format!("chunk {}: uploadHeaders must map header names to strings", chunk.ordinal))),
+            Some(_) => {
+                return Err(ClientError::BadAnswer(format!("chunk {}: uploadHeaders must map header names to strings", chunk.ordinal)))
+            }
         };
         client.put_object(url, &chunk.path, chunk.bytes, headers)?;
         client.mark_uploaded(slug, batch_id, &id_text)?;
@@ -637,7 +641,7 @@ pub fn import_rows(
             .get("batchId")
             .and_then(Value::as_str)
             .filter(|b| !b.is_empty())
-            .ok_or_else(|| fail("the platform opened no batch (no batchId in the answer)"))?
+            .ok_or_else(|| ClientError::BadAnswer("the platform opened no batch (no batchId in the answer)".into()))?
             .to_string();
         if let Some(limit) = opened.get("limits").and_then(|l| l.get("chunkBytes")).and_then(Value::as_i64) {
             if options.flags.chunk_bytes as i64 > limit {
@@ -654,7 +658,7 @@ pub fn import_rows(
     let parallel = options.parallel.max(1);
     let (sender, receiver) = std::sync::mpsc::sync_channel::<RawChunk>(parallel);
     let receiver = Arc::new(Mutex::new(receiver));
-    let error: Arc<Mutex<Option<HubError>>> = Arc::new(Mutex::new(None));
+    let error: Arc<Mutex<Option<ClientError>>> = Arc::new(Mutex::new(None));
     let failed = || error.lock().expect("error lock").is_some();
     let cut = std::thread::scope(|scope| {
         for _ in 0..parallel {
@@ -744,11 +748,11 @@ pub fn wait(client: &WorldDataClient, slug: &str, batch_id: &str, progress: &dyn
 pub fn write_status_report(client: &WorldDataClient, status: &Value, destination: &Path) -> Result<usize> {
     if let Some(url) = status.get("reportUrl").and_then(Value::as_str).filter(|u| !u.is_empty()) {
         let text = client.fetch_report(url)?;
-        std::fs::write(destination, text).map_err(|e| HubError::io(destination, e))?;
+        std::fs::write(destination, text).map_err(|e| ClientError::io(destination, e))?;
         return Ok(status.get("refusalCount").and_then(Value::as_i64).unwrap_or(0).max(0) as usize);
     }
     let records = status.get("refusals").and_then(Value::as_array).cloned().unwrap_or_default();
-    std::fs::write(destination, report_text(&records)).map_err(|e| HubError::io(destination, e))?;
+    std::fs::write(destination, report_text(&records)).map_err(|e| ClientError::io(destination, e))?;
     Ok(records.len())
 }
 

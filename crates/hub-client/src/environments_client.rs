@@ -15,7 +15,7 @@
 
 use crate::client::{basic_auth, truthy, EnvCredentials};
 use crate::error::error_chain;
-use crate::HubError;
+use crate::ClientError;
 use gateway_common::url::quote;
 use gateway_common::url::quote_plus;
 use gateway_world::json::{self, object, python_str, DumpOptions, Map, Value};
@@ -29,10 +29,10 @@ pub const MAX_WAIT_SECONDS: i64 = 50;
 /// The budget `environment run` gives each run-status request while it waits.
 const RUN_POLL_BUDGET: f64 = 45.0;
 
-type Result<T> = std::result::Result<T, HubError>;
+type Result<T> = std::result::Result<T, ClientError>;
 
-fn fail(message: impl Into<String>) -> HubError {
-    HubError::Client(message.into())
+fn fail(message: impl Into<String>) -> ClientError {
+    ClientError::Failed(message.into())
 }
 
 // ------------------------------------------------------------------ models
@@ -373,7 +373,7 @@ fn dump(model: &Model, value: &Value, path: &str) -> std::result::Result<Value, 
 
 /// Read an answer as `model`; a mismatch is pydantic's refusal, in one line.
 fn read(model: &Model, answer: &Value) -> Result<Value> {
-    dump(model, answer, "").map_err(|problem| fail(format!("1 validation error for {}: {problem}", model.name)))
+    dump(model, answer, "").map_err(|problem| ClientError::BadAnswer(format!("1 validation error for {}: {problem}", model.name)))
 }
 
 // ------------------------------------------------------------------ client
@@ -414,12 +414,15 @@ impl EnvironmentsClient {
     pub fn from_env(host: Option<&str>) -> Result<EnvironmentsClient> {
         let credentials = EnvCredentials::read(host);
         if credentials.host.is_empty() {
-            return Err(fail("host is required (e.g. https://withgateway.ai)"));
+            return Err(ClientError::Setup("host is required (e.g. https://withgateway.ai)".into()));
         }
         if credentials.public_key.is_empty() || credentials.secret_key.is_empty() {
-            return Err(fail("both public_key and secret_key are required"));
+            return Err(ClientError::Setup("both public_key and secret_key are required".into()));
         }
-        let http = reqwest::blocking::Client::builder().timeout(REQUEST_TIMEOUT).build().map_err(|e| fail(format!("HTTP client: {e}")))?;
+        let http = reqwest::blocking::Client::builder()
+            .timeout(REQUEST_TIMEOUT)
+            .build()
+            .map_err(|e| ClientError::Setup(format!("HTTP client: {e}")))?;
         Ok(EnvironmentsClient {
             host: credentials.host.trim_end_matches('/').to_string(),
             auth: basic_auth(&credentials.public_key, &credentials.secret_key),
@@ -437,17 +440,17 @@ impl EnvironmentsClient {
                 .header("Content-Type", "application/json")
                 .body(json::dumps(body, DumpOptions { sort_keys: false, ensure_ascii: true, indent: None, compact: false }));
         }
-        let response = request.send().map_err(|e| fail(format!("{method} {path} -> {}", error_chain(&e))))?;
+        let response = request.send().map_err(|e| ClientError::Unreachable(format!("{method} {path} -> {}", error_chain(&e))))?;
         let status = response.status();
-        let bytes = response.bytes().map_err(|e| fail(format!("{method} {path} -> {}", error_chain(&e))))?;
+        let bytes = response.bytes().map_err(|e| ClientError::Unreachable(format!("{method} {path} -> {}", error_chain(&e))))?;
         let text = String::from_utf8_lossy(&bytes);
         if !status.is_success() {
             let detail: String = text.chars().take(500).collect();
-            return Err(fail(format!("{method} {path} -> {}: {detail}", status.as_u16())));
+            return Err(ClientError::Refused(format!("{method} {path} -> {}: {detail}", status.as_u16())));
         }
         json::parse_loads(&text)
             .map(|parsed| parsed.value)
-            .map_err(|e| fail(format!("{method} {path} -> {}: the answer is not JSON ({e:?})", status.as_u16())))
+            .map_err(|e| ClientError::BadAnswer(format!("{method} {path} -> {}: the answer is not JSON ({e:?})", status.as_u16())))
     }
 
     fn get(&self, model: &Model, path: &str) -> Result<Value> {

@@ -1,15 +1,48 @@
 //! The rubric judge: an LLM behind any OpenAI-compatible chat-completions endpoint
 //! reads a task's rubric, the session's final state and its call log, and scores
 //! each criterion. The host never calls a model (a rubric grade comes back
-//! `pending`); the hub does, here.
+//! `pending`); the hub's server (a session's grade call) and the runner (`worlds run`
+//! against a local world) do, both through this crate.
 //!
 //! Configured by environment: `GATEWAY_JUDGE_BASE_URL` (e.g.
 //! `https://openrouter.ai/api/v1`), `GATEWAY_JUDGE_API_KEY` and `GATEWAY_JUDGE_MODEL`;
 //! `OPENAI_BASE_URL`/`OPENAI_API_KEY`, or `OPENROUTER_API_KEY`, when those are unset.
 //! The task's `grader.model.model` overrides the model.
+//!
+//! It is not a grader of assertions or python checks (those are `gateway-world`'s
+//! `task` module, run by the host), keeps nothing, and knows nothing of the hub.
 
 use gateway_world::json::{self, object, Map, Value};
 use std::time::Duration;
+
+/// Why a rubric grade could not be judged; the text is what a session's call log
+/// and a run's rollout record.
+#[derive(Debug, thiserror::Error)]
+pub enum JudgeError {
+    /// No judge is configured where the grade is asked for.
+    #[error(
+        "rubric grading needs a judge: set GATEWAY_JUDGE_BASE_URL, GATEWAY_JUDGE_API_KEY and GATEWAY_JUDGE_MODEL \
+                    (any OpenAI-compatible endpoint) where the hub runs"
+    )]
+    NotConfigured,
+    /// The endpoint could not be reached or its answer read.
+    #[error("the rubric judge could not be reached: {0}")]
+    Unreachable(#[source] reqwest::Error),
+    /// The endpoint answered with an error status (the body's first 400 characters).
+    #[error("the rubric judge answered {status}: {body}")]
+    Refused {
+        /// The HTTP status, as reqwest prints it (`500 Internal Server Error`).
+        status: reqwest::StatusCode,
+        /// The start of the answer's body.
+        body: String,
+    },
+    /// A success without `choices[0].message.content`.
+    #[error("the rubric judge's answer has no choices[0].message.content")]
+    NoContent,
+    /// The model's message holds no JSON object (its first 200 characters).
+    #[error("the rubric judge did not answer JSON: {0}")]
+    NotJson(String),
+}
 
 /// Where the judge is and who it is.
 #[derive(Debug, Clone)]
@@ -46,17 +79,13 @@ the final state of the service and the agent's calls. Answer with one JSON objec
 Without criteria, give only reward and reason.";
 
 /// Judge a rubric grade: `{reward, rewards, grader: "rubric", reason}`, or why not.
-pub async fn judge(spec: &Value, state: &Value, calls: &[Value]) -> Result<Value, String> {
-    let Some(config) = JudgeConfig::from_env() else {
-        return Err("rubric grading needs a judge: set GATEWAY_JUDGE_BASE_URL, GATEWAY_JUDGE_API_KEY and GATEWAY_JUDGE_MODEL \
-                    (any OpenAI-compatible endpoint) where the hub runs"
-            .into());
-    };
+pub async fn judge(spec: &Value, state: &Value, calls: &[Value]) -> Result<Value, JudgeError> {
+    let Some(config) = JudgeConfig::from_env() else { return Err(JudgeError::NotConfigured) };
     judge_with(&config, spec, state, calls).await
 }
 
 /// [`judge`] with an explicit configuration.
-pub async fn judge_with(config: &JudgeConfig, spec: &Value, state: &Value, calls: &[Value]) -> Result<Value, String> {
+pub async fn judge_with(config: &JudgeConfig, spec: &Value, state: &Value, calls: &[Value]) -> Result<Value, JudgeError> {
     let grader = spec.get("grader").cloned().unwrap_or_default();
     let model = grader.get("model").and_then(|m| m.get("model")).and_then(Value::as_str).unwrap_or(&config.model).to_string();
     let criteria = grader.get("criteria").cloned().unwrap_or(Value::Array(Vec::new()));
@@ -98,18 +127,17 @@ pub async fn judge_with(config: &JudgeConfig, spec: &Value, state: &Value, calls
         .timeout(Duration::from_secs(180))
         .send()
         .await
-        .map_err(|e| format!("the rubric judge could not be reached: {e}"))?;
+        .map_err(JudgeError::Unreachable)?;
     let status = response.status();
     let text = response.text().await.unwrap_or_default();
     if !status.is_success() {
-        return Err(format!("the rubric judge answered {status}: {}", text.chars().take(400).collect::<String>()));
+        return Err(JudgeError::Refused { status, body: text.chars().take(400).collect() });
     }
     let content = json::parse(&text)
         .ok()
         .and_then(|p| p.value.get("choices")?.as_array()?.first()?.get("message")?.get("content")?.as_str().map(str::to_string))
-        .ok_or_else(|| "the rubric judge's answer has no choices[0].message.content".to_string())?;
-    let verdict = extract_object(&content)
-        .ok_or_else(|| format!("the rubric judge did not answer JSON: {}", content.chars().take(200).collect::<String>()))?;
+        .ok_or(JudgeError::NoContent)?;
+    let verdict = extract_object(&content).ok_or_else(|| JudgeError::NotJson(content.chars().take(200).collect()))?;
     Ok(score(&verdict, &criteria))
 }
 

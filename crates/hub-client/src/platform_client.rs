@@ -11,7 +11,7 @@
 //! `server/agents.rs`, `server/runs.rs` and `server/release.rs`.
 
 use crate::client::{basic_auth, truthy};
-use crate::error::HubError;
+use crate::ClientError;
 use gateway_world::json::{self, python_repr, python_str, DumpOptions, Map, Value};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -104,9 +104,9 @@ pub struct PlatformClient {
 
 impl PlatformClient {
     /// A client of `credentials.host` with a request timeout.
-    pub fn new(credentials: &Credentials, timeout: Duration) -> Result<PlatformClient, HubError> {
+    pub fn new(credentials: &Credentials, timeout: Duration) -> Result<PlatformClient, ClientError> {
         let http =
-            reqwest::blocking::Client::builder().timeout(timeout).build().map_err(|e| HubError::Client(format!("HTTP client: {e}")))?;
+            reqwest::blocking::Client::builder().timeout(timeout).build().map_err(|e| ClientError::Setup(format!("HTTP client: {e}")))?;
         Ok(PlatformClient {
             base: credentials.host.trim_end_matches('/').to_string(),
             auth: basic_auth(&credentials.public_key, &credentials.secret_key),
@@ -120,7 +120,7 @@ impl PlatformClient {
     }
 
     /// One request: `query` pairs are URL-encoded, `body` sent as JSON.
-    pub fn request(&self, method: &str, path: &str, query: &[(&str, String)], body: Option<&Value>) -> Result<Reply, HubError> {
+    pub fn request(&self, method: &str, path: &str, query: &[(&str, String)], body: Option<&Value>) -> Result<Reply, ClientError> {
         let mut url = format!("{}{path}", self.base);
         if !query.is_empty() {
             let pairs: Vec<String> = query
@@ -129,35 +129,36 @@ impl PlatformClient {
                 .collect();
             url = format!("{url}?{}", pairs.join("&"));
         }
-        let method = reqwest::Method::from_bytes(method.as_bytes()).map_err(|e| HubError::Client(e.to_string()))?;
+        let method = reqwest::Method::from_bytes(method.as_bytes()).map_err(|e| ClientError::Failed(e.to_string()))?;
         let mut request = self.http.request(method, &url).header("Authorization", &self.auth);
         if let Some(body) = body {
             let text = json::dumps(body, DumpOptions { sort_keys: false, ensure_ascii: false, indent: None, compact: true });
             request = request.header("Content-Type", "application/json").body(text);
         }
-        let response = request.send().map_err(|e| HubError::Client(format!("Error connecting to {}: {}", self.base, without_url(e))))?;
+        let response =
+            request.send().map_err(|e| ClientError::Unreachable(format!("Error connecting to {}: {}", self.base, without_url(e))))?;
         let status = response.status().as_u16();
-        let text = response.text().map_err(|e| HubError::Client(format!("Error reading the answer of {}: {e}", self.base)))?;
+        let text = response.text().map_err(|e| ClientError::Unreachable(format!("Error reading the answer of {}: {e}", self.base)))?;
         Ok(Reply { status, text })
     }
 
     /// `GET path`.
-    pub fn get(&self, path: &str, query: &[(&str, String)]) -> Result<Reply, HubError> {
+    pub fn get(&self, path: &str, query: &[(&str, String)]) -> Result<Reply, ClientError> {
         self.request("GET", path, query, None)
     }
 
     /// `POST path` with a JSON body.
-    pub fn post(&self, path: &str, body: &Value) -> Result<Reply, HubError> {
+    pub fn post(&self, path: &str, body: &Value) -> Result<Reply, ClientError> {
         self.request("POST", path, &[], Some(body))
     }
 
     /// `PUT path` with a JSON body.
-    pub fn put(&self, path: &str, body: &Value) -> Result<Reply, HubError> {
+    pub fn put(&self, path: &str, body: &Value) -> Result<Reply, ClientError> {
         self.request("PUT", path, &[], Some(body))
     }
 
     /// `DELETE path`.
-    pub fn delete(&self, path: &str) -> Result<Reply, HubError> {
+    pub fn delete(&self, path: &str) -> Result<Reply, ClientError> {
         self.request("DELETE", path, &[], None)
     }
 }

@@ -5,7 +5,7 @@
 //! template's files from a template directory or the world directory it was authored in.
 
 use crate::client::{basic_auth, EnvCredentials};
-use crate::error::HubError;
+use crate::ClientError;
 use gateway_common::url::quote;
 use gateway_common::url::quote_plus;
 use gateway_world::json::{self, object, DumpOptions, Map, Value};
@@ -17,10 +17,10 @@ const CONNECTORS: &str = "/api/public/context/connectors";
 const HUB: &str = "/api/public/connectors/hub";
 const CLONE: &str = "/api/public/connectors/clone";
 
-type Result<T> = std::result::Result<T, HubError>;
+type Result<T> = std::result::Result<T, ClientError>;
 
-fn fail(message: impl Into<String>) -> HubError {
-    HubError::Client(message.into())
+fn fail(message: impl Into<String>) -> ClientError {
+    ClientError::Failed(message.into())
 }
 
 /// A pulled connector: its `repo`, the resolved `commit`, and its files as text.
@@ -75,15 +75,15 @@ impl ConnectorsClient {
     pub fn from_env(host: Option<&str>) -> Result<ConnectorsClient> {
         let credentials = EnvCredentials::read(host);
         if credentials.host.is_empty() {
-            return Err(fail("host is required (e.g. https://withgateway.ai)"));
+            return Err(ClientError::Setup("host is required (e.g. https://withgateway.ai)".into()));
         }
         if credentials.public_key.is_empty() || credentials.secret_key.is_empty() {
-            return Err(fail("both public_key and secret_key are required"));
+            return Err(ClientError::Setup("both public_key and secret_key are required".into()));
         }
         let http = reqwest::blocking::Client::builder()
             .timeout(Duration::from_secs(120))
             .build()
-            .map_err(|e| fail(format!("HTTP client: {e}")))?;
+            .map_err(|e| ClientError::Setup(format!("HTTP client: {e}")))?;
         Ok(ConnectorsClient {
             host: credentials.host.trim_end_matches('/').to_string(),
             auth: basic_auth(&credentials.public_key, &credentials.secret_key),
@@ -99,18 +99,20 @@ impl ConnectorsClient {
                 .header("Content-Type", "application/json")
                 .body(json::dumps(body, DumpOptions { sort_keys: false, ensure_ascii: true, indent: None, compact: false }));
         }
-        let response = request.send().map_err(|e| fail(format!("{method} {path} -> {e}")))?;
+        let response = request.send().map_err(|e| ClientError::Unreachable(format!("{method} {path} -> {e}")))?;
         let status = response.status();
-        let bytes = response.bytes().map_err(|e| fail(format!("{method} {path} -> {e}")))?;
+        let bytes = response.bytes().map_err(|e| ClientError::Unreachable(format!("{method} {path} -> {e}")))?;
         let text = String::from_utf8_lossy(&bytes);
         if !status.is_success() {
             let detail: String = text.chars().take(500).collect();
-            return Err(fail(format!("{method} {path} -> {}: {detail}", status.as_u16())));
+            return Err(ClientError::Refused(format!("{method} {path} -> {}: {detail}", status.as_u16())));
         }
         if text.is_empty() {
             return Ok(Value::Object(Map::default()));
         }
-        json::parse_loads(&text).map(|p| p.value).map_err(|e| fail(format!("{method} {path} -> {}: not JSON ({e:?})", status.as_u16())))
+        json::parse_loads(&text)
+            .map(|p| p.value)
+            .map_err(|e| ClientError::BadAnswer(format!("{method} {path} -> {}: not JSON ({e:?})", status.as_u16())))
     }
 
     /// `/context/connectors/<slug>[?query]`; a slug must be one path segment.

@@ -19,6 +19,7 @@
 //! `worlds ci` falls back to 0.7). Only the members that can hold a bar are read from
 //! the tarball, each capped; this module neither fetches nor caches (the server does).
 
+use crate::BundleError;
 use std::collections::BTreeMap;
 use std::io::Read;
 
@@ -28,16 +29,16 @@ pub const BAR_SOURCES: [&str; 3] = ["gateway-env.toml", "server/world/gateway-en
 pub const MEMBER_CAP: u64 = 256 * 1024;
 
 /// A bar from `gateway-env.toml` text: `[eval] pass_threshold`.
-pub fn manifest_bar(text: &str) -> Result<Option<f64>, String> {
+pub fn manifest_bar(text: &str) -> Result<Option<f64>, BundleError> {
     bar_at(text, &["eval"], "gateway-env.toml [eval] pass_threshold")
 }
 
 /// A bar from `pyproject.toml` text: `[tool.gateway] pass_threshold`.
-pub fn pyproject_bar(text: &str) -> Result<Option<f64>, String> {
+pub fn pyproject_bar(text: &str) -> Result<Option<f64>, BundleError> {
     bar_at(text, &["tool", "gateway"], "pyproject.toml [tool.gateway] pass_threshold")
 }
 
-fn bar_at(text: &str, tables: &[&str], shown: &str) -> Result<Option<f64>, String> {
+fn bar_at(text: &str, tables: &[&str], shown: &str) -> Result<Option<f64>, BundleError> {
     let Ok(root) = text.parse::<toml::Table>() else { return Ok(None) };
     let mut table = &root;
     for name in tables {
@@ -50,12 +51,14 @@ fn bar_at(text: &str, tables: &[&str], shown: &str) -> Result<Option<f64>, Strin
         None => return Ok(None),
         Some(toml::Value::Float(x)) => *x,
         Some(toml::Value::Integer(n)) => *n as f64,
-        Some(other) => return Err(format!("{shown} must be a number from 0 to 1, not a {}", other.type_str())),
+        Some(other) => {
+            return Err(BundleError::InvalidPassBar(format!("{shown} must be a number from 0 to 1, not a {}", other.type_str())))
+        }
     };
     if (0.0..=1.0).contains(&value) {
         Ok(Some(value))
     } else {
-        Err(format!("{shown} must be a number from 0 to 1, not {value}"))
+        Err(BundleError::InvalidPassBar(format!("{shown} must be a number from 0 to 1, not {value}")))
     }
 }
 
@@ -102,14 +105,14 @@ mod tests {
 
     #[test]
     fn bars_from_manifests() {
-        assert_eq!(manifest_bar("[eval]\npass_threshold = 0.8\n"), Ok(Some(0.8)));
-        assert_eq!(manifest_bar("[eval]\npass_threshold = 1\n"), Ok(Some(1.0)));
-        assert_eq!(manifest_bar("[environment]\nname = 'x'\n"), Ok(None));
-        assert_eq!(manifest_bar("not toml ["), Ok(None));
-        assert!(manifest_bar("[eval]\npass_threshold = 1.5\n").unwrap_err().contains("from 0 to 1, not 1.5"));
-        assert!(manifest_bar("[eval]\npass_threshold = 'high'\n").unwrap_err().ends_with("not a string"));
-        assert_eq!(pyproject_bar("[project]\nname='w'\n[tool.gateway]\npass_threshold = 0.6\n"), Ok(Some(0.6)));
-        assert_eq!(pyproject_bar("[tool.other]\npass_threshold = 0.6\n"), Ok(None));
+        assert_eq!(manifest_bar("[eval]\npass_threshold = 0.8\n").unwrap(), Some(0.8));
+        assert_eq!(manifest_bar("[eval]\npass_threshold = 1\n").unwrap(), Some(1.0));
+        assert_eq!(manifest_bar("[environment]\nname = 'x'\n").unwrap(), None);
+        assert_eq!(manifest_bar("not toml [").unwrap(), None);
+        assert!(manifest_bar("[eval]\npass_threshold = 1.5\n").unwrap_err().to_string().contains("from 0 to 1, not 1.5"));
+        assert!(manifest_bar("[eval]\npass_threshold = 'high'\n").unwrap_err().to_string().ends_with("not a string"));
+        assert_eq!(pyproject_bar("[project]\nname='w'\n[tool.gateway]\npass_threshold = 0.6\n").unwrap(), Some(0.6));
+        assert_eq!(pyproject_bar("[tool.other]\npass_threshold = 0.6\n").unwrap(), None);
     }
 
     #[test]
