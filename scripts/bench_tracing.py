@@ -9,6 +9,7 @@ load falls on all three alike:
   on loopback that accepts and drops them (OTEL_EXPORTER_OTLP_ENDPOINT).
 
     scripts/bench_tracing.py --ours target/release/gateway [--rows 20000] [--rounds 3] [--seconds 5]
+    scripts/bench_tracing.py --ours before=/tmp/a --ours after=/tmp/b …   (builds side by side)
 
 The world, the session and the wrk load are bench_host.py's (`GET /v2/records/r777`,
 2 threads, 16 connections). Prints a Markdown table; no threshold is asserted.
@@ -63,12 +64,12 @@ def collector() -> tuple[http.server.ThreadingHTTPServer, str, list[int]]:
     return server, f"http://127.0.0.1:{server.server_address[1]}", received
 
 
-def start(args, root: Path, port: int, env_extra: dict, log: Path) -> subprocess.Popen:
+def start(binary: str, root: Path, port: int, env_extra: dict, log: Path) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_") and k != "GATEWAY_LOG"}
     env.update({"WORLDS_HOST_SECRET": bench_host.SECRET, "WORLDS_INGRESS_DOMAIN": bench_host.DOMAIN,
                 "WORLDS_HOST_PLAIN_HTTP": "1", "GATEWAY_WORLD_CLOCK": "1767225600"})
     env.update(env_extra)
-    argv = [args.ours, "host", "serve", "--addr", f"127.0.0.1:{port}", "--root", str(root),
+    argv = [binary, "host", "serve", "--addr", f"127.0.0.1:{port}", "--root", str(root),
             "--secret", bench_host.SECRET, "--domain", bench_host.DOMAIN]
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=open(log, "w"), start_new_session=True)
     deadline = time.time() + 60
@@ -86,7 +87,7 @@ def start(args, root: Path, port: int, env_extra: dict, log: Path) -> subprocess
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--ours", required=True)
+    parser.add_argument("--ours", action="append", required=True, metavar="[LABEL=]PATH")
     parser.add_argument("--rows", type=int, default=20000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=int, default=5)
@@ -96,18 +97,20 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="bench-tracing-"))
     sink, sink_url, received = collector()
     try:
-        bundle = bench_host.build_bundle(args.rows, work, [args.ours])
+        builds = [tuple(spec.split("=", 1)) if "=" in spec else ("ours", spec) for spec in args.ours]
+        bundle = bench_host.build_bundle(args.rows, work, [builds[0][1]])
         files, bundle_url = bench_host.serve_file(bundle)
-        results: dict[str, list[float]] = {mode: [] for mode in MODES}
+        results: dict[str, list[float]] = {f"{label}: {mode}": [] for label, _ in builds for mode in MODES}
         for round_ in range(args.rounds):
-            for mode, extra in MODES.items():
+            for (label, binary), (mode, extra) in [(b, m) for b in builds for m in MODES.items()]:
                 extra = {k: (sink_url if v is None else v) for k, v in extra.items()}
                 if "OTEL_EXPORTER_OTLP_ENDPOINT" in extra:
                     extra["OTEL_EXPORTER_OTLP_PROTOCOL"] = "http/protobuf"
-                root = work / f"root-{round_}-{len(results[mode])}-{abs(hash(mode))}"
+                key = f"{label}: {mode}"
+                root = work / f"root-{round_}-{len(results[key])}-{abs(hash(key))}"
                 root.mkdir()
                 port = bench_host.free_port()
-                proc = start(args, root, port, extra, work / "host.log")
+                proc = start(binary, root, port, extra, work / "host.log")
                 try:
                     control = bench_host.Control(port)
                     body = {"sessionId": "first", "versionId": "bench-v1", "bundleUrl": bundle_url,
@@ -116,7 +119,7 @@ def main() -> int:
                     if status != 200:
                         raise SystemExit(f"open answered {status}: {answer}")
                     bench_host.wrk(port, "first", 1)  # warm
-                    results[mode].append(bench_host.wrk(port, "first", args.seconds))
+                    results[key].append(bench_host.wrk(port, "first", args.seconds))
                     control.call("DELETE", "/__host/sessions/first")
                 finally:
                     # SIGTERM drains (the host waits for open sessions): closed above.
@@ -131,12 +134,14 @@ def main() -> int:
     finally:
         sink.shutdown()
         shutil.rmtree(work, ignore_errors=True)
-    base = statistics.median(results["quiet (GATEWAY_LOG=warn)"])
     print(f"| GET /v2/records/r777 on one session, {args.rows} rows | median req/s of {args.rounds} | vs quiet |")
     print("| --- | ---: | ---: |")
-    for mode, values in results.items():
+    for key, values in results.items():
+        label = key.split(": ", 1)[0]
+        base = statistics.median(results[f"{label}: quiet (GATEWAY_LOG=warn)"])
         median = statistics.median(values)
-        print(f"| {mode} | {median:,.0f} | {100 * (median - base) / base:+.1f}% |")
+        shown = key if len(builds) > 1 else key.split(": ", 1)[1]
+        print(f"| {shown} | {median:,.0f} | {100 * (median - base) / base:+.1f}% |")
     print(f"\nthe collector received {received[0]} exports, {received[1]:,} bytes")
     return 0
 
