@@ -125,6 +125,11 @@ fn a_daemon_dies_with_its_worker() {
     let mut line = String::new();
     std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
     assert_eq!(line.trim(), "up");
+    // The daemon is forked twice over while the worker prints: wait until it is up.
+    let started = Instant::now() + Duration::from_secs(5);
+    while processes_with_arg(&marker) < 2 && Instant::now() < started {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert!(processes_with_arg(&marker) >= 2, "the worker and its daemon run");
     child.kill().unwrap();
     child.wait().unwrap();
