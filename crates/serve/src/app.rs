@@ -206,40 +206,6 @@ pub(crate) fn query_pairs(value: Option<&Value>) -> Vec<(String, String)> {
     }
 }
 
-/// Python's `_json` of a request body: `{}` when empty, None when not JSON.
-fn json_body(raw: &[u8]) -> Option<Value> {
-    if raw.is_empty() {
-        return Some(Value::Object(Map::default()));
-    }
-    let text = std::str::from_utf8(raw).ok()?;
-    // Python's json.loads: a repeated member keeps its first position and last value;
-    // a body that is JSON null reads as "not JSON", as the original's `_json`.
-    gateway_world::json::parse_loads(text).ok().map(|p| p.value).filter(|v| !matches!(v, Value::Null))
-}
-
-/// A request's body as the world reads it: JSON (see [`json_body`]) whatever its
-/// declared type, as the original reads it (`curl -d '{…}'` says it sends a form);
-/// else, when it is declared a form (`application/x-www-form-urlencoded`, as Slack's
-/// clients post), an object of its fields' text — the first of a repeated name,
-/// blank values kept.
-fn request_body(raw: &[u8], content_type: Option<&str>) -> Option<Value> {
-    let kind = content_type.unwrap_or("").split(';').next().unwrap_or("").trim().to_ascii_lowercase();
-    let json = json_body(raw);
-    if json.is_some() || kind != "application/x-www-form-urlencoded" {
-        return json;
-    }
-    let text = std::str::from_utf8(raw).ok()?;
-    let mut fields = Map::default();
-    for pair in text.split('&').filter(|p| !p.is_empty()) {
-        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-        let name = crate::router::unquote_plus(name);
-        if !fields.contains_key(&name) {
-            fields.insert(name, Value::Str(crate::router::unquote_plus(value)));
-        }
-    }
-    Some(Value::Object(fields))
-}
-
 /// `[api] body_params`: a body's fields read as parameters (Slack's methods take
 /// their arguments in a form or JSON body) — text, numbers and booleans, each
 /// unless the query names it already; blanks dropped, as a query's are.
@@ -576,7 +542,7 @@ impl WorldApp {
             });
         }
         if method == "POST" && path == SEED {
-            let Some(body) = json_body(raw) else {
+            let Some(body) = crate::body::json_body(raw) else {
                 return Some(Response::json(400, error_body("seed must be JSON")));
             };
             return Some(match self.state.seed(&body) {
@@ -620,7 +586,7 @@ impl WorldApp {
         let mut query = parse_query(query_text);
         let header = |name: &str| headers.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
         let body = if matches!(method, "POST" | "PUT" | "PATCH") {
-            request_body(raw, header("content-type"))
+            crate::body::request_body(raw, header("content-type"), settings.forms)
         } else {
             Some(Value::Object(Map::default()))
         };
@@ -1091,17 +1057,6 @@ impl From<WorldError> for Failure {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bodies_are_json_whatever_they_say_else_forms_when_they_say_so() {
-        let form = Some("application/x-www-form-urlencoded");
-        // `curl -d '{…}'` declares a form: it is still JSON.
-        let json = request_body(br#"{"sku": "A-1"}"#, form).unwrap();
-        assert_eq!(json.get("sku").and_then(Value::as_str), Some("A-1"));
-        let fields = request_body(b"channel=C1&text=hello+world&text=again&empty=", form).unwrap();
-        assert_eq!(gateway_world::json::canonical(&fields), r#"{"channel":"C1","empty":"","text":"hello world"}"#);
-        assert!(request_body(b"channel=C1", Some("application/json")).is_none(), "not JSON, not a form: refused");
-    }
 
     #[test]
     fn a_forked_sequence_draws_what_its_parent_would_draw_next() {

@@ -8,6 +8,7 @@
 
 pub mod app;
 pub mod arguments;
+mod body;
 pub mod bundle;
 pub mod clock;
 mod ctx;

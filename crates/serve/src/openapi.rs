@@ -293,7 +293,14 @@ impl World<'_> {
         if let (Some(example), Value::Object(map)) = (self.body_example(operation, op), &mut media) {
             map.insert("example".into(), example);
         }
-        Some(object([("description", Value::Str(description)), ("content", object([(JSON, media)]))]))
+        let mut content = object([(JSON, media.clone())]);
+        if let (true, Value::Object(map)) = (self.settings.forms, &mut content) {
+            // `[api] forms`: the same fields as a form, as the vendor's clients send them.
+            for kind in ["application/x-www-form-urlencoded", "multipart/form-data"] {
+                map.insert(kind.into(), object([("schema", media.get("schema").cloned().unwrap_or(Value::Null))]));
+            }
+        }
+        Some(object([("description", Value::Str(description)), ("content", content)]))
     }
 
     /// A create's or update's body drawn from the entity's first seed row.

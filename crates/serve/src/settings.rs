@@ -151,6 +151,9 @@ pub struct ApiSettings {
     pub conflict: Option<crate::reply::Refusal>,
     /// `api.body_params`: a request body's fields are read as parameters too.
     pub body_params: bool,
+    /// `api.forms`: a body declared a form (urlencoded or multipart) is read as an object
+    /// of its fields; without it, a body that is not JSON is refused, as the original does.
+    pub forms: bool,
     /// Envelope key of the previous cursor, if any.
     pub previous_key: Option<String>,
     /// cursor | total | previous → response header name.
@@ -196,6 +199,15 @@ pub fn toml_to_json(value: &Toml) -> Value {
         Toml::Datetime(d) => Value::Str(d.to_string()),
         Toml::Array(items) => Value::Array(items.iter().map(toml_to_json).collect()),
         Toml::Table(t) => Value::Object(t.iter().map(|(k, v)| (k.clone(), toml_to_json(v))).collect()),
+    }
+}
+
+/// `[api] KEY = true|false`, false when absent.
+fn flag(api: &toml::Table, key: &str) -> Result<bool, ContractError> {
+    match api.get(key) {
+        None => Ok(false),
+        Some(Toml::Boolean(b)) => Ok(*b),
+        Some(_) => fail("spec", format!("api.{key} must be true or false"), format!("/api/{key}")),
     }
 }
 
@@ -625,11 +637,8 @@ pub fn load_api_settings(world: &Path, spec: &Spec) -> Result<ApiSettings, Contr
         more_key: member(api, "more_key", "", "/api", true)?,
         success: crate::reply::parse_success(api)?,
         conflict: crate::reply::parse_conflict(api)?,
-        body_params: match api.get("body_params") {
-            None => false,
-            Some(Toml::Boolean(b)) => *b,
-            Some(_) => return fail("spec", "api.body_params must be true or false", "/api/body_params"),
-        },
+        body_params: flag(api, "body_params")?,
+        forms: flag(api, "forms")?,
         previous_key: if api.contains_key("previous_key") { Some(name(api, "previous_key", "", "/api")?) } else { None },
         page_headers,
         page_links,

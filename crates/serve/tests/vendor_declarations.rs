@@ -139,3 +139,49 @@ fn the_openapi_document_promises_the_declared_shapes() {
     let text = canonical(&document);
     assert!(parse(&text).is_ok());
 }
+
+#[test]
+fn forms_are_read_only_where_declared() {
+    let mut app = slack();
+    app.determinism = Some(Determinism::new(Some(1_733_400_000.0), 7));
+    // slack_sdk's multipart post (`files_upload_v2` sends its fields so): read as fields.
+    let body = "--b0und\r\nContent-Disposition: form-data; name=\"channel\"\r\n\r\nC0ACME001\r\n\
+--b0und\r\nContent-Disposition: form-data; name=\"text\"\r\n\r\nfrom a multipart form\r\n--b0und--\r\n";
+    let posted = call(&app, "chat.postMessage", "multipart/form-data; boundary=b0und", body);
+    assert_eq!((posted.0, text(&posted.1, "message.text")), (200, "from a multipart form"), "{}", canonical(&posted.1));
+    assert_eq!(text(&posted.1, "channel"), "C0ACME001");
+
+    // A world that does not declare `forms` refuses a form as the original does: the
+    // `invalid` answer, nothing written.
+    let helpdesk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk");
+    let app = load(&helpdesk, &ServeOptions { api_key: Some(TOKEN.into()), ..ServeOptions::default() }).expect("the example serves");
+    let route = app.handle("GET", "/openapi.json", &[], b"", "h").body.unwrap();
+    let (path, create) = route
+        .get("paths")
+        .and_then(Value::as_object)
+        .and_then(|paths| {
+            paths
+                .iter()
+                .filter(|(path, _)| !path.contains('{'))
+                .find_map(|(path, p)| p.get("post").filter(|op| op.get("requestBody").is_some()).map(|op| (path.clone(), op.clone())))
+        })
+        .expect("the helpdesk creates something");
+    let content = create.get("requestBody").and_then(|b| b.get("content")).and_then(Value::as_object).unwrap();
+    assert_eq!(content.keys().collect::<Vec<_>>(), ["application/json"], "only JSON is promised");
+    let headers = [
+        ("authorization".to_string(), format!("Bearer {TOKEN}")),
+        ("content-type".to_string(), "application/x-www-form-urlencoded".to_string()),
+    ];
+    let served = route
+        .get("servers")
+        .and_then(Value::as_array)
+        .and_then(|s| s.first())
+        .and_then(|s| s.get("url"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    // The document's server is the world's mount, relative to where it is read.
+    let prefix = format!("/{}", served.trim_matches('/'));
+    let refused = app.handle("POST", &format!("{prefix}{path}"), &headers, b"title=Form", "h");
+    let said = refused.body.as_ref().map(canonical).unwrap_or_default();
+    assert_eq!((refused.status, said.contains("RecordInvalid")), (422, true), "the helpdesk's `invalid` answer: {said}");
+}
