@@ -204,13 +204,7 @@ pub fn python_g(value: f64) -> String {
 
 /// `Path(text)` as Python prints it: `.` parts and repeated or trailing `/` dropped.
 pub fn python_path(text: &str) -> String {
-    let absolute = text.starts_with('/');
-    let parts: Vec<&str> = text.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
-    match (absolute, parts.is_empty()) {
-        (true, _) => format!("/{}", parts.join("/")),
-        (false, true) => ".".into(),
-        (false, false) => parts.join("/"),
-    }
+    gateway_world::snapshot::display_path(Path::new(text))
 }
 
 /// `Path(base) / name` as Python prints it.
