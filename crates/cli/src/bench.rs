@@ -214,46 +214,7 @@ pub enum BenchCommand {
     /// under harbor (docker sandbox by default), then the jobs dir is harvested. --path runs a
     /// working copy (harbor kind); a clean checkout files pinned to its base version. Requires
     /// OPENROUTER_API_KEY either way.
-    Eval {
-        /// Container slug@ref to eval (install it first: `bench install`). Omit when using --path.
-        slug: Option<String>,
-        /// Run a LOCAL world directory (harbor kind) instead of pulling a ref.
-        #[arg(long, short = 'p')]
-        path: Option<PathBuf>,
-        /// Model id for OpenRouter.
-        #[arg(long, short = 'm', required = true)]
-        model: String,
-        /// verifiers env id to load (defaults to the slug).
-        #[arg(long = "env-id")]
-        env_id: Option<String>,
-        /// Environment kind (auto: pull and detect).
-        #[arg(long, value_enum, default_value = "auto")]
-        kind: EvalKind,
-        /// harbor kind only: agent that runs the tasks (harbor agent name or acp: shorthand).
-        #[arg(long, short = 'a', default_value = gateway_runner::harbor::DEFAULT_HARBOR_AGENT)]
-        agent: String,
-        /// Examples to run (-1: all).
-        #[arg(long = "num-examples", short = 'n', default_value_t = -1, allow_negative_numbers = true)]
-        num_examples: i64,
-        /// Rollouts per example.
-        #[arg(long = "rollouts-per-example", short = 'r', default_value_t = 1, allow_negative_numbers = true)]
-        rollouts: i64,
-        /// Write a resumable results dir.
-        #[arg(long = "save-results", short = 's')]
-        save_results: bool,
-        /// Where jobs and results go.
-        #[arg(long = "output-dir", short = 'o', default_value = "./outputs")]
-        output_dir: PathBuf,
-        /// Resume from a results dir path.
-        #[arg(long, short = 'R')]
-        resume: Option<PathBuf>,
-        /// CI gate: exit 1 when the average reward lands below this bar (also when no aggregate
-        /// is available). Writes a $GITHUB_STEP_SUMMARY table under GitHub Actions.
-        #[arg(long = "fail-under", value_parser = crate::run::unit_interval)]
-        fail_under: Option<f64>,
-        #[command(flatten)]
-        host: HubUrl,
-    },
+    Eval(Box<EvalArgs>),
     /// Harvest an EXISTING harbor jobs directory into a version-pinned evaluation.
     #[command(name = "harvest-harbor")]
     HarvestHarbor {
@@ -322,6 +283,69 @@ pub enum BenchCommand {
     },
 }
 
+/// `bench eval`'s arguments.
+#[derive(Debug, clap::Args)]
+pub struct EvalArgs {
+    /// Container slug@ref to eval (install it first: `bench install`). Omit when using --path.
+    pub slug: Option<String>,
+    /// Run a LOCAL world directory (harbor kind) instead of pulling a ref.
+    #[arg(long, short = 'p')]
+    pub path: Option<PathBuf>,
+    /// Model id for OpenRouter.
+    #[arg(long, short = 'm', required = true)]
+    pub model: String,
+    /// verifiers env id to load (defaults to the slug).
+    #[arg(long = "env-id")]
+    pub env_id: Option<String>,
+    /// Environment kind (auto: pull and detect).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub kind: EvalKind,
+    /// harbor kind only: agent that runs the tasks (harbor agent name or acp: shorthand).
+    #[arg(long, short = 'a', default_value = gateway_runner::harbor::DEFAULT_HARBOR_AGENT)]
+    pub agent: String,
+    /// Examples to run (-1: all).
+    #[arg(long = "num-examples", short = 'n', default_value_t = -1, allow_negative_numbers = true)]
+    pub num_examples: i64,
+    /// Rollouts per example.
+    #[arg(long = "rollouts-per-example", short = 'r', default_value_t = 1, allow_negative_numbers = true)]
+    pub rollouts: i64,
+    /// Write a resumable results dir.
+    #[arg(long = "save-results", short = 's')]
+    pub save_results: bool,
+    /// Where jobs and results go.
+    #[arg(long = "output-dir", short = 'o', default_value = "./outputs")]
+    pub output_dir: PathBuf,
+    /// Resume from a results dir path.
+    #[arg(long, short = 'R')]
+    pub resume: Option<PathBuf>,
+    /// CI gate: exit 1 when the average reward lands below this bar (also when no aggregate
+    /// is available). Writes a $GITHUB_STEP_SUMMARY table under GitHub Actions.
+    #[arg(long = "fail-under", value_parser = crate::run::unit_interval)]
+    pub fail_under: Option<f64>,
+    #[command(flatten)]
+    pub host: HubUrl,
+}
+
+impl EvalArgs {
+    fn into_request(self) -> gateway_runner::bench::EvalRequest {
+        gateway_runner::bench::EvalRequest {
+            slug: self.slug,
+            path: self.path,
+            model: self.model,
+            env_id: self.env_id,
+            kind: self.kind.into(),
+            agent: self.agent,
+            num_examples: self.num_examples,
+            rollouts: self.rollouts,
+            save_results: self.save_results,
+            output_dir: self.output_dir,
+            resume: self.resume,
+            fail_under: self.fail_under,
+            host: self.host.given(),
+        }
+    }
+}
+
 enum Failure {
     Hub(ClientError),
     Usage(String),
@@ -341,36 +365,8 @@ fn client(host: &HubUrl) -> Result<Client, Failure> {
 /// Run one `bench` command.
 pub fn run(command: BenchCommand) -> ExitCode {
     let command = match command {
-        BenchCommand::Eval {
-            slug,
-            path,
-            model,
-            env_id,
-            kind,
-            agent,
-            num_examples,
-            rollouts,
-            save_results,
-            output_dir,
-            resume,
-            fail_under,
-            host,
-        } => {
-            let request = gateway_runner::bench::EvalRequest {
-                slug,
-                path,
-                model,
-                env_id,
-                kind: kind.into(),
-                agent,
-                num_examples,
-                rollouts,
-                save_results,
-                output_dir,
-                resume,
-                fail_under,
-                host: host.given(),
-            };
+        BenchCommand::Eval(args) => {
+            let request = args.into_request();
             return match gateway_runner::bench::bench_eval(&request, &mut |line| errln!("{line}")) {
                 Ok(report) => crate::run::finish(&report, false),
                 Err(error) => runner_failure(error),
@@ -493,7 +489,7 @@ fn execute(command: BenchCommand) -> Result<(), Failure> {
         BenchCommand::Dispatch { run_config_id, container_id, version_id, host } => {
             dispatch(&client(&host)?, &run_config_id, container_id.as_deref(), version_id.as_deref())?
         }
-        BenchCommand::Eval { .. } | BenchCommand::HarvestHarbor { .. } => unreachable!("run() handles the evaluation commands"),
+        BenchCommand::Eval(_) | BenchCommand::HarvestHarbor { .. } => unreachable!("run() handles the evaluation commands"),
         BenchCommand::RunConfigs { action, name, models, parallelism, tasks, world_tasks, agent, auto_run_on_push, config_id, host } => {
             let client = client(&host)?;
             match action {

@@ -329,28 +329,8 @@ pub fn run(command: ConnectorCommand) -> ExitCode {
 
 /// `worlds connector route add`.
 fn route_add_command(args: RouteAddArgs) -> ExitCode {
-    let RouteAddArgs {
-        path,
-        name,
-        route,
-        method,
-        params,
-        entity,
-        results,
-        action,
-        filter,
-        body,
-        handler,
-        single,
-        matching,
-        envelope: envelope_key,
-        status,
-        defaults,
-        generate,
-        api,
-    } = args;
     let parsed = (|| {
-        let defaults = pairs(&defaults, "--default")?
+        let defaults = pairs(&args.defaults, "--default")?
             .into_iter()
             .map(|(field, text)| match gateway_world::json::parse(&text) {
                 Ok(parsed) => Ok((field, parsed.value)),
@@ -361,33 +341,34 @@ fn route_add_command(args: RouteAddArgs) -> ExitCode {
             })
             .collect::<Result<Vec<_>, ExitCode>>()?;
         Ok::<_, ExitCode>((
-            pairs(&filter, "--filter")?,
-            pairs(&body, "--body")?,
-            pairs(&matching, "--match")?,
+            pairs(&args.filter, "--filter")?,
+            pairs(&args.body, "--body")?,
+            pairs(&args.matching, "--match")?,
             defaults,
-            pairs(&generate, "--generate")?,
-            pairs(&api, "--api")?,
+            pairs(&args.generate, "--generate")?,
+            pairs(&args.api, "--api")?,
         ))
     })();
     let (filter, body, matching, defaults, generate, extra) = match parsed {
         Ok(parsed) => parsed,
         Err(code) => return code,
     };
+    let path = args.path;
     let route = Route {
-        name,
-        path: route,
-        method,
-        params,
-        entity,
-        results,
-        action,
+        name: args.name,
+        path: args.route,
+        method: args.method,
+        params: args.params,
+        entity: args.entity,
+        results: args.results,
+        action: args.action,
         filter,
         body,
-        handler,
-        single,
+        handler: args.handler,
+        single: args.single,
         matching,
-        envelope: envelope_key,
-        status,
+        envelope: args.envelope,
+        status: args.status,
         defaults,
         generate,
         extra,

@@ -46,11 +46,8 @@ fn interval(result: &Value) -> (f64, f64) {
 
 #[test]
 fn a_baseline_gate_fails_on_a_real_regression_not_on_noise() {
-    let dir = tempfile::tempdir().unwrap();
-    let hub = common::start(&dir.path().join("hub"));
-    let env =
-        [("GATEWAY_HOST", hub.host.as_str()), ("GATEWAY_PUBLIC_KEY", hub.public.as_str()), ("GATEWAY_SECRET_KEY", hub.secret.as_str())];
-    let work = dir.path().join("work");
+    let (_dir, hub, work) = common::start_in_temp();
+    let env = hub.env();
     let helpdesk = world(&work);
     std::fs::write(work.join("flaky.py"), FLAKY).unwrap();
     let path = helpdesk.to_str().unwrap();

@@ -25,6 +25,12 @@ fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
+/// `worlds connector conform ROOT --openapi DOCUMENT --out REPORT`.
+fn conform(root: &Path, document: &Path, report: &Path) -> Output {
+    let [root, document, report] = [root, document, report].map(|path| path.to_str().unwrap());
+    gateway(&["worlds", "connector", "conform", root, "--openapi", document, "--out", report])
+}
+
 fn document() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/conform/octo.openapi.json")
 }
@@ -171,16 +177,7 @@ fn conform_checks_what_the_original_passed() {
     let dir = tempfile::tempdir().unwrap();
     let root = world(dir.path());
     let out_path = dir.path().join("report.json");
-    let out = gateway(&[
-        "worlds",
-        "connector",
-        "conform",
-        root.to_str().unwrap(),
-        "--openapi",
-        document().to_str().unwrap(),
-        "--out",
-        out_path.to_str().unwrap(),
-    ]);
+    let out = conform(&root, &document(), &out_path);
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&out_path).unwrap()).unwrap();
@@ -279,16 +276,7 @@ fn nested_routes_are_called_up_their_parent_chain() {
     let root = gateway_test_support::copy_example("github", &dir.path().join("github"));
     let out_path = dir.path().join("report.json");
     let doc = document();
-    let out = gateway(&[
-        "worlds",
-        "connector",
-        "conform",
-        root.to_str().unwrap(),
-        "--openapi",
-        doc.to_str().unwrap(),
-        "--out",
-        out_path.to_str().unwrap(),
-    ]);
+    let out = conform(&root, &doc, &out_path);
     let text = stdout(&out);
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&out_path).unwrap()).unwrap();
     let comments = operation(&report, "list_issue_comments");

@@ -351,40 +351,24 @@ fn ingest(port: u16, root: &Path, page: &Path) {
 
 /// `conform` against the served world (13-14): the YAML 3.0 document, the stricter
 /// one, one that does not parse.
+/// `worlds connector conform PATH --openapi <fixture> --out REPORT`.
+fn conform_with(path: &str, openapi: &str, report: &Path) -> Output {
+    gateway(
+        &["worlds", "connector", "conform", path, "--openapi", fixture(openapi).to_str().unwrap(), "--out", report.to_str().unwrap()],
+        &[],
+    )
+}
+
 fn conform(port: u16, dir: &Path, root: &Path) {
     let path = root.to_str().unwrap();
     // Conform the served world: the YAML 3.0 document matches; `?` for what it omits.
     // The original crashes on unquoted (integer) YAML status keys (recorded in
     // original/divergent-conform-unquoted-yaml.txt); its parity run uses the quoted copy.
     let quoted = dir.join("quoted-report.json");
-    let out = gateway(
-        &[
-            "worlds",
-            "connector",
-            "conform",
-            path,
-            "--openapi",
-            fixture("acme.quoted.openapi.yaml").to_str().unwrap(),
-            "--out",
-            quoted.to_str().unwrap(),
-        ],
-        &[],
-    );
+    let out = conform_with(path, "acme.quoted.openapi.yaml", &quoted);
     conform_parity("13-conform-yaml", &out, "conform-yaml.report.json", &quoted, port);
     let report = dir.join("report.json");
-    let out = gateway(
-        &[
-            "worlds",
-            "connector",
-            "conform",
-            path,
-            "--openapi",
-            fixture("acme.openapi.yaml").to_str().unwrap(),
-            "--out",
-            report.to_str().unwrap(),
-        ],
-        &[],
-    );
+    let out = conform_with(path, "acme.openapi.yaml", &report);
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
     let lines: Vec<&str> = text.lines().collect();
@@ -401,19 +385,7 @@ fn conform(port: u16, dir: &Path, root: &Path) {
 
     // The stricter document: a schema violation and a status mismatch, exit 1.
     let strict = dir.join("strict-report.json");
-    let out = gateway(
-        &[
-            "worlds",
-            "connector",
-            "conform",
-            path,
-            "--openapi",
-            fixture("acme.strict.json").to_str().unwrap(),
-            "--out",
-            strict.to_str().unwrap(),
-        ],
-        &[],
-    );
+    let out = conform_with(path, "acme.strict.json", &strict);
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains(" FAIL GET    /users/{id}"), "{text}");
@@ -431,31 +403,20 @@ fn conform(port: u16, dir: &Path, root: &Path) {
     assert!(stderr(&out).contains("broken.openapi.yaml is not valid YAML at line"), "{}", stderr(&out));
 }
 
+/// `worlds connector route add PATH ARGS…`.
+fn route_add(path: &str, args: &[&str]) -> Output {
+    let mut full = vec!["worlds", "connector", "route", "add", path];
+    full.extend(args);
+    gateway(&full, &[])
+}
+
 #[test]
 fn route_add_appends_and_refuses_without_writing() {
     let dir = world(1);
     let root = dir.path().join("acme");
     let path = root.to_str().unwrap();
     let before = std::fs::read_to_string(root.join("connector.toml")).unwrap();
-    let out = gateway(
-        &[
-            "worlds",
-            "connector",
-            "route",
-            "add",
-            path,
-            "create_user",
-            "--path",
-            "/users",
-            "-X",
-            "POST",
-            "--entity",
-            "users",
-            "--action",
-            "create",
-        ],
-        &[],
-    );
+    let out = route_add(path, &["create_user", "--path", "/users", "-X", "POST", "--entity", "users", "--action", "create"]);
     assert_eq!(stdout(&out), "{\"file\": \"connector.toml\", \"operation\": \"create_user\", \"status\": \"ok\"}\n");
     let after = std::fs::read_to_string(root.join("connector.toml")).unwrap();
     assert!(after.starts_with(&before));
@@ -470,9 +431,7 @@ fn route_add_appends_and_refuses_without_writing() {
         (vec!["run", "--path", "/run", "--action", "handler"], "action handler needs --handler"),
         (vec!["upd", "--path", "/people/{id}", "-X", "PATCH", "--entity", "users", "--action", "update"], "needs a filter"),
     ] {
-        let mut full = vec!["worlds", "connector", "route", "add", path];
-        full.extend(args);
-        let out = gateway(&full, &[]);
+        let out = route_add(path, &args);
         assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
         assert!(stdout(&out).contains(message), "{message}: {}", stdout(&out));
         assert_eq!(std::fs::read_to_string(root.join("connector.toml")).unwrap(), after);
@@ -731,13 +690,9 @@ fn route_add_declares_nested_routes_and_every_serving_key() {
     let root = gateway_test_support::copy_example("github", &dir.path().join("github"));
     let path = root.to_str().unwrap();
     let before = std::fs::read_to_string(root.join("connector.toml")).unwrap();
-    let out = gateway(
+    let out = route_add(
+        path,
         &[
-            "worlds",
-            "connector",
-            "route",
-            "add",
-            path,
             "get_label",
             "--path",
             "/repos/{owner}/{repo}/labels/{name}",
@@ -755,7 +710,6 @@ fn route_add_declares_nested_routes_and_every_serving_key() {
             "--api",
             r#"link={ repository_id = "id" }"#,
         ],
-        &[],
     );
     assert_eq!(stdout(&out), "{\"file\": \"connector.toml\", \"operation\": \"get_label\", \"status\": \"ok\"}\n", "{}", stderr(&out));
     let after = std::fs::read_to_string(root.join("connector.toml")).unwrap();
@@ -763,13 +717,9 @@ fn route_add_declares_nested_routes_and_every_serving_key() {
         &after[before.len()..],
         "\n[[operations]]\nname = \"get_label\"\npath = \"/repos/{owner}/{repo}/labels/{name}\"\nentity = \"labels\"\n[operations.api]\nfilter = { name = \"name\" }\nsingle = true\nmatch = { name = \"prefix\" }\nstatus = 200\nparent = [{ entity = \"repositories\", match = { owner = \"owner.login\", repo = \"name\" } }]\nlink = { repository_id = \"id\" }\n"
     );
-    let out = gateway(
+    let out = route_add(
+        path,
         &[
-            "worlds",
-            "connector",
-            "route",
-            "add",
-            path,
             "create_label",
             "-X",
             "POST",
@@ -790,7 +740,6 @@ fn route_add_declares_nested_routes_and_every_serving_key() {
             "--api",
             r#"link={ repository_id = "id" }"#,
         ],
-        &[],
     );
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
     let text = std::fs::read_to_string(root.join("connector.toml")).unwrap();
@@ -804,9 +753,7 @@ fn route_add_declares_nested_routes_and_every_serving_key() {
             "TOML cannot hold",
         ),
     ] {
-        let mut full = vec!["worlds", "connector", "route", "add", path];
-        full.extend(args);
-        let out = gateway(&full, &[]);
+        let out = route_add(path, &args);
         assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
         assert!(stdout(&out).contains(message), "{message}: {}", stdout(&out));
         assert_eq!(std::fs::read_to_string(root.join("connector.toml")).unwrap(), text, "nothing written");

@@ -7,7 +7,8 @@
 //! answers exercise the original's pydantic coercions: the same requests, the same
 //! prints, the same exit codes. Skips with a NOTICE without the reference.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use gateway_test_support::RawRequest;
+use std::io::{BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -358,35 +359,18 @@ impl Platform {
 }
 
 fn answer(stream: TcpStream, log: &Mutex<Vec<String>>) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut line = String::new();
-    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-        return;
-    }
-    let mut parts = line.split_whitespace();
-    let (method, target) = (parts.next().unwrap_or_default().to_string(), parts.next().unwrap_or_default().to_string());
-    let mut headers = Vec::new();
-    loop {
-        let mut header = String::new();
-        if reader.read_line(&mut header).unwrap_or(0) == 0 || header.trim().is_empty() {
-            break;
-        }
-        if let Some((name, value)) = header.split_once(':') {
-            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
-        }
-    }
-    let header = |name: &str| headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone()).unwrap_or_default();
-    let length: usize = header("content-length").parse().unwrap_or(0);
-    let mut body = vec![0u8; length];
-    reader.read_exact(&mut body).unwrap();
+    let Some(request) = RawRequest::read(&mut BufReader::new(stream.try_clone().unwrap())) else { return };
+    let header = |name: &str| request.header(name).unwrap_or_default();
     log.lock().unwrap().push(format!(
-        "{method} {target} type={} auth={} body={}",
+        "{} {} type={} auth={} body={}",
+        request.method,
+        request.target,
         header("content-type"),
         header("authorization"),
-        String::from_utf8_lossy(&body)
+        String::from_utf8_lossy(&request.body)
     ));
-    let path = target.split('?').next().unwrap_or_default();
-    let (status, text) = scripted(&method, path);
+    let path = request.target.split('?').next().unwrap_or_default();
+    let (status, text) = scripted(&request.method, path);
     let mut stream = stream;
     let head =
         format!("HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", text.len());

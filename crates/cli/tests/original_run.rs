@@ -33,7 +33,7 @@
 //! prints goes to our stderr, where the original's shares stdout with the result.
 
 use serde_json::{json, Value};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod common;
@@ -135,20 +135,25 @@ fn run(program: &Path, cwd: &Path, args: &[&str], hub: &common::Server) -> Out {
     }
 }
 
+/// The original's `gateway`; None (with a NOTICE, or a failure in CI) when the reference
+/// install is absent.
+fn original() -> Option<PathBuf> {
+    let found = common::reference().map(|(gateway, _)| gateway);
+    if found.is_none() {
+        gateway_test_support::absent("reference", "original_run skipped: the reference install (~/.cache/gateway-reference) is absent");
+    }
+    found
+}
+
 fn string(value: &Value, key: &str) -> String {
     value[key].as_str().unwrap_or_else(|| panic!("no {key} in {value}")).to_string()
 }
 
 #[test]
 fn the_originals_worlds_run_pulls_from_our_hub_and_files_pinned_evaluations() {
-    let Some((original, _)) = common::reference() else {
-        gateway_test_support::absent("reference", "original_run skipped: the reference install (~/.cache/gateway-reference) is absent");
-        return;
-    };
+    let Some(original) = original() else { return };
     let ours = Path::new(common::GATEWAY);
-    let dir = tempfile::tempdir().unwrap();
-    let hub = common::start(&dir.path().join("hub"));
-    let work = dir.path().join("work");
+    let (_dir, hub, work) = common::start_in_temp();
     let world = work.join("notes");
     for variant in ["alice", "bob"] {
         notes_task(&world, variant);
@@ -293,14 +298,9 @@ fn comparable_sample(sample: &Value) -> Value {
 
 #[test]
 fn our_worlds_run_runs_the_legacy_harbor_world_as_the_original_does() {
-    let Some((original, _)) = common::reference() else {
-        gateway_test_support::absent("reference", "original_run skipped: the reference install (~/.cache/gateway-reference) is absent");
-        return;
-    };
+    let Some(original) = original() else { return };
     let ours = Path::new(common::GATEWAY);
-    let dir = tempfile::tempdir().unwrap();
-    let hub = common::start(&dir.path().join("hub"));
-    let work = dir.path().join("work");
+    let (_dir, hub, work) = common::start_in_temp();
     for variant in ["alice", "bob"] {
         notes_task(&work.join("notes"), variant);
     }

@@ -9,7 +9,7 @@ use std::path::Path;
 
 mod common;
 mod support;
-use support::{gateway, world};
+use support::{gateway, pushed_world};
 
 /// A stored task asking for `status = want` on ticket 101, solved by its reference solution.
 fn spec(want: &str) -> String {
@@ -22,15 +22,10 @@ fn spec(want: &str) -> String {
 
 #[test]
 fn a_filed_run_is_regraded_under_a_new_task_version_without_running_again() {
-    let dir = tempfile::tempdir().unwrap();
-    let hub = common::start(&dir.path().join("hub"));
-    let env =
-        [("GATEWAY_HOST", hub.host.as_str()), ("GATEWAY_PUBLIC_KEY", hub.public.as_str()), ("GATEWAY_SECRET_KEY", hub.secret.as_str())];
-    let work = dir.path().join("work");
-    let helpdesk = world(&work);
+    let (_dir, hub, work) = common::start_in_temp();
+    let env = hub.env();
+    let helpdesk = pushed_world(&work, &env);
     let path = helpdesk.to_str().unwrap();
-    let pushed = gateway(&work, &["bench", "push", path, "--slug", "helpdesk"], &env);
-    assert_eq!(pushed.code, 0, "{}", pushed.stderr);
     std::fs::write(work.join("v1.json"), spec("solved")).unwrap();
     let created = gateway(&work, &["worlds", "task", "create", "v1.json", "-w", "helpdesk"], &env);
     assert_eq!(created.code, 0, "{}\n{}", created.stdout, created.stderr);

@@ -104,13 +104,11 @@ fn id(out: &Out, key: &str) -> String {
 // performance the runs before it filed on the same hub, so its steps share that history.
 #[allow(clippy::too_many_lines)]
 fn runs_are_filed_pinned_to_their_version_and_ci_gates_on_the_bar() {
-    let dir = tempfile::tempdir().unwrap();
-    let hub = common::start(&dir.path().join("hub"));
+    let (_dir, hub, work) = common::start_in_temp();
     let state = Arc::new(Front { hub: hub.host.clone(), http: reqwest::Client::new(), seen: Mutex::default() });
     let (_runtime, addr) = serve(axum::Router::new().fallback(front).with_state(state.clone()));
     let host = format!("http://{addr}");
     let env = [("GATEWAY_HOST", host.as_str()), ("GATEWAY_PUBLIC_KEY", hub.public.as_str()), ("GATEWAY_SECRET_KEY", hub.secret.as_str())];
-    let work = dir.path().join("work");
     let helpdesk = world(&work);
     std::fs::write(work.join("agent.py"), AGENT).unwrap();
     let path = helpdesk.to_str().unwrap();

@@ -7,11 +7,19 @@
 //! by a fake judge.
 
 use serde_json::{json, Value};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 mod support;
-use support::{gateway, serve, world};
+use support::{gateway, serve, world, Out};
+
+/// `gateway worlds run --path WORLD ARGS…` in `dir`, with `env`.
+fn run_world(dir: &Path, world: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
+    let mut full = vec!["worlds", "run", "--path", world.to_str().unwrap()];
+    full.extend_from_slice(args);
+    gateway(dir, &full, env)
+}
 
 const AGENTS: &str = r#"
 import time
@@ -160,13 +168,10 @@ fn the_oracle_runs_every_task_with_rollouts_and_transcripts() {
     let dir = tempfile::tempdir().unwrap();
     let world = world(dir.path());
     let transcripts = dir.path().join("transcripts");
-    let out = gateway(
+    let out = run_world(
         dir.path(),
+        &world,
         &[
-            "worlds",
-            "run",
-            "--path",
-            world.to_str().unwrap(),
             "--agent",
             "oracle",
             "--all-tasks",
@@ -238,21 +243,10 @@ fn an_agent_command_reaches_its_session_over_rest_and_mcp() {
     let world = world(dir.path());
     std::fs::write(dir.path().join("agent_cmd.py"), COMMAND_AGENT).unwrap();
     let transcripts = dir.path().join("tx");
-    let out = gateway(
+    let out = run_world(
         dir.path(),
-        &[
-            "worlds",
-            "run",
-            "--path",
-            world.to_str().unwrap(),
-            "--variant",
-            "solve-103",
-            "--agent-cmd",
-            "python3 agent_cmd.py",
-            "--no-file",
-            "-o",
-            transcripts.to_str().unwrap(),
-        ],
+        &world,
+        &["--variant", "solve-103", "--agent-cmd", "python3 agent_cmd.py", "--no-file", "-o", transcripts.to_str().unwrap()],
         &[],
     );
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
@@ -336,13 +330,10 @@ fn the_builtin_model_runner_plays_a_scripted_model_over_parallel_rollouts() {
     let world = world(dir.path());
     let transcripts = dir.path().join("tx");
     let base = format!("http://{addr}/v1");
-    let out = gateway(
+    let out = run_world(
         dir.path(),
+        &world,
         &[
-            "worlds",
-            "run",
-            "--path",
-            world.to_str().unwrap(),
             "--agent",
             "builtin",
             "--all-tasks",

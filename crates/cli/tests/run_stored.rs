@@ -8,7 +8,7 @@ use std::path::Path;
 
 mod common;
 mod support;
-use support::{gateway, world, Out};
+use support::{gateway, pushed_world, world, Out};
 
 fn stored(work: &Path, env: &[(&str, &str)], file: &str, spec: &str, world: &str) -> String {
     std::fs::write(work.join(file), spec).unwrap();
@@ -34,15 +34,10 @@ fn run(work: &Path, env: &[(&str, &str)], path: &str, extra: &[&str]) -> Out {
 
 #[test]
 fn stored_tasks_and_sets_run_in_place_of_the_worlds_own() {
-    let dir = tempfile::tempdir().unwrap();
-    let hub = common::start(&dir.path().join("hub"));
-    let env =
-        [("GATEWAY_HOST", hub.host.as_str()), ("GATEWAY_PUBLIC_KEY", hub.public.as_str()), ("GATEWAY_SECRET_KEY", hub.secret.as_str())];
-    let work = dir.path().join("work");
-    let helpdesk = world(&work);
+    let (_dir, hub, work) = common::start_in_temp();
+    let env = hub.env();
+    let helpdesk = pushed_world(&work, &env);
     let path = helpdesk.to_str().unwrap();
-    let pushed = gateway(&work, &["bench", "push", path, "--slug", "helpdesk"], &env);
-    assert_eq!(pushed.code, 0, "{}", pushed.stderr);
 
     // Version 1 is solvable by its reference solution; version 2 asks for what it cannot do.
     let solvable = stored(&work, &env, "a.json", &spec("stored-101", 101, "solved", "smoke"), "helpdesk");

@@ -9,8 +9,9 @@
 //! and must send the same requests (method, path, query, Content-Type, Authorization,
 //! body text) and print the same bytes. This is not a test of the hub's server side.
 
+use gateway_test_support::RawRequest;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -49,37 +50,17 @@ impl Platform {
 }
 
 fn serve(stream: TcpStream, seen: &Mutex<Vec<Value>>, answers: &[(u16, String)]) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut line = String::new();
-    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-        return;
-    }
-    let mut parts = line.split_whitespace();
-    let (method, target) = (parts.next().unwrap_or_default().to_string(), parts.next().unwrap_or_default().to_string());
-    let mut headers = Vec::new();
-    loop {
-        let mut header = String::new();
-        if reader.read_line(&mut header).unwrap_or(0) == 0 || header.trim().is_empty() {
-            break;
-        }
-        if let Some((name, value)) = header.split_once(':') {
-            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
-        }
-    }
-    let header = |name: &str| headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
-    let length: usize = header("content-length").and_then(|l| l.parse().ok()).unwrap_or(0);
-    let mut body = vec![0u8; length];
-    reader.read_exact(&mut body).unwrap();
-    let (path, query) = target.split_once('?').unwrap_or((&target, ""));
+    let Some(request) = RawRequest::read(&mut BufReader::new(stream.try_clone().unwrap())) else { return };
+    let (path, query) = request.target.split_once('?').unwrap_or((&request.target, ""));
     let index = {
         let mut seen = seen.lock().unwrap();
         seen.push(json!({
-            "method": method,
+            "method": request.method,
             "path": path,
             "query": query,
-            "contentType": header("content-type"),
-            "authorization": header("authorization"),
-            "body": if length > 0 { Value::String(String::from_utf8(body).unwrap()) } else { Value::Null },
+            "contentType": request.header("content-type"),
+            "authorization": request.header("authorization"),
+            "body": if request.body.is_empty() { Value::Null } else { Value::String(String::from_utf8(request.body.clone()).unwrap()) },
         }));
         seen.len()
     };

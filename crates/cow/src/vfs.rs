@@ -148,7 +148,9 @@ fn classify(name: Option<&str>) -> Named {
     }
 }
 
-static MAIN_METHODS: ffi::sqlite3_io_methods = ffi::sqlite3_io_methods {
+/// The methods of a main database: version 3, with the overlay's WAL index
+/// (shared memory) and memory-mapped reads.
+const MAIN: ffi::sqlite3_io_methods = ffi::sqlite3_io_methods {
     iVersion: 3,
     xClose: Some(x_close),
     xRead: Some(x_read),
@@ -170,26 +172,19 @@ static MAIN_METHODS: ffi::sqlite3_io_methods = ffi::sqlite3_io_methods {
     xUnfetch: Some(x_unfetch),
 };
 
+// Statics: SQLite keeps the address of a file's methods.
+static MAIN_METHODS: ffi::sqlite3_io_methods = MAIN;
+
+/// A WAL file's: the same calls at version 1, without shared memory or mapping.
 static WAL_METHODS: ffi::sqlite3_io_methods = ffi::sqlite3_io_methods {
     iVersion: 1,
-    xClose: Some(x_close),
-    xRead: Some(x_read),
-    xWrite: Some(x_write),
-    xTruncate: Some(x_truncate),
-    xSync: Some(x_sync),
-    xFileSize: Some(x_file_size),
-    xLock: Some(x_lock),
-    xUnlock: Some(x_unlock),
-    xCheckReservedLock: Some(x_check_reserved_lock),
-    xFileControl: Some(x_file_control),
-    xSectorSize: Some(x_sector_size),
-    xDeviceCharacteristics: Some(x_device_characteristics),
     xShmMap: None,
     xShmLock: None,
     xShmBarrier: None,
     xShmUnmap: None,
     xFetch: None,
     xUnfetch: None,
+    ..MAIN
 };
 
 unsafe extern "C" fn x_open(

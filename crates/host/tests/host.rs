@@ -2,6 +2,8 @@
 //! control plane driven with its secret, the data plane by Host header and by
 //! path, on a copy of the bundled helpdesk example.
 
+mod common;
+
 use gateway_host::server::{self, ServerConfig};
 use gateway_host::{HostConfig, WorldHost};
 use gateway_test_support::copy_tree;
@@ -54,14 +56,7 @@ fn open_body(running: &Running, sid: &str, task: &str) -> String {
 /// A grade's original members as canonical JSON: the check reports (`checks`) and
 /// the state diff (`diff`), ours, left out.
 fn graded(grade: &Value) -> String {
-    let kept: json::Map = grade
-        .as_object()
-        .unwrap()
-        .iter()
-        .filter(|(k, _)| !matches!(k.as_str(), "checks" | "diff"))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    json::canonical(&Value::Object(kept))
+    json::canonical(&common::original_grade(grade))
 }
 
 /// The canonical JSON text of the member at a dotted path (`null` when absent).

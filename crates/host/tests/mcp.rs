@@ -3,6 +3,8 @@
 //! session token, and the real Python `mcp` client over streamable HTTP (skipped
 //! with a NOTICE when its venv, ~/.cache/gateway-mcp-venv, is absent).
 
+mod common;
+
 use gateway_host::mcp::{McpOptions, WorldMcp};
 use gateway_host::server::{self, ServerConfig};
 use gateway_host::{HostConfig, OpenRequest, WorldHost};
@@ -137,14 +139,10 @@ fn control_tools_when_asked_for() {
     let graded = |result: &rmcp::model::CallToolResult| {
         let grade = json::parse(&text_of(result)).unwrap().value;
         assert!(grade.get("checks").is_some() && grade.get("diff").is_some(), "{grade:?}");
-        let kept: json::Map = grade
-            .as_object()
-            .unwrap()
-            .iter()
-            .filter(|(k, _)| !matches!(k.as_str(), "checks" | "diff"))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        json::dumps(&Value::Object(kept), json::DumpOptions { sort_keys: false, ensure_ascii: true, indent: None, compact: false })
+        json::dumps(
+            &common::original_grade(&grade),
+            json::DumpOptions { sort_keys: false, ensure_ascii: true, indent: None, compact: false },
+        )
     };
     assert_eq!(graded(&server.call("__grade", &args)), r#"{"reward": 0.0, "rewards": {"solved": 0.0}}"#);
     let solved = server.call("solve_ticket", &json::parse(r#"{"id": 101}"#).unwrap().value);

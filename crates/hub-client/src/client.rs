@@ -4,6 +4,8 @@
 //! configs), speaking the same HTTP API with the same bodies, and returning the same
 //! JSON objects the original prints.
 
+pub use crate::transport::{basic_auth, EnvCredentials};
+use crate::transport::{Dialect, Missing, Transport};
 use crate::versioning;
 use crate::working_copy::{
     base_files, check_before_push, copy_dir, local_tree_state, meta_str, read_local_meta, read_pyproject, serves_api, write_local_meta,
@@ -23,6 +25,10 @@ use std::time::Duration;
 /// The branch a working copy tracks when nothing says otherwise.
 pub const DEFAULT_BRANCH: &str = "main";
 const API: &str = "/api/public/benchmark-containers";
+/// The budget of a bundle's or a wheel's upload or download.
+const TRANSFER_TIMEOUT: Duration = Duration::from_secs(300);
+/// The original's `GatewayBenchmarkClient._request`: a repeated member is not JSON.
+const DIALECT: Dialect = Dialect { refuse_repeated_members: true, ..Dialect::URLLIB };
 
 type Result<T> = std::result::Result<T, ClientError>;
 
@@ -142,62 +148,18 @@ pub struct PushOptions {
     pub author: Option<String>,
 }
 
-/// What the urllib-based clients of the original read: the host (`--host`, else
-/// `GATEWAY_HOST`) and the key pair (`GATEWAY_PUBLIC_KEY`, `GATEWAY_SECRET_KEY`), from
-/// the environment only (never `~/.gateway/config.json`). Empty when unset; each client
-/// refuses missing values in its own words.
-#[derive(Debug, Clone, Default)]
-pub struct EnvCredentials {
-    /// The host, as given (trailing `/` not yet removed).
-    pub host: String,
-    /// `GATEWAY_PUBLIC_KEY`.
-    pub public_key: String,
-    /// `GATEWAY_SECRET_KEY`.
-    pub secret_key: String,
-}
-
-impl EnvCredentials {
-    /// Read them: a non-empty `host` flag wins over `GATEWAY_HOST`.
-    pub fn read(host: Option<&str>) -> EnvCredentials {
-        let var = |name: &str| std::env::var(name).unwrap_or_default();
-        EnvCredentials {
-            host: host.map(str::to_string).filter(|h| !h.is_empty()).unwrap_or_else(|| var("GATEWAY_HOST")),
-            public_key: var("GATEWAY_PUBLIC_KEY"),
-            secret_key: var("GATEWAY_SECRET_KEY"),
-        }
-    }
-}
-
-/// The `Authorization` header value of a key pair: `Basic base64(public:secret)`.
-pub fn basic_auth(public_key: &str, secret_key: &str) -> String {
-    format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{public_key}:{secret_key}")))
-}
-
 /// A hub client authenticated with a project key pair.
 #[derive(Debug, Clone)]
 pub struct Client {
-    host: String,
-    auth: String,
-    http: reqwest::blocking::Client,
+    transport: Transport,
 }
 
 impl Client {
     /// A client for `host` with a key pair (both required, as in the original).
     pub fn new(host: &str, public_key: &str, secret_key: &str) -> Result<Client> {
-        if host.is_empty() {
-            return Err(ClientError::Setup("host is required (e.g. https://withgateway.ai): set GATEWAY_HOST or pass --host".into()));
-        }
-        if public_key.is_empty() || secret_key.is_empty() {
-            return Err(ClientError::Setup(
-                "both public_key and secret_key are required: set GATEWAY_PUBLIC_KEY and GATEWAY_SECRET_KEY".into(),
-            ));
-        }
-        let auth = basic_auth(public_key, secret_key);
-        let http = reqwest::blocking::Client::builder()
-            .timeout(Duration::from_secs(300))
-            .build()
-            .map_err(|e| ClientError::Setup(format!("HTTP client: {e}")))?;
-        Ok(Client { host: host.trim_end_matches('/').to_string(), auth, http })
+        // The JSON calls' budget; object transfers have TRANSFER_TIMEOUT.
+        let transport = Transport::with_key_pair(host, public_key, secret_key, Missing::SAY_WHERE, Duration::from_secs(120))?;
+        Ok(Client { transport })
     }
 
     /// `from_env`: `--host` else `GATEWAY_HOST`, and `GATEWAY_PUBLIC_KEY` / `GATEWAY_SECRET_KEY`.
@@ -207,26 +169,7 @@ impl Client {
     }
 
     fn request(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> Result<Value> {
-        let mut request = self
-            .http
-            .request(method.clone(), format!("{}{path}", self.host))
-            .timeout(Duration::from_secs(120))
-            .header("Authorization", &self.auth);
-        if let Some(body) = body {
-            request = request
-                .header("Content-Type", "application/json")
-                .body(json::dumps(body, json::DumpOptions { sort_keys: false, ensure_ascii: true, indent: None, compact: false }));
-        }
-        let response = request.send().map_err(|e| ClientError::Unreachable(format!("{method} {path} -> {e}")))?;
-        let status = response.status();
-        let text = response.text().map_err(|e| ClientError::Unreachable(format!("{method} {path} -> {e}")))?;
-        if !status.is_success() {
-            let detail: String = text.chars().take(500).collect();
-            return Err(ClientError::Refused(format!("{method} {path} -> {}: {detail}", status.as_u16())));
-        }
-        json::parse(&text)
-            .map(|p| p.value)
-            .map_err(|e| ClientError::BadAnswer(format!("{method} {path} -> {}: not JSON ({e:?})", status.as_u16())))
+        self.transport.call(&DIALECT, method, path, body)
     }
 
     fn post(&self, path: &str, body: &Value) -> Result<Value> {
@@ -241,9 +184,10 @@ impl Client {
         let len = data.len() as u64;
         let reader = CountingReader { inner: std::io::Cursor::new(data), bar: progress(len, "upload") };
         let response = self
-            .http
+            .transport
+            .http()
             .put(url)
-            .timeout(Duration::from_secs(300))
+            .timeout(TRANSFER_TIMEOUT)
             .header("Content-Type", content_type)
             .header("x-amz-checksum-sha256", sha256_b64)
             .body(reqwest::blocking::Body::sized(reader, len))
@@ -257,14 +201,14 @@ impl Client {
         Ok(())
     }
 
+    /// GET a signed object URL (it carries no hub credentials).
+    fn get_object(&self, url: &str) -> reqwest::Result<reqwest::blocking::Response> {
+        self.transport.http().get(url).timeout(TRANSFER_TIMEOUT).send()
+    }
+
     /// Download an object into the file `into`, streamed; the base64 sha256 of its bytes.
     fn download_object(&self, url: &str, into: &Path) -> Result<String> {
-        let mut response = self
-            .http
-            .get(url)
-            .timeout(Duration::from_secs(300))
-            .send()
-            .map_err(|e| ClientError::Unreachable(format!("bundle download -> {e}")))?;
+        let mut response = self.get_object(url).map_err(|e| ClientError::Unreachable(format!("bundle download -> {e}")))?;
         if !response.status().is_success() {
             let code = response.status().as_u16();
             let detail: String = response.text().unwrap_or_default().chars().take(300).collect();
@@ -778,12 +722,7 @@ impl Client {
     }
 
     fn download_wheel(&self, url: &str, to: &Path) -> Result<()> {
-        let mut response = self
-            .http
-            .get(url)
-            .timeout(Duration::from_secs(300))
-            .send()
-            .map_err(|e| ClientError::Unreachable(format!("wheel download -> {e}")))?;
+        let mut response = self.get_object(url).map_err(|e| ClientError::Unreachable(format!("wheel download -> {e}")))?;
         if !response.status().is_success() {
             return Err(ClientError::Refused(format!("wheel download -> {}", response.status().as_u16())));
         }

@@ -4,11 +4,11 @@
 //! (`"<METHOD> <path> -> <code>: <first 500 characters>"`), and the gathering of a
 //! template's files from a template directory or the world directory it was authored in.
 
-use crate::client::{basic_auth, EnvCredentials};
+use crate::transport::{with_query, Dialect, Missing, Transport};
 use crate::ClientError;
 use gateway_common::url::quote;
-use gateway_common::url::quote_plus;
-use gateway_world::json::{self, object, DumpOptions, Map, Value};
+use gateway_world::json::{object, Map, Value};
+use reqwest::Method;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -16,6 +16,8 @@ use std::time::Duration;
 const CONNECTORS: &str = "/api/public/context/connectors";
 const HUB: &str = "/api/public/connectors/hub";
 const CLONE: &str = "/api/public/connectors/clone";
+/// The original's `connectors/client.py`: an empty answer is `{}`.
+const DIALECT: Dialect = Dialect { empty_is_object: true, ..Dialect::URLLIB };
 
 type Result<T> = std::result::Result<T, ClientError>;
 
@@ -64,55 +66,18 @@ pub struct PushOptions {
 /// A client of the workspace-connector API, authenticated with a project key pair.
 #[derive(Debug, Clone)]
 pub struct ConnectorsClient {
-    host: String,
-    auth: String,
-    http: reqwest::blocking::Client,
+    transport: Transport,
 }
 
 impl ConnectorsClient {
     /// `--host` (else `GATEWAY_HOST`) and the key pair from the environment, refused as
     /// the original refuses them.
     pub fn from_env(host: Option<&str>) -> Result<ConnectorsClient> {
-        let credentials = EnvCredentials::read(host);
-        if credentials.host.is_empty() {
-            return Err(ClientError::Setup("host is required (e.g. https://withgateway.ai)".into()));
-        }
-        if credentials.public_key.is_empty() || credentials.secret_key.is_empty() {
-            return Err(ClientError::Setup("both public_key and secret_key are required".into()));
-        }
-        let http = reqwest::blocking::Client::builder()
-            .timeout(Duration::from_secs(120))
-            .build()
-            .map_err(|e| ClientError::Setup(format!("HTTP client: {e}")))?;
-        Ok(ConnectorsClient {
-            host: credentials.host.trim_end_matches('/').to_string(),
-            auth: basic_auth(&credentials.public_key, &credentials.secret_key),
-            http,
-        })
+        Ok(ConnectorsClient { transport: Transport::from_env(host, Missing::TERSE, Duration::from_secs(120))? })
     }
 
-    fn request(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value> {
-        let verb = reqwest::Method::from_bytes(method.as_bytes()).map_err(|e| fail(format!("{method}: {e}")))?;
-        let mut request = self.http.request(verb, format!("{}{path}", self.host)).header("Authorization", &self.auth);
-        if let Some(body) = body {
-            request = request
-                .header("Content-Type", "application/json")
-                .body(json::dumps(body, DumpOptions { sort_keys: false, ensure_ascii: true, indent: None, compact: false }));
-        }
-        let response = request.send().map_err(|e| ClientError::Unreachable(format!("{method} {path} -> {e}")))?;
-        let status = response.status();
-        let bytes = response.bytes().map_err(|e| ClientError::Unreachable(format!("{method} {path} -> {e}")))?;
-        let text = String::from_utf8_lossy(&bytes);
-        if !status.is_success() {
-            let detail: String = text.chars().take(500).collect();
-            return Err(ClientError::Refused(format!("{method} {path} -> {}: {detail}", status.as_u16())));
-        }
-        if text.is_empty() {
-            return Ok(Value::Object(Map::default()));
-        }
-        json::parse_loads(&text)
-            .map(|p| p.value)
-            .map_err(|e| ClientError::BadAnswer(format!("{method} {path} -> {}: not JSON ({e:?})", status.as_u16())))
+    fn request(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Value> {
+        self.transport.call(&DIALECT, method, path, body)
     }
 
     /// `/context/connectors/<slug>[?query]`; a slug must be one path segment.
@@ -121,32 +86,31 @@ impl ConnectorsClient {
             return Err(fail("a connector slug is a single path segment"));
         }
         let path = format!("{CONNECTORS}/{}", quote(slug, ""));
-        let present: Vec<String> = query.iter().filter_map(|(k, v)| v.map(|v| format!("{}={}", quote_plus(k), quote_plus(v)))).collect();
-        Ok(if present.is_empty() { path } else { format!("{path}?{}", present.join("&")) })
+        Ok(with_query(&path, query.iter().filter_map(|(k, v)| v.map(|v| (k, v)))))
     }
 
     /// The project's connector repos (`repos`, `total`, `limit`, `offset`).
     pub fn list(&self, query: Option<&str>, limit: i64, offset: i64, workspace_visible: Option<bool>) -> Result<Value> {
-        let mut params = vec![format!("limit={limit}"), format!("offset={offset}")];
+        let mut params = vec![("limit", limit.to_string()), ("offset", offset.to_string())];
         if let Some(query) = query.filter(|q| !q.is_empty()) {
-            params.push(format!("query={}", quote_plus(query)));
+            params.push(("query", query.to_string()));
         }
         if let Some(visible) = workspace_visible {
-            params.push(format!("is_public={visible}"));
+            params.push(("is_public", visible.to_string()));
         }
-        self.request("GET", &format!("{CONNECTORS}?{}", params.join("&")), None)
+        self.request(Method::GET, &with_query(CONNECTORS, params), None)
     }
 
     /// Whether the project has a connector `slug`.
     pub fn exists(&self, slug: &str) -> Result<bool> {
-        let answer = self.request("GET", &Self::one(slug, &[("exists", Some("true"))])?, None)?;
+        let answer = self.request(Method::GET, &Self::one(slug, &[("exists", Some("true"))])?, None)?;
         Ok(answer.get("exists").is_some_and(crate::client::truthy))
     }
 
     /// A connector's files at `version` (a label or a commit hash; the head by default).
     /// Every file entry must be `{type: "file", content: <text>}`.
     pub fn pull(&self, slug: &str, version: Option<&str>) -> Result<Pulled> {
-        let answer = self.request("GET", &Self::one(slug, &[("version", version)])?, None)?;
+        let answer = self.request(Method::GET, &Self::one(slug, &[("version", version)])?, None)?;
         let mut files = BTreeMap::new();
         if let Some(Value::Object(entries)) = answer.get("files") {
             for (path, entry) in entries {
@@ -193,21 +157,18 @@ impl ConnectorsClient {
         if let Some(tags) = &options.tags {
             body.insert("tags".into(), Value::Array(tags.iter().map(Value::str).collect()));
         }
-        self.request("POST", &Self::one(slug, &[])?, Some(&Value::Object(body)))
+        self.request(Method::POST, &Self::one(slug, &[])?, Some(&Value::Object(body)))
     }
 
     /// Delete a connector.
     pub fn delete(&self, slug: &str) -> Result<Value> {
-        self.request("DELETE", &Self::one(slug, &[])?, None)
+        self.request(Method::DELETE, &Self::one(slug, &[])?, None)
     }
 
     /// The hub: this project's connectors and the published ones of others.
     pub fn hub(&self, query: Option<&str>) -> Result<Vec<Value>> {
-        let path = match query.filter(|q| !q.is_empty()) {
-            Some(query) => format!("{HUB}?query={}", quote_plus(query)),
-            None => HUB.to_string(),
-        };
-        let answer = self.request("GET", &path, None)?;
+        let path = with_query(HUB, query.filter(|q| !q.is_empty()).map(|query| ("query", query)));
+        let answer = self.request(Method::GET, &path, None)?;
         Ok(answer.get("connectors").and_then(Value::as_array).cloned().unwrap_or_default())
     }
 
@@ -225,7 +186,7 @@ impl ConnectorsClient {
         if let Some(slug) = slug {
             body.insert("slug".into(), Value::str(slug));
         }
-        self.request("POST", CLONE, Some(&Value::Object(body)))
+        self.request(Method::POST, CLONE, Some(&Value::Object(body)))
     }
 }
 

@@ -13,8 +13,8 @@
 //! run`. It is not the server side of these endpoints (`server/environments.rs`),
 //! files no evaluations, and parses no command line (that is `gateway-cli`).
 
-use crate::client::{basic_auth, truthy, EnvCredentials};
-use crate::error::error_chain;
+use crate::client::truthy;
+use crate::transport::{Cause, Dialect, Missing, Transport};
 use crate::ClientError;
 use gateway_common::url::quote;
 use gateway_common::url::quote_plus;
@@ -24,6 +24,9 @@ use std::time::{Duration, Instant};
 
 /// Per-request timeout of the original's urllib calls.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+/// The original's `_get` / `_post`: a transport failure with its causes; an answer that
+/// is not JSON named so.
+const DIALECT: Dialect = Dialect { cause: Cause::Chain, not_json: "the answer is not JSON", ..Dialect::URLLIB };
 /// The longest server-side wait one run-status request asks for.
 pub const MAX_WAIT_SECONDS: i64 = 50;
 /// The budget `environment run` gives each run-status request while it waits.
@@ -381,9 +384,7 @@ fn read(model: &Model, answer: &Value) -> Result<Value> {
 /// An authenticated client of the environment API.
 #[derive(Debug, Clone)]
 pub struct EnvironmentsClient {
-    host: String,
-    auth: String,
-    http: reqwest::blocking::Client,
+    transport: Transport,
 }
 
 /// `environment link-task-set`'s options.
@@ -412,45 +413,14 @@ impl EnvironmentsClient {
     /// From `--host` (else `GATEWAY_HOST`) and the key pair in the environment, with the
     /// original's refusals.
     pub fn from_env(host: Option<&str>) -> Result<EnvironmentsClient> {
-        let credentials = EnvCredentials::read(host);
-        if credentials.host.is_empty() {
-            return Err(ClientError::Setup("host is required (e.g. https://withgateway.ai)".into()));
-        }
-        if credentials.public_key.is_empty() || credentials.secret_key.is_empty() {
-            return Err(ClientError::Setup("both public_key and secret_key are required".into()));
-        }
-        let http = reqwest::blocking::Client::builder()
-            .timeout(REQUEST_TIMEOUT)
-            .build()
-            .map_err(|e| ClientError::Setup(format!("HTTP client: {e}")))?;
-        Ok(EnvironmentsClient {
-            host: credentials.host.trim_end_matches('/').to_string(),
-            auth: basic_auth(&credentials.public_key, &credentials.secret_key),
-            http,
-        })
+        Ok(EnvironmentsClient { transport: Transport::from_env(host, Missing::TERSE, REQUEST_TIMEOUT)? })
     }
 
     /// `_get` / `_post`: Authorization on both, `Content-Type: application/json` and a
     /// `json.dumps` body on POST; a non-2xx answer is `"<METHOD> <path> -> <code>:
     /// <first 500 characters of the body>"`.
     pub(crate) fn request(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> Result<Value> {
-        let mut request = self.http.request(method.clone(), format!("{}{path}", self.host)).header("Authorization", &self.auth);
-        if let Some(body) = body {
-            request = request
-                .header("Content-Type", "application/json")
-                .body(json::dumps(body, DumpOptions { sort_keys: false, ensure_ascii: true, indent: None, compact: false }));
-        }
-        let response = request.send().map_err(|e| ClientError::Unreachable(format!("{method} {path} -> {}", error_chain(&e))))?;
-        let status = response.status();
-        let bytes = response.bytes().map_err(|e| ClientError::Unreachable(format!("{method} {path} -> {}", error_chain(&e))))?;
-        let text = String::from_utf8_lossy(&bytes);
-        if !status.is_success() {
-            let detail: String = text.chars().take(500).collect();
-            return Err(ClientError::Refused(format!("{method} {path} -> {}: {detail}", status.as_u16())));
-        }
-        json::parse_loads(&text)
-            .map(|parsed| parsed.value)
-            .map_err(|e| ClientError::BadAnswer(format!("{method} {path} -> {}: the answer is not JSON ({e:?})", status.as_u16())))
+        self.transport.call(&DIALECT, method, path, body)
     }
 
     fn get(&self, model: &Model, path: &str) -> Result<Value> {

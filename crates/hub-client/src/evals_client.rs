@@ -7,7 +7,7 @@
 //! It is only the client: the hub's evaluation endpoints are the server's, and what
 //! goes into a sample (rewards, call logs) is the runner's (`gateway-runner`).
 
-use crate::client::{basic_auth, EnvCredentials};
+use crate::transport::{Dialect, EnvCredentials, Missing, Transport};
 use crate::ClientError;
 use gateway_common::random::random_hex;
 use gateway_common::time::utc_now_millis as now_iso;
@@ -79,9 +79,7 @@ pub struct NewEvaluation {
 /// A client of the evaluation routes, authenticated with a project key pair.
 #[derive(Debug, Clone)]
 pub struct EvalsClient {
-    host: String,
-    auth: String,
-    http: reqwest::blocking::Client,
+    transport: Transport,
 }
 
 /// Whether each sample is first emitted as a rollout trace (`GATEWAY_EMIT_ROLLOUT_SESSIONS`).
@@ -119,19 +117,7 @@ fn text_of(value: Option<&Value>) -> String {
 impl EvalsClient {
     /// A client for `host` with a key pair (all three required, as in the original).
     pub fn new(host: &str, public_key: &str, secret_key: &str) -> Result<EvalsClient> {
-        if host.is_empty() {
-            return Err(ClientError::Setup("host is required (e.g. https://withgateway.ai): set GATEWAY_HOST or pass --host".into()));
-        }
-        if public_key.is_empty() || secret_key.is_empty() {
-            return Err(ClientError::Setup(
-                "both public_key and secret_key are required: set GATEWAY_PUBLIC_KEY and GATEWAY_SECRET_KEY".into(),
-            ));
-        }
-        let http = reqwest::blocking::Client::builder()
-            .timeout(Duration::from_secs(180))
-            .build()
-            .map_err(|e| ClientError::Setup(format!("HTTP client: {e}")))?;
-        Ok(EvalsClient { host: host.trim_end_matches('/').to_string(), auth: basic_auth(public_key, secret_key), http })
+        Ok(EvalsClient { transport: Transport::with_key_pair(host, public_key, secret_key, Missing::SAY_WHERE, Duration::from_secs(180))? })
     }
 
     /// `--host` else `GATEWAY_HOST`, and `GATEWAY_PUBLIC_KEY` / `GATEWAY_SECRET_KEY`.
@@ -141,24 +127,7 @@ impl EvalsClient {
     }
 
     fn post(&self, path: &str, body: &Value) -> Result<Value> {
-        let text = json::dumps(body, json::DumpOptions { sort_keys: false, ensure_ascii: true, indent: None, compact: false });
-        let response = self
-            .http
-            .post(format!("{}{path}", self.host))
-            .header("Authorization", &self.auth)
-            .header("Content-Type", "application/json")
-            .body(text)
-            .send()
-            .map_err(|e| ClientError::Unreachable(format!("POST {path} -> {e}")))?;
-        let status = response.status();
-        let text = response.text().map_err(|e| ClientError::Unreachable(format!("POST {path} -> {e}")))?;
-        if !status.is_success() {
-            let detail: String = text.chars().take(500).collect();
-            return Err(ClientError::Refused(format!("POST {path} -> {}: {detail}", status.as_u16())));
-        }
-        json::parse_loads(&text)
-            .map(|p| p.value)
-            .map_err(|e| ClientError::BadAnswer(format!("POST {path} -> {}: not JSON ({e:?})", status.as_u16())))
+        self.transport.call(&Dialect::URLLIB, reqwest::Method::POST, path, Some(body))
     }
 
     /// `POST …/evaluations`: the new evaluation's id.
@@ -307,7 +276,8 @@ impl EvalsClient {
     /// PUT a file's bytes to a signed object URL.
     fn put_file(&self, url: &str, path: &std::path::Path) -> Result<()> {
         let file = std::fs::File::open(path).map_err(|e| ClientError::Failed(format!("{}: {e}", path.display())))?;
-        let response = self.http.put(url).body(file).send().map_err(|e| ClientError::Unreachable(format!("PUT state -> {e}")))?;
+        let response =
+            self.transport.http().put(url).body(file).send().map_err(|e| ClientError::Unreachable(format!("PUT state -> {e}")))?;
         if !response.status().is_success() {
             let status = response.status().as_u16();
             let detail: String = response.text().unwrap_or_default().chars().take(500).collect();

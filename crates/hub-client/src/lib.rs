@@ -4,8 +4,7 @@
 //! - [`client`]: `gateway bench …` — push (content hash, deterministic tarball,
 //!   compare-and-set base, a connector world as its api bundle), pull with integrity check
 //!   and safe extraction, refs, log, status, propose, fork, diff, secrets, run configs,
-//!   install; the env-var credentials and Basic auth the urllib-style clients share;
-//!   [`working_copy`] (a world directory's hub link and drift), [`wheel`]
+//!   install; [`working_copy`] (a world directory's hub link and drift), [`wheel`]
 //!   (`--build-wheel`) and [`versioning`] (`--auto-bump/--rc/--post`) beside it;
 //! - [`sessions_client`]: `gateway worlds session|task …`, live world sessions and stored
 //!   tasks (spec §5, §6);
@@ -16,7 +15,11 @@
 //! - [`connectors_client`]: `gateway worlds connector publish|list|pull|clone` (§3);
 //! - [`captures_client`]: `connector capture --remote`;
 //! - [`platform_client`] and [`agent_project`]: `gateway
-//!   secret|agent|deploy|init|algorithm|dataset|run|release` (spec §8, §11).
+//!   secret|agent|deploy|init|algorithm|dataset|run|release` (spec §8, §11);
+//! - `transport` (private): the one HTTP transport they all send through — the hub's
+//!   address, the credentials' header, the request, its status and its decoded answer —
+//!   and the env-var credentials and Basic auth; each client names only the words it
+//!   tells its failures in.
 //!
 //! It is not the hub's server or store (`gateway-hub`, which does not depend on this
 //! crate), parses no command line (`gateway-cli`), and owns no bundle format: what a
@@ -38,6 +41,7 @@ pub mod error;
 pub mod evals_client;
 pub mod platform_client;
 pub mod sessions_client;
+mod transport;
 pub mod versioning;
 pub mod wheel;
 pub mod working_copy;

@@ -10,9 +10,11 @@
 //! original does (201 only, 409 then PUT, 404 → exit 2). The hub's routes are
 //! `server/agents.rs`, `server/runs.rs` and `server/release.rs`.
 
-use crate::client::{basic_auth, truthy};
+use crate::client::truthy;
+use crate::transport::{basic_auth, with_query, Cause, Transport, Unanswered};
 use crate::ClientError;
 use gateway_world::json::{self, python_repr, python_str, DumpOptions, Map, Value};
+use reqwest::Method;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -97,78 +99,53 @@ impl Reply {
 /// The httpx client of the original's platform commands.
 #[derive(Debug, Clone)]
 pub struct PlatformClient {
-    base: String,
-    auth: String,
-    http: reqwest::blocking::Client,
+    transport: Transport,
 }
 
 impl PlatformClient {
     /// A client of `credentials.host` with a request timeout.
     pub fn new(credentials: &Credentials, timeout: Duration) -> Result<PlatformClient, ClientError> {
-        let http =
-            reqwest::blocking::Client::builder().timeout(timeout).build().map_err(|e| ClientError::Setup(format!("HTTP client: {e}")))?;
-        Ok(PlatformClient {
-            base: credentials.host.trim_end_matches('/').to_string(),
-            auth: basic_auth(&credentials.public_key, &credentials.secret_key),
-            http,
-        })
+        let auth = basic_auth(&credentials.public_key, &credentials.secret_key);
+        Ok(PlatformClient { transport: Transport::new(&credentials.host, auth, timeout)? })
     }
 
     /// The host requests go to.
     pub fn host(&self) -> &str {
-        &self.base
+        self.transport.host()
     }
 
-    /// One request: `query` pairs are URL-encoded, `body` sent as JSON.
-    pub fn request(&self, method: &str, path: &str, query: &[(&str, String)], body: Option<&Value>) -> Result<Reply, ClientError> {
-        let mut url = format!("{}{path}", self.base);
-        if !query.is_empty() {
-            let pairs: Vec<String> = query
-                .iter()
-                .map(|(k, v)| format!("{}={}", gateway_common::url::quote_plus(k), gateway_common::url::quote_plus(v)))
-                .collect();
-            url = format!("{url}?{}", pairs.join("&"));
+    /// One request: `query` pairs are URL-encoded, `body` sent as JSON (httpx's compact,
+    /// UTF-8 form); the answer whatever its status.
+    pub fn request(&self, method: Method, path: &str, query: &[(&str, String)], body: Option<&Value>) -> Result<Reply, ClientError> {
+        let body = body.map(|body| json::dumps(body, DumpOptions { sort_keys: false, ensure_ascii: false, indent: None, compact: true }));
+        let host = self.host();
+        match self.transport.exchange(method, &with_query(path, query.iter().map(|(k, v)| (k, v))), body, false) {
+            Ok((status, text)) => Ok(Reply { status: status.as_u16(), text }),
+            Err(Unanswered::Send(e)) => {
+                Err(ClientError::Unreachable(format!("Error connecting to {host}: {}", Cause::FirstWithoutUrl.tell(e))))
+            }
+            Err(Unanswered::Read(e)) => Err(ClientError::Unreachable(format!("Error reading the answer of {host}: {e}"))),
         }
-        let method = reqwest::Method::from_bytes(method.as_bytes()).map_err(|e| ClientError::Failed(e.to_string()))?;
-        let mut request = self.http.request(method, &url).header("Authorization", &self.auth);
-        if let Some(body) = body {
-            let text = json::dumps(body, DumpOptions { sort_keys: false, ensure_ascii: false, indent: None, compact: true });
-            request = request.header("Content-Type", "application/json").body(text);
-        }
-        let response =
-            request.send().map_err(|e| ClientError::Unreachable(format!("Error connecting to {}: {}", self.base, without_url(e))))?;
-        let status = response.status().as_u16();
-        let text = response.text().map_err(|e| ClientError::Unreachable(format!("Error reading the answer of {}: {e}", self.base)))?;
-        Ok(Reply { status, text })
     }
 
     /// `GET path`.
     pub fn get(&self, path: &str, query: &[(&str, String)]) -> Result<Reply, ClientError> {
-        self.request("GET", path, query, None)
+        self.request(Method::GET, path, query, None)
     }
 
     /// `POST path` with a JSON body.
     pub fn post(&self, path: &str, body: &Value) -> Result<Reply, ClientError> {
-        self.request("POST", path, &[], Some(body))
+        self.request(Method::POST, path, &[], Some(body))
     }
 
     /// `PUT path` with a JSON body.
     pub fn put(&self, path: &str, body: &Value) -> Result<Reply, ClientError> {
-        self.request("PUT", path, &[], Some(body))
+        self.request(Method::PUT, path, &[], Some(body))
     }
 
     /// `DELETE path`.
     pub fn delete(&self, path: &str) -> Result<Reply, ClientError> {
-        self.request("DELETE", path, &[], None)
-    }
-}
-
-/// A transport error's text without the URL reqwest puts in it (the host is named already).
-fn without_url(error: reqwest::Error) -> String {
-    let error = error.without_url();
-    match std::error::Error::source(&error) {
-        Some(source) => format!("{error}: {source}"),
-        None => error.to_string(),
+        self.request(Method::DELETE, path, &[], None)
     }
 }
 
@@ -227,13 +204,7 @@ pub fn python_g(value: f64) -> String {
 
 /// `Path(text)` as Python prints it: `.` parts and repeated or trailing `/` dropped.
 pub fn python_path(text: &str) -> String {
-    let absolute = text.starts_with('/');
-    let parts: Vec<&str> = text.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
-    match (absolute, parts.is_empty()) {
-        (true, _) => format!("/{}", parts.join("/")),
-        (false, true) => ".".into(),
-        (false, false) => parts.join("/"),
-    }
+    gateway_world::snapshot::display_path(Path::new(text))
 }
 
 /// `Path(base) / name` as Python prints it.

@@ -9,11 +9,13 @@
 //! Playwright surface is not reproduced: [`Session::browser_surfaces`] stops where the
 //! original would launch one), and parses no command line (that is `gateway-cli`).
 
-use crate::client::{basic_auth, truthy, EnvCredentials};
-use crate::error::error_chain;
+use crate::client::truthy;
+use crate::transport::{with_query, Cause, Dialect, EnvCredentials, Missing, Transport};
+use crate::ClientError;
 use gateway_common::url::quote;
 use gateway_common::url::quote_plus;
 use gateway_world::json::{self, object, python_repr, python_str, DumpOptions, Map, Value};
+use reqwest::Method;
 use std::time::{Duration, Instant};
 
 const SESSIONS: &str = "/api/public/world-sessions";
@@ -30,6 +32,12 @@ pub const JUDGED_GRADE_TIMEOUT_SEC: f64 = 900.0;
 const JUDGED_GRADE_POLL: Duration = Duration::from_secs(2);
 /// Per-request timeout of the original's urllib calls.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+/// The original's `_Client._request`: `Content-Type: application/json` on every request,
+/// a transport failure with its causes, a refusal's first 400 characters.
+const DIALECT: Dialect =
+    Dialect { content_type_always: true, cause: Cause::Chain, detail_chars: 400, not_json: "the answer is not JSON", ..Dialect::URLLIB };
+/// The original's refusals of a missing host or key pair.
+const MISSING: Missing = Missing { host: "GATEWAY_HOST is required", keys: "GATEWAY_PUBLIC_KEY / GATEWAY_SECRET_KEY are required" };
 /// The surfaces a session may be opened with.
 pub const SURFACE_KINDS: [&str; 4] = ["tools", "api", "ui", "browser"];
 /// What the platform answers in a descriptor when a browser names no viewport.
@@ -51,6 +59,11 @@ type Result<T> = std::result::Result<T, SessionError>;
 
 fn fail(message: impl Into<String>) -> SessionError {
     SessionError::Failed(message.into())
+}
+
+/// A transport's failure, in its words (they are the original's `WorldSessionError`'s).
+fn failed(error: ClientError) -> SessionError {
+    SessionError::Failed(error.to_string())
 }
 
 /// Python's `str()` of a member, or `""` when it is missing or falsy (`str(x or "")`).
@@ -146,9 +159,7 @@ pub fn check_task(task: &Value) -> Result<()> {
 /// An authenticated client of the sessions and tasks API.
 #[derive(Debug, Clone)]
 pub struct SessionsClient {
-    host: String,
-    auth: String,
-    http: reqwest::blocking::Client,
+    transport: Transport,
 }
 
 impl SessionsClient {
@@ -156,41 +167,17 @@ impl SessionsClient {
     /// the original's refusals.
     pub fn from_env(host: Option<&str>) -> Result<SessionsClient> {
         let credentials = EnvCredentials::read(host);
-        let host = credentials.host.trim_end_matches('/').to_string();
-        if host.is_empty() {
-            return Err(fail("GATEWAY_HOST is required"));
-        }
-        if credentials.public_key.is_empty() || credentials.secret_key.is_empty() {
-            return Err(fail("GATEWAY_PUBLIC_KEY / GATEWAY_SECRET_KEY are required"));
-        }
-        let http = reqwest::blocking::Client::builder().timeout(REQUEST_TIMEOUT).build().map_err(|e| fail(format!("HTTP client: {e}")))?;
-        Ok(SessionsClient { host, auth: basic_auth(&credentials.public_key, &credentials.secret_key), http })
+        // A host of slashes alone is no host.
+        let host = credentials.host.trim_end_matches('/');
+        let transport = Transport::with_key_pair(host, &credentials.public_key, &credentials.secret_key, MISSING, REQUEST_TIMEOUT);
+        Ok(SessionsClient { transport: transport.map_err(failed)? })
     }
 
     /// One JSON request. `Content-Type: application/json` goes on every request, as
     /// the original sends it; a non-2xx answer is `"<METHOD> <path> -> <code>: <first
     /// 400 characters of the body>"`.
-    pub fn request(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value> {
-        let verb = reqwest::Method::from_bytes(method.as_bytes()).map_err(|e| fail(format!("{method}: {e}")))?;
-        let mut request = self
-            .http
-            .request(verb, format!("{}{path}", self.host))
-            .header("Authorization", &self.auth)
-            .header("Content-Type", "application/json");
-        if let Some(body) = body {
-            request = request.body(json::dumps(body, DumpOptions { sort_keys: false, ensure_ascii: true, indent: None, compact: false }));
-        }
-        let response = request.send().map_err(|e| fail(format!("{method} {path} -> {}", error_chain(&e))))?;
-        let status = response.status();
-        let bytes = response.bytes().map_err(|e| fail(format!("{method} {path} -> {}", error_chain(&e))))?;
-        let text = String::from_utf8_lossy(&bytes);
-        if !status.is_success() {
-            let detail: String = text.chars().take(400).collect();
-            return Err(fail(format!("{method} {path} -> {}: {detail}", status.as_u16())));
-        }
-        json::parse_loads(&text)
-            .map(|parsed| parsed.value)
-            .map_err(|e| fail(format!("{method} {path} -> {}: the answer is not JSON ({e:?})", status.as_u16())))
+    pub fn request(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Value> {
+        self.transport.call(&DIALECT, method, path, body).map_err(failed)
     }
 
     /// `open_session`: check the task, then `POST /world-sessions` with
@@ -216,7 +203,7 @@ impl SessionsClient {
             Some(version_id) => body.insert("versionId".into(), Value::str(version_id)),
             None => body.insert("slug".into(), Value::str(slug.split('@').next().unwrap_or_default())),
         };
-        let state = self.request("POST", SESSIONS, Some(&Value::Object(body)))?;
+        let state = self.request(Method::POST, SESSIONS, Some(&Value::Object(body)))?;
         let id = match state.get("sessionId") {
             Some(Value::Str(id)) => id.clone(),
             Some(other) if !matches!(other, Value::Null) => python_str(other),
@@ -227,7 +214,7 @@ impl SessionsClient {
 
     /// `attach_session`: `GET /world-sessions/{id}`.
     pub fn attach(&self, session_id: &str) -> Result<Session<'_>> {
-        let state = self.request("GET", &session_path(session_id), None)?;
+        let state = self.request(Method::GET, &session_path(session_id), None)?;
         Ok(Session { client: self, id: session_id.to_string(), state: into_map(state) })
     }
 
@@ -236,7 +223,7 @@ impl SessionsClient {
     /// an open is (plus `forkedFrom`).
     pub fn fork_session(&self, session_id: &str) -> Result<Session<'_>> {
         let path = format!("{}/fork", session_path(session_id));
-        let state = self.request("POST", &path, None)?;
+        let state = self.request(Method::POST, &path, None)?;
         let id = match state.get("sessionId") {
             Some(Value::Str(id)) => id.clone(),
             _ => return Err(fail(format!("POST {path} answered without a sessionId"))),
@@ -256,7 +243,7 @@ impl SessionsClient {
                 body.insert(key.into(), Value::str(value));
             }
         }
-        task_summary(&self.request("POST", TASKS, Some(&Value::Object(body)))?)
+        task_summary(&self.request(Method::POST, TASKS, Some(&Value::Object(body)))?)
     }
 
     /// `update_task`: `PATCH /world-tasks/{id}` with `{spec?, name?, message?, world?}`.
@@ -281,7 +268,7 @@ impl SessionsClient {
             }
         }
         world.insert(&mut body);
-        task_summary(&self.request("PATCH", &task_path(task_id), Some(&Value::Object(body)))?)
+        task_summary(&self.request(Method::PATCH, &task_path(task_id), Some(&Value::Object(body)))?)
     }
 
     /// `list_tasks`: `GET /world-tasks?world=&page=&limit=&metadata.<k>=<v>…`; the
@@ -300,20 +287,18 @@ impl SessionsClient {
         for (key, value) in metadata {
             params.push((format!("metadata.{key}"), value.clone()));
         }
-        let query: Vec<String> = params.iter().map(|(k, v)| format!("{}={}", quote_plus(k), quote_plus(v))).collect();
-        let path = if query.is_empty() { TASKS.to_string() } else { format!("{TASKS}?{}", query.join("&")) };
-        task_page(&self.request("GET", &path, None)?)
+        task_page(&self.request(Method::GET, &with_query(TASKS, params), None)?)
     }
 
     /// `get_task`: `GET /world-tasks/{id}[?version=N]`; the printed detail.
     pub fn get_task(&self, task_id: &str, version: Option<i64>) -> Result<Value> {
         let query = version.map(|v| format!("?version={v}")).unwrap_or_default();
-        task_detail(&self.request("GET", &format!("{}{query}", task_path(task_id)), None)?)
+        task_detail(&self.request(Method::GET, &format!("{}{query}", task_path(task_id)), None)?)
     }
 
     /// `delete_task`: `DELETE /world-tasks/{id}` (no body); the answer as-is.
     pub fn delete_task(&self, task_id: &str) -> Result<Value> {
-        self.request("DELETE", &task_path(task_id), None)
+        self.request(Method::DELETE, &task_path(task_id), None)
     }
 
     /// `validate_task`: `POST /world-tasks/{id}/validate` with `{version?, slug?,
@@ -335,7 +320,7 @@ impl SessionsClient {
         if let Some(version_id) = version_id {
             body.insert("versionId".into(), Value::str(version_id));
         }
-        let raw = self.request("POST", &format!("{}/validate", task_path(task_id)), Some(&Value::Object(body)))?;
+        let raw = self.request(Method::POST, &format!("{}/validate", task_path(task_id)), Some(&Value::Object(body)))?;
         Ok(task_validation(&raw))
     }
 }
@@ -468,7 +453,7 @@ impl Session<'_> {
     /// `status`: `GET /world-sessions/{id}`, merged into the state (nulls never blank
     /// what is known).
     pub fn status(&mut self) -> Result<&Map> {
-        let fresh = self.client.request("GET", &self.base(), None)?;
+        let fresh = self.client.request(Method::GET, &self.base(), None)?;
         for (key, value) in into_map(fresh) {
             if !matches!(value, Value::Null) {
                 self.state.insert(key, value);
@@ -506,7 +491,7 @@ impl Session<'_> {
     /// takes the budget of the call's kind (a judged grade: 900 s, polled every 2 s).
     pub fn exchange(&mut self, body: &Value, timeout: Option<f64>) -> Result<Value> {
         let base = self.base();
-        let enqueued = self.client.request("POST", &format!("{base}/calls"), Some(body))?;
+        let enqueued = self.client.request(Method::POST, &format!("{base}/calls"), Some(body))?;
         let call_id = match enqueued.get("callId") {
             Some(Value::Str(id)) => id.clone(),
             Some(other) if !matches!(other, Value::Null) => python_str(other),
@@ -518,7 +503,7 @@ impl Session<'_> {
         let deadline = Instant::now() + Duration::from_secs_f64(timeout.max(0.0));
         let path = format!("{base}/calls/{}", quote(&call_id, "/"));
         loop {
-            let call = self.client.request("GET", &path, None)?;
+            let call = self.client.request(Method::GET, &path, None)?;
             if call.get("done").is_some_and(truthy) {
                 if let Some(error) = call.get("error").filter(|e| truthy(e)) {
                     return Err(fail(python_str(error)));
@@ -575,7 +560,7 @@ impl Session<'_> {
             if let Some(cursor) = &cursor {
                 query.push_str(&format!("&cursor={}", quote(cursor, "/")));
             }
-            let listed = self.client.request("GET", &format!("{base}/calls?{query}"), None)?;
+            let listed = self.client.request(Method::GET, &format!("{base}/calls?{query}"), None)?;
             let rows = match &listed {
                 Value::Object(map) => map.get("calls"),
                 other => Some(other),
@@ -593,7 +578,7 @@ impl Session<'_> {
 
     /// `close`: `DELETE /world-sessions/{id}` with `{keepWarm}`; the answer as-is.
     pub fn close(&self, keep_warm: bool) -> Result<Value> {
-        self.client.request("DELETE", &self.base(), Some(&object([("keepWarm", Value::Bool(keep_warm))])))
+        self.client.request(Method::DELETE, &self.base(), Some(&object([("keepWarm", Value::Bool(keep_warm))])))
     }
 
     /// `save_task`: `POST …/task` with `{name?, world?, message?}`; the printed summary.
@@ -606,7 +591,7 @@ impl Session<'_> {
         if let Some(message) = message {
             body.insert("message".into(), Value::str(message));
         }
-        task_summary(&self.client.request("POST", &format!("{}/task", self.base()), Some(&Value::Object(body)))?)
+        task_summary(&self.client.request(Method::POST, &format!("{}/task", self.base()), Some(&Value::Object(body)))?)
     }
 
     /// `surfaces`: parsed from the state, read again from the platform when the state

@@ -10,7 +10,7 @@
 //! `--resume` re-cuts the same inputs and uploads only what is not recorded. Then
 //! `complete`, and (unless `--no-wait`) the batch polled to a terminal state.
 
-use crate::client::{basic_auth, EnvCredentials};
+use crate::transport::{Cause, Dialect, EnvCredentials, Missing, Transport};
 use crate::ClientError;
 use gateway_common::url::quote_segment;
 pub use gateway_world::check::Merge;
@@ -44,29 +44,20 @@ const UPLOAD_TIMEOUT: Duration = Duration::from_secs(600);
 /// Timeout of the JSON calls.
 const CALL_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// `json.dumps(x)`: Python's default separators, ASCII only.
-const PYTHON_DUMPS: DumpOptions = DumpOptions { sort_keys: false, ensure_ascii: true, indent: None, compact: false };
+/// The original's `WorldDataClient._request`: a transport failure without its (signed)
+/// URL, an empty answer `{}`, a repeated member not JSON.
+const DIALECT: Dialect = Dialect { cause: Cause::ChainWithoutUrl, empty_is_object: true, refuse_repeated_members: true, ..Dialect::URLLIB };
 
 /// A client of a hub's world data routes (`/api/public/worlds/{slug}/data`).
 #[derive(Debug, Clone)]
 pub struct WorldDataClient {
-    /// The hub, without a trailing `/`.
-    pub host: String,
-    auth: String,
-    http: reqwest::blocking::Client,
+    transport: Transport,
 }
 
 impl WorldDataClient {
     /// A client for `host` with a key pair; the original's refusals when either is missing.
     pub fn new(host: &str, public_key: &str, secret_key: &str) -> Result<WorldDataClient> {
-        if host.is_empty() {
-            return Err(ClientError::Setup("host is required (e.g. https://withgateway.ai)".into()));
-        }
-        if public_key.is_empty() || secret_key.is_empty() {
-            return Err(ClientError::Setup("both public_key and secret_key are required".into()));
-        }
-        let http = reqwest::blocking::Client::builder().build().map_err(|e| ClientError::Setup(format!("HTTP client: {e}")))?;
-        Ok(WorldDataClient { host: host.trim_end_matches('/').to_string(), auth: basic_auth(public_key, secret_key), http })
+        Ok(WorldDataClient { transport: Transport::with_key_pair(host, public_key, secret_key, Missing::TERSE, CALL_TIMEOUT)? })
     }
 
     /// `--host` else `GATEWAY_HOST`, and `GATEWAY_PUBLIC_KEY` / `GATEWAY_SECRET_KEY`.
@@ -75,26 +66,14 @@ impl WorldDataClient {
         WorldDataClient::new(&credentials.host, &credentials.public_key, &credentials.secret_key)
     }
 
+    /// The hub, without a trailing `/`.
+    pub fn host(&self) -> &str {
+        self.transport.host()
+    }
+
     /// One JSON call; an empty answer is `{}`. Failures read `METHOD path -> code: body`.
     pub fn request(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> Result<Value> {
-        let mut request =
-            self.http.request(method.clone(), format!("{}{path}", self.host)).timeout(CALL_TIMEOUT).header("Authorization", &self.auth);
-        if let Some(body) = body {
-            request = request.header("Content-Type", "application/json").body(json::dumps(body, PYTHON_DUMPS));
-        }
-        let response = request.send().map_err(|e| ClientError::Unreachable(format!("{method} {path} -> {}", reason(e))))?;
-        let status = response.status();
-        let text = response.text().map_err(|e| ClientError::Unreachable(format!("{method} {path} -> {}", reason(e))))?;
-        if !status.is_success() {
-            let detail: String = text.chars().take(500).collect();
-            return Err(ClientError::Refused(format!("{method} {path} -> {}: {detail}", status.as_u16())));
-        }
-        if text.is_empty() {
-            return Ok(Value::Object(Map::default()));
-        }
-        json::parse(&text)
-            .map(|p| p.value)
-            .map_err(|e| ClientError::BadAnswer(format!("{method} {path} -> {}: not JSON ({e:?})", status.as_u16())))
+        self.transport.call(&DIALECT, method, path, body)
     }
 
     /// `/api/public/worlds/<slug without @ref>/data`.
@@ -183,7 +162,7 @@ impl WorldDataClient {
     /// them, else the gzip content type (the length comes with the body).
     pub fn put_object(&self, url: &str, path: &Path, size: u64, headers: Option<&Map>) -> Result<()> {
         let file = std::fs::File::open(path).map_err(|e| ClientError::io(path, e))?;
-        let mut request = self.http.put(url).timeout(UPLOAD_TIMEOUT);
+        let mut request = self.transport.http().put(url).timeout(UPLOAD_TIMEOUT);
         match headers {
             Some(headers) => {
                 for (name, value) in headers {
@@ -198,7 +177,7 @@ impl WorldDataClient {
         let response = request
             .body(reqwest::blocking::Body::sized(file, size))
             .send()
-            .map_err(|e| ClientError::Unreachable(format!("chunk PUT -> {}", reason(e))))?;
+            .map_err(|e| ClientError::Unreachable(format!("chunk PUT -> {}", Cause::ChainWithoutUrl.tell(e))))?;
         if !response.status().is_success() {
             let code = response.status().as_u16();
             let detail: String = response.text().unwrap_or_default().chars().take(300).collect();
@@ -210,7 +189,8 @@ impl WorldDataClient {
     /// The refusal report at `url` (no auth).
     pub fn fetch_report(&self, url: &str) -> Result<String> {
         let response = self
-            .http
+            .transport
+            .http()
             .get(url)
             .timeout(CALL_TIMEOUT)
             .send()
@@ -218,19 +198,6 @@ impl WorldDataClient {
             .map_err(|e| ClientError::Unreachable(format!("report download failed: {e}")))?;
         response.text().map_err(|e| ClientError::Unreachable(format!("report download failed: {e}")))
     }
-}
-
-/// What a transport error says, without the URL (a signed URL is a grant).
-fn reason(error: reqwest::Error) -> String {
-    use std::error::Error as _;
-    let error = error.without_url();
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(inner) = source {
-        text = format!("{text}: {inner}");
-        source = inner.source();
-    }
-    text
 }
 
 // ------------------------------------------------------------------ the manifest
@@ -648,7 +615,7 @@ pub fn import_rows(
                 return Err(fail(format!("--chunk-bytes {} exceeds the platform's chunk limit {limit}", options.flags.chunk_bytes)));
             }
         }
-        let manifest = Manifest::create(&options.base, &batch_id, bare, &client.host, &options.flags, inputs)?;
+        let manifest = Manifest::create(&options.base, &batch_id, bare, client.host(), &options.flags, inputs)?;
         progress.line(&format!("batch {batch_id} open"));
         manifest
     };

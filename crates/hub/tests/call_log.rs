@@ -6,10 +6,11 @@
 //! (the session token in a header or the query, another header, a cookie, a password
 //! member) is anywhere in it, and a body over the cap is cut and marked.
 
+mod common;
+
 use gateway_hub::server::CALL_LOG_BODY_CAP;
-use gateway_hub_client::client::{Client, PushOptions};
 use gateway_test_support::mcp_python;
-use gateway_test_support::{copy_tree, text, TestHub};
+use gateway_test_support::{text, TestHub};
 use gateway_world::json::{self, Map, Value};
 use std::path::Path;
 
@@ -21,10 +22,7 @@ const PASSWORD: &str = "pw-secret-90ad";
 fn session() -> (TestHub, String, String, String, tempfile::TempDir) {
     let hub = TestHub::start(None);
     let work = tempfile::tempdir().unwrap();
-    let world = work.path().join("helpdesk");
-    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), &world);
-    let client = Client::new(&hub.api, &hub.one.0, &hub.one.1).unwrap();
-    client.push(&world, &PushOptions { slug: Some("helpdesk".into()), ..Default::default() }).unwrap();
+    common::push_helpdesk(&hub.api, &hub.one, work.path());
     let task = r#"{"instruction": "Solve ticket 101.", "tools": ["get_ticket", "solve_ticket"]}"#;
     let (status, opened) =
         hub.call("POST", "/api/public/world-sessions", Some(&format!(r#"{{"slug": "helpdesk", "task": {task}, "surfaces": ["api"]}}"#)));
@@ -166,16 +164,7 @@ fn mcp_calls_are_logged_with_their_tools() {
     let mcp = format!("{url}/mcp");
     let http = reqwest::blocking::Client::new();
     let rpc = |body: &str| {
-        let answer = http
-            .post(&mcp)
-            .bearer_auth(&token)
-            .header("x-probe-secret", HEADER_SECRET)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2025-06-18")
-            .body(body.to_string())
-            .send()
-            .unwrap();
+        let answer = common::mcp_post(&http, &mcp, &token, body).header("x-probe-secret", HEADER_SECRET).send().unwrap();
         assert_eq!(answer.status().as_u16(), 200);
     };
     rpc(

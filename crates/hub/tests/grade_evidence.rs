@@ -4,10 +4,10 @@
 //! each failed check, the rows and values it saw — in the calls API's answer, in
 //! `session export`'s lines, and on the session's web page ("Checks", "What changed").
 
-use gateway_hub_client::client::{Client, PushOptions};
-use gateway_test_support::{copy_tree, text, TestHub};
+mod common;
+
+use gateway_test_support::{text, TestHub};
 use gateway_world::json::{Map, Value};
-use std::path::Path;
 
 const TASK: &str = r#"{"name": "solve-101", "instruction": "Solve ticket 101.",
     "grader": {"kind": "assertions", "checks": [
@@ -18,10 +18,7 @@ const TASK: &str = r#"{"name": "solve-101", "instruction": "Solve ticket 101.",
 fn hub_with_helpdesk() -> (TestHub, tempfile::TempDir) {
     let hub = TestHub::start(None);
     let work = tempfile::tempdir().unwrap();
-    let world = work.path().join("helpdesk");
-    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), &world);
-    let client = Client::new(&hub.api, &hub.one.0, &hub.one.1).unwrap();
-    client.push(&world, &PushOptions { slug: Some("helpdesk".into()), ..Default::default() }).unwrap();
+    common::push_helpdesk(&hub.api, &hub.one, work.path());
     (hub, work)
 }
 

@@ -3,9 +3,9 @@
 //! host's data plane), behind the session token; raw JSON-RPC, then the real
 //! Python `mcp` client when its venv (~/.cache/gateway-mcp-venv) is there.
 
+mod common;
+
 use gateway_hub::HubConfig;
-use gateway_hub_client::client::{Client, PushOptions};
-use gateway_test_support::copy_tree;
 use gateway_test_support::mcp_python;
 use gateway_world::json::{self, Value};
 use std::path::Path;
@@ -31,10 +31,7 @@ fn a_hub_session_speaks_mcp_on_its_api_surface() {
         (format!("http://{addr}"), (public, secret))
     });
     let work = tempfile::tempdir().unwrap();
-    let world = work.path().join("helpdesk");
-    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), &world);
-    let client = Client::new(&api, &key.0, &key.1).unwrap();
-    client.push(&world, &PushOptions { slug: Some("helpdesk".into()), ..Default::default() }).unwrap();
+    common::push_helpdesk(&api, &key, work.path());
 
     let http = reqwest::blocking::Client::new();
     let task = r#"{"instruction": "Solve ticket 101.", "tools": ["get_ticket", "solve_ticket"]}"#;
@@ -50,15 +47,7 @@ fn a_hub_session_speaks_mcp_on_its_api_surface() {
     let (url, token) = (format!("{}/mcp", text(&opened, "surfaces.api.url")), text(&opened, "surfaces.api.token"));
 
     let rpc = |token: &str, body: &str| {
-        let answer = http
-            .post(&url)
-            .bearer_auth(token)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2025-06-18")
-            .body(body.to_string())
-            .send()
-            .unwrap();
+        let answer = common::mcp_post(&http, &url, token, body).send().unwrap();
         let status = answer.status().as_u16();
         (status, json::parse(&answer.text().unwrap()).map(|p| p.value).unwrap_or_default())
     };

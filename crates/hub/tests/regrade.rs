@@ -6,9 +6,10 @@
 //! a state `errored` (never a 0), version 1's assertions explaining themselves; the
 //! refusals (no such version, another project's evaluation) named.
 
-use gateway_hub_client::client::{Client, PushOptions};
+mod common;
+
 use gateway_hub_client::evals_client::{EvalsClient, FinalState};
-use gateway_test_support::{copy_tree, text, TestHub};
+use gateway_test_support::{text, TestHub};
 use gateway_world::json::{self, object, Value};
 use std::path::{Path, PathBuf};
 
@@ -45,12 +46,7 @@ fn final_state(dir: &Path, solved: &[i64]) -> (PathBuf, String, u64) {
 fn an_evaluation_is_regraded_from_its_stored_states_into_a_linked_one() {
     let hub = TestHub::start(None);
     let work = tempfile::tempdir().unwrap();
-    let world = work.path().join("helpdesk");
-    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), &world);
-    let pushed = Client::new(&hub.api, &hub.one.0, &hub.one.1)
-        .unwrap()
-        .push(&world, &PushOptions { slug: Some("helpdesk".into()), ..Default::default() })
-        .unwrap();
+    let pushed = common::push_helpdesk(&hub.api, &hub.one, work.path());
     let (cid, version) = (text(&pushed, "containerId"), text(&pushed, "versionId"));
     let task = ok(&hub, "POST", "/api/public/world-tasks", &format!(r#"{{"spec": {V1}, "world": "helpdesk"}}"#));
     let task_id = text(&task, "id");

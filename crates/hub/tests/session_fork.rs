@@ -4,11 +4,11 @@
 //! reset to the task's start, its own call log — and outlives its parent. A fork is a
 //! session of the project's quota; only a live session of the project can be forked.
 
+mod common;
+
 use gateway_hub::server::Limits;
-use gateway_hub_client::client::{Client, PushOptions};
-use gateway_test_support::{copy_tree, text, TestHub};
+use gateway_test_support::{text, TestHub};
 use gateway_world::json::Value;
-use std::path::Path;
 
 const TASK: &str = r#"{"name": "solve-101", "instruction": "Solve ticket 101.",
     "grader": {"kind": "assertions", "checks": [{"id": "solved", "entity": "tickets", "where": {"id": 101}, "assert": "all", "field": "status", "value": "solved"}]},
@@ -18,10 +18,7 @@ const TASK: &str = r#"{"name": "solve-101", "instruction": "Solve ticket 101.",
 fn hub_with_helpdesk(limits: Limits) -> (TestHub, tempfile::TempDir) {
     let hub = TestHub::start_with(None, limits);
     let work = tempfile::tempdir().unwrap();
-    let world = work.path().join("helpdesk");
-    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), &world);
-    let client = Client::new(&hub.api, &hub.one.0, &hub.one.1).unwrap();
-    client.push(&world, &PushOptions { slug: Some("helpdesk".into()), ..Default::default() }).unwrap();
+    common::push_helpdesk(&hub.api, &hub.one, work.path());
     (hub, work)
 }
 

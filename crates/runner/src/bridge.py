@@ -244,6 +244,26 @@ def _check(spec):
     return 0
 
 
+def _act(fn, world):
+    """Run the agent ``fn`` on ``world``: the ``done`` message that ends its run (a
+    failure of the agent's own is recorded in it, not raised)."""
+    agent_error, final = None, None
+    try:
+        final = fn(world)
+    except Exception as exc:  # noqa: BLE001 - the original records any agent failure
+        agent_error = str(exc)[:500]
+    except SystemExit as exc:
+        agent_error = f"the agent exited ({exc.code})"
+    sys.stdout.flush()
+    return {
+        "op": "done",
+        "completion": str(final)[:20000] if final is not None else None,
+        "agentError": agent_error,
+        "callLog": world.call_log[-50:],
+        "calls": len(world.call_log),
+    }
+
+
 def _run():
     # The protocol's own descriptors; the agent's prints go to stderr.
     wire_out = os.fdopen(os.dup(1), "w", encoding="utf-8")
@@ -259,24 +279,7 @@ def _run():
     except _Refused as refused:
         wire.send({"op": "refused", "message": str(refused)})
         return 0
-    world = World(start["world"], wire)
-    agent_error, final = None, None
-    try:
-        final = fn(world)
-    except Exception as exc:  # noqa: BLE001 - the original records any agent failure
-        agent_error = str(exc)[:500]
-    except SystemExit as exc:
-        agent_error = f"the agent exited ({exc.code})"
-    sys.stdout.flush()
-    wire.send(
-        {
-            "op": "done",
-            "completion": str(final)[:20000] if final is not None else None,
-            "agentError": agent_error,
-            "callLog": world.call_log[-50:],
-            "calls": len(world.call_log),
-        }
-    )
+    wire.send(_act(fn, World(start["world"], wire)))
     return 0
 
 

@@ -8,11 +8,10 @@
 
 use crate::agent::Outcome;
 use crate::error::RunnerError;
-use crate::process::{over_budget, Watchdog, PYTHON};
+use crate::process::{over_budget, spawn_watched, PYTHON};
 use crate::world::Session;
 use gateway_world::json::{self, object, Value};
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::process::CommandExt as _;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -78,18 +77,10 @@ fn answer(result: Result<Value, String>) -> Value {
 
 /// Run the Python agent `spec` on `session`, within `budget`.
 pub fn act(spec: &str, session: &Session<'_>, budget: Duration) -> Outcome {
-    let spawned = Command::new(PYTHON)
-        .args(["-u", "-c", BRIDGE, "run"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .process_group(0)
-        .spawn();
-    let mut child = match spawned {
-        Ok(child) => child,
+    let (mut child, watchdog) = match spawn_watched(Command::new(PYTHON).args(["-u", "-c", BRIDGE, "run"]).stdin(Stdio::piped()), budget) {
+        Ok(spawned) => spawned,
         Err(error) => return Outcome { error: Some(format!("{PYTHON} could not start: {error}")), harness: true, ..Outcome::default() },
     };
-    let watchdog = Watchdog::start(child.id(), budget);
     let (Some(mut input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
         return Outcome { error: Some("the Python bridge has no pipes".into()), harness: true, ..Outcome::default() };
     };

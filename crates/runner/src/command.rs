@@ -17,10 +17,9 @@
 //! passes through; a non-zero exit is the agent's error. It does not grade.
 
 use crate::agent::Outcome;
-use crate::process::{over_budget, Watchdog};
+use crate::process::{over_budget, spawn_watched};
 use crate::world::Session;
 use std::io::Read;
-use std::os::unix::process::CommandExt as _;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -62,7 +61,8 @@ pub fn act(command: &str, session: &Session<'_>, budget: Duration) -> Outcome {
     if let Err(error) = std::fs::write(&tools, text) {
         return failed(format!("{}: {error}", tools.display()));
     }
-    let spawned = Command::new("sh")
+    let mut agent = Command::new("sh");
+    agent
         .args(["-c", command])
         .env(API_URL, &api)
         .env(API_BASE, format!("{api}{}", session.base_path()))
@@ -73,16 +73,11 @@ pub fn act(command: &str, session: &Session<'_>, budget: Duration) -> Outcome {
         .env(ROLLOUT, session.rollout.to_string())
         .env(SESSION, &session.id)
         .env(TOOLS, &tools)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .process_group(0)
-        .spawn();
-    let mut child = match spawned {
-        Ok(child) => child,
+        .stdin(Stdio::null());
+    let (mut child, watchdog) = match spawn_watched(&mut agent, budget) {
+        Ok(spawned) => spawned,
         Err(error) => return failed(format!("the agent command could not start: {error}")),
     };
-    let watchdog = Watchdog::start(child.id(), budget);
     let mut stdout = Vec::new();
     if let Some(mut out) = child.stdout.take() {
         let _ = out.read_to_end(&mut stdout);

@@ -220,19 +220,18 @@ pub fn worlds_run(request: &RunRequest, note: &mut dyn FnMut(&str)) -> Result<Re
     let filed = result.get("evaluationId").is_some();
     insert(&mut result, "world", world_member(source, variant, filed));
     let shown_variant = chosen.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ");
+    let gate = run_gate(request, source, &shown_variant, model);
+    Ok(Report { result, gate, errored })
+}
+
+/// A `worlds run`'s gate: `--fail-under` over the run of `variants` of `source`, with its model.
+fn run_gate(request: &RunRequest, source: &WorldSource, variants: &str, model: String) -> Gate {
     let title = format!(
-        "World run · {}{} · {shown_variant}",
+        "World run · {}{} · {variants}",
         source.slug.as_deref().unwrap_or("local"),
         source.branch.as_deref().map(|b| format!("@{b}")).unwrap_or_default()
     );
-    let gate = Gate {
-        fail_under: request.fail_under,
-        bar_source: "--fail-under".into(),
-        title,
-        facts: vec![("model".into(), model)],
-        baseline: None,
-    };
-    Ok(Report { result, gate, errored })
+    Gate { fail_under: request.fail_under, bar_source: "--fail-under".into(), title, facts: vec![("model".into(), model)], baseline: None }
 }
 
 /// One rollout's result as `World.run` gives it, filed when `filed_to` is given.
@@ -299,19 +298,7 @@ fn harbor_run(request: &RunRequest, agent: &Agent, source: &WorldSource, note: &
     let mut result = single_result(&rollout, file.then_some(source), &model, request.host.as_deref())?;
     let filed = result.get("evaluationId").is_some();
     insert(&mut result, "world", world_member(source, Value::str(&rollout.variant), filed));
-    let title = format!(
-        "World run · {}{} · {}",
-        source.slug.as_deref().unwrap_or("local"),
-        source.branch.as_deref().map(|b| format!("@{b}")).unwrap_or_default(),
-        rollout.variant
-    );
-    let gate = Gate {
-        fail_under: request.fail_under,
-        bar_source: "--fail-under".into(),
-        title,
-        facts: vec![("model".into(), model)],
-        baseline: None,
-    };
+    let gate = run_gate(request, source, &rollout.variant, model);
     let errored = run::errors(std::slice::from_ref(&rollout));
     Ok(Report { result, gate, errored })
 }

@@ -2,7 +2,8 @@
 
 Run by gateway-runner (crates/runner/src/harbor_world.rs) as
 `python3 -u -c <this> run <bridge.py source>`: the agent resolver is bridge.py's,
-executed here as a module of its own, so both bridges refuse an agent alike.
+executed here as a module of its own, so both bridges refuse an agent alike and
+record its end alike (`_act`).
 
 What one run does, as `gatewaysdk.worlds` (0.3.2) does it in-process:
 
@@ -192,21 +193,7 @@ def run(bridge_source):
         send({"op": "loaded", "task": task_dir.name, "variant": variant, "instruction": world.instruction})
         if not inp.readline():
             return 3  # the runner went away
-        agent_error, final = None, None
-        try:
-            final = fn(world)
-        except Exception as exc:  # noqa: BLE001 - the original records any agent failure
-            agent_error = str(exc)[:500]
-        except SystemExit as exc:
-            agent_error = f"the agent exited ({exc.code})"
-        sys.stdout.flush()
-        done = {
-            "op": "done",
-            "completion": str(final)[:20000] if final is not None else None,
-            "agentError": agent_error,
-            "callLog": world.call_log[-50:],
-            "calls": len(world.call_log),
-        }
+        done = bridge._act(fn, world)
         try:
             done["grade"] = world.grade()
         except (bridge.WorldError, subprocess.TimeoutExpired, ValueError) as exc:

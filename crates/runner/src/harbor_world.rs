@@ -15,12 +15,11 @@
 
 use crate::bridge::BRIDGE;
 use crate::error::RunnerError;
-use crate::process::{over_budget, Watchdog, PYTHON};
+use crate::process::{over_budget, spawn_watched, PYTHON};
 use crate::run::Rollout;
 use crate::world::WorldSource;
 use gateway_world::json::{self, object, Map, Value};
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::process::CommandExt as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -59,15 +58,8 @@ pub fn run(
     note: &mut dyn FnMut(&str),
 ) -> Result<Rollout, RunnerError> {
     let started = Instant::now();
-    let mut child = Command::new(PYTHON)
-        .args(["-u", "-c", SCRIPT, "run", BRIDGE])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .process_group(0)
-        .spawn()
+    let (mut child, watchdog) = spawn_watched(Command::new(PYTHON).args(["-u", "-c", SCRIPT, "run", BRIDGE]).stdin(Stdio::piped()), budget)
         .map_err(|e| RunnerError::Agent(format!("{PYTHON} could not start: {e}")))?;
-    let watchdog = Watchdog::start(child.id(), budget);
     let (Some(mut input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
         return Err(RunnerError::Agent("the Python world has no pipes".into()));
     };

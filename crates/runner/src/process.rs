@@ -2,7 +2,8 @@
 //! started) when it runs past its budget. Used by the Python bridge and agent
 //! commands; it knows nothing of what the process says.
 
-use std::process::{Command, Stdio};
+use std::os::unix::process::CommandExt as _;
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -54,6 +55,14 @@ impl Drop for Watchdog {
             let _ = thread.join();
         }
     }
+}
+
+/// Start an agent's `command` in a process group of its own, its standard output piped
+/// to us and its standard error ours, and watch it for `budget`.
+pub fn spawn_watched(command: &mut Command, budget: Duration) -> std::io::Result<(Child, Watchdog)> {
+    let child = command.stdout(Stdio::piped()).stderr(Stdio::inherit()).process_group(0).spawn()?;
+    let watchdog = Watchdog::start(child.id(), budget);
+    Ok((child, watchdog))
 }
 
 /// "ran past its N s budget".

@@ -94,6 +94,31 @@ pub struct Rollout {
 }
 
 impl Rollout {
+    /// A rollout of `task` (its variant too) before it runs: nothing graded, called,
+    /// said or timed yet.
+    pub fn unrun(task: &str, index: usize, instruction: String, pass_bar: f64) -> Rollout {
+        Rollout {
+            task: task.into(),
+            variant: task.into(),
+            index,
+            instruction,
+            reward: None,
+            rewards: Map::default(),
+            grade: Value::Null,
+            grade_error: None,
+            agent_error: None,
+            errored: None,
+            completion: None,
+            call_log: Vec::new(),
+            calls: 0,
+            messages: Vec::new(),
+            pass_bar,
+            duration: 0.0,
+            transcript: Value::Null,
+            final_state: None,
+        }
+    }
+
     /// Whether it reached its task's pass bar.
     pub fn passed(&self) -> bool {
         self.reward.is_some_and(|r| r >= self.pass_bar)
@@ -200,26 +225,7 @@ fn rounded(seconds: f64) -> f64 {
 /// One rollout of `task`: open, act, grade, close.
 pub fn rollout(world: &LocalWorld, task: &WorldTask, index: usize, agent: &Agent, budget: Duration) -> Rollout {
     let started = Instant::now();
-    let mut result = Rollout {
-        task: task.name.clone(),
-        variant: task.name.clone(),
-        index,
-        instruction: task.instruction.clone(),
-        reward: None,
-        rewards: Map::default(),
-        grade: Value::Null,
-        grade_error: None,
-        agent_error: None,
-        errored: None,
-        completion: None,
-        call_log: Vec::new(),
-        calls: 0,
-        messages: Vec::new(),
-        pass_bar: task.pass_bar(),
-        duration: 0.0,
-        transcript: Value::Null,
-        final_state: None,
-    };
+    let mut result = Rollout::unrun(&task.name, index, task.instruction.clone(), task.pass_bar());
     let mut ours = Vec::new();
     let mut extra = Value::Null;
     match world.open_session(task, index) {
@@ -435,26 +441,7 @@ pub(crate) mod tests {
     use super::*;
 
     pub(crate) fn graded(task: &str, reward: Option<f64>) -> Rollout {
-        Rollout {
-            task: task.into(),
-            variant: task.into(),
-            index: 0,
-            instruction: String::new(),
-            reward,
-            rewards: Map::default(),
-            grade: Value::Null,
-            grade_error: None,
-            agent_error: None,
-            errored: None,
-            completion: None,
-            call_log: Vec::new(),
-            calls: 0,
-            messages: Vec::new(),
-            pass_bar: 0.7,
-            duration: 0.0,
-            transcript: Value::Null,
-            final_state: None,
-        }
+        Rollout { reward, ..Rollout::unrun(task, 0, String::new(), 0.7) }
     }
 
     #[test]

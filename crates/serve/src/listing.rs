@@ -47,18 +47,9 @@ pub struct Listing {
 fn text_map(t: &toml::Table, key: &str, location: &str, declared: &dyn Fn(&str) -> bool) -> Result<Vec<(String, String)>, ContractError> {
     let pairs: Vec<(String, String)> = match t.get(key) {
         None => return Ok(Vec::new()),
-        Some(Toml::Table(m)) if m.values().all(|v| matches!(v, Toml::String(_) | Toml::Integer(_) | Toml::Boolean(_))) => m
-            .iter()
-            .map(|(k, v)| {
-                let text = match v {
-                    Toml::String(s) => s.clone(),
-                    Toml::Integer(n) => n.to_string(),
-                    Toml::Boolean(b) => b.to_string(),
-                    _ => String::new(),
-                };
-                (k.clone(), text)
-            })
-            .collect(),
+        Some(Toml::Table(m)) if m.values().all(|v| matches!(v, Toml::String(_) | Toml::Integer(_) | Toml::Boolean(_))) => {
+            m.iter().map(|(k, v)| (k.clone(), crate::vendor::scalar_text(v))).collect()
+        }
         Some(_) => return fail("spec", format!("api.{key} maps parameters to values"), format!("{location}/{key}")),
     };
     if let Some((name, _)) = pairs.iter().find(|(name, _)| !declared(name)) {

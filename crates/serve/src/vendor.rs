@@ -38,6 +38,16 @@ pub fn parse_rewrite(api: &toml::Table, base_url: &str) -> Result<Vec<String>, C
     Ok(prefixes)
 }
 
+/// A TOML scalar as the text a parameter or a header carries (`""` for anything else).
+pub(crate) fn scalar_text(value: &Toml) -> String {
+    match value {
+        Toml::String(s) => s.clone(),
+        Toml::Integer(n) => n.to_string(),
+        Toml::Boolean(b) => b.to_string(),
+        _ => String::new(),
+    }
+}
+
 /// A `headers = {name = "value"}` table.
 pub fn parse_headers(t: &toml::Table, location: &str) -> Result<Vec<(String, String)>, ContractError> {
     match t.get("headers") {
@@ -49,17 +59,7 @@ pub fn parse_headers(t: &toml::Table, location: &str) -> Result<Vec<(String, Str
                     && matches!(v, Toml::String(_) | Toml::Integer(_))
             }) =>
         {
-            Ok(m.iter()
-                .map(|(k, v)| {
-                    let text = match v {
-                        Toml::String(s) => s.clone(),
-                        Toml::Integer(n) => n.to_string(),
-                        Toml::Boolean(b) => b.to_string(),
-                        _ => String::new(),
-                    };
-                    (k.clone(), text)
-                })
-                .collect())
+            Ok(m.iter().map(|(k, v)| (k.clone(), scalar_text(v))).collect())
         }
         Some(_) => fail("spec", "headers maps header names to values", format!("{location}/headers")),
     }

@@ -3,7 +3,7 @@
 //! and a broken route. `fake-vendor` (src/bin) serves the same vendor on its own so the
 //! original CLI can be recorded against it.
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::io::{BufReader, Write as _};
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 
@@ -24,26 +24,11 @@ pub fn start() -> (u16, Arc<Mutex<Vec<String>>>) {
     std::thread::spawn(move || {
         for stream in listener.incoming().take(200) {
             let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut line = String::new();
-            reader.read_line(&mut line).unwrap();
-            let mut headers = Vec::new();
-            loop {
-                let mut header = String::new();
-                reader.read_line(&mut header).unwrap();
-                if header.trim().is_empty() {
-                    break;
-                }
-                let (k, v) = header.split_once(':').unwrap();
-                headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
-            }
-            let length: usize = headers.iter().find(|(k, _)| k == "content-length").map_or(0, |(_, v)| v.parse().unwrap());
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).unwrap();
-            let body = String::from_utf8(body).unwrap();
-            let auth = headers.iter().find(|(k, _)| k == "authorization").map(|(_, v)| v.clone()).unwrap_or_default();
-            let target = line.split_whitespace().nth(1).unwrap_or("/").to_string();
-            log.lock().unwrap().push(format!("{} {target} auth={auth}", line.split_whitespace().next().unwrap_or("")));
+            let Some(request) = crate::RawRequest::read(&mut BufReader::new(stream.try_clone().unwrap())) else { continue };
+            let body = String::from_utf8(request.body.clone()).unwrap();
+            let auth = request.header("authorization").unwrap_or_default().to_string();
+            let target = request.target.clone();
+            log.lock().unwrap().push(format!("{} {target} auth={auth}", request.method));
             let authorized = auth == format!("Bearer {TOKEN}");
             let user = |id: &str, name: &str, groups: &str| {
                 format!(r#"{{"id": "{id}", "name": "{name}", "email": "{id}-{EMAIL}", "ssn": "123-45-6789", "groups": [{groups}]}}"#)

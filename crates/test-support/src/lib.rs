@@ -1,7 +1,7 @@
 //! What the workspace's integration tests share, so each test file says only what it
 //! tests: copies of the bundled example worlds, unique names, a hub served in-process on
 //! a loopback port with two projects' keys, JSON calls to it, a server process started
-//! on port 0 (its announced address read), raw HTTP/1.1 exchanges, and the probes for the
+//! on port 0 (its announced address read), raw HTTP/1.1 exchanges and requests, and the probes for the
 //! services a test may need (PostgreSQL, the original's reference install) that print a
 //! NOTICE and skip when the service is absent — outside CI only: in CI, which provides
 //! them all, an absent service fails the test ([`absent`]).
@@ -100,6 +100,50 @@ pub fn http_exchange(
     let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
     let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") { dechunk(body) } else { body.to_string() };
     (status, head.to_string(), body)
+}
+
+/// One HTTP/1.1 request as a scripted server on loopback reads it off its connection.
+#[derive(Debug, Clone)]
+pub struct RawRequest {
+    /// `GET`, `POST`, …
+    pub method: String,
+    /// The request target: the path and its query.
+    pub target: String,
+    /// The headers in order, names lower-cased, values trimmed.
+    pub headers: Vec<(String, String)>,
+    /// The body: `Content-Length` bytes (none without one).
+    pub body: Vec<u8>,
+}
+
+impl RawRequest {
+    /// Read one request: None when the peer sent nothing (it closed, or the read failed).
+    pub fn read(reader: &mut impl std::io::BufRead) -> Option<RawRequest> {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return None;
+        }
+        let mut parts = line.split_whitespace();
+        let (method, target) = (parts.next().unwrap_or_default().to_string(), parts.next().unwrap_or_default().to_string());
+        let mut headers = Vec::new();
+        loop {
+            let mut header = String::new();
+            if reader.read_line(&mut header).unwrap_or(0) == 0 || header.trim().is_empty() {
+                break;
+            }
+            if let Some((name, value)) = header.split_once(':') {
+                headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
+            }
+        }
+        let mut request = RawRequest { method, target, headers, body: Vec::new() };
+        request.body = vec![0u8; request.header("content-length").and_then(|l| l.parse().ok()).unwrap_or(0)];
+        reader.read_exact(&mut request.body).expect("read the request's body");
+        Some(request)
+    }
+
+    /// The first header called `name` (lower-case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
 }
 
 fn dechunk(mut body: &str) -> String {

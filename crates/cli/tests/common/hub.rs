@@ -1,7 +1,7 @@
 //! `gateway hub serve` on loopback with a fresh project key, and a `gateway` (ours or
 //! the original) run against it with the key in its environment.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 pub const GATEWAY: &str = env!("CARGO_BIN_EXE_gateway");
@@ -11,6 +11,13 @@ pub struct Server {
     pub host: String,
     pub public: String,
     pub secret: String,
+}
+
+impl Server {
+    /// What a `gateway` run against it reads: its address and key pair.
+    pub fn env(&self) -> [(&str, &str); 3] {
+        [("GATEWAY_HOST", self.host.as_str()), ("GATEWAY_PUBLIC_KEY", self.public.as_str()), ("GATEWAY_SECRET_KEY", self.secret.as_str())]
+    }
 }
 
 impl Drop for Server {
@@ -29,6 +36,15 @@ pub fn start(data: &Path) -> Server {
     start_with(data, &[])
 }
 
+/// A fresh temporary directory, a hub serving from its `hub/`, and its `work/` for the
+/// runs against it. Bound in this order, the server stops before the directory goes.
+pub fn start_in_temp() -> (tempfile::TempDir, Server, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = start(&dir.path().join("hub"));
+    let work = dir.path().join("work");
+    (dir, hub, work)
+}
+
 /// [`start`] with more `hub serve` flags.
 pub fn start_with(data: &Path, extra: &[&str]) -> Server {
     let keys = Command::new(GATEWAY).args(["hub", "keys", "create", "--project", "p1", "--data"]).arg(data).output().unwrap();
@@ -43,13 +59,7 @@ pub fn start_with(data: &Path, extra: &[&str]) -> Server {
 /// `program args` in `cwd` with the server's address and keys in its environment.
 pub fn command(server: &Server, program: &Path, args: &[&str], cwd: &Path) -> Command {
     let mut command = Command::new(program);
-    command
-        .args(args)
-        .current_dir(cwd)
-        .env("GATEWAY_HOST", &server.host)
-        .env("GATEWAY_PUBLIC_KEY", &server.public)
-        .env("GATEWAY_SECRET_KEY", &server.secret)
-        .stdin(Stdio::null());
+    command.args(args).current_dir(cwd).envs(server.env()).stdin(Stdio::null());
     command
 }
 

@@ -22,3 +22,11 @@ pub fn world(root: &Path) -> PathBuf {
     }
     world
 }
+
+/// [`world`] under `work`, pushed as `helpdesk` to the hub `env` names.
+pub fn pushed_world(work: &Path, env: &[(&str, &str)]) -> PathBuf {
+    let world = world(work);
+    let pushed = super::gateway(work, &["bench", "push", world.to_str().unwrap(), "--slug", "helpdesk"], env);
+    assert_eq!(pushed.code, 0, "{}", pushed.stderr);
+    world
+}
