@@ -114,23 +114,32 @@ fn a_daemon_dies_with_its_worker() {
     let Some(sandbox) = sandbox() else { return };
     // The daemon detaches (setsid, double fork) and would live on; the worker then waits
     // to be killed, as a hub kills a worker past its deadline.
+    // The daemon says so on the shared stdout once it is up: a line, not a count of
+    // /proc taken while the middle process exits (that raced on a loaded machine).
     let source = "import os, sys, time\n\
-         if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        time.sleep(60); os._exit(0)\n    os._exit(0)\n\
+         if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        print('daemon', flush=True); time.sleep(60); os._exit(0)\n    os._exit(0)\n\
          print('up', flush=True)\n\
          time.sleep(60)";
     let python = interpreter(Path::new("python3"));
     let marker = format!("gateway-daemon-{}", std::process::id());
     let mut command = sandbox.command(&python.executable, &["-c".into(), source.into(), marker.clone().into()], &View::new()).unwrap();
-    let mut child = command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
-    assert_eq!(line.trim(), "up");
-    // The daemon is forked twice over while the worker prints: wait until it is up.
-    let started = Instant::now() + Duration::from_secs(5);
-    while processes_with_arg(&marker) < 2 && Instant::now() < started {
-        std::thread::sleep(Duration::from_millis(20));
+    let said = tempfile::NamedTempFile::new().unwrap();
+    let mut child = command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(said.reopen().unwrap()).spawn().unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut lines = Vec::new();
+    for _ in 0..2 {
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut stdout, &mut line).unwrap();
+        lines.push(line.trim().to_string());
     }
-    assert!(processes_with_arg(&marker) >= 2, "the worker and its daemon run");
+    lines.sort();
+    assert_eq!(
+        lines,
+        ["daemon", "up"],
+        "the worker and its daemon run; it said: {}",
+        std::fs::read_to_string(said.path()).unwrap_or_default()
+    );
+    assert!(processes_with_arg(&marker) >= 2, "the worker and its daemon are seen");
     child.kill().unwrap();
     child.wait().unwrap();
     let deadline = Instant::now() + Duration::from_secs(5);
