@@ -4,7 +4,8 @@
 //! version's indexed template), answered by the same app `worlds serve` runs, with
 //! its task (a bundled scenario, or a task spec of its own: seed, grader, allowed
 //! tools), a token and a lease. The platform (our hub, or any platform speaking
-//! the original's protocol) drives it over the control plane (`/__host/*`); agents
+//! the original's protocol) drives it over the control plane (`/__host/*`), or, in
+//! the same process, with the same requests typed ([`ControlRequest`]); agents
 //! reach a session's vendor API over the data plane.
 //!
 //! It is not the platform: it keeps no call log, judges no rubric, mints no
@@ -13,6 +14,7 @@
 //! so it needs no HTTP client of its own.
 
 pub mod behaviour;
+pub mod control;
 pub mod error;
 pub mod host;
 pub mod mcp;
@@ -25,5 +27,6 @@ pub mod version;
 pub mod wording;
 pub mod world_tools;
 
+pub use control::ControlRequest;
 pub use error::HostError;
 pub use host::{HostConfig, OpenRequest, WorldHost};

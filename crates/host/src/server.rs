@@ -3,8 +3,9 @@
 //! `Host` header `w-<sid>-api.<domain>` or, without DNS, by the path `/s/<sid>/…`),
 //! with MCP (streamable HTTP, [`crate::mcp`]) at `/s/<sid>/mcp` and `/__mcp` of the api host.
 
+use crate::control::ControlRequest;
 use crate::error::HostError;
-use crate::host::{with_query, world_credential, OpenRequest, WorldHost};
+use crate::host::{with_query, world_credential, WorldHost};
 use crate::session::Session;
 use axum::body::{to_bytes, Body};
 use axum::extract::{Request, State};
@@ -149,66 +150,13 @@ async fn control(shared: Arc<Shared>, request: Request) -> Response {
     }
 }
 
-fn field<'a>(body: &'a Value, name: &str) -> Result<&'a Value, HostError> {
-    body.get(name).ok_or_else(|| HostError::MissingField(name.to_string()))
-}
-
-fn text(value: &Value) -> Option<String> {
-    value.as_str().map(str::to_string)
-}
-
-/// One control call; None for a route that does not exist.
+/// One control call over HTTP: the request read into a [`ControlRequest`] and run by
+/// [`WorldHost::control`]; None for a route that does not exist.
 pub fn control_call(host: &WorldHost, method: &str, path: &str, body: &Value) -> Result<Option<Value>, HostError> {
-    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
-    let answer = match (method, parts.as_slice()) {
-        ("GET", ["__host", "stats"]) => host.stats(),
-        ("POST", ["__host", "drain"]) => host.drain(),
-        ("GET", ["__host", "versions"]) => object([("versions", Value::Array(host.versions.ids().into_iter().map(Value::Str).collect()))]),
-        ("POST", ["__host", "versions"]) => {
-            let id = text(field(body, "versionId")?).unwrap_or_default();
-            let url = text(field(body, "bundleUrl")?).unwrap_or_default();
-            host.warm(&id, &url)?
-        }
-        ("POST", ["__host", "sessions"]) => host.open(OpenRequest {
-            session_id: text(field(body, "sessionId")?).unwrap_or_default(),
-            version_id: text(field(body, "versionId")?).unwrap_or_default(),
-            bundle_url: text(field(body, "bundleUrl")?).unwrap_or_default(),
-            task: body.get("task").and_then(text),
-            task_spec: body.get("taskSpec").filter(|v| !matches!(v, Value::Null)).cloned(),
-            token: body.get("token").and_then(text),
-            restore: body.get("restore").filter(|v| !matches!(v, Value::Null)).cloned(),
-        })?,
-        ("DELETE", ["__host", "sessions", sid]) => host.close(sid),
-        ("POST", ["__host", "sessions", sid, "renew"]) => host.renew(sid)?,
-        // Beyond the original: a new session holding a copy of this one's state.
-        ("POST", ["__host", "sessions", sid, "fork"]) => {
-            host.fork(sid, &text(field(body, "sessionId")?).unwrap_or_default(), body.get("token").and_then(text))?
-        }
-        ("POST", ["__host", "sessions", sid, "reset"]) => host.reset(sid)?,
-        ("POST", ["__host", "sessions", sid, "seed"]) => host.seed(sid, body.get("args").unwrap_or(&Value::Object(Default::default())))?,
-        ("GET", ["__host", "sessions", sid, "state"]) => host.state(sid)?,
-        ("POST", ["__host", "sessions", sid, "configure"]) => host.configure(sid, body)?,
-        ("POST", ["__host", "sessions", sid, "grade"]) => host.grade(sid)?,
-        ("POST", ["__host", "sessions", sid, "call"]) => {
-            let Some(tool) = body.get("tool").and_then(Value::as_str) else {
-                return Err(crate::error::refuse("host", "tool must be a string"));
-            };
-            host.call(sid, tool, body.get("args").unwrap_or(&Value::Object(Default::default())))?
-        }
-        ("POST", ["__host", "sessions", sid, "export"]) => host.export(sid, body.get("knownSha256").and_then(Value::as_str))?,
-        ("POST", ["__host", "sessions", sid, "export", export_id]) => {
-            let url = body
-                .get("url")
-                .and_then(Value::as_str)
-                .filter(|u| u.starts_with("https://") || u.starts_with("http://") || u.starts_with("file://"));
-            let Some(url) = url else {
-                return Err(crate::error::refuse("host", "url must be the presigned upload url"));
-            };
-            host.upload_export(sid, export_id, url)?
-        }
-        _ => return Ok(None),
-    };
-    Ok(Some(answer))
+    match ControlRequest::from_http(method, path, body)? {
+        Some(request) => host.control(request).map(Some),
+        None => Ok(None),
+    }
 }
 
 // ------------------------------------------------------------------ data plane

@@ -1,13 +1,14 @@
 //! The hub's side of live sessions: where sessions run (the World Host this hub
 //! embeds, and hosts that register by heartbeat), how the hub reaches them (the
-//! same control-plane calls either way), how hosts fetch bundles and move exports
-//! (HTTP with safe extraction), and the rubric judge.
+//! same typed control requests either way: run in this process, or sent as HTTP),
+//! how hosts fetch bundles and move exports (HTTP with safe extraction), and the
+//! rubric judge.
 //!
 //! The session and task routes themselves are in `server/sessions.rs` and
 //! `server/tasks.rs`; this module holds no route.
 
 use crate::error::HubError;
-use gateway_host::{HostConfig, WorldHost};
+use gateway_host::{ControlRequest, HostConfig, WorldHost};
 use gateway_world::json::{self, object, Value};
 use std::io::Read as _;
 use std::path::Path;
@@ -170,27 +171,24 @@ impl Worlds {
         }
     }
 
-    /// One control-plane call (`/__host/…`) on the host a session runs on.
-    pub async fn control(&self, link: &HostLink, method: &str, path: &str, body: Value) -> Result<Result<Value, HostRefusal>, HubError> {
+    /// One control-plane request on the host a session runs on: the embedded host runs
+    /// it in this process, a remote one gets it as its HTTP call (`/__host/…`).
+    pub async fn control(&self, link: &HostLink, request: ControlRequest) -> Result<Result<Value, HostRefusal>, HubError> {
         match link {
             HostLink::Embedded => {
                 let Some(host) = self.embedded.clone() else {
                     return Err(HubError::Storage("this hub runs no embedded World Host".into()));
                 };
-                let (method, path) = (method.to_string(), path.to_string());
-                let answer = tokio::task::spawn_blocking(move || gateway_host::server::control_call(&host, &method, &path, &body))
+                let answer = tokio::task::spawn_blocking(move || host.control(request))
                     .await
                     .map_err(|e| HubError::Storage(format!("the host failed: {e}")))?;
-                Ok(match answer {
-                    Ok(Some(value)) => Ok(value),
-                    Ok(None) => Err(HostRefusal { status: 404, body: object([("error", Value::str("unknown control route"))]) }),
-                    Err(refused) => {
-                        let (status, body) = refused.answer();
-                        Err(HostRefusal { status, body })
-                    }
-                })
+                Ok(answer.map_err(|refused| {
+                    let (status, body) = refused.answer();
+                    HostRefusal { status, body }
+                }))
             }
             HostLink::Remote { url, secret, .. } => {
+                let (method, path, body) = request.to_http();
                 let request = match method {
                     "GET" => self.http.get(format!("{url}{path}")),
                     "DELETE" => self.http.delete(format!("{url}{path}")),

@@ -7,7 +7,8 @@
 //! shape `open` answers (plus `forkedFrom`), and it counts against the project's
 //! session quota. Its state lives where the parent's does, so it is placed on the
 //! parent's host — the embedded one or a registered remote host, whichever holds the
-//! parent — through the host's `POST /__host/sessions/{sid}/fork`; a host that is full
+//! parent — through the host's fork ([`gateway_host::ControlRequest::Fork`], sent to a
+//! remote host as `POST /__host/sessions/{sid}/fork`); a host that is full
 //! or draining refuses it (409) rather than the fork going elsewhere. Closing either
 //! leaves the other open.
 //!
@@ -23,6 +24,7 @@ use super::sessions::{
 use super::*;
 use crate::host_credentials::HOSTS_PROJECT;
 use crate::worlds::HostLink;
+use gateway_host::ControlRequest;
 
 /// `POST /api/public/world-sessions/{id}/fork`: the new session, as `open` answers it.
 pub(super) async fn fork_session(hub: &Hub, project: &str, id: &str, base_url: &str) -> Answer {
@@ -50,8 +52,8 @@ async fn fork_placed(hub: &Hub, project: &str, parent: &mut Map, link: &HostLink
     let parent_id = text_of(parent, "sessionId");
     let at = now_iso();
     let token = hex::encode(crate::util::random_bytes(24));
-    let request = object([("sessionId", Value::str(session_id)), ("token", Value::str(&token))]);
-    match worlds.control(link, "POST", &format!("/__host/sessions/{parent_id}/fork"), request).await? {
+    let request = ControlRequest::Fork { session_id: parent_id.clone(), fork_id: session_id.to_string(), token: Some(token.clone()) };
+    match worlds.control(link, request).await? {
         Ok(_descriptor) => {}
         Err(refused) if refused.status == 404 => {
             let why = format!("its World Host no longer holds it ({})", refused.message());

@@ -14,6 +14,7 @@ use crate::host_credentials::HOSTS_PROJECT;
 use crate::worlds::{HostLink, Worlds, HOST_STALE_SECONDS};
 use gateway_host::tools::{bundled_instruction, route_args, tools};
 use gateway_host::version::Version as HostVersion;
+use gateway_host::{ControlRequest, OpenRequest};
 use gateway_world::task::TaskSpec;
 
 /// The document kind of sessions.
@@ -145,15 +146,19 @@ async fn open_placed(hub: &Hub, project: &str, base_url: &str, parts: OpenParts<
     let token = hex::encode(crate::util::random_bytes(24));
     // Hosts fetch the bundle from the hub's own address, never from the request's Host.
     let bundle_url = presign(hub, &host_base_url(hub), "GET", &version.object_key, &[]);
-    let mut request = object([
-        ("sessionId", Value::str(&session_id)),
-        ("versionId", Value::str(&version.id)),
-        ("bundleUrl", Value::Str(bundle_url)),
-        ("token", Value::str(&token)),
-    ]);
-    if let Value::Object(map) = &mut request {
-        map.insert(task.host.0.into(), task.host.1.clone());
-    }
+    let (bundled, spec) = match &task.host {
+        HostTask::Bundled(name) => (Some(name.clone()), None),
+        HostTask::Spec(spec) => (None, Some(spec.clone())),
+    };
+    let request = OpenRequest {
+        session_id: session_id.clone(),
+        version_id: version.id.clone(),
+        bundle_url,
+        task: bundled,
+        task_spec: spec,
+        token: Some(token.clone()),
+        restore: None,
+    };
     let link = place_session(hub, &worlds, request).await?;
     let data_base = match &link {
         HostLink::Embedded => base_url.to_string(),
@@ -187,7 +192,7 @@ async fn open_placed(hub: &Hub, project: &str, base_url: &str, parts: OpenParts<
         }
         HostLink::Remote { name, .. } => session.insert("_hostName".into(), Value::str(name)),
     };
-    if let ("taskSpec", spec) = &task.host {
+    if let HostTask::Spec(spec) = &task.host {
         session.insert("_spec".into(), spec.clone());
     }
     store_session(hub, project, &session).await?;
@@ -242,10 +247,18 @@ fn visible_metadata(spec: &TaskSpec) -> Value {
     Value::Object(metadata)
 }
 
+/// A session's task as the host is sent it: a bundled task by name, or a spec.
+enum HostTask {
+    /// The open request's `task`.
+    Bundled(String),
+    /// The open request's `taskSpec` (normalised).
+    Spec(Value),
+}
+
 /// A session's task as the host is sent it and the session records it.
 struct SessionTask {
-    /// The member of the host's open request: `task` (a bundled name) or `taskSpec`.
-    host: (&'static str, Value),
+    /// The task of the host's open request.
+    host: HostTask,
     /// The session's `task`: source, name, hash, metadata (and a stored task's id and version).
     info: Value,
     /// The spec, unless the task is bundled.
@@ -268,7 +281,7 @@ async fn session_task(hub: &Hub, project: &str, body: &Map, opened: &HostVersion
             let (spec, normalised) = parse_spec(&spec_value)?;
             let metadata = visible_metadata(&spec);
             SessionTask {
-                host: ("taskSpec", normalised),
+                host: HostTask::Spec(normalised),
                 info: object([
                     ("source", Value::str("stored")),
                     ("name", task.get("name").cloned().unwrap_or_default()),
@@ -284,7 +297,7 @@ async fn session_task(hub: &Hub, project: &str, body: &Map, opened: &HostVersion
             let (spec, normalised) = parse_spec(inline)?;
             let metadata = visible_metadata(&spec);
             SessionTask {
-                host: ("taskSpec", normalised.clone()),
+                host: HostTask::Spec(normalised.clone()),
                 info: object([
                     ("source", Value::str("inline")),
                     ("name", spec.name.clone().map(Value::Str).unwrap_or_default()),
@@ -317,7 +330,7 @@ fn world_task(opened: &HostVersion, name: &str) -> Result<Option<SessionTask>, H
     let (spec, normalised) = parse_spec(&value)?;
     let metadata = visible_metadata(&spec);
     Ok(Some(SessionTask {
-        host: ("taskSpec", normalised.clone()),
+        host: HostTask::Spec(normalised.clone()),
         info: object([
             ("source", Value::str("world")),
             ("name", Value::str(name)),
@@ -355,7 +368,7 @@ fn bundled_task(opened: &HostVersion, name: &str) -> Result<SessionTask, HubErro
         )));
     }
     Ok(SessionTask {
-        host: ("task", Value::str(name)),
+        host: HostTask::Bundled(name.to_string()),
         info: object([
             ("source", Value::str("bundled")),
             ("name", Value::str(name)),
@@ -368,7 +381,7 @@ fn bundled_task(opened: &HostVersion, name: &str) -> Result<SessionTask, HubErro
 
 /// Placement: this hub's own host first, then registered hosts, least loaded first;
 /// the first that opens the session (`request`) holds it.
-async fn place_session(hub: &Hub, worlds: &Worlds, request: Value) -> Result<HostLink, HubError> {
+async fn place_session(hub: &Hub, worlds: &Worlds, request: OpenRequest) -> Result<HostLink, HubError> {
     let mut candidates: Vec<HostLink> = Vec::new();
     if worlds.embedded.is_some() {
         candidates.push(HostLink::Embedded);
@@ -376,7 +389,7 @@ async fn place_session(hub: &Hub, worlds: &Worlds, request: Value) -> Result<Hos
     candidates.extend(remote_hosts(hub).await?);
     let mut refusal = None;
     for link in candidates {
-        match worlds.control(&link, "POST", "/__host/sessions", request.clone()).await? {
+        match worlds.control(&link, ControlRequest::Open(request.clone())).await? {
             Ok(_descriptor) => return Ok(link),
             // Full, draining, unreachable, or not holding the credential it registered with.
             Err(refused) if matches!(refused.status, 503 | 502 | 401 | 403) => refusal = Some(refused),
@@ -410,7 +423,7 @@ pub(super) async fn surface_answers(
     }
     if surfaces.iter().any(|s| s == "ui") {
         let Some(ui) = opened.settings.ui.as_ref() else {
-            worlds.control(link, "DELETE", &format!("/__host/sessions/{session_id}"), Value::Object(Map::default())).await?.ok();
+            worlds.control(link, ControlRequest::Close { session_id: session_id.to_string() }).await?.ok();
             return Err(HubError::BadRequest("surface not available: this world has no [ui] static app".into()));
         };
         surface_map.insert(
@@ -444,27 +457,27 @@ pub(super) async fn create_call(hub: &Hub, project: &str, id: &str, body: &Map) 
     let kind = opt_str(body, "kind")?.unwrap_or_default();
     let tool = body.get("tool").cloned().unwrap_or_default();
     let args = body.get("args").cloned().unwrap_or(Value::Object(Map::default()));
-    let empty = || Value::Object(Map::default());
     let at = now_iso();
-    let path = |verb: &str| format!("/__host/sessions/{id}/{verb}");
-    let answered = match kind.as_str() {
+    let session_id = id.to_string();
+    let request = match kind.as_str() {
         "call" => {
             let Some(name) = tool.as_str() else { return Err(HubError::BadRequest("a call needs 'tool'".into())) };
             let (_, version) = own_version(hub, project, &text_of(&session, "versionId")).await?;
             let opened = world_version(hub, &version).await?;
-            let routed = route_args(&opened, name, &args);
-            worlds.control(&link, "POST", &path("call"), object([("tool", Value::str(name)), ("args", routed)])).await?
+            // The agent's flat args, routed onto the operation's {path, query, body}.
+            ControlRequest::Call { session_id, tool: name.to_string(), args: route_args(&opened, name, &args) }
         }
-        "grade" => worlds.control(&link, "POST", &path("grade"), empty()).await?,
-        "state" => worlds.control(&link, "GET", &path("state"), empty()).await?,
-        "reset" => worlds.control(&link, "POST", &path("reset"), empty()).await?,
-        "seed" => worlds.control(&link, "POST", &path("seed"), object([("args", args.clone())])).await?,
+        "grade" => ControlRequest::Grade { session_id },
+        "state" => ControlRequest::State { session_id },
+        "reset" => ControlRequest::Reset { session_id },
+        "seed" => ControlRequest::Seed { session_id, args: args.clone() },
         // Beyond the original: the session's clock, seed, faults, collateral check.
-        "configure" => worlds.control(&link, "POST", &path("configure"), args.clone()).await?,
+        "configure" => ControlRequest::Configure { session_id, settings: args.clone() },
         other => {
             return Err(HubError::BadRequest(format!("unknown call kind '{other}': use call, grade, state, reset, seed or configure")))
         }
     };
+    let answered = worlds.control(&link, request).await?;
     let (mut result, mut error) = match answered {
         Ok(value) => (value, Value::Null),
         Err(refused) if refused.status == 404 => {
@@ -479,7 +492,7 @@ pub(super) async fn create_call(hub: &Hub, project: &str, id: &str, body: &Map) 
         let diff = result.get("diff").cloned();
         let spec = session.get("_spec").cloned().unwrap_or_default();
         let log = call_log(hub, project, id).await?;
-        let state = match worlds.control(&link, "GET", &path("state"), empty()).await? {
+        let state = match worlds.control(&link, ControlRequest::State { session_id: id.to_string() }).await? {
             Ok(state) => state,
             Err(refused) => Value::Str(refused.message()),
         };
@@ -602,7 +615,7 @@ pub(super) async fn close_session(hub: &Hub, project: &str, id: &str) -> Answer 
     if text_of(&session, "state") == "READY" {
         // A host that lost the session has closed it already; a revoked one is not called.
         if let Ok(link) = link_of(hub, project, &mut session).await {
-            let _ = worlds(hub)?.control(&link, "DELETE", &format!("/__host/sessions/{id}"), Value::Object(Map::default())).await?;
+            let _ = worlds(hub)?.control(&link, ControlRequest::Close { session_id: id.to_string() }).await?;
         }
     }
     if text_of(&session, "state") == "READY" {
