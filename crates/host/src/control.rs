@@ -291,10 +291,14 @@ impl PartialEq for ControlRequest {
             | (R::Reset { session_id: a }, R::Reset { session_id: b })
             | (R::State { session_id: a }, R::State { session_id: b })
             | (R::Grade { session_id: a }, R::Grade { session_id: b }) => a == b,
-            (R::Fork { session_id: a, fork_id: x, token: s }, R::Fork { session_id: b, fork_id: y, token: t }) => a == b && x == y && s == t,
+            (R::Fork { session_id: a, fork_id: x, token: s }, R::Fork { session_id: b, fork_id: y, token: t }) => {
+                a == b && x == y && s == t
+            }
             (R::Seed { session_id: a, args: x }, R::Seed { session_id: b, args: y })
             | (R::Configure { session_id: a, settings: x }, R::Configure { session_id: b, settings: y }) => a == b && json_equal(x, y),
-            (R::Call { session_id: a, tool: s, args: x }, R::Call { session_id: b, tool: t, args: y }) => a == b && s == t && json_equal(x, y),
+            (R::Call { session_id: a, tool: s, args: x }, R::Call { session_id: b, tool: t, args: y }) => {
+                a == b && s == t && json_equal(x, y)
+            }
             (R::Export { session_id: a, known_sha256: s }, R::Export { session_id: b, known_sha256: t }) => a == b && s == t,
             (R::UploadExport { session_id: a, export_id: x, url: s }, R::UploadExport { session_id: b, export_id: y, url: t }) => {
                 a == b && x == y && s == t

@@ -255,14 +255,18 @@ pub async fn serve_stdio(server: WorldMcp) -> Result<(), String> {
 }
 
 /// The streamable HTTP answer to one request for session `session_id` (the
-/// caller has admitted it): stateless, JSON answers, bodies up to `max_body`.
-pub async fn http(host: Arc<WorldHost>, session_id: &str, max_body: usize, request: axum::extract::Request) -> axum::response::Response {
+/// caller has admitted it): stateless, JSON answers, bodies up to `max_body`. A
+/// session the host does not hold is the refusal's text, for the caller to answer
+/// (the host's server: 404).
+pub async fn http(
+    host: Arc<WorldHost>,
+    session_id: &str,
+    max_body: usize,
+    request: axum::extract::Request,
+) -> Result<axum::response::Response, String> {
     use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
     use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-    let server = match WorldMcp::new(host, session_id, McpOptions::default()) {
-        Ok(server) => server,
-        Err(error) => return crate::server::reply(404, &gateway_world::json::object([("error", Value::Str(refusal_text(&error)))])),
-    };
+    let server = WorldMcp::new(host, session_id, McpOptions::default()).map_err(|error| refusal_text(&error))?;
     // The host's gate (the session token) stands where rmcp's Host allow-list
     // would: sessions are named by Host headers no fixed list can hold.
     let config = StreamableHttpServerConfig::default()
@@ -272,7 +276,7 @@ pub async fn http(host: Arc<WorldHost>, session_id: &str, max_body: usize, reque
         .with_max_request_body_bytes(max_body)
         .disable_allowed_hosts();
     let service = StreamableHttpService::new(move || Ok(server.clone()), Arc::new(NeverSessionManager::default()), config);
-    service.handle(request).await.map(axum::body::Body::new)
+    Ok(service.handle(request).await.map(axum::body::Body::new))
 }
 
 /// A world directory opened as the one session of a host of its own, under a

@@ -281,7 +281,10 @@ async fn data(shared: Arc<Shared>, request: Request) -> Response {
     };
     if surface == "api" && path == mcp_path {
         drop(session);
-        return crate::mcp::http(shared.host.clone(), &sid, MAX_BODY, Request::from_parts(parts, body)).await;
+        return match crate::mcp::http(shared.host.clone(), &sid, MAX_BODY, Request::from_parts(parts, body)).await {
+            Ok(answered) => answered,
+            Err(refused) => error(404, &refused),
+        };
     }
     let raw = match read_body(body).await {
         Ok(raw) => raw,
