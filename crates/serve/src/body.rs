@@ -64,9 +64,11 @@ fn multipart(raw: &[u8], boundary: &str) -> Option<Value> {
         return None;
     }
     let delimiter = format!("--{boundary}");
-    let finder = memchr::memmem::Finder::new(delimiter.as_bytes());
+    // A part ends where "\r\n--boundary" begins: one searcher for every part.
+    let part_end = format!("\r\n{delimiter}");
+    let part_end = memchr::memmem::Finder::new(part_end.as_bytes());
     // The preamble before the first delimiter is ignored (RFC 2046 §5.1.1).
-    let mut at = finder.find(raw)? + delimiter.len();
+    let mut at = memchr::memmem::find(raw, delimiter.as_bytes())? + delimiter.len();
     let mut fields = Map::default();
     loop {
         let rest = &raw[at..];
@@ -74,11 +76,10 @@ fn multipart(raw: &[u8], boundary: &str) -> Option<Value> {
             return Some(Value::Object(fields));
         }
         let rest = rest.strip_prefix(b"\r\n")?;
-        // A part ends where "\r\n--boundary" begins.
-        let end = memchr::memmem::find(rest, format!("\r\n{delimiter}").as_bytes())?;
+        let end = part_end.find(rest)?;
         let (name, value) = part(&rest[..end])?;
         fields.entry(name).or_insert(value);
-        at = at + 2 + end + 2 + delimiter.len();
+        at += 2 + end + part_end.needle().len();
     }
 }
 
