@@ -62,6 +62,28 @@ fn a_planted_circle_between_two_files_fails() {
 }
 
 #[test]
+fn a_circle_behind_a_string_that_looks_like_a_comment_is_still_seen() {
+    // A `//` inside a string (a URL) or a quote in a char literal once made the check
+    // drop the rest of a line or read the rest of a file as one string, and so miss the
+    // names after it.
+    let dir = tempfile::tempdir().unwrap();
+    let allow = dir.path().join("allow.txt");
+    std::fs::write(&allow, "").unwrap();
+    plant(
+        dir.path(),
+        "//! a\nconst U: &str = \"http://x\"; use crate::b::B;\npub struct A(B);\n",
+        "//! b\nconst Q: char = '\"';\nconst R: &str = r#\"a \"q\" // x\"#;\nuse super::a::A;\npub fn b(_: A) {}\npub struct B;\n",
+    );
+    let (passed, said) = check(dir.path(), &allow);
+    assert!(!passed, "{said}");
+    assert!(said.contains("crates/demo/src/a.rs ↔ crates/demo/src/b.rs"), "{said}");
+    // A name only inside a string or a comment is not a name.
+    plant(dir.path(), "//! a\nconst U: &str = \"use crate::b::B;\"; /* use crate::b */\n", "//! b\nuse super::a::U;\n");
+    let (passed, said) = check(dir.path(), &allow);
+    assert!(passed, "{said}");
+}
+
+#[test]
 fn a_planted_900_line_file_fails() {
     let dir = tempfile::tempdir().unwrap();
     let allow = dir.path().join("allow.txt");
