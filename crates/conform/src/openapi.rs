@@ -2,6 +2,7 @@
 //! world operation in them.
 
 use crate::lazy::{LazyJson, Span};
+use crate::schema::{SchemaDocument, Validators};
 use gateway_connector::spec::Operation;
 use gateway_world::error::ContractError;
 use gateway_world::json::{dumps, python_str, DumpOptions, Map, Value};
@@ -22,7 +23,7 @@ pub struct Document {
     paths: Vec<(String, String, Span)>,
     v30: bool,
     /// Compiled response validators, by the schema's text (see [`crate::schema`]).
-    pub(crate) validators: crate::schema::Validators,
+    validators: Validators,
 }
 
 /// Where a world operation is described: the path as the document spells it, the path
@@ -264,6 +265,20 @@ impl Document {
     /// schema itself cannot be compiled (then nothing is claimed about the body).
     pub fn check(&self, schema: &Value, value: &Value) -> Result<Vec<String>, String> {
         crate::schema::check(self, schema, value)
+    }
+}
+
+impl SchemaDocument for Document {
+    fn resolve(&self, reference: &str) -> Option<Rc<Value>> {
+        Document::resolve(self, reference)
+    }
+
+    fn is_v30(&self) -> bool {
+        self.v30
+    }
+
+    fn validators(&self) -> &Validators {
+        &self.validators
     }
 }
 

@@ -7,7 +7,6 @@
 //! `$ref` to where it was placed. Formats are annotations only, as in the original:
 //! a UUID-shaped string where the vendor answers a UUID is not what this hunts for.
 
-use crate::openapi::Document;
 use gateway_world::json::{python_repr, Value};
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::paths::LocationSegment;
@@ -104,7 +103,20 @@ fn repr(value: &Json) -> String {
 
 /// Compiled validators of one document, by the response schema's text: operations
 /// share schemas (GitHub's `basic-error` answers hundreds of 404s), so each is built once.
-pub(crate) type Validators = RefCell<HashMap<String, Result<Rc<jsonschema::Validator>, String>>>;
+pub type Validators = RefCell<HashMap<String, Result<Rc<jsonschema::Validator>, String>>>;
+
+/// The document a response schema is read in: where its `$ref`s resolve, which
+/// dialect it is written in, and where its compiled validators are kept. The OpenAPI
+/// [`Document`](crate::openapi::Document) is one; this module names only the trait, so
+/// that the document can call it without the two naming each other.
+pub trait SchemaDocument {
+    /// The node a local reference (`#/components/…`) names, if any.
+    fn resolve(&self, reference: &str) -> Option<Rc<Value>>;
+    /// Whether its schemas are OpenAPI 3.0's dialect (rewritten to 2020-12 here).
+    fn is_v30(&self) -> bool;
+    /// The validators compiled for it so far.
+    fn validators(&self) -> &Validators;
+}
 
 /// Every local `$ref` string in a node.
 fn references(node: &Value, out: &mut Vec<String>) {
@@ -144,7 +156,7 @@ fn place(root: &mut serde_json::Map<String, Json>, pointer: &str, node: Json) {
 /// its `$ref`s reach (transitively), each at its own place, so references resolve
 /// as they would in the whole document. GitHub's document is 13 MB; an issue's
 /// answer needs a few dozen of its schemas.
-fn closure(document: &Document, schema: &Value) -> Json {
+fn closure(document: &impl SchemaDocument, schema: &Value) -> Json {
     let mut root = serde_json::Map::new();
     let mut pending = Vec::new();
     references(schema, &mut pending);
@@ -169,9 +181,9 @@ fn closure(document: &Document, schema: &Value) -> Json {
     root
 }
 
-fn validator(document: &Document, schema: &Value) -> Result<Rc<jsonschema::Validator>, String> {
+fn validator(document: &impl SchemaDocument, schema: &Value) -> Result<Rc<jsonschema::Validator>, String> {
     let key = gateway_world::json::canonical(schema);
-    if let Some(found) = document.validators.borrow().get(&key) {
+    if let Some(found) = document.validators().borrow().get(&key) {
         return found.clone();
     }
     let built = jsonschema::options()
@@ -180,12 +192,12 @@ fn validator(document: &Document, schema: &Value) -> Result<Rc<jsonschema::Valid
         .build(&closure(document, schema))
         .map(Rc::new)
         .map_err(|e| e.to_string());
-    document.validators.borrow_mut().insert(key, built.clone());
+    document.validators().borrow_mut().insert(key, built.clone());
     built
 }
 
 /// Problems of `value` against `schema` (a schema of `document`), in the original's words.
-pub fn check(document: &Document, schema: &Value, value: &Value) -> Result<Vec<String>, String> {
+pub fn check(document: &impl SchemaDocument, schema: &Value, value: &Value) -> Result<Vec<String>, String> {
     let validator = validator(document, schema)?;
     let instance = to_json(value);
     let mut problems = Vec::new();
@@ -225,7 +237,7 @@ pub fn check(document: &Document, schema: &Value, value: &Value) -> Result<Vec<S
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::openapi::Document;
     use gateway_world::json::parse;
 
     fn doc(text: &str) -> Document {
@@ -240,9 +252,9 @@ mod tests {
         );
         let schema = parse(r##"{"type": "array", "items": {"$ref": "#/components/schemas/T"}}"##).unwrap().value;
         let ok = parse(r#"[{"id": 1, "name": null}]"#).unwrap().value;
-        assert_eq!(check(&d, &schema, &ok).unwrap(), Vec::<String>::new());
+        assert_eq!(d.check(&schema, &ok).unwrap(), Vec::<String>::new());
         let bad = parse(r#"[{"id": "1", "tier": "c", "extra": 1}]"#).unwrap().value;
-        let mut problems = check(&d, &schema, &bad).unwrap();
+        let mut problems = d.check(&schema, &bad).unwrap();
         problems.sort();
         assert_eq!(
             problems,

@@ -4,29 +4,28 @@
 //! configs), speaking the same HTTP API with the same bodies, and returning the same
 //! JSON objects the original prints.
 
+use crate::objects;
 pub use crate::transport::{basic_auth, EnvCredentials};
 use crate::transport::{Dialect, Missing, Transport};
 use crate::versioning;
+use crate::wheel;
+pub use crate::wheel::Installer;
 use crate::working_copy::{
     base_files, check_before_push, copy_dir, local_tree_state, meta_str, read_local_meta, read_pyproject, serves_api, write_local_meta,
 };
 use crate::ClientError;
-use base64::Engine as _;
 use gateway_bundle::archive;
 use gateway_bundle::extract::{self, ExtractLimits};
 use gateway_bundle::BundleError;
 use gateway_common::url::{quote_plus, quote_segment};
 use gateway_world::json::{self, object, Map, Value};
 use sha2::{Digest, Sha256};
-use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The branch a working copy tracks when nothing says otherwise.
 pub const DEFAULT_BRANCH: &str = "main";
 const API: &str = "/api/public/benchmark-containers";
-/// The budget of a bundle's or a wheel's upload or download.
-const TRANSFER_TIMEOUT: Duration = Duration::from_secs(300);
 /// The original's `GatewayBenchmarkClient._request`: a repeated member is not JSON.
 const DIALECT: Dialect = Dialect { refuse_repeated_members: true, ..Dialect::URLLIB };
 
@@ -81,38 +80,6 @@ fn resolve_request(options: &PushOptions, slug: &str, py_name: Option<String>) -
     Value::Object(resolve)
 }
 
-// ------------------------------------------------------------------ progress
-
-fn progress(len: u64, what: &str) -> Option<indicatif::ProgressBar> {
-    if !std::io::stderr().is_terminal() {
-        return None;
-    }
-    let bar = indicatif::ProgressBar::with_draw_target(Some(len), indicatif::ProgressDrawTarget::stderr());
-    if let Ok(style) = indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}") {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    bar.set_message(what.to_string());
-    Some(bar)
-}
-
-struct CountingReader {
-    inner: std::io::Cursor<Vec<u8>>,
-    bar: Option<indicatif::ProgressBar>,
-}
-
-impl Read for CountingReader {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        if let Some(bar) = &self.bar {
-            bar.inc(n as u64);
-            if n == 0 {
-                bar.finish_and_clear();
-            }
-        }
-        Ok(n)
-    }
-}
-
 // ------------------------------------------------------------------ the client
 
 /// Options of [`Client::push`] (the `bench push` flags).
@@ -157,7 +124,7 @@ pub struct Client {
 impl Client {
     /// A client for `host` with a key pair (both required, as in the original).
     pub fn new(host: &str, public_key: &str, secret_key: &str) -> Result<Client> {
-        // The JSON calls' budget; object transfers have TRANSFER_TIMEOUT.
+        // The JSON calls' budget; object transfers have objects::TRANSFER_TIMEOUT.
         let transport = Transport::with_key_pair(host, public_key, secret_key, Missing::SAY_WHERE, Duration::from_secs(120))?;
         Ok(Client { transport })
     }
@@ -178,62 +145,6 @@ impl Client {
 
     fn get(&self, path: &str) -> Result<Value> {
         self.request(reqwest::Method::GET, path, None)
-    }
-
-    fn put_object(&self, url: &str, data: Vec<u8>, sha256_b64: &str, content_type: &str) -> Result<()> {
-        let len = data.len() as u64;
-        let reader = CountingReader { inner: std::io::Cursor::new(data), bar: progress(len, "upload") };
-        let response = self
-            .transport
-            .http()
-            .put(url)
-            .timeout(TRANSFER_TIMEOUT)
-            .header("Content-Type", content_type)
-            .header("x-amz-checksum-sha256", sha256_b64)
-            .body(reqwest::blocking::Body::sized(reader, len))
-            .send()
-            .map_err(|e| ClientError::Unreachable(format!("object PUT -> {e}")))?;
-        if !response.status().is_success() {
-            let code = response.status().as_u16();
-            let detail: String = response.text().unwrap_or_default().chars().take(500).collect();
-            return Err(ClientError::Refused(format!("object PUT -> {code}: {detail}")));
-        }
-        Ok(())
-    }
-
-    /// GET a signed object URL (it carries no hub credentials).
-    fn get_object(&self, url: &str) -> reqwest::Result<reqwest::blocking::Response> {
-        self.transport.http().get(url).timeout(TRANSFER_TIMEOUT).send()
-    }
-
-    /// Download an object into the file `into`, streamed; the base64 sha256 of its bytes.
-    fn download_object(&self, url: &str, into: &Path) -> Result<String> {
-        let mut response = self.get_object(url).map_err(|e| ClientError::Unreachable(format!("bundle download -> {e}")))?;
-        if !response.status().is_success() {
-            let code = response.status().as_u16();
-            let detail: String = response.text().unwrap_or_default().chars().take(300).collect();
-            return Err(ClientError::Refused(format!("bundle download -> {code}: {detail}")));
-        }
-        let bar = response.content_length().and_then(|len| progress(len, "download"));
-        let mut file = std::io::BufWriter::new(std::fs::File::create(into).map_err(|e| ClientError::io(into, e))?);
-        let mut digest = Sha256::new();
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            let n = response.read(&mut buf).map_err(|e| ClientError::Unreachable(format!("bundle download -> {e}")))?;
-            if n == 0 {
-                break;
-            }
-            digest.update(&buf[..n]);
-            file.write_all(&buf[..n]).map_err(|e| ClientError::io(into, e))?;
-            if let Some(bar) = &bar {
-                bar.inc(n as u64);
-            }
-        }
-        file.flush().map_err(|e| ClientError::io(into, e))?;
-        if let Some(bar) = bar {
-            bar.finish_and_clear();
-        }
-        Ok(base64::engine::general_purpose::STANDARD.encode(digest.finalize()))
     }
 
     /// `bench push`: resolve → versions → PUT → finalize, then rewrite the metadata.
@@ -262,7 +173,7 @@ impl Client {
 
         // Built before the versions POST, so its sha256 and Requires-Dist travel with it
         // and the hub answers a second upload URL (the original's order).
-        let wheel = if options.build_wheel { Some(crate::wheel::build_wheel(env)?) } else { None };
+        let wheel = if options.build_wheel { Some(wheel::build_wheel(env)?) } else { None };
 
         let resolve = resolve_request(options, &slug, py_name);
         let resolved = self.post(&format!("{API}/resolve"), &resolve)?;
@@ -312,10 +223,10 @@ impl Client {
             .ok_or_else(|| ClientError::BadAnswer("versions answered without a versionId".into()))?
             .to_string();
         if let Some(url) = version.get("uploadUrl").and_then(Value::as_str).filter(|u| !u.is_empty()) {
-            self.put_object(url, tarball, &bundle_sha256, "application/gzip")?;
+            objects::put(self.transport.http(), url, tarball, &bundle_sha256, "application/gzip")?;
         }
         if let (Some(url), Some(wheel)) = (version.get("wheelUploadUrl").and_then(Value::as_str).filter(|u| !u.is_empty()), &wheel) {
-            self.put_object(url, wheel.bytes.clone(), &wheel.sha256_b64, "application/octet-stream")?;
+            objects::put(self.transport.http(), url, wheel.bytes.clone(), &wheel.sha256_b64, "application/octet-stream")?;
         }
 
         let mut fin = Map::default();
@@ -429,7 +340,7 @@ impl Client {
         let limits = ExtractLimits::from_env()?;
         let download = gateway_common::temp::Scratch::new("pull").map_err(|e| ClientError::io(&e.path, e.source))?;
         let bundle = download.path().join("bundle.tar.gz");
-        let actual = self.download_object(&url, &bundle)?;
+        let actual = objects::download_bundle(self.transport.http(), &url, &bundle)?;
         if let Some(expected) = details.get("bundleSha256").and_then(Value::as_str).filter(|s| !s.is_empty()) {
             if actual != expected {
                 return Err(fail(format!(
@@ -708,8 +619,9 @@ impl Client {
         let name = gateway_common::url::unquote_plus(path.rsplit('/').next().unwrap_or_default());
         let name = if name.is_empty() { "pkg.whl".to_string() } else { name };
         let scratch = tempfile_dir("gateway-wheel-")?;
-        let wheel = scratch.join(&name);
-        let outcome = self.download_wheel(url, &wheel).and_then(|()| run_installer(tool, no_upgrade, &wheel));
+        let wheel_file = scratch.join(&name);
+        let outcome =
+            objects::download_wheel(self.transport.http(), url, &wheel_file).and_then(|()| wheel::install(tool, no_upgrade, &wheel_file));
         let _ = std::fs::remove_dir_all(&scratch);
         outcome?;
         Ok(object([
@@ -720,16 +632,6 @@ impl Client {
             ("wheelFile", Value::str(name)),
         ]))
     }
-
-    fn download_wheel(&self, url: &str, to: &Path) -> Result<()> {
-        let mut response = self.get_object(url).map_err(|e| ClientError::Unreachable(format!("wheel download -> {e}")))?;
-        if !response.status().is_success() {
-            return Err(ClientError::Refused(format!("wheel download -> {}", response.status().as_u16())));
-        }
-        let mut file = std::fs::File::create(to).map_err(|e| ClientError::io(to, e))?;
-        std::io::copy(&mut response, &mut file).map_err(|e| ClientError::Unreachable(format!("wheel download -> {e}")))?;
-        Ok(())
-    }
 }
 
 /// A fresh private scratch directory under the system temp dir.
@@ -737,37 +639,6 @@ fn tempfile_dir(prefix: &str) -> Result<PathBuf> {
     let dir = gateway_world::data::tempfile_dir::process_root().join(format!("{prefix}{}", gateway_common::random::random_hex(6)));
     std::fs::create_dir(&dir).map_err(|e| ClientError::io(&dir, e))?;
     Ok(dir)
-}
-
-/// `uv pip install [--reinstall] WHEEL` or `pip install [--upgrade] WHEEL`, its output
-/// passed through; missing or failing, the original's words.
-fn run_installer(tool: Installer, no_upgrade: bool, wheel: &Path) -> Result<()> {
-    let mut command: Vec<&str> = match tool {
-        Installer::Uv => vec!["uv", "pip", "install"],
-        Installer::Pip => vec!["pip", "install"],
-    };
-    if !no_upgrade {
-        command.push(match tool {
-            Installer::Uv => "--reinstall",
-            Installer::Pip => "--upgrade",
-        });
-    }
-    let status = std::process::Command::new(command[0])
-        .args(&command[1..])
-        .arg(wheel)
-        .stdin(std::process::Stdio::null())
-        // The installer's chatter is not the command's JSON.
-        .stdout(std::process::Stdio::from(std::io::stderr()))
-        .status();
-    match status {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(fail(format!(
-            "'{}' is not installed or not on PATH — install it (https://docs.astral.sh/uv/) or rerun with tool='pip' (`gateway bench install --tool pip`).",
-            command[0]
-        ))),
-        Err(e) => Err(fail(format!("install failed ({e})"))),
-        Ok(status) if !status.success() => Err(fail(format!("install failed (exit {})", status.code().unwrap_or(-1)))),
-        Ok(_) => Ok(()),
-    }
 }
 
 /// Who may see a container.
@@ -785,26 +656,6 @@ impl Visibility {
         match self {
             Visibility::Private => "PRIVATE",
             Visibility::Public => "PUBLIC",
-        }
-    }
-}
-
-/// The installer `bench install` runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
-pub enum Installer {
-    /// `uv pip install` (`--reinstall` unless `--no-upgrade`).
-    #[default]
-    Uv,
-    /// `pip install` (`--upgrade` unless `--no-upgrade`).
-    Pip,
-}
-
-impl Installer {
-    /// The original's spelling (`uv`, `pip`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Installer::Uv => "uv",
-            Installer::Pip => "pip",
         }
     }
 }

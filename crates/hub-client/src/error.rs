@@ -1,6 +1,8 @@
-//! The clients' error type: why a call to a hub, or the local work around it (a push's
-//! bundle, a pull's extraction, a wheel), failed. Every variant's text is what the CLI
-//! prints after `Error: `, worded as the original words it.
+//! The clients' error types: why a call to a hub, or the local work around it (a push's
+//! bundle, a pull's extraction, a wheel), failed ([`ClientError`]); and the session
+//! client's own [`SessionError`] (the original's `WorldSessionError` /
+//! `WorldSessionTimeout`). Every variant's text is what the CLI prints after `Error: `,
+//! worded as the original words it.
 
 use gateway_bundle::BundleError;
 use std::path::Path;
@@ -61,4 +63,16 @@ pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+/// Why a session or task call failed; the text is what the original prints.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// A refusal, a failed request (`"<METHOD> <path> -> <code>: <body>"`), a call's
+    /// own error, or a caller mistake (the original's `WorldSessionError` / `ValueError`).
+    #[error("{0}")]
+    Failed(String),
+    /// The container or the judge did not answer within the budget (`WorldSessionTimeout`).
+    #[error("{0}")]
+    Timeout(String),
 }

@@ -5,9 +5,10 @@
 //!   compare-and-set base, a connector world as its api bundle), pull with integrity check
 //!   and safe extraction, refs, log, status, propose, fork, diff, secrets, run configs,
 //!   install; [`working_copy`] (a world directory's hub link and drift), [`wheel`]
-//!   (`--build-wheel`) and [`versioning`] (`--auto-bump/--rc/--post`) beside it;
+//!   (`--build-wheel`, and the installer of `bench install`) and [`versioning`]
+//!   (`--auto-bump/--rc/--post`) beside it;
 //! - [`sessions_client`]: `gateway worlds session|task …`, live world sessions and stored
-//!   tasks (spec §5, §6);
+//!   tasks (spec §5, §6); [`task_shapes`]: the stored tasks as the original prints them;
 //! - [`evals_client`]: the filing behind `gateway worlds run|ci` — evaluations, their
 //!   samples, final states and finalize (spec §2);
 //! - [`environments_client`]: `gateway environment …`, the §7 views;
@@ -19,7 +20,8 @@
 //! - `transport` (private): the one HTTP transport they all send through — the hub's
 //!   address, the credentials' header, the request, its status and its decoded answer —
 //!   and the env-var credentials and Basic auth; each client names only the words it
-//!   tells its failures in.
+//!   tells its failures in;
+//! - `objects` (private): bundles and wheels moved through the hub's signed object URLs.
 //!
 //! It is not the hub's server or store (`gateway-hub`, which does not depend on this
 //! crate), parses no command line (`gateway-cli`), and owns no bundle format: what a
@@ -29,8 +31,8 @@
 //! `HubError` (whose variants are HTTP statuses a server answers); it says which side of
 //! a call failed — setup, transport, the hub's refusal, an answer that is not what it
 //! must be, the flow's own refusal, a wheel, a bundle, a file. Its text is what the
-//! original prints. The session client keeps its own [`sessions_client::SessionError`]
-//! (the original's `WorldSessionError` / `WorldSessionTimeout`).
+//! original prints. The session client keeps its own [`SessionError`] (the original's
+//! `WorldSessionError` / `WorldSessionTimeout`).
 
 pub mod agent_project;
 pub mod captures_client;
@@ -39,12 +41,14 @@ pub mod connectors_client;
 pub mod environments_client;
 pub mod error;
 pub mod evals_client;
+mod objects;
 pub mod platform_client;
 pub mod sessions_client;
+pub mod task_shapes;
 mod transport;
 pub mod versioning;
 pub mod wheel;
 pub mod working_copy;
 pub mod world_data_client;
 
-pub use error::ClientError;
+pub use error::{ClientError, SessionError};

@@ -4,7 +4,8 @@
 //! of both, written here for a hatchling project (the backend of `uv init` and the
 //! verifiers environments): the same files, METADATA, entry points and RECORD as
 //! hatchling's default wheel target, in a deterministic zip. Also the zip reading that
-//! takes `Requires-Dist` out of a wheel's METADATA.
+//! takes `Requires-Dist` out of a wheel's METADATA, and `bench install`'s installer
+//! (`uv pip install` or `pip install` of a downloaded wheel).
 
 use crate::ClientError;
 use base64::Engine as _;
@@ -563,6 +564,57 @@ pub fn requires_dist(wheel: &[u8]) -> Result<Vec<String>> {
         }
     }
     Ok(headers.into_iter().filter(|(k, _)| k.eq_ignore_ascii_case("Requires-Dist")).map(|(_, v)| v).collect())
+}
+
+/// The installer `bench install` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub enum Installer {
+    /// `uv pip install` (`--reinstall` unless `--no-upgrade`).
+    #[default]
+    Uv,
+    /// `pip install` (`--upgrade` unless `--no-upgrade`).
+    Pip,
+}
+
+impl Installer {
+    /// The original's spelling (`uv`, `pip`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Installer::Uv => "uv",
+            Installer::Pip => "pip",
+        }
+    }
+}
+
+/// `uv pip install [--reinstall] WHEEL` or `pip install [--upgrade] WHEEL`, its output
+/// passed through; missing or failing, the original's words.
+pub fn install(tool: Installer, no_upgrade: bool, wheel: &Path) -> Result<()> {
+    let mut command: Vec<&str> = match tool {
+        Installer::Uv => vec!["uv", "pip", "install"],
+        Installer::Pip => vec!["pip", "install"],
+    };
+    if !no_upgrade {
+        command.push(match tool {
+            Installer::Uv => "--reinstall",
+            Installer::Pip => "--upgrade",
+        });
+    }
+    let status = std::process::Command::new(command[0])
+        .args(&command[1..])
+        .arg(wheel)
+        .stdin(std::process::Stdio::null())
+        // The installer's chatter is not the command's JSON.
+        .stdout(std::process::Stdio::from(std::io::stderr()))
+        .status();
+    match status {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(ClientError::Failed(format!(
+            "'{}' is not installed or not on PATH — install it (https://docs.astral.sh/uv/) or rerun with tool='pip' (`gateway bench install --tool pip`).",
+            command[0]
+        ))),
+        Err(e) => Err(ClientError::Failed(format!("install failed ({e})"))),
+        Ok(status) if !status.success() => Err(ClientError::Failed(format!("install failed (exit {})", status.code().unwrap_or(-1)))),
+        Ok(_) => Ok(()),
+    }
 }
 
 #[cfg(test)]

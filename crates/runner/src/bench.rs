@@ -9,9 +9,9 @@
 //! engines are [`crate::harbor`] and [`crate::verifiers`].
 
 use crate::error::RunnerError;
-use crate::flows::Report;
 use crate::gate::Gate;
 use crate::harbor::{self, HarborJob, Harvest};
+use crate::report::Report;
 use crate::verifiers::{self, VerifiersEval};
 use gateway_hub_client::client::Client;
 use gateway_hub_client::evals_client::EvalsClient;

@@ -6,8 +6,8 @@
 //! It is not the world and keeps no state of it: the session does. Grading after
 //! the agent is [`crate::run`]'s.
 
-use crate::agent::Outcome;
 use crate::error::RunnerError;
+use crate::outcome::Outcome;
 use crate::process::{over_budget, spawn_watched, PYTHON};
 use crate::world::Session;
 use gateway_world::json::{self, object, Value};

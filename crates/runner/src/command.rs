@@ -16,7 +16,7 @@
 //! Its stdout (up to 20,000 characters) is the rollout's completion; its stderr
 //! passes through; a non-zero exit is the agent's error. It does not grade.
 
-use crate::agent::Outcome;
+use crate::outcome::Outcome;
 use crate::process::{over_budget, spawn_watched};
 use crate::world::Session;
 use std::io::Read;

@@ -14,6 +14,7 @@ use crate::error::RunnerError;
 use crate::filing::{self, RunFiling};
 use crate::gate::Gate;
 use crate::model::ModelConfig;
+pub use crate::report::Report;
 use crate::run::{self, Rollout, RunOptions};
 use crate::tasks::{self, WorldTask};
 use crate::world::{LocalWorld, WorldSource};
@@ -84,18 +85,6 @@ fn insert(result: &mut Value, key: &str, value: Value) {
     if let Value::Object(fields) = result {
         fields.insert(key.into(), value);
     }
-}
-
-/// What a command prints and gates on.
-#[derive(Debug, Clone)]
-pub struct Report {
-    /// The result, printed as indented JSON.
-    pub result: Value,
-    /// The gate (bar, title, facts).
-    pub gate: Gate,
-    /// Rollouts that measured nothing of the agent (see `Rollout::errored`), and the
-    /// first one's reason: the command fails on them unless told to allow them.
-    pub errored: (usize, Option<String>),
 }
 
 /// `gateway worlds run`.

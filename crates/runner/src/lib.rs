@@ -5,10 +5,11 @@
 //! acted on by an agent — a Python callable given a `World` object ([`bridge`]),
 //! any program given the session's endpoints in its environment ([`command`]), the
 //! built-in OpenAI-compatible tool-calling loop ([`model`]) or the task's reference
-//! solution ([`agent::Agent::Oracle`]) — then graded with the task's own grader,
-//! summarized ([`run`]: mean reward, pass^k), written out as transcripts, filed as
-//! an evaluation ([`filing`]) and gated ([`gate`]). [`flows`] strings these together
-//! as the two commands do.
+//! solution ([`agent::Agent::Oracle`]), each answering an [`outcome::Outcome`] —
+//! then graded with the task's own grader, summarized ([`run`]: mean reward,
+//! pass^k), written out as transcripts, filed as an evaluation ([`filing`]) and
+//! gated ([`gate`]). [`flows`] strings these together as the two commands do,
+//! each ending in a [`report::Report`].
 //!
 //! The `bench` evaluation commands live here too ([`bench`](mod@bench)): a harbor jobs
 //! directory harvested into one evaluation ([`harbor`]), harbor started over a
@@ -30,7 +31,9 @@ pub mod harbor;
 pub mod harbor_world;
 pub mod model;
 pub mod noise;
+pub mod outcome;
 pub mod process;
+pub mod report;
 pub mod run;
 pub mod stored;
 pub mod tasks;

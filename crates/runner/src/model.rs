@@ -10,8 +10,8 @@
 //! `--model` / `GATEWAY_MODEL`. It does not grade, and it is not the rubric judge
 //! (`gateway_judge`).
 
-use crate::agent::Outcome;
 use crate::error::RunnerError;
+use crate::outcome::Outcome;
 use crate::world::Session;
 use gateway_world::json::{self, object, Map, Value};
 use std::collections::HashMap;
