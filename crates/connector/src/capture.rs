@@ -154,7 +154,7 @@ fn mint_token(spec: &Spec, gate: &Gate, env: Secrets<'_>) -> Result<String, Cont
         form.push(("scope".into(), scope.clone()));
     }
     let endpoint = token_endpoint(spec);
-    gate.admit("POST", &endpoint, true).map_err(refused)?;
+    gate.check_request("POST", &endpoint, true).map_err(refused)?;
     let request = gate
         .http
         .post(endpoint)
@@ -359,7 +359,7 @@ pub fn capture_with(
             None => {}
         }
         let built = build_request(&spec, operation, &request.args, &page_params, secret.as_deref(), env)?;
-        gate.admit(&built.method, &built.url, false).map_err(refused)?;
+        gate.check_request(&built.method, &built.url, false).map_err(refused)?;
         let method = reqwest::Method::from_bytes(built.method.as_bytes()).unwrap_or(reqwest::Method::GET);
         let mut outgoing = gate.http.request(method, &built.url);
         for (name, value) in &built.headers {

@@ -305,9 +305,9 @@ impl std::fmt::Debug for Gate {
 }
 
 impl Egress {
-    /// Check without resolving that every URL's host is allowed (the hub's answer before
-    /// it starts a capture).
-    pub fn admits_hosts(&self, urls: &[String]) -> Result<(), EgressError> {
+    /// Check without resolving that every URL's host is on the allow-list (the hub's
+    /// answer before it starts a capture).
+    pub fn check_hosts(&self, urls: &[String]) -> Result<(), EgressError> {
         let Egress::AllowList(list) = self else { return Ok(()) };
         if list.is_empty() {
             return Err(EgressError::Off);
@@ -334,7 +334,7 @@ impl Egress {
             let http = builder.build().map_err(|e| EgressError::Client(e.to_string()))?;
             return Ok(Gate { http, origins: None });
         };
-        self.admits_hosts(urls)?;
+        self.check_hosts(urls)?;
         let mut pins = Pins::default();
         let mut origins = Vec::new();
         for url in urls {
@@ -389,16 +389,15 @@ fn checked_addresses(list: &AllowList, origin: &Origin, lookup: Lookup<'_>) -> R
 }
 
 impl Gate {
-    /// Whether `method url` may be sent: under an allow-list, one of the origins checked
-    /// when the gate was made, with `GET` (or `POST` where `post` says it is the token
-    /// exchange).
-    pub fn admit(&self, method: &str, url: &str, post: bool) -> Result<(), EgressError> {
+    /// Check that `method url` may be sent: under an allow-list, to one of the origins
+    /// checked when the gate was made, with `GET` (or `POST` for the token exchange).
+    pub fn check_request(&self, method: &str, url: &str, token_exchange: bool) -> Result<(), EgressError> {
         let Some(origins) = &self.origins else { return Ok(()) };
         let (_, origin) = parsed(url)?;
         if !origins.contains(&origin) {
             return Err(EgressError::OtherHost(format!("{}:{}", origin.shown, origin.port)));
         }
-        let allowed = if post { "POST" } else { "GET" };
+        let allowed = if token_exchange { "POST" } else { "GET" };
         if method != allowed {
             return Err(EgressError::Method { method: method.to_string(), allowed });
         }
@@ -522,20 +521,20 @@ mod tests {
     fn hostile_the_gate_admits_only_the_checked_origins_and_methods() {
         let public = answering(&["93.184.216.34"]);
         let checked = gate(&["api.acme.test"], "https://api.acme.test/v1", &public).unwrap();
-        assert!(checked.admit("GET", "https://api.acme.test/v1/things?page=2", false).is_ok());
-        assert!(checked.admit("GET", "https://API.acme.test./v1/things", false).is_ok());
+        assert!(checked.check_request("GET", "https://api.acme.test/v1/things?page=2", false).is_ok());
+        assert!(checked.check_request("GET", "https://API.acme.test./v1/things", false).is_ok());
         // Userinfo in a built URL does not change where it goes.
-        let error = checked.admit("GET", "https://api.acme.test@127.0.0.1/v1", false).unwrap_err();
+        let error = checked.check_request("GET", "https://api.acme.test@127.0.0.1/v1", false).unwrap_err();
         assert_eq!(error, EgressError::OtherHost("127.0.0.1:443".into()));
-        assert!(matches!(checked.admit("GET", "https://api.acme.test:8443/v1", false), Err(EgressError::OtherHost(_))));
-        assert!(matches!(checked.admit("GET", "http://api.acme.test/v1", false), Err(EgressError::OtherHost(_))));
-        let error = checked.admit("DELETE", "https://api.acme.test/v1/things/1", false).unwrap_err();
+        assert!(matches!(checked.check_request("GET", "https://api.acme.test:8443/v1", false), Err(EgressError::OtherHost(_))));
+        assert!(matches!(checked.check_request("GET", "http://api.acme.test/v1", false), Err(EgressError::OtherHost(_))));
+        let error = checked.check_request("DELETE", "https://api.acme.test/v1/things/1", false).unwrap_err();
         assert_eq!(error.to_string(), "a remote capture sends GET requests only, not DELETE");
-        assert!(checked.admit("POST", "https://api.acme.test/oauth/token", true).is_ok());
-        assert!(checked.admit("POST", "https://api.acme.test/v1/things", false).is_err());
+        assert!(checked.check_request("POST", "https://api.acme.test/oauth/token", true).is_ok());
+        assert!(checked.check_request("POST", "https://api.acme.test/v1/things", false).is_err());
         // Anywhere: everything is admitted.
         let any = Egress::Any.gate(&[], Duration::from_secs(5)).unwrap();
-        assert!(any.admit("DELETE", "http://127.0.0.1/", false).is_ok());
+        assert!(any.check_request("DELETE", "http://127.0.0.1/", false).is_ok());
     }
 
     #[test]

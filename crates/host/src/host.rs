@@ -3,7 +3,7 @@
 //! graders block); the server runs them on tokio's blocking pool.
 
 use crate::error::{refuse, HostError, UNKNOWN_SESSION};
-use crate::session::{now, Clock, Export, Session, SessionTask};
+use crate::session::{now, Export, Session, SessionParts, SessionTask};
 use crate::version::{Fetch, VersionCache};
 use gateway_serve::app::WorldApp;
 use gateway_serve::handlers::WorkerOptions;
@@ -196,23 +196,23 @@ impl WorldHost {
         let spec = request.task_spec.as_ref().map(TaskSpec::parse).transpose()?;
         let existing = self.sessions.read().unwrap_or_else(PoisonError::into_inner).get(&request.session_id).cloned();
         if let Some(existing) = existing {
-            let same_task = match (&existing.task, &request.task, &request.task_spec) {
+            let same_task = match (existing.task(), &request.task, &request.task_spec) {
                 (SessionTask::Bundled(name), Some(task), None) => name == task,
                 (SessionTask::Spec(_, raw), None, Some(spec)) => gateway_world::json::json_equal(raw, spec),
                 _ => false,
             };
-            if existing.version.id != request.version_id || !same_task || existing.token != request.token {
+            if existing.version().id != request.version_id || !same_task || existing.token() != request.token.as_deref() {
                 return Err(refuse("host", format!("session {} is already open as another version, task or token", request.session_id)));
             }
             return Ok(self.describe(&existing));
         }
-        self.admit(&request.session_id)?;
+        self.reserve_open_slot(&request.session_id)?;
         let opened = self.open_new(&request, spec);
         lock(&self.opening).remove(&request.session_id);
         match opened {
             Ok(session) => {
                 let described = self.describe(&session);
-                self.sessions.write().unwrap_or_else(PoisonError::into_inner).insert(session.id.clone(), session);
+                self.sessions.write().unwrap_or_else(PoisonError::into_inner).insert(session.id().to_string(), session);
                 self.tally("opened");
                 Ok(described)
             }
@@ -223,7 +223,11 @@ impl WorldHost {
         }
     }
 
-    fn admit(&self, session_id: &str) -> Result<(), HostError> {
+    /// Hold one of `max_sessions` for `session_id` while it is opened or forked (the
+    /// caller gives it back from `opening` once the session is in the registry or
+    /// failed): refused while draining, while the same id is being opened, or at
+    /// capacity.
+    fn reserve_open_slot(&self, session_id: &str) -> Result<(), HostError> {
         if self.is_draining() {
             return Err(refuse("draining", "this host is draining and takes no new sessions"));
         }
@@ -251,31 +255,17 @@ impl WorldHost {
         let determinism = gateway_serve::app::Determinism::new(behaviour.clock, behaviour.seed);
         let (app, grant) = session_app(&version, state, spec.as_ref(), request.token.as_deref(), determinism);
         let dir = self.session_dir(&request.session_id)?;
-        let opened_at = now();
         let task = match (spec, &request.task) {
             (Some(spec), _) => SessionTask::Spec(Box::new(spec), request.task_spec.clone().unwrap_or_default()),
             (None, task) => SessionTask::Bundled(task.clone().unwrap_or_default()),
         };
-        let mut session = Session {
-            id: request.session_id.clone(),
-            version,
-            task,
-            token: request.token.clone(),
-            app: Arc::new(app),
-            grant,
-            opened_at,
-            restored: false,
-            forked_from: None,
-            dir,
-            clock: Mutex::new(Clock { lease_until: opened_at + self.config.lease_seconds, touched_at: opened_at }),
-            export: Mutex::default(),
-            behaviour: Mutex::new(behaviour),
-            draws: Default::default(),
-        };
+        let parts =
+            SessionParts { id: request.session_id.clone(), version, task, token: request.token.clone(), app, grant, dir, behaviour };
+        let mut session = Session::new(parts, self.config.lease_seconds);
         session.start()?;
         if let Some(restore) = &request.restore {
             self.restore_into(&session, restore)?;
-            session.restored = true;
+            session.mark_restored();
         }
         Ok(Arc::new(session))
     }
@@ -293,14 +283,14 @@ impl WorldHost {
         let (Some(url), Some(sha256)) = (url, sha256) else {
             return Err(refuse("host", "restore must be {url: <presigned export url>, sha256: <hex digest>}"));
         };
-        let file = session.dir.join("restore.sqlite");
+        let file = session.dir().join("restore.sqlite");
         self.config.objects.download(url, &file).map_err(|e| refuse("host", format!("could not fetch the export: {e}")))?;
         let digest = gateway_world::files::file_sha256(&file).map_err(|e| refuse("host", e.to_string()))?;
         if digest != sha256 {
             let _ = std::fs::remove_file(&file);
             return Err(refuse("host", format!("the export's sha256 is {digest}, not {sha256}")));
         }
-        let restored = session.app.state.restore(&file);
+        let restored = session.app().state.restore(&file);
         let _ = std::fs::remove_file(&file);
         restored.map_err(HostError::from)
     }
@@ -308,16 +298,16 @@ impl WorldHost {
     /// The descriptor of a session, as the platform reads it.
     pub fn describe(&self, session: &Session) -> Value {
         let clock = session.clock();
-        let spec = session.task.spec();
+        let spec = session.task().spec();
         let ui = session
-            .version
+            .version()
             .settings
             .ui
             .as_ref()
             .map(|ui| object([("entry", Value::str(&ui.entry)), ("apiPath", Value::str(&ui.api_path))]));
         object([
-            ("sessionId", Value::str(&session.id)),
-            ("versionId", Value::str(&session.version.id)),
+            ("sessionId", Value::str(session.id())),
+            ("versionId", Value::str(&session.version().id)),
             ("task", session.bundled().map(Value::str).unwrap_or_default()),
             (
                 "taskName",
@@ -335,12 +325,12 @@ impl WorldHost {
             ("hostUrl", self.config.advertise_url.clone().map(Value::Str).unwrap_or_default()),
             ("leaseSeconds", Value::Float(self.config.lease_seconds)),
             ("leaseUntil", Value::Float(clock.lease_until)),
-            ("workerPid", session.version.worker.as_ref().and_then(|w| w.pid()).map(|p| Value::Int(p.into())).unwrap_or_default()),
+            ("workerPid", session.version().worker.as_ref().and_then(|w| w.pid()).map(|p| Value::Int(p.into())).unwrap_or_default()),
             ("ui", ui.unwrap_or_default()),
             ("browser", Value::Bool(false)),
-            ("restored", Value::Bool(session.restored)),
-            ("forkedFrom", session.forked_from.as_deref().map(Value::str).unwrap_or_default()),
-            ("openedAt", Value::Float(session.opened_at)),
+            ("restored", Value::Bool(session.restored())),
+            ("forkedFrom", session.forked_from().map(Value::str).unwrap_or_default()),
+            ("openedAt", Value::Float(session.opened_at())),
             ("sessionSeconds", Value::Float(session.seconds())),
             ("touchedAt", Value::Float(clock.touched_at)),
         ])
@@ -355,7 +345,7 @@ impl WorldHost {
                 self.finish(&session, "closed");
                 object([
                     ("closed", Value::Bool(true)),
-                    ("openedAt", Value::Float(session.opened_at)),
+                    ("openedAt", Value::Float(session.opened_at())),
                     ("sessionSeconds", Value::Float(session.seconds())),
                 ])
             }
@@ -372,14 +362,17 @@ impl WorldHost {
     pub fn expire_leases(&self, at: f64) -> Vec<String> {
         let expired: Vec<Arc<Session>> = {
             let mut sessions = self.sessions.write().unwrap_or_else(PoisonError::into_inner);
-            let ids: Vec<String> =
-                sessions.values().filter(|s| s.clock().lease_until <= at && Arc::strong_count(s) == 1).map(|s| s.id.clone()).collect();
+            let ids: Vec<String> = sessions
+                .values()
+                .filter(|s| s.clock().lease_until <= at && Arc::strong_count(s) == 1)
+                .map(|s| s.id().to_string())
+                .collect();
             ids.iter().filter_map(|id| sessions.remove(id)).collect()
         };
         for session in &expired {
             self.finish(session, "expired");
         }
-        expired.iter().map(|s| s.id.clone()).collect()
+        expired.iter().map(|s| s.id().to_string()).collect()
     }
 
     /// Renew a session's lease; its descriptor.
@@ -391,7 +384,7 @@ impl WorldHost {
     /// Back to the task's starting state.
     pub fn reset(&self, session_id: &str) -> Result<Value, HostError> {
         let session = self.using(session_id, true)?;
-        session.app.state.reset()?;
+        session.app().state.reset()?;
         session.start()?;
         Ok(object([("reset", Value::Bool(true))]))
     }
@@ -403,7 +396,7 @@ impl WorldHost {
         };
         let mode = args.get("mode").cloned().unwrap_or(Value::str("append"));
         let session = self.using(session_id, true)?;
-        let state = &session.app.state;
+        let state = &session.app().state;
         state.seed_live(&Value::Object(rows.clone()), mode.as_str().unwrap_or("\u{0}"))?;
         let seeded: usize = rows.values().map(|v| v.as_array().map_or(0, Vec::len)).sum();
         let mut counts = Map::default();
@@ -424,11 +417,11 @@ impl WorldHost {
     /// Invoke one of the world's operations by name, as the agent's tool call.
     pub fn call(&self, session_id: &str, tool: &str, args: &Value) -> Result<Value, HostError> {
         let session = self.using(session_id, true)?;
-        let world_tool = session.version.tools.as_ref().filter(|t| t.has(tool) && session.version.spec.operation(tool).is_none());
+        let world_tool = session.version().tools.as_ref().filter(|t| t.has(tool) && session.version().spec.operation(tool).is_none());
         if let Some(runner) = world_tool {
             // One of the world's own tools (a connector operation of the same name
             // wins, as the original's host calls operations): `args` is its input.
-            if let Some(spec) = session.task.spec() {
+            if let Some(spec) = session.task().spec() {
                 gateway_world::task::check_tool_allowed(spec, tool)?;
             }
             let (latency, fault) = session.strike(tool);
@@ -437,22 +430,22 @@ impl WorldHost {
                 self.tally("faults");
                 return Ok(object([("status", Value::Int(status.into())), ("body", body), ("fault", Value::Bool(true))]));
             }
-            return runner.call(&session.app.state, tool, args);
+            return runner.call(&session.app().state, tool, args);
         }
-        let spec = &session.version.spec;
+        let spec = &session.version().spec;
         let Some(operation) = spec.operation(tool) else {
-            let mut known = session.version.tool_names();
-            if let Some(allowed) = session.task.spec().and_then(|spec| spec.tools.as_ref()) {
+            let mut known = session.version().tool_names();
+            if let Some(allowed) = session.task().spec().and_then(|spec| spec.tools.as_ref()) {
                 known.retain(|name| allowed.iter().any(|a| a == name));
             }
             known.sort_unstable();
             let known = if known.is_empty() { "(none)".to_string() } else { known.join(", ") };
             return Err(refuse("host", format!("unknown tool '{tool}': this session has no such tool; its tools are {known}")));
         };
-        if let Some(spec) = session.task.spec() {
+        if let Some(spec) = session.task().spec() {
             gateway_world::task::check_tool_allowed(spec, tool)?;
         }
-        crate::tool_schema::check_args(&session.version, operation, args)?;
+        crate::tool_schema::check_args(session.version(), operation, args)?;
         let (latency, fault) = session.strike(tool);
         std::thread::sleep(latency);
         if let Some((status, body)) = fault {
@@ -462,7 +455,7 @@ impl WorldHost {
         let (method, target, raw) = call_request(&session, operation, args);
         let (headers, extra_query) = world_credential(&session);
         let target = with_query(&target, &extra_query);
-        let answered = session.app.handle(&method, &target, &headers, &raw, "127.0.0.1");
+        let answered = session.app().handle(&method, &target, &headers, &raw, "127.0.0.1");
         Ok(object([("status", Value::Int(answered.status.into())), ("body", answered.body.unwrap_or_default())]))
     }
 
@@ -470,17 +463,17 @@ impl WorldHost {
     /// reported, not kept.
     pub fn export(&self, session_id: &str, known: Option<&str>) -> Result<Value, HostError> {
         let session = self.using(session_id, false)?;
-        let exports = session.dir.join("exports");
+        let exports = session.dir().join("exports");
         let _ = std::fs::remove_dir_all(&exports);
         std::fs::create_dir_all(&exports).map_err(|e| refuse("host", e.to_string()))?;
         let id = gateway_serve::app::uuid4().replace('-', "");
         let path = exports.join(format!("{id}.sqlite"));
-        session.app.state.export(&path)?;
+        session.app().state.export(&path)?;
         let sha256 = gateway_world::files::file_sha256(&path).map_err(|e| refuse("host", e.to_string()))?;
         let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
         if known == Some(sha256.as_str()) {
             let _ = std::fs::remove_file(&path);
-            *lock(&session.export) = None;
+            session.set_pending_export(None);
             self.tally("exports_unchanged");
             return Ok(object([
                 ("exportId", Value::Null),
@@ -491,7 +484,7 @@ impl WorldHost {
         }
         let export = Export { id, path, sha256, bytes };
         let described = export.describe();
-        *lock(&session.export) = Some(export);
+        session.set_pending_export(Some(export));
         self.tally("exports");
         Ok(described)
     }
@@ -500,14 +493,14 @@ impl WorldHost {
     /// keeps its rollouts' final states this way (beyond the original).
     pub fn export_file(&self, session_id: &str, destination: &Path) -> Result<(), HostError> {
         let session = self.using(session_id, false)?;
-        session.app.state.export(destination)?;
+        session.app().state.export(destination)?;
         Ok(())
     }
 
     /// PUT the export taken last to the platform's presigned URL.
     pub fn upload_export(&self, session_id: &str, export_id: &str, url: &str) -> Result<Value, HostError> {
         let session = self.using(session_id, false)?;
-        let export = lock(&session.export).clone();
+        let export = session.pending_export();
         let Some(export) = export.filter(|e| e.id == export_id) else {
             return Err(refuse("host", format!("no export {export_id} for session {session_id}; take one first")));
         };
@@ -516,7 +509,7 @@ impl WorldHost {
             .upload(url, &export.path, &export.sha256, export.bytes)
             .map_err(|e| refuse("host", format!("could not upload the export: {e}")))?;
         let _ = std::fs::remove_file(&export.path);
-        *lock(&session.export) = None;
+        session.set_pending_export(None);
         self.tally("exports_uploaded");
         let mut answer = object([("uploaded", Value::Bool(true))]);
         if let (Value::Object(out), Value::Object(described)) = (&mut answer, export.describe()) {
@@ -529,7 +522,7 @@ impl WorldHost {
     pub fn stats(&self) -> Value {
         let (count, in_use) = {
             let sessions = self.sessions.read().unwrap_or_else(PoisonError::into_inner);
-            let mut in_use: Vec<String> = sessions.values().map(|s| s.version.id.clone()).collect();
+            let mut in_use: Vec<String> = sessions.values().map(|s| s.version().id.clone()).collect();
             in_use.sort();
             in_use.dedup();
             (sessions.len(), in_use)
@@ -613,8 +606,8 @@ fn session_app(
 
 /// `{<entity>: {key: row}…, snapshot}`: what graders and `state` see.
 pub(crate) fn state_dump(session: &Session) -> Result<Value, HostError> {
-    let mut dump = session.app.state.dump()?;
-    dump.insert("snapshot".into(), session.app.state.describe_snapshot());
+    let mut dump = session.app().state.dump()?;
+    dump.insert("snapshot".into(), session.app().state.describe_snapshot());
     Ok(Value::Object(dump))
 }
 
@@ -654,19 +647,19 @@ fn call_request(session: &Session, operation: &gateway_connector::spec::Operatio
         .into_bytes(),
         _ => Vec::new(),
     };
-    let base = gateway_connector::spec::base_path(&session.version.spec.base_url);
+    let base = gateway_connector::spec::base_path(&session.version().spec.base_url);
     (operation.method.clone(), format!("{}{path}", base.trim_end_matches('/')), raw)
 }
 
-/// What satisfies a world's own auth check once the host's gate admitted a
-/// caller: (headers, query parameters).
+/// What satisfies a world's own auth check once the host's token gate let a
+/// caller through: (headers, query parameters).
 pub fn world_credential(session: &Session) -> (Vec<(String, String)>, Vec<(String, String)>) {
-    let spec = &session.version.spec;
-    let presented = session.token.clone().unwrap_or_else(|| "gateway-session".into());
+    let spec = &session.version().spec;
+    let presented = session.token().unwrap_or("gateway-session").to_string();
     match spec.scheme.as_str() {
         "header" => (vec![(spec.auth_name.clone().unwrap_or_else(|| "x-api-key".into()).to_lowercase(), presented)], vec![]),
         "bearer" => (vec![("authorization".into(), format!("Bearer {presented}"))], vec![]),
-        "oauth2" => (vec![("authorization".into(), format!("Bearer {}", session.grant.clone().unwrap_or_default()))], vec![]),
+        "oauth2" => (vec![("authorization".into(), format!("Bearer {}", session.grant().unwrap_or_default()))], vec![]),
         "basic" => {
             use base64::Engine as _;
             let encoded = base64::engine::general_purpose::STANDARD.encode(format!("{presented}:"));

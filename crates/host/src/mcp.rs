@@ -64,9 +64,9 @@ impl std::fmt::Debug for WorldMcp {
 
 /// The instruction of a session's task: its spec's, or the bundled scenario's.
 pub fn instruction(session: &Session) -> Option<String> {
-    match session.task.spec() {
+    match session.task().spec() {
         Some(spec) => Some(spec.instruction.clone()),
-        None => crate::tools::bundled_instruction(&session.version, session.bundled().unwrap_or_default()),
+        None => crate::tools::bundled_instruction(session.version(), session.bundled().unwrap_or_default()),
     }
 }
 
@@ -127,12 +127,12 @@ fn answered(tool: &str, value: &Value, missing: Option<&str>) -> CallToolResult 
 /// What a 404 from `tool` called with `routed` args means, in words: `ticket 7
 /// does not exist` (the operation's entity, singular, and its path arguments).
 fn missing_sentence(session: &Session, tool: &str, routed: &Value) -> Option<String> {
-    let operation = session.version.spec.operation(tool)?;
+    let operation = session.version().spec.operation(tool)?;
     let entity = operation.entity.as_deref()?;
     let Some(Value::Object(path)) = routed.get("path") else { return None };
     let shown = |value: &Value| gateway_world::json::python_str(value);
     let singular = crate::wording::singular(entity);
-    let keyed = session.version.template.contract().entity(entity).map(|e| e.primary_key.clone()).unwrap_or_default();
+    let keyed = session.version().template.contract().entity(entity).map(|e| e.primary_key.clone()).unwrap_or_default();
     match path.iter().collect::<Vec<_>>().as_slice() {
         [] => None,
         [(name, value)] if keyed.iter().any(|k| k == *name) => Some(format!("{singular} {} does not exist", shown(value))),
@@ -154,8 +154,8 @@ impl WorldMcp {
     /// The tools this session offers, as MCP describes them.
     pub fn tool_list(&self) -> Result<Vec<Tool>, HostError> {
         let session = self.host.using(&self.session_id, false)?;
-        let allowed = session.task.spec().and_then(|s| s.tools.as_ref());
-        let described = crate::tools::tools(&session.version, allowed);
+        let allowed = session.task().spec().and_then(|s| s.tools.as_ref());
+        let described = crate::tools::tools(session.version(), allowed);
         let mut out = Vec::new();
         for tool in described.as_array().into_iter().flatten() {
             let text = |key: &str| tool.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
@@ -191,7 +191,7 @@ impl WorldMcp {
             "__state" if self.options.controls => self.host.state(&self.session_id),
             "__reset" if self.options.controls => self.host.reset(&self.session_id),
             _ => self.host.using(&self.session_id, false).and_then(|session| {
-                let routed = crate::tools::route_args(&session.version, tool, args);
+                let routed = crate::tools::route_args(session.version(), tool, args);
                 missing = missing_sentence(&session, tool, &routed);
                 drop(session);
                 self.host.call(&self.session_id, tool, &routed)

@@ -76,7 +76,7 @@ fn run(host: &WorldHost, session_id: &str, spec: &Value) -> Result<Value, HostEr
     let solution = match solution(spec) {
         None => Value::Null,
         Some(calls) => {
-            let version = host.using(session_id, false)?.version.clone();
+            let version = host.using(session_id, false)?.version().clone();
             // Solution args are what an agent would send: flat, or routed already.
             problems.extend(replay(calls, |tool, args| host.call(session_id, tool, &crate::tools::route_args(&version, tool, args))));
             let graded = host.grade(session_id)?;

@@ -195,7 +195,7 @@ fn same(a: &str, b: &str) -> bool {
 /// The token in the world's own credential slot: the declared header for
 /// `header` auth, the Basic user for `basic`, a declared `Authorization` word for `bearer`.
 fn vendor_shaped(session: &Session, headers: &[(String, String)], token: &str) -> bool {
-    let spec = &session.version.spec;
+    let spec = &session.version().spec;
     let header = |name: &str| headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
     match spec.scheme.as_str() {
         "header" => header(&spec.auth_name.clone().unwrap_or_else(|| "x-api-key".into()).to_lowercase()).is_some_and(|v| same(v, token)),
@@ -208,27 +208,38 @@ fn vendor_shaped(session: &Session, headers: &[(String, String)], token: &str) -
             decoded.is_some_and(|d| same(d.split(':').next().unwrap_or(""), token))
         }
         // `Authorization: token X` where the world declares that word (GitHub's clients).
-        "bearer" => session.app.router.presented_bearer(headers).is_some_and(|v| same(v, token)),
+        "bearer" => session.app().router.presented_bearer(headers).is_some_and(|v| same(v, token)),
         _ => false,
     }
 }
 
-/// How the gate admits a request: "session" (the host presents the world's
-/// credential), "world" (an oauth2 caller doing the world's own dance), or None.
-pub fn admits(session: &Session, path: &str, headers: &[(String, String)]) -> Option<&'static str> {
-    let Some(token) = session.token.as_deref() else { return Some("session") };
+/// How a data-plane request may reach a session's surface, once its token is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SurfaceAccess {
+    /// It presented the session's token (or the session takes any caller): the host
+    /// presents the world's own credential on its behalf.
+    Session,
+    /// An oauth2 caller doing the world's own dance (its token endpoint, or a bearer
+    /// the world minted): the request goes to the world as it is.
+    World,
+}
+
+/// Whether a data-plane request may reach `session`'s surface, and how (None: it may
+/// not — a missing or wrong token).
+pub fn surface_access(session: &Session, path: &str, headers: &[(String, String)]) -> Option<SurfaceAccess> {
+    let Some(token) = session.token() else { return Some(SurfaceAccess::Session) };
     let presented = bearer(headers);
     if presented.is_some_and(|b| same(b, token)) || vendor_shaped(session, headers, token) {
-        return Some("session");
+        return Some(SurfaceAccess::Session);
     }
-    if session.version.spec.scheme == "oauth2" {
-        let app = &session.app;
+    if session.version().spec.scheme == "oauth2" {
+        let app = session.app();
         let stripped = path.strip_prefix(app.prefix()).filter(|_| !app.prefix().is_empty()).unwrap_or(path);
         if app.settings.token_path.as_deref().is_some_and(|t| t == stripped || (stripped.is_empty() && t == "/")) {
-            return Some("world");
+            return Some(SurfaceAccess::World);
         }
         if presented.is_some() && app.router.authorized(headers, &[], Some(token)) {
-            return Some("world");
+            return Some(SurfaceAccess::World);
         }
     }
     None
@@ -263,11 +274,11 @@ async fn data(shared: Arc<Shared>, request: Request) -> Response {
     }
     // MCP on the api surface: `/s/<sid>/mcp`, or `/__mcp` of `w-<sid>-api.<domain>`.
     let mcp_path = if target.starts_with("/s/") { "/mcp" } else { "/__mcp" };
-    let Some(admitted) = admits(&session, path, &headers) else {
+    let Some(access) = surface_access(&session, path, &headers) else {
         // The vendor's API refuses a wrong token as the vendor does (the world's
         // `[api] unauthorized`: Slack's HTTP 200 `invalid_auth`, GitHub's "Bad
         // credentials"), so its SDK reads it; MCP gets the session's own 401.
-        let settings = &session.app.settings;
+        let settings = &session.app().settings;
         let vendor = surface == "api" && path != mcp_path;
         let (status, mut denied) = match vendor {
             true => (settings.unauthorized_status, reply(settings.unauthorized_status as u16, &settings.unauthorized)),
@@ -292,9 +303,9 @@ async fn data(shared: Arc<Shared>, request: Request) -> Response {
     };
     // Injected faults: the operation the request routes to decides.
     let (route_path, query) = inner.split_once('?').unwrap_or((inner.as_str(), ""));
-    let stripped = route_path.strip_prefix(session.app.prefix()).filter(|_| !session.app.prefix().is_empty()).unwrap_or(route_path);
+    let stripped = route_path.strip_prefix(session.app().prefix()).filter(|_| !session.app().prefix().is_empty()).unwrap_or(route_path);
     let query = gateway_serve::router::parse_query(query);
-    let operation = session.app.router.route(parts.method.as_str(), stripped, &query).map(|(op, _)| op.name.clone());
+    let operation = session.app().router.route(parts.method.as_str(), stripped, &query).map(|(op, _)| op.name.clone());
     if let Some(operation) = operation {
         let (latency, fault) = session.strike(&operation);
         if !latency.is_zero() {
@@ -312,12 +323,12 @@ async fn data(shared: Arc<Shared>, request: Request) -> Response {
         headers.push(("x-forwarded-prefix".into(), format!("/s/{sid}")));
     }
     let mut target = inner;
-    if admitted == "session" {
+    if access == SurfaceAccess::Session {
         let (credential, query) = world_credential(&session);
         headers.retain(|(k, _)| !credential.iter().any(|(c, _)| c == k));
         headers.extend(credential);
         target = with_query(&target, &query);
     }
     let default_host = format!("w-{sid}-api.{}", shared.config.domain);
-    gateway_serve::server::respond(session.app.clone(), parts.method.as_str().to_string(), target, headers, raw, default_host).await
+    gateway_serve::server::respond(session.app().clone(), parts.method.as_str().to_string(), target, headers, raw, default_host).await
 }

@@ -7,7 +7,8 @@ use crate::version::Version;
 use gateway_serve::app::WorldApp;
 use gateway_world::json::{object, Value};
 use gateway_world::task::TaskSpec;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// The task a session was opened on.
@@ -67,36 +68,57 @@ pub struct Clock {
     pub touched_at: f64,
 }
 
-/// One session.
+/// One session. Its fields are its own: the host reads them through the accessors
+/// below and changes them only through its methods (lease, export, behaviour).
 pub struct Session {
+    /// The platform's session id.
+    id: String,
+    /// The version it runs.
+    version: Arc<Version>,
+    /// Its task.
+    task: SessionTask,
+    /// The token the data plane takes (None: any caller).
+    token: Option<String>,
+    /// The world, as `worlds serve` answers it.
+    app: Arc<WorldApp>,
+    /// For an oauth2 world: the bearer its world minted for the host itself.
+    grant: Option<String>,
+    /// When it opened.
+    opened_at: f64,
+    /// Whether it continued from an export.
+    restored: bool,
+    /// The session it was forked from, if it was.
+    forked_from: Option<String>,
+    /// Where its exports and grader files go (removed with the session).
+    dir: PathBuf,
+    /// Lease and activity.
+    clock: Mutex<Clock>,
+    /// The last export taken and not yet uploaded.
+    export: Mutex<Option<Export>>,
+    /// Clock, seed, faults and collateral check (beyond the original).
+    behaviour: Mutex<Behaviour>,
+    /// Fault draws made so far (the seeded sequence's position).
+    draws: AtomicU64,
+}
+
+/// What a new session is made of, whether opened or forked.
+pub(crate) struct SessionParts {
     /// The platform's session id.
     pub id: String,
     /// The version it runs.
     pub version: Arc<Version>,
     /// Its task.
     pub task: SessionTask,
-    /// The token the data plane admits (None: any caller).
+    /// The token the data plane takes (None: any caller).
     pub token: Option<String>,
-    /// The world, as `worlds serve` answers it.
-    pub app: Arc<WorldApp>,
-    /// For an oauth2 world: the bearer its world minted for the host itself.
+    /// The world it answers through.
+    pub app: WorldApp,
+    /// For an oauth2 world: the bearer its world minted for the host.
     pub grant: Option<String>,
-    /// When it opened.
-    pub opened_at: f64,
-    /// Whether it continued from an export.
-    pub restored: bool,
-    /// The session it was forked from, if it was.
-    pub forked_from: Option<String>,
-    /// Where its exports and grader files go (removed with the session).
+    /// Its own directory.
     pub dir: PathBuf,
-    /// Lease and activity.
-    pub clock: Mutex<Clock>,
-    /// The last export taken and not yet uploaded.
-    pub export: Mutex<Option<Export>>,
-    /// Clock, seed, faults and collateral check (beyond the original).
-    pub behaviour: Mutex<Behaviour>,
-    /// Fault draws made so far (the seeded sequence's position).
-    pub draws: std::sync::atomic::AtomicU64,
+    /// Its behaviour settings.
+    pub behaviour: Behaviour,
 }
 
 impl std::fmt::Debug for Session {
@@ -119,6 +141,103 @@ pub fn now() -> f64 {
 }
 
 impl Session {
+    /// A session just opened, leased for `lease_seconds` from now; not yet started
+    /// ([`Session::start`]).
+    pub(crate) fn new(parts: SessionParts, lease_seconds: f64) -> Session {
+        let opened_at = now();
+        let SessionParts { id, version, task, token, app, grant, dir, behaviour } = parts;
+        Session {
+            id,
+            version,
+            task,
+            token,
+            app: Arc::new(app),
+            grant,
+            opened_at,
+            restored: false,
+            forked_from: None,
+            dir,
+            clock: Mutex::new(Clock { lease_until: opened_at + lease_seconds, touched_at: opened_at }),
+            export: Mutex::default(),
+            behaviour: Mutex::new(behaviour),
+            draws: AtomicU64::new(0),
+        }
+    }
+
+    /// A fork of `parent`: a new session at the parent's place in the seeded fault
+    /// draws, recording where it came from.
+    pub(crate) fn forked(parts: SessionParts, lease_seconds: f64, parent: &Session) -> Session {
+        let mut session = Session::new(parts, lease_seconds);
+        session.forked_from = Some(parent.id.clone());
+        session.draws = AtomicU64::new(parent.draws.load(Ordering::SeqCst));
+        session
+    }
+
+    /// Record that the session continued from an export.
+    pub(crate) fn mark_restored(&mut self) {
+        self.restored = true;
+    }
+
+    /// The platform's session id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The version it runs.
+    pub fn version(&self) -> &Arc<Version> {
+        &self.version
+    }
+
+    /// The task it was opened on.
+    pub fn task(&self) -> &SessionTask {
+        &self.task
+    }
+
+    /// The token its data plane takes (None: any caller).
+    pub fn token(&self) -> Option<&str> {
+        self.token.as_deref()
+    }
+
+    /// The world it answers through, as `worlds serve` answers it.
+    pub fn app(&self) -> &Arc<WorldApp> {
+        &self.app
+    }
+
+    /// For an oauth2 world: the bearer its world minted for the host itself.
+    pub fn grant(&self) -> Option<&str> {
+        self.grant.as_deref()
+    }
+
+    /// When it opened (Unix seconds).
+    pub fn opened_at(&self) -> f64 {
+        self.opened_at
+    }
+
+    /// Whether it continued from an export.
+    pub fn restored(&self) -> bool {
+        self.restored
+    }
+
+    /// The session it was forked from, if it was.
+    pub fn forked_from(&self) -> Option<&str> {
+        self.forked_from.as_deref()
+    }
+
+    /// Its own directory (exports, grader files).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The export taken last and not yet uploaded.
+    pub fn pending_export(&self) -> Option<Export> {
+        self.export.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Keep `export` as the one to upload (None: nothing pending).
+    pub(crate) fn set_pending_export(&self, export: Option<Export>) {
+        *self.export.lock().unwrap_or_else(PoisonError::into_inner) = export;
+    }
+
     /// The behaviour settings.
     pub fn behaviour(&self) -> Behaviour {
         self.behaviour.lock().unwrap_or_else(PoisonError::into_inner).clone()
@@ -131,7 +250,7 @@ impl Session {
         if behaviour.faults.is_empty() {
             return (std::time::Duration::ZERO, None);
         }
-        let draw = self.draws.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let draw = self.draws.fetch_add(1, Ordering::SeqCst);
         crate::behaviour::strike(&behaviour.faults, operation, behaviour.seed, draw)
     }
 
@@ -182,7 +301,7 @@ impl Session {
         if let Some(determinism) = &self.app.determinism {
             determinism.restart();
         }
-        self.draws.store(0, std::sync::atomic::Ordering::SeqCst);
+        self.draws.store(0, Ordering::SeqCst);
         self.start_on(&self.app.state)
     }
 

@@ -299,8 +299,8 @@ fn a_tool_the_world_and_its_connector_both_name_is_listed_once() {
     names.dedup();
     assert_eq!(names.len(), listed, "{names:?}");
     let session = local.host.using(&local.session_id, false).unwrap();
-    assert_eq!(listed, session.version.spec.operations.len());
-    assert!(session.version.tools.as_ref().unwrap().has("get_ticket"));
+    assert_eq!(listed, session.version().spec.operations.len());
+    assert!(session.version().tools.as_ref().unwrap().has("get_ticket"));
     let get = server.tool_list().unwrap().into_iter().find(|t| t.name == "get_ticket").unwrap();
     assert!(get.description.as_deref().unwrap().contains("GET /tickets/{id}"), "the operation's, not the world tool's");
 }

@@ -38,7 +38,7 @@ fn type_of(schema: &Value) -> String {
 fn the_examples_tool_schemas_follow_its_contract() {
     let local = open_local(&helpdesk(), None, None).unwrap();
     let session = local.host.using(&local.session_id, false).unwrap();
-    let version = &session.version;
+    let version = session.version();
     let contract = version.template.contract();
     let tools = gateway_host::tools::tools(version, None);
     let tools = tools.as_array().unwrap();
@@ -129,7 +129,7 @@ fn the_examples_tool_schemas_follow_its_contract() {
 fn ids_reach_the_path_as_integers_or_text_and_a_wrong_type_is_refused_by_name() {
     let local = open_local(&helpdesk(), None, None).unwrap();
     let (host, sid) = (&local.host, local.session_id.as_str());
-    let version = host.using(sid, false).unwrap().version.clone();
+    let version = host.using(sid, false).unwrap().version().clone();
     let call = |tool: &str, args: &str| {
         let routed = gateway_host::tools::route_args(&version, tool, &json::parse(args).unwrap().value);
         host.call(sid, tool, &routed)

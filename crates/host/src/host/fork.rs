@@ -13,10 +13,9 @@
 
 use super::{lock, WorldHost};
 use crate::error::{refuse, HostError};
-use crate::session::{now, Clock, Session};
+use crate::session::{Session, SessionParts};
 use gateway_world::json::Value;
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError};
 
 impl WorldHost {
     /// Fork `session_id` into a new session `new_session_id` answering `token` on
@@ -28,19 +27,19 @@ impl WorldHost {
         let parent = self.using(session_id, false)?;
         let existing = self.sessions.read().unwrap_or_else(PoisonError::into_inner).get(new_session_id).cloned();
         if let Some(existing) = existing {
-            if existing.forked_from.as_deref() != Some(session_id) || existing.token != token {
+            if existing.forked_from() != Some(session_id) || existing.token() != token.as_deref() {
                 return Err(refuse("host", format!("session {new_session_id} is already open, and not as this fork")));
             }
             return Ok(self.describe(&existing));
         }
         super::check_session_id(new_session_id)?;
-        self.admit(new_session_id)?;
+        self.reserve_open_slot(new_session_id)?;
         let forked = fork_of(&parent, new_session_id, token, self);
         lock(&self.opening).remove(new_session_id);
         match forked {
             Ok(session) => {
                 let described = self.describe(&session);
-                self.sessions.write().unwrap_or_else(PoisonError::into_inner).insert(session.id.clone(), session);
+                self.sessions.write().unwrap_or_else(PoisonError::into_inner).insert(session.id().to_string(), session);
                 self.tally("forked");
                 Ok(described)
             }
@@ -54,29 +53,23 @@ impl WorldHost {
 
 /// The new session: the parent's version, task and behaviour, a copy of its state.
 fn fork_of(parent: &Session, session_id: &str, token: Option<String>, host: &WorldHost) -> Result<Arc<Session>, HostError> {
-    let state = parent.app.state.fork()?;
+    let state = parent.app().state.fork()?;
     // The seeded sequences go on from where the parent is (a session always has one).
-    let determinism = match &parent.app.determinism {
+    let determinism = match &parent.app().determinism {
         Some(determinism) => determinism.fork(),
         None => gateway_serve::app::Determinism::new(parent.behaviour().clock, parent.behaviour().seed),
     };
-    let (app, grant) = super::session_app(&parent.version, state, parent.task.spec(), token.as_deref(), determinism);
+    let (app, grant) = super::session_app(parent.version(), state, parent.task().spec(), token.as_deref(), determinism);
     let dir = host.session_dir(session_id)?;
-    let opened_at = now();
-    Ok(Arc::new(Session {
+    let parts = SessionParts {
         id: session_id.to_string(),
-        version: parent.version.clone(),
-        task: parent.task.clone(),
+        version: parent.version().clone(),
+        task: parent.task().clone(),
         token,
-        app: Arc::new(app),
+        app,
         grant,
-        opened_at,
-        restored: false,
-        forked_from: Some(parent.id.clone()),
         dir,
-        clock: Mutex::new(Clock { lease_until: opened_at + host.config.lease_seconds, touched_at: opened_at }),
-        export: Mutex::default(),
-        behaviour: Mutex::new(parent.behaviour()),
-        draws: parent.draws.load(Ordering::SeqCst).into(),
-    }))
+        behaviour: parent.behaviour(),
+    };
+    Ok(Arc::new(Session::forked(parts, host.config.lease_seconds, parent)))
 }

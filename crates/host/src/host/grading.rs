@@ -15,7 +15,7 @@ impl WorldHost {
     /// How this host runs a session's python grader: in the host's sandbox.
     fn grader_options(&self, session: &Session) -> gateway_world::task::GraderOptions {
         gateway_world::task::GraderOptions {
-            home: Some(session.dir.join("verify")),
+            home: Some(session.dir().join("verify")),
             sandbox: self.config.workers.sandbox.clone(),
             ..Default::default()
         }
@@ -33,7 +33,7 @@ impl WorldHost {
 
     fn run_grader(&self, session: &Session) -> Result<Value, HostError> {
         let none = || object([("reward", Value::Null), ("rewards", Value::Object(Map::default()))]);
-        match &session.task {
+        match session.task() {
             SessionTask::Spec(spec, _) => {
                 let collateral = session.behaviour().collateral;
                 if let (Some(gateway_world::task::Grader::Assertions { checks, tolerance }), None) = (&spec.grader, &collateral) {
@@ -50,7 +50,7 @@ impl WorldHost {
                 }
             }
             SessionTask::Bundled(task) => {
-                let verify = session.version.scenario_dir(task).map(|dir| dir.join("checks/verify.py"));
+                let verify = session.version().scenario_dir(task).map(|dir| dir.join("checks/verify.py"));
                 match verify.filter(|v| v.is_file()) {
                     None => Ok(none()),
                     Some(verify) => {
@@ -73,7 +73,7 @@ impl WorldHost {
 /// nothing outside `allow` changed since the task's start); for an assertions
 /// grader it counts in the reward as one more check of weight 1.
 fn with_collateral(session: &Session, spec: &TaskSpec, grade: Value, now: &Value, allow: &Map) -> Result<Value, HostError> {
-    let start_state = gateway_serve::state::WorldState::session(session.version.template.clone())?;
+    let start_state = gateway_serve::state::WorldState::session(session.version().template.clone())?;
     session.start_on(&start_state)?;
     let start = start_state.dump()?;
     let now = now.as_object().cloned().unwrap_or_default();
@@ -104,11 +104,11 @@ fn with_diff(session: &Session, grade: Value) -> Value {
 
 fn state_diff(session: &Session) -> Result<Value, HostError> {
     use gateway_serve::state_diff::DIFF_ROWS;
-    let state = &session.app.state;
+    let state = &session.app().state;
     if session.starts_from_template() {
         return Ok(state.diff_from_template(DIFF_ROWS)?);
     }
-    let start = gateway_serve::state::WorldState::session(session.version.template.clone())?;
+    let start = gateway_serve::state::WorldState::session(session.version().template.clone())?;
     session.start_on(&start)?;
     Ok(state.diff_from(&start, DIFF_ROWS)?)
 }
@@ -126,7 +126,7 @@ fn counted(
     let mut counted = BTreeMap::new();
     for (i, check) in checks.iter().enumerate() {
         if let Some(conditions) = gateway_world::task::countable(check, tolerance) {
-            if let Some(n) = session.app.state.count_equal(&check.entity, &conditions)? {
+            if let Some(n) = session.app().state.count_equal(&check.entity, &conditions)? {
                 if gateway_world::task::count_passes(check, n) {
                     counted.insert(i, n);
                 }
@@ -149,7 +149,7 @@ fn assertion_state(
     tolerance: Option<&gateway_world::task::Tolerance>,
     counted: &BTreeMap<usize, i64>,
 ) -> Result<Value, HostError> {
-    let state = &session.app.state;
+    let state = &session.app().state;
     let mut by_entity: BTreeMap<&str, BTreeMap<String, Value>> = Default::default();
     let everything = Map::default();
     for (i, check) in checks.iter().enumerate() {

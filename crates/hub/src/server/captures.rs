@@ -77,7 +77,7 @@ pub(super) async fn start(hub: &Hub, project: &str, container: &Container, body:
         return Err(HubError::BadRequest(format!("unknown operation '{op}': choose one of {}", names.join(", "))));
     }
     let egress = hub.limits.capture_egress.clone();
-    egress.admits_hosts(&origins(&spec)).map_err(|e| HubError::BadRequest(e.to_string()))?;
+    egress.check_hosts(&origins(&spec)).map_err(|e| HubError::BadRequest(e.to_string()))?;
     let max_pages = match body.get("maxPages") {
         None | Some(Value::Null) => None,
         Some(Value::Int(n)) if (1..=MAX_PAGES).contains(n) => Some(*n),
