@@ -78,24 +78,17 @@ fn uuid_text(mut b: [u8; 16]) -> String {
     format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..])
 }
 
-impl crate::app::WorldApp {
-    /// An id for a generated field: the session's sequence, or random.
-    pub fn uuid(&self) -> String {
-        match &self.determinism {
-            Some(determinism) => determinism.uuid(),
-            None => uuid4(),
-        }
+/// An id for a generated field: the session's sequence (`determinism`), or random.
+pub(crate) fn draw_uuid(determinism: Option<&Determinism>) -> String {
+    match determinism {
+        Some(determinism) => determinism.uuid(),
+        None => uuid4(),
     }
+}
 
-    /// The clock in epoch seconds: the session's frozen clock, or the process's.
-    pub fn clock(&self) -> f64 {
-        self.determinism.as_ref().and_then(Determinism::clock).unwrap_or_else(clock)
-    }
-
-    /// [`crate::app::WorldApp::clock`] as ISO 8601 seconds with `Z`.
-    pub fn now_iso(&self) -> String {
-        gateway_world::snapshot::format_utc(self.clock().floor() as i64)
-    }
+/// The clock in epoch seconds: the session's frozen clock (`determinism`), or the process's.
+pub(crate) fn read_clock(determinism: Option<&Determinism>) -> f64 {
+    determinism.and_then(Determinism::clock).unwrap_or_else(clock)
 }
 
 /// A random UUID (version 4), as Python's `str(uuid.uuid4())`.
@@ -117,4 +110,21 @@ pub fn clock() -> f64 {
 /// `ctx.now()`: the clock as ISO 8601 seconds with `Z`.
 pub fn now_iso() -> String {
     gateway_world::snapshot::format_utc(clock().floor() as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_forked_sequence_draws_what_its_parent_would_draw_next() {
+        let parent = Determinism::new(Some(1_767_225_600.0), 7);
+        let _drawn = (parent.uuid(), parent.uuid());
+        let fork = parent.fork();
+        assert_eq!(fork.clock(), Some(1_767_225_600.0));
+        let next: Vec<String> = (0..3).map(|_| parent.uuid()).collect();
+        assert_eq!(next, (0..3).map(|_| fork.uuid()).collect::<Vec<_>>());
+        fork.restart();
+        assert_eq!(fork.uuid(), Determinism::new(None, 7).uuid(), "a reset starts the sequence again");
+    }
 }

@@ -7,18 +7,24 @@
 //! them when the handler answered and rolls them back when it failed. Also here:
 //! `ctx.spec` and `ctx.settings` as a handler sees them.
 
-use crate::app::{query_pairs, source, WorldApp};
+use crate::clock::{draw_uuid, read_clock, Determinism};
 use crate::handlers::{CtxError, CtxHost};
 use crate::page::{page_headers, paginate, wrap, Link};
-use crate::settings::ApiSettings;
+use crate::settings::types::ApiSettings;
 use crate::state::handler_writes::HandlerWrites;
-use crate::state::{matches, Filter};
+use crate::state::{api_source, matches, Filter, WorldState};
 use gateway_world::error::Error as WorldError;
 use gateway_world::json::{object, python_str, Map, Value};
 
 /// Answers a handler's `ctx` calls from the world's state.
 pub(crate) struct Host<'a> {
-    pub(crate) app: &'a WorldApp,
+    /// The session's state.
+    pub(crate) state: &'a WorldState,
+    /// The world's `[api]` settings.
+    pub(crate) settings: &'a ApiSettings,
+    /// The session's frozen clock and seeded ids, if any.
+    pub(crate) determinism: Option<&'a Determinism>,
+    /// Where the request was served, for page links.
     pub(crate) link: &'a Link,
     /// The call's writes, one transaction.
     pub(crate) writes: HandlerWrites<'a>,
@@ -58,6 +64,14 @@ impl Added {
     }
 }
 
+/// A JSON object's members as query pairs (`ctx.paged`'s `query`).
+fn query_pairs(value: Option<&Value>) -> Vec<(String, String)> {
+    match value {
+        Some(Value::Object(map)) => map.iter().map(|(k, v)| (k.clone(), python_str(v))).collect(),
+        _ => Vec::new(),
+    }
+}
+
 fn ctx_error(error: WorldError) -> CtxError {
     match error {
         WorldError::Contract(contract) => CtxError::Contract(contract.detail()),
@@ -70,7 +84,7 @@ impl Host<'_> {
     fn rows(&self, entity: &str) -> Result<Vec<Value>, CtxError> {
         match self.writes.store() {
             Some(store) => store.list(entity),
-            None => self.app.state.rows(entity),
+            None => self.state.rows(entity),
         }
         .map_err(ctx_error)
     }
@@ -78,7 +92,7 @@ impl Host<'_> {
     fn get(&self, entity: &str, key: &Value) -> Result<Value, CtxError> {
         match self.writes.store() {
             Some(store) => store.get(entity, key),
-            None => self.app.state.get(entity, key),
+            None => self.state.get(entity, key),
         }
         .map(Option::unwrap_or_default)
         .map_err(ctx_error)
@@ -86,7 +100,7 @@ impl Host<'_> {
 
     /// `ctx.envelope` and `ctx.paged`: rows paged and wrapped as the world's lists are.
     fn page(&self, method: &str, params: &Value) -> Value {
-        let settings = &self.app.settings;
+        let settings = self.settings;
         let rows = params.get("rows").and_then(Value::as_array).cloned().unwrap_or_default();
         let page = paginate(rows, &query_pairs(params.get("query")), &settings.paging);
         let envelope = params.get("envelope").and_then(Value::as_str);
@@ -103,14 +117,14 @@ impl Host<'_> {
 
 impl CtxHost for Host<'_> {
     fn call(&mut self, method: &str, params: &Value) -> Result<Value, CtxError> {
-        let app = self.app;
+        let (state, settings) = (self.state, self.settings);
         let text = |name: &str| params.get(name).and_then(Value::as_str).unwrap_or_default().to_string();
         let null = Value::Null;
         let param = |name: &str| params.get(name).unwrap_or(&null);
         let entity = text("entity");
         match method {
-            "uuid" => Ok(Value::Str(app.uuid())),
-            "clock" => Ok(Value::Float(app.clock())),
+            "uuid" => Ok(Value::Str(draw_uuid(self.determinism))),
+            "clock" => Ok(Value::Float(read_clock(self.determinism))),
             "rows" => self.rows(&entity).map(Value::Array),
             "get" => self.get(&entity, param("key")),
             "find" => {
@@ -124,15 +138,17 @@ impl CtxHost for Host<'_> {
                     .unwrap_or_default();
                 Ok(Value::Array(self.rows(&entity)?.into_iter().filter(|r| matches(r, &filters)).collect()))
             }
-            "insert" => self.writes.write(&entity, |s| s.insert(&entity, param("value"), Some(source("api.create")))).map_err(ctx_error),
+            "insert" => {
+                self.writes.write(&entity, |s| s.insert(&entity, param("value"), Some(api_source("api.create")))).map_err(ctx_error)
+            }
             "update" => self
                 .writes
-                .write(&entity, |s| s.update(&entity, param("key"), param("patch"), Some(source("api.update"))))
+                .write(&entity, |s| s.update(&entity, param("key"), param("patch"), Some(api_source("api.update"))))
                 .map(Option::unwrap_or_default)
                 .map_err(ctx_error),
             "delete" => self
                 .writes
-                .write(&entity, |s| s.delete(&entity, param("key"), Some(source("api.delete"))))
+                .write(&entity, |s| s.delete(&entity, param("key"), Some(api_source("api.delete"))))
                 .map(|_| Value::Null)
                 .map_err(ctx_error),
             "sql" => {
@@ -144,20 +160,20 @@ impl CtxHost for Host<'_> {
                 }
             }
             "key_of" => {
-                let fields = app.state.contract().entity(&entity).map(|e| e.primary_key.clone()).unwrap_or_default();
+                let fields = state.contract().entity(&entity).map(|e| e.primary_key.clone()).unwrap_or_default();
                 let row = param("row");
                 Ok(object(fields.iter().map(|f| (f.clone(), row.get(f).cloned().unwrap_or_default()))))
             }
             "envelope" | "paged" => Ok(self.page(method, params)),
-            "not_found" => Ok(Value::Array(vec![Value::Int(app.settings.not_found_status), app.settings.not_found.clone()])),
+            "not_found" => Ok(Value::Array(vec![Value::Int(settings.not_found_status), settings.not_found.clone()])),
             "invalid" => {
-                let mut body = app.settings.invalid.clone();
+                let mut body = settings.invalid.clone();
                 if let (Some(Value::Str(detail)), Value::Object(map)) = (params.get("detail"), &mut body) {
                     if !detail.is_empty() {
                         map.insert("detail".into(), Value::str(detail));
                     }
                 }
-                Ok(Value::Array(vec![Value::Int(app.settings.invalid_status), body]))
+                Ok(Value::Array(vec![Value::Int(settings.invalid_status), body]))
             }
             "add_headers" => self.added.headers(param("headers")).map(|()| Value::Null),
             "add_fields" => self.added.fields(param("fields")).map(|()| Value::Null),

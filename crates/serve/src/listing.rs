@@ -143,7 +143,7 @@ fn compare(a: Option<&Value>, b: Option<&Value>) -> Ordering {
 /// Sort rows by `field` (stable: equal rows keep key order).
 pub fn sort_rows(rows: &mut [Value], field: &str, descending: bool) {
     rows.sort_by(|a, b| {
-        let order = compare(crate::state::dig(a, field), crate::state::dig(b, field));
+        let order = compare(crate::dotted::dig(a, field), crate::dotted::dig(b, field));
         if descending {
             order.reverse()
         } else {

@@ -30,32 +30,16 @@
 //!
 //! This module resolves and parses; it does not answer requests (see `app`).
 
+use crate::dotted::{dig, set_dotted};
+use crate::settings::types::ApiSettings;
 use crate::state::{Filter, WorldState};
 use gateway_world::error::{fail, ContractError};
 use gateway_world::json::{python_str, Map, Value};
 use toml::Value as Toml;
 
-/// One step from the path's arguments towards the row's parent.
-#[derive(Debug, Clone)]
-pub struct ParentStep {
-    /// The entity the step finds a row of.
-    pub entity: String,
-    /// Path argument → the row's dotted field it equals.
-    pub matching: Vec<(String, String)>,
-    /// The row's dotted field → the field of the step before whose value it equals.
-    pub link: Vec<(String, String)>,
-    /// The body answered when the step finds no row (None: the operation's not-found).
-    pub not_found: Option<Value>,
-}
+pub mod types;
 
-/// `api.parent` and `api.link` of one operation.
-#[derive(Debug, Clone, Default)]
-pub struct Nesting {
-    /// The steps, outermost first.
-    pub parents: Vec<ParentStep>,
-    /// The operation's row field → the last parent's field whose value it holds.
-    pub link: Vec<(String, String)>,
-}
+pub use types::{Nesting, ParentStep};
 
 fn pairs(value: Option<&Toml>, what: &str, location: &str) -> Result<Vec<(String, String)>, ContractError> {
     match value {
@@ -146,7 +130,7 @@ fn relationship_link(
 /// relationship to the step before's (else it matches by its arguments alone); the
 /// operation's, which it cannot do without.
 pub fn link_from_contract(
-    settings: &mut crate::settings::ApiSettings,
+    settings: &mut ApiSettings,
     spec: &gateway_connector::spec::Spec,
     contract: &gateway_world::Contract,
 ) -> Result<(), ContractError> {
@@ -201,7 +185,7 @@ pub fn resolve<'n>(
             filters.push(Filter { path: field.clone(), mode: "equals".into(), wanted: given.to_lowercase() });
         }
         for (field, from) in &step.link {
-            let value = previous.as_ref().and_then(|row| crate::state::dig(row, from)).cloned().unwrap_or_default();
+            let value = previous.as_ref().and_then(|row| dig(row, from)).cloned().unwrap_or_default();
             filters.push(equals(field, &value));
         }
         let (_, rows) = state.select(&step.entity, &filters, Some((0, 1)))?;
@@ -215,21 +199,21 @@ pub fn resolve<'n>(
 
 /// The filters that keep the parent's rows only.
 pub fn link_filters(nesting: &Nesting, parent: &Value) -> Vec<Filter> {
-    nesting.link.iter().map(|(field, from)| equals(field, crate::state::dig(parent, from).unwrap_or(&Value::Null))).collect()
+    nesting.link.iter().map(|(field, from)| equals(field, dig(parent, from).unwrap_or(&Value::Null))).collect()
 }
 
 /// The parent's values a new row holds (`field → value`), set over what the body said.
 pub fn fill(nesting: &Nesting, parent: &Value, row: &mut Map) {
     for (field, from) in &nesting.link {
-        let value = crate::state::dig(parent, from).cloned().unwrap_or_default();
-        crate::app::set_dotted(row, field, value, None);
+        let value = dig(parent, from).cloned().unwrap_or_default();
+        set_dotted(row, field, value, None);
     }
 }
 
 /// The link fields and values of a parent, for counting generated integers among
 /// its rows (`int-in-parent`).
 pub fn scope(nesting: &Nesting, parent: &Value) -> Vec<(String, Value)> {
-    nesting.link.iter().map(|(field, from)| (field.clone(), crate::state::dig(parent, from).cloned().unwrap_or_default())).collect()
+    nesting.link.iter().map(|(field, from)| (field.clone(), dig(parent, from).cloned().unwrap_or_default())).collect()
 }
 
 #[cfg(test)]

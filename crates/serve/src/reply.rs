@@ -66,7 +66,7 @@ impl Shape {
         }
         let mut out = Map::default();
         for (member, field) in &self.lift {
-            out.insert(member.clone(), crate::state::dig(&row, field).cloned().unwrap_or_default());
+            out.insert(member.clone(), crate::dotted::dig(&row, field).cloned().unwrap_or_default());
         }
         if let Some(key) = &self.wrap {
             out.insert(key.clone(), row);

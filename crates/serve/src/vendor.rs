@@ -15,7 +15,7 @@
 //! - **Constant answers**: `action = "static"` with `answer = '<JSON>'` (a rate-limit
 //!   document, a meta endpoint).
 
-use crate::app::Response;
+use crate::response::Response;
 use gateway_world::error::{fail, ContractError};
 use gateway_world::json::{Map, Value};
 use toml::Value as Toml;
@@ -92,7 +92,7 @@ pub fn render(template: &str, base_url: &str, row: &Value, args: &[(String, Stri
         let value = if name == "base_url" {
             Some(base_url.to_string())
         } else {
-            crate::state::dig(row, name)
+            crate::dotted::dig(row, name)
                 .filter(|v| !matches!(v, Value::Null))
                 .map(gateway_world::json::python_str)
                 .or_else(|| args.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
@@ -181,7 +181,7 @@ pub fn compute(row: &mut Value, computed: &[(String, String)], base_url: &str, a
         computed.iter().map(|(field, template)| (field.clone(), render(template, base_url, row, args))).collect();
     if let Value::Object(map) = row {
         for (field, value) in values {
-            crate::app::set_dotted(map, &field, Value::Str(value), None);
+            crate::dotted::set_dotted(map, &field, Value::Str(value), None);
         }
     }
 }

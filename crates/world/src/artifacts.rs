@@ -7,7 +7,7 @@
 //! entities into a file, a hash or a comparison, never held whole. Not here: what the
 //! files mean (the compiler) or where they go (the lifecycle).
 
-use crate::compiler::{pointer_parts, quote, Contract, Entity, GENERATED, LOCK, TARGET};
+use crate::contract::{pointer_parts, quote, Contract, Entity, GENERATED, LOCK, TARGET};
 use crate::dialect::{declared_types, LANGUAGE};
 use crate::hash::digest_of_pieces as digest;
 use crate::json::{canonical, dumps_in_pieces, encoded, write_string, DumpOptions, Value};

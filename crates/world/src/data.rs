@@ -60,7 +60,7 @@ fn api_seed(root: &Path) -> Result<crate::json::Map> {
 /// A mock-tools world's starting database, materialized in a scratch directory.
 fn mock_tools(root: &Path) -> Result<(tempfile_dir::Scratch, rusqlite::Connection)> {
     let scratch = tempfile_dir::Scratch::new("gateway-show")?;
-    let conn = crate::import::materialize_mock_tools(root, &scratch.path().join("world.db"))?;
+    let conn = crate::mock_tools::materialize_mock_tools(root, &scratch.path().join("world.db"))?;
     Ok((scratch, conn))
 }
 
@@ -74,7 +74,7 @@ pub fn entity_counts(root: &Path) -> Result<Value> {
         }
         "mock-tools" => {
             let (_scratch, conn) = mock_tools(root)?;
-            return crate::import::sqlite_counts(&conn);
+            return crate::mock_tools::sqlite_counts(&conn);
         }
         "schema" => {}
         _ => return Err(refuse_kind(kind, root).into()),
@@ -125,14 +125,14 @@ pub fn entity_rows(root: &Path, entity: &str) -> Result<Vec<Value>> {
 fn mock_tools_rows(root: &Path, table: &str) -> Result<Vec<Value>> {
     use rusqlite::types::ValueRef;
     let (_scratch, conn) = mock_tools(root)?;
-    let columns = crate::import::sqlite_columns(&conn)?;
+    let columns = crate::mock_tools::sqlite_columns(&conn)?;
     if !columns.iter().any(|(t, _)| t == table) {
         let mut names: Vec<&str> = columns.iter().map(|(t, _)| t.as_str()).collect();
         names.sort();
         let names = if names.is_empty() { "none".to_string() } else { names.join(", ") };
         return Err(ContractError::new("table", format!("No table {table}; tables: {names}"), format!("/{table}")).into());
     }
-    let mut statement = conn.prepare(&format!("SELECT * FROM {}", crate::import::sql_ident(table)))?;
+    let mut statement = conn.prepare(&format!("SELECT * FROM {}", crate::mock_tools::sql_ident(table)))?;
     let names: Vec<String> = statement.column_names().into_iter().map(str::to_string).collect();
     let mut rows = statement.query([])?;
     let mut out = Vec::new();

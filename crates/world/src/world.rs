@@ -9,12 +9,13 @@
 //! nobody else edits the contract while it is held (the snapshot and data files
 //! may change; they are read where they are used).
 
-use crate::compiler::{build, Contract};
+use crate::compiler::Contract;
 use crate::error::Result;
-use crate::lifecycle;
+use crate::lifecycle::{self, build_counted};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
+
+pub use crate::lifecycle::contract_builds;
 
 /// A world directory and what is known of it.
 #[derive(Debug)]
@@ -22,21 +23,6 @@ pub struct World {
     root: PathBuf,
     kind: &'static str,
     contract: OnceLock<Arc<Contract>>,
-}
-
-/// How many contracts this process has built (every [`build`] through a
-/// [`World`] or the path-taking helpers of [`lifecycle`]); what the tests of
-/// "built once" read.
-pub fn contract_builds() -> u64 {
-    BUILDS.load(Ordering::Relaxed)
-}
-
-static BUILDS: AtomicU64 = AtomicU64::new(0);
-
-/// Build a contract, counted.
-pub(crate) fn build_counted(root: &Path) -> Result<Contract> {
-    BUILDS.fetch_add(1, Ordering::Relaxed);
-    Ok(build(root)?)
 }
 
 impl World {

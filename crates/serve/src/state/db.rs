@@ -450,3 +450,18 @@ impl Storage {
 pub(super) fn cow_error(error: gateway_cow::CowError) -> WorldError {
     WorldError::Io { message: error.to_string() }
 }
+
+/// Whether a row passes every filter (the original's `_matches`).
+pub fn matches(row: &Value, filters: &[Filter]) -> bool {
+    filters.iter().all(|filter| {
+        let Some(value) = crate::dotted::dig(row, &filter.path).filter(|v| !matches!(v, Value::Null)) else {
+            return false;
+        };
+        let single = [value.clone()];
+        let candidates: &[Value] = match value {
+            Value::Array(items) => items,
+            _ => &single,
+        };
+        candidates.iter().any(|c| compare(&python_str(c).to_lowercase(), &filter.wanted, &filter.mode))
+    })
+}

@@ -9,9 +9,10 @@
 //! session's writer with a group open ([`Store::begin_group`]): each `ctx` write is
 //! a batch of its own (a refused one, which the handler may catch, undoes only
 //! itself), and its reads go through the writer too, so it sees its own writes.
-//! [`HandlerWrites::finish`] commits the group or rolls it back.
+//! [`HandlerWrites::finish`] commits the group or rolls it back. A call pins its
+//! database first (`WorldState::pin`).
 
-use super::{Db, WorldState};
+use super::db::Db;
 use gateway_world::store::Store;
 use gateway_world::Result;
 use std::collections::BTreeSet;
@@ -21,10 +22,10 @@ use std::sync::{Arc, MutexGuard};
 /// call swaps in a new one; the call goes on with the one it started on).
 pub(crate) struct Pinned(Arc<Db>);
 
-impl WorldState {
-    /// The database a handler call works on.
-    pub(crate) fn pin(&self) -> Pinned {
-        Pinned(self.db())
+impl Pinned {
+    /// Hold `db` for the length of a call.
+    pub(super) fn new(db: Arc<Db>) -> Pinned {
+        Pinned(db)
     }
 }
 

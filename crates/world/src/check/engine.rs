@@ -10,7 +10,7 @@ use super::references::{reference_refusals, RefPlans};
 use super::report::refusal;
 use super::shape::{row_key, shape_refusal_with, validators, Validators};
 use super::sql::{self, Ledger};
-use super::staged::Staged;
+use super::types::Staged;
 use crate::compiler::{Contract, Entity};
 use crate::error::Result;
 use crate::json::{Map, Value};

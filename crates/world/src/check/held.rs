@@ -6,9 +6,7 @@
 //! and later rows go there too, so a check's memory stays bounded whatever the size
 //! of its input. Both forms answer the same questions in the same order.
 
-use super::memory::{Cell, Tuple};
-use super::references::Ref;
-use super::staged::Staged;
+use super::types::{Cell, Ref, Staged, Tuple};
 use crate::data::tempfile_dir::Scratch;
 use crate::error::Result;
 use crate::json::{canonical, parse_clean, Value};
@@ -17,9 +15,6 @@ use rusqlite::{params, Connection, OptionalExtension as _};
 use std::collections::HashMap;
 
 type Hasher = foldhash::fast::RandomState;
-
-/// Bytes of held rows kept in memory before they move to disk.
-pub const MEMORY_BUDGET: usize = 32 * 1024 * 1024;
 
 /// What one held row costs beyond its texts (map slot, struct, allocations).
 const ROW_OVERHEAD: usize = 160;

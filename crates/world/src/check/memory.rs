@@ -12,61 +12,13 @@
 use super::held::Held;
 use super::report::refusal;
 use super::shape::Validators;
-use super::staged::{dependency_order, update_of, Staged, Update};
+use super::staged::{audit_updated_row, dependency_order, update_of, Update};
+use super::types::{Cell, Staged, Tuple};
 use crate::compiler::{quote, Contract, Entity};
 use crate::error::Result;
 use crate::json::{object, Value};
-use rusqlite::{types::ValueRef, Connection, OptionalExtension as _};
+use rusqlite::{Connection, OptionalExtension as _};
 use std::collections::{HashMap, HashSet};
-
-/// One value as a SQLite `UNIQUE` index compares it: what `json_extract` makes of a
-/// payload field (booleans are integers; a real equal to an integer is that integer).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(super) enum Cell {
-    Int(i64),
-    /// A real that is not an integer, by its bits.
-    Real(u64),
-    Text(Box<str>),
-}
-
-impl Cell {
-    fn real(f: f64) -> Cell {
-        // The cast saturates; the bounds keep only reals an i64 holds exactly.
-        if f.fract() == 0.0 && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&f) {
-            Cell::Int(f as i64)
-        } else {
-            Cell::Real(f.to_bits())
-        }
-    }
-
-    fn from_sql(value: ValueRef<'_>) -> Option<Cell> {
-        match value {
-            ValueRef::Null => None,
-            ValueRef::Integer(n) => Some(Cell::Int(n)),
-            ValueRef::Real(f) => Some(Cell::real(f)),
-            ValueRef::Text(bytes) | ValueRef::Blob(bytes) => Some(Cell::Text(String::from_utf8_lossy(bytes).into())),
-        }
-    }
-
-    fn to_sql(&self) -> rusqlite::types::Value {
-        match self {
-            Cell::Int(n) => rusqlite::types::Value::Integer(*n),
-            Cell::Real(bits) => rusqlite::types::Value::Real(f64::from_bits(*bits)),
-            Cell::Text(text) => rusqlite::types::Value::Text(text.to_string()),
-        }
-    }
-}
-
-/// A row's values for one unique constraint.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(super) enum Tuple {
-    /// Some value is absent or null: SQLite's NULLs never conflict.
-    Null,
-    /// Every value is a scalar.
-    Values(Box<[Cell]>),
-    /// Some value is an object or array: only SQLite can compare its text.
-    Complex,
-}
 
 /// The key paths of every unique constraint of every entity, parsed once.
 pub(super) struct UniquePlans {
@@ -294,7 +246,7 @@ pub(super) fn apply(contract: &Contract, validators: &Validators, plans: &Unique
                 }
             }
             if audit_refusal.is_none() {
-                audit_refusal = super::staged::audit_updated_row(contract, name, staged, &merged, &mut exists)?;
+                audit_refusal = audit_updated_row(contract, name, staged, &merged, &mut exists)?;
             }
             Ok(true)
         })?;
@@ -375,6 +327,7 @@ fn scan(conn: &Connection, table: &str, sets: &[&Vec<String>]) -> Result<Stored>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rusqlite::types::ValueRef;
 
     #[test]
     fn cells_compare_as_sqlite_does() {

@@ -27,13 +27,13 @@ mod report;
 mod shape;
 mod sql;
 mod staged;
+mod types;
 
 pub use crate::plan::Mode;
 pub use dry_run::check_rows;
 pub(crate) use engine::{Engine, Input};
-pub use held::MEMORY_BUDGET;
 pub use line::{encode_line, encoded_len, has_non_finite};
-pub use options::{CheckOptions, Merge, CHUNK_BYTES, MERGES, PRINT_CAP, REPORT_CAP, ROW_LINE};
+pub use options::{CheckOptions, Merge, CHUNK_BYTES, MEMORY_BUDGET, MERGES, PRINT_CAP, REPORT_CAP, ROW_LINE};
 pub use report::{field_of, refusal, CheckReport};
 pub use shape::{row_key, shape_refusal, validators, Validators};
 pub(crate) use sql::Ledger;

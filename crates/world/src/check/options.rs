@@ -1,13 +1,14 @@
 //! What a check is asked to do: the merge rule, the chunking and the budgets
 //! ([`CheckOptions`]), and the caps on refusal records.
 
-use super::held::MEMORY_BUDGET;
 use crate::error::ContractError;
 use crate::json::DumpOptions;
 use crate::plan::Mode;
 
 /// JSONL bytes per chunk before a new one starts.
 pub const CHUNK_BYTES: usize = 64 * 1024 * 1024;
+/// Bytes of held rows kept in memory before they move to disk.
+pub const MEMORY_BUDGET: usize = 32 * 1024 * 1024;
 /// Refusal records kept (and written to a report).
 pub const REPORT_CAP: usize = 10_000;
 /// Refusal records printed by the CLI.

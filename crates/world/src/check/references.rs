@@ -5,6 +5,7 @@
 use super::held::Held;
 use super::memory;
 use super::report::refusal;
+use super::types::Ref;
 use crate::compiler::{quote, Contract, Entity};
 use crate::error::Result;
 use crate::json::{object, Map, Value};
@@ -12,19 +13,6 @@ use crate::store::key_of;
 use crate::validator::Validator;
 use rusqlite::Connection;
 use std::collections::{HashMap, HashSet};
-
-/// One relationship of a staged row, resolved at staging.
-#[derive(Debug, Clone)]
-pub(super) enum Ref {
-    /// Every referencing field absent or null.
-    Absent,
-    /// Some referencing fields present, some not.
-    Partial,
-    /// The referenced key is not a valid key of the target (the error's message).
-    Invalid(String),
-    /// The target's store key.
-    Key(String),
-}
 
 /// Each entity's relationships with their targets' key-property validators compiled once.
 pub(super) struct RefPlans<'c> {

@@ -8,7 +8,8 @@
 use super::held::Held;
 use super::report::refusal;
 use super::shape::Validators;
-use super::staged::{dependency_order, update_of, Staged, Update};
+use super::staged::{dependency_order, update_of, Update};
+use super::types::Staged;
 use crate::compiler::Contract;
 use crate::error::Result;
 use crate::json::Value;

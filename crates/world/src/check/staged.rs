@@ -2,10 +2,9 @@
 //! and [`super::sql`]) do with staged rows: the update's shallow merge, the commit-time
 //! audit of updated rows, the dependency order of entities.
 
-use super::memory::Tuple;
-use super::references::Ref;
 use super::report::{field_of, refusal};
 use super::shape::Validators;
+use super::types::Staged;
 use crate::compiler::{Contract, Entity};
 use crate::dialect::validate;
 use crate::error::Result;
@@ -32,25 +31,6 @@ pub fn dependency_order(contract: &Contract) -> Vec<String> {
         ordered.extend(ready);
     }
     ordered
-}
-
-/// An accepted row as held until the apply: its canonical text (what the store
-/// holds) and the outcome of each of its entity's relationships, not its tree.
-#[derive(Debug, Clone, Default)]
-pub(super) struct Staged {
-    pub(super) text: String,
-    pub(super) refs: Vec<Ref>,
-    /// The row's tuples for its entity's declared `unique` constraints.
-    pub(super) uniques: Vec<Tuple>,
-    pub(super) chunk: usize,
-    pub(super) index: usize,
-}
-
-impl Staged {
-    /// The row's tree again (for a refusal's primary key, a merge or an update).
-    pub(super) fn value(&self) -> Value {
-        crate::json::parse_clean(&self.text).expect("canonical text parses")
-    }
 }
 
 /// What updating a stored row with a staged one comes to.

@@ -1,7 +1,7 @@
 //! Rows in JSON documents: a bare array of one entity's rows, and an object of
 //! entity → rows, streamed one value at a time.
 
-use super::read::LinePreparer;
+use super::jsonl::LinePreparer;
 use super::reader::Reader;
 use super::row::{as_row, count, no_rows, rows_error, Flow, Row, Seen, Sink};
 use crate::error::Result;

@@ -2,11 +2,43 @@
 //! calling thread or, past the first lines of a large file, prepared on helper threads
 //! a block at a time and handed to the sink in input order.
 
-use super::read::{LinePreparer, PREPARE_BLOCK};
 use super::reader::Reader;
 use super::row::{as_row, count, decode, plain, python_blank, rows_error, Flow, Row, Seen};
 use crate::error::{Error, Result};
 use crate::json::{parse_loads, ParseError, Value};
+use std::borrow::Cow;
+
+/// JSONL lines handed to the preparing threads at a time.
+pub(super) const PREPARE_BLOCK: usize = 2048;
+
+/// Turns a JSONL row's text (entity named) straight into a `P` when it can; None
+/// sends the row through the general reading and `prepare`.
+pub type PrepareText<'a, P> = &'a (dyn Fn(&str, &str) -> Option<P> + Sync);
+
+/// How a JSONL line becomes its entity's name and prepared row.
+pub(super) struct LinePreparer<'a, P> {
+    /// The entity of bare rows (`--entity`).
+    pub(super) entity: Option<&'a str>,
+    pub(super) prepare_text: Option<PrepareText<'a, P>>,
+    pub(super) prepare: &'a (dyn Fn(Row) -> P + Sync),
+}
+
+impl<P> LinePreparer<'_, P> {
+    /// One non-blank line (line `number` of `at`).
+    pub(super) fn prepare<'l>(&'l self, line: &'l str, number: usize, at: &str) -> Result<(Cow<'l, str>, P)> {
+        if let Some(prepare_text) = self.prepare_text {
+            let parts = match self.entity {
+                Some(entity) => Some((entity, line)),
+                None => tagged_parts(line),
+            };
+            if let Some((name, prepared)) = parts.and_then(|(name, json)| Some((name, prepare_text(name, json)?))) {
+                return Ok((Cow::Borrowed(name), prepared));
+            }
+        }
+        let row = jsonl_row(line, number, at, self.entity)?;
+        Ok((Cow::Owned(row.entity.clone()), (self.prepare)(row)))
+    }
+}
 
 /// A share of a block: its lines' text in one buffer, with each line's number and end.
 #[derive(Default)]

@@ -19,7 +19,8 @@ mod row;
 mod source;
 
 pub(crate) use document::stream_array;
-pub use read::{count_rows, read_rows, read_rows_prepared, PrepareText, LINE_CAP, READ_BLOCK};
+pub use jsonl::PrepareText;
+pub use read::{count_rows, read_rows, read_rows_prepared, LINE_CAP, READ_BLOCK};
 pub(crate) use reader::Reader;
 pub use row::{bytes_repr, plain, Flow, Progress, Row, Seen, Sink};
 // What reader.rs and source.rs take from here.

@@ -2,13 +2,12 @@
 //! argument order, each file's shape detected from its first value or line.
 
 use super::document::{stream_array_prepared, stream_document};
-use super::jsonl::{jsonl_row, stream_jsonl, stream_jsonl_prepared, tagged_parts};
+use super::jsonl::{stream_jsonl, stream_jsonl_prepared, LinePreparer, PrepareText, PREPARE_BLOCK};
 use super::reader::Reader;
 use super::row::{no_rows, rows_error, Flow, Progress, Row, Seen, Sink};
 use super::source::open_source;
 use crate::error::Result;
 use crate::json::{parse_loads, Value};
-use std::borrow::Cow;
 
 /// Bytes read from a source per block.
 pub const READ_BLOCK: usize = 256 * 1024;
@@ -84,17 +83,10 @@ fn detect(reader: &mut Reader<'_>, at: &str, entity: Option<&str>) -> Result<Sha
     Ok(if is_jsonl { Shape::Jsonl } else { Shape::Document })
 }
 
-/// JSONL lines handed to the preparing threads at a time.
-pub(super) const PREPARE_BLOCK: usize = 2048;
-
 /// Lines of a file read on the calling thread alone before helpers start: on a
 /// small file their start-up costs more than they save. (The tests start them
 /// mid-file, on files of a few thousand lines.)
 const ONE_THREAD_LINES: usize = if cfg!(test) { 3_000 } else { 16 * PREPARE_BLOCK };
-
-/// Turns a JSONL row's text (entity named) straight into a `P` when it can; None
-/// sends the row through the general reading and `prepare`.
-pub type PrepareText<'a, P> = &'a (dyn Fn(&str, &str) -> Option<P> + Sync);
 
 /// Like [`read_rows`], but every row is first turned into a `P` by `prepare`, and
 /// `prepare_text` is tried on each row's text before it is parsed. For JSONL input
@@ -138,29 +130,4 @@ pub fn read_rows_prepared<P: Send>(
         }
     }
     Ok(())
-}
-
-/// How a JSONL line becomes its entity's name and prepared row.
-pub(super) struct LinePreparer<'a, P> {
-    /// The entity of bare rows (`--entity`).
-    pub(super) entity: Option<&'a str>,
-    pub(super) prepare_text: Option<PrepareText<'a, P>>,
-    pub(super) prepare: &'a (dyn Fn(Row) -> P + Sync),
-}
-
-impl<P> LinePreparer<'_, P> {
-    /// One non-blank line (line `number` of `at`).
-    pub(super) fn prepare<'l>(&'l self, line: &'l str, number: usize, at: &str) -> Result<(Cow<'l, str>, P)> {
-        if let Some(prepare_text) = self.prepare_text {
-            let parts = match self.entity {
-                Some(entity) => Some((entity, line)),
-                None => tagged_parts(line),
-            };
-            if let Some((name, prepared)) = parts.and_then(|(name, json)| Some((name, prepare_text(name, json)?))) {
-                return Ok((Cow::Borrowed(name), prepared));
-            }
-        }
-        let row = jsonl_row(line, number, at, self.entity)?;
-        Ok((Cow::Owned(row.entity.clone()), (self.prepare)(row)))
-    }
 }

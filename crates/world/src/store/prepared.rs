@@ -10,7 +10,10 @@
 //! group). The ledger, lineage and refusals are exactly those of
 //! [`Store::apply_batch`] of the same batch.
 
-use super::{batch_digest, check_source, contextualize_mutation, integer_of, key_of, ordered_batch_id, parse_stored, Store};
+use super::mutation::{
+    batch_digest, check_source, contextualize_mutation, integer_of, key_of, ordered_batch_id, parse_stored, write_refusal,
+};
+use super::Store;
 use crate::compiler::Contract;
 use crate::dialect::validate;
 use crate::error::{ContractError, Result};
@@ -114,7 +117,7 @@ impl Store {
                 .execute(params![key, payload]);
             if let Err(error) = inserted {
                 let declared = store.contract.entity(&entity).expect("prepared against this contract");
-                return Err(contextualize_mutation(super::write_refusal(error, declared, &key), &batch_id, 0, &mutation));
+                return Err(contextualize_mutation(write_refusal(error, declared, &key), &batch_id, 0, &mutation));
             }
             store
                 .conn
