@@ -218,7 +218,7 @@ pub fn run(command: HubCommand) -> ExitCode {
             let result = runtime().block_on(async move {
                 let mut hub = config.open(public_url, limits).await?;
                 if no_host {
-                    hub.worlds = Some(std::sync::Arc::new(gateway_hub::worlds::Worlds::remote_only(&config.data.join("host"), config.host_secret()?)));
+                    hub.worlds = Some(std::sync::Arc::new(gateway_hub::worlds::Worlds::remote_only(&config.data.join("host"), config.host_secret()?, hub.objects.clone())));
                 }
                 if hub.meta.key_count().await? == 0 {
                     errln!(

@@ -593,8 +593,7 @@ fn offline_grade(spec: &Path, state: &Path) -> Result<(), Exit> {
 /// `worlds task validate SPEC --path WORLD`: the hub's validation and self-test,
 /// on a local World Host under a temporary directory.
 fn local_validate(spec_path: &Path, world: &Path) -> Result<(), Exit> {
-    let spec_value = read_document(spec_path)?;
-    let spec = gateway_world::task::TaskSpec::parse(&spec_value).map_err(|e| rejected(&e))?;
+    let spec = std::sync::Arc::new(gateway_world::task::TaskSpec::parse(&read_document(spec_path)?).map_err(|e| rejected(&e))?);
     let absolute = std::fs::canonicalize(world).map_err(|e| Exit::refused(format!("{}: {e}", world.display())))?;
     let scratch = tempfile::tempdir_in(gateway_world::data::tempfile_dir::process_root()).map_err(|e| Exit::refused(e.to_string()))?;
     let host = gateway_host::WorldHost::new(gateway_host::HostConfig::local(scratch.path().to_path_buf()));
@@ -611,7 +610,7 @@ fn local_validate(spec_path: &Path, world: &Path) -> Result<(), Exit> {
     }
     let mut out = gateway_world::json::Map::default();
     if problems.is_empty() {
-        let report = gateway_host::selftest::self_test(&host, "local", &url, &spec_value).map_err(|e| Exit::refused(e.to_string()))?;
+        let report = gateway_host::selftest::self_test(&host, "local", &url, &spec).map_err(|e| Exit::refused(e.to_string()))?;
         for problem in report.get("problems").and_then(Value::as_array).into_iter().flatten() {
             problems.push(Value::Str(format!("self-test: {}", problem.as_str().unwrap_or_default())));
         }

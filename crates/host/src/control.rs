@@ -13,6 +13,8 @@
 use crate::error::{refuse, HostError};
 use crate::host::{OpenRequest, WorldHost};
 use gateway_world::json::{json_equal, object, Map, Value};
+use gateway_world::task::TaskSpec;
+use std::sync::Arc;
 
 /// One control-plane request.
 #[derive(Debug, Clone)]
@@ -152,15 +154,7 @@ impl ControlRequest {
             ("POST", ["__host", "versions"]) => {
                 ControlRequest::Warm { version_id: required_text(body, "versionId")?, bundle_url: required_text(body, "bundleUrl")? }
             }
-            ("POST", ["__host", "sessions"]) => ControlRequest::Open(OpenRequest {
-                session_id: required_text(body, "sessionId")?,
-                version_id: required_text(body, "versionId")?,
-                bundle_url: required_text(body, "bundleUrl")?,
-                task: optional_text(body, "task"),
-                task_spec: present(body, "taskSpec"),
-                token: optional_text(body, "token"),
-                restore: present(body, "restore"),
-            }),
+            ("POST", ["__host", "sessions"]) => ControlRequest::Open(Self::open_from_http(body)?),
             ("DELETE", ["__host", "sessions", sid]) => ControlRequest::Close { session_id: sid.to_string() },
             ("POST", ["__host", "sessions", sid, verb]) => match Self::session_verb(sid, verb, body)? {
                 Some(request) => request,
@@ -175,6 +169,26 @@ impl ControlRequest {
             _ => return Ok(None),
         };
         Ok(Some(request))
+    }
+
+    /// `POST /__host/sessions`: the members read, and the task spec parsed here, once
+    /// (after the members' own refusals, as the open refused them).
+    fn open_from_http(body: &Value) -> Result<OpenRequest, HostError> {
+        let (session_id, version_id, bundle_url) =
+            (required_text(body, "sessionId")?, required_text(body, "versionId")?, required_text(body, "bundleUrl")?);
+        let task = optional_text(body, "task");
+        let spec = present(body, "taskSpec");
+        OpenRequest::one_task(task.is_some(), spec.is_some())?;
+        let task_spec = spec.map(|spec| TaskSpec::parse(&spec).map(Arc::new)).transpose()?;
+        Ok(OpenRequest {
+            session_id,
+            version_id,
+            bundle_url,
+            task,
+            task_spec,
+            token: optional_text(body, "token"),
+            restore: present(body, "restore"),
+        })
     }
 
     /// `POST /__host/sessions/{sid}/{verb}`.
@@ -219,7 +233,7 @@ impl ControlRequest {
                     ("bundleUrl", text(&open.bundle_url)),
                     ("token", open.token.as_ref().and_then(text)),
                     ("task", open.task.as_ref().and_then(text)),
-                    ("taskSpec", open.task_spec.clone()),
+                    ("taskSpec", open.task_spec.as_ref().map(|spec| spec.to_value())),
                     ("restore", open.restore.clone()),
                 ]),
             ),
@@ -308,18 +322,19 @@ impl PartialEq for ControlRequest {
     }
 }
 
-/// Equal when every member is; the task spec and the restore by JSON's equality.
+/// Equal when every member is; the task spec (normalised) and the restore by JSON's equality.
 impl PartialEq for OpenRequest {
     fn eq(&self, other: &Self) -> bool {
         let same = |a: &Option<Value>, b: &Option<Value>| match (a, b) {
             (Some(a), Some(b)) => json_equal(a, b),
             (a, b) => a.is_none() && b.is_none(),
         };
+        let spec = |open: &OpenRequest| open.task_spec.as_ref().map(|spec| spec.to_value());
         self.session_id == other.session_id
             && self.version_id == other.version_id
             && self.bundle_url == other.bundle_url
             && self.task == other.task
-            && same(&self.task_spec, &other.task_spec)
+            && same(&spec(self), &spec(other))
             && self.token == other.token
             && same(&self.restore, &other.restore)
     }
@@ -352,7 +367,7 @@ mod tests {
                 session_id: sid(),
                 version_id: "v1".into(),
                 bundle_url: "https://hub/b.tgz".into(),
-                task_spec: Some(json(r#"{"instruction": "solve 101", "tools": ["solve_ticket"]}"#)),
+                task_spec: Some(Arc::new(TaskSpec::parse(&json(r#"{"instruction": "solve 101", "tools": ["solve_ticket"]}"#)).unwrap())),
                 restore: Some(json(r#"{"url": "file:///e.sqlite", "sha256": "ab"}"#)),
                 ..OpenRequest::default()
             }),
@@ -409,6 +424,16 @@ mod tests {
     fn http_refusals_are_kept() {
         let missing = ControlRequest::from_http("POST", "/__host/sessions", &json(r#"{"versionId": "v1"}"#)).unwrap_err();
         assert!(matches!(missing, HostError::MissingField(ref f) if f == "sessionId"), "{missing:?}");
+        // A remote open's spec is parsed as it is read: refused with the spec's own code,
+        // after the one-task rule, as the open itself refused them.
+        let open = |extra: &str| {
+            let body = format!(r#"{{"sessionId": "s", "versionId": "v1", "bundleUrl": "file:///b"{extra}}}"#);
+            ControlRequest::from_http("POST", "/__host/sessions", &json(&body)).unwrap_err()
+        };
+        assert_eq!(open(r#", "taskSpec": {"instruction": ""}"#).code(), "task");
+        let both = open(r#", "task": "backlog", "taskSpec": {"instruction": ""}"#);
+        assert!(both.to_string().contains("one of the two"), "{both}");
+        assert!(open("").to_string().contains("one of the two"));
         let tool = ControlRequest::from_http("POST", "/__host/sessions/s/call", &json(r#"{"tool": 3}"#)).unwrap_err();
         assert_eq!((tool.code(), tool.to_string().ends_with(": tool must be a string")), ("host", true), "{tool}");
         assert!(ControlRequest::from_http("POST", "/__host/nothing", &empty()).unwrap().is_none());

@@ -96,12 +96,24 @@ pub struct OpenRequest {
     pub bundle_url: String,
     /// A bundled task (scenario) name.
     pub task: Option<String>,
-    /// A task spec of the session's own.
-    pub task_spec: Option<Value>,
+    /// A task spec of the session's own, parsed once by whoever made the request
+    /// (a platform in this process shares its value; `from_http` parses a remote one).
+    pub task_spec: Option<Arc<TaskSpec>>,
     /// The data plane's token.
     pub token: Option<String>,
     /// An export to continue from: `{url, sha256}`.
     pub restore: Option<Value>,
+}
+
+impl OpenRequest {
+    /// The refusal of an open that names a bundled task and carries a spec, or
+    /// neither: it takes one of the two.
+    pub fn one_task(bundled: bool, spec: bool) -> Result<(), HostError> {
+        if bundled == spec {
+            return Err(refuse("host", "an open names a bundled task or carries a task spec, one of the two"));
+        }
+        Ok(())
+    }
 }
 
 /// The World Host.
@@ -167,6 +179,13 @@ impl WorldHost {
         Ok(session)
     }
 
+    /// The task spec a held session was opened on (shared, not renewed: reading it
+    /// is not using the world), when it has one.
+    pub fn task_spec(&self, session_id: &str) -> Option<Arc<TaskSpec>> {
+        let sessions = self.sessions.read().unwrap_or_else(PoisonError::into_inner);
+        sessions.get(session_id).and_then(|session| session.task().shared_spec().cloned())
+    }
+
     /// Whether this host holds the session.
     pub fn owns(&self, session_id: &str) -> bool {
         self.sessions.read().unwrap_or_else(PoisonError::into_inner).contains_key(session_id)
@@ -190,15 +209,12 @@ impl WorldHost {
 
     /// Open a session (idempotent for a retry of the same version, task and token).
     pub fn open(&self, request: OpenRequest) -> Result<Value, HostError> {
-        if request.task.is_some() == request.task_spec.is_some() {
-            return Err(refuse("host", "an open names a bundled task or carries a task spec, one of the two"));
-        }
-        let spec = request.task_spec.as_ref().map(TaskSpec::parse).transpose()?;
+        OpenRequest::one_task(request.task.is_some(), request.task_spec.is_some())?;
         let existing = self.sessions.read().unwrap_or_else(PoisonError::into_inner).get(&request.session_id).cloned();
         if let Some(existing) = existing {
             let same_task = match (existing.task(), &request.task, &request.task_spec) {
                 (SessionTask::Bundled(name), Some(task), None) => name == task,
-                (SessionTask::Spec(_, raw), None, Some(spec)) => gateway_world::json::json_equal(raw, spec),
+                (SessionTask::Spec(held), None, Some(spec)) => gateway_world::json::json_equal(&held.to_value(), &spec.to_value()),
                 _ => false,
             };
             if existing.version().id != request.version_id || !same_task || existing.token() != request.token.as_deref() {
@@ -207,7 +223,7 @@ impl WorldHost {
             return Ok(self.describe(&existing));
         }
         self.reserve_open_slot(&request.session_id)?;
-        let opened = self.open_new(&request, spec);
+        let opened = self.open_new(&request);
         lock(&self.opening).remove(&request.session_id);
         match opened {
             Ok(session) => {
@@ -242,21 +258,22 @@ impl WorldHost {
         Ok(())
     }
 
-    fn open_new(&self, request: &OpenRequest, spec: Option<TaskSpec>) -> Result<Arc<Session>, HostError> {
+    fn open_new(&self, request: &OpenRequest) -> Result<Arc<Session>, HostError> {
         check_session_id(&request.session_id)?;
+        let spec = request.task_spec.as_deref();
         let version = self.versions.ensure(&request.version_id, &request.bundle_url)?;
         let contract = version.template.contract().clone();
-        if let Some(spec) = &spec {
+        if let Some(spec) = spec {
             gateway_world::task::check_task_tools(spec, version.tool_names())?;
             gateway_world::task::check_task_entities(spec, contract.entities.iter().map(|e| e.name.as_str()))?;
         }
         let state = gateway_serve::state::WorldState::session(version.template.clone())?;
-        let behaviour = crate::behaviour::Behaviour::from_metadata(spec.as_ref().and_then(|s| s.metadata.as_ref()))?;
+        let behaviour = crate::behaviour::Behaviour::from_metadata(spec.and_then(|s| s.metadata.as_ref()))?;
         let determinism = gateway_serve::app::Determinism::new(behaviour.clock, behaviour.seed);
-        let (app, grant) = session_app(&version, state, spec.as_ref(), request.token.as_deref(), determinism);
+        let (app, grant) = session_app(&version, state, spec, request.token.as_deref(), determinism);
         let dir = self.session_dir(&request.session_id)?;
-        let task = match (spec, &request.task) {
-            (Some(spec), _) => SessionTask::Spec(Box::new(spec), request.task_spec.clone().unwrap_or_default()),
+        let task = match (&request.task_spec, &request.task) {
+            (Some(spec), _) => SessionTask::Spec(spec.clone()),
             (None, task) => SessionTask::Bundled(task.clone().unwrap_or_default()),
         };
         let parts =

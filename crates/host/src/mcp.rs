@@ -307,7 +307,7 @@ pub fn open_local(world: &Path, task: Option<&str>, task_file: Option<&Path>) ->
         Some(file) => {
             let text = std::fs::read_to_string(file).map_err(|e| refuse("task", format!("{}: {e}", file.display())))?;
             let parsed = gateway_world::json::parse(&text).map_err(|e| refuse("task", format!("{}: not JSON: {e:?}", file.display())))?;
-            Some(parsed.value)
+            Some(Arc::new(gateway_world::task::TaskSpec::parse(&parsed.value)?))
         }
     };
     let root = tempfile::Builder::new()

@@ -7,13 +7,15 @@
 use crate::error::HostError;
 use crate::host::{OpenRequest, WorldHost};
 use gateway_world::json::{object, Value};
+use gateway_world::task::TaskSpec;
+use std::sync::Arc;
 
 /// The pass bar when the task's metadata names none (`metadata.passBar`).
 pub const DEFAULT_PASS_BAR: f64 = 0.7;
 
 /// Run the self-test of `spec` on version `version_id` (fetched from `bundle_url`)
 /// in a throwaway session of `host`: `{passBar, noop, solution, ok, problems}`.
-pub fn self_test(host: &WorldHost, version_id: &str, bundle_url: &str, spec: &Value) -> Result<Value, HostError> {
+pub fn self_test(host: &WorldHost, version_id: &str, bundle_url: &str, spec: &Arc<TaskSpec>) -> Result<Value, HostError> {
     let session_id = format!("selftest-{}", gateway_serve::app::uuid4().replace('-', ""));
     host.open(OpenRequest {
         session_id: session_id.clone(),
@@ -37,13 +39,8 @@ fn reward(grade: &Value) -> Option<f64> {
 }
 
 /// A task's pass bar: `metadata.passBar`, else [`DEFAULT_PASS_BAR`].
-pub fn pass_bar(spec: &Value) -> f64 {
-    spec.get("metadata").and_then(|m| m.get("passBar")).and_then(Value::as_f64).unwrap_or(DEFAULT_PASS_BAR)
-}
-
-/// A task's reference solution (`metadata.solution`), if it has one.
-pub fn solution(spec: &Value) -> Option<&Vec<Value>> {
-    spec.get("metadata").and_then(|m| m.get("solution")).and_then(Value::as_array)
+pub fn pass_bar(spec: &TaskSpec) -> f64 {
+    spec.pass_bar().unwrap_or(DEFAULT_PASS_BAR)
 }
 
 /// Replay solution `calls` (`{tool, args}` each) through `call`, in order: the
@@ -65,7 +62,7 @@ pub fn replay(calls: &[Value], mut call: impl FnMut(&str, &Value) -> Result<Valu
     problems
 }
 
-fn run(host: &WorldHost, session_id: &str, spec: &Value) -> Result<Value, HostError> {
+fn run(host: &WorldHost, session_id: &str, spec: &TaskSpec) -> Result<Value, HostError> {
     let bar = pass_bar(spec);
     let mut problems = Vec::new();
     // A task without a grader, or graded by a rubric, has no number to test here.
@@ -73,7 +70,7 @@ fn run(host: &WorldHost, session_id: &str, spec: &Value) -> Result<Value, HostEr
     if let Some(r) = reward(&noop).filter(|r| *r >= bar) {
         problems.push(format!("an agent that does nothing scores {}, at or above the pass bar {}", shown(r), shown(bar)));
     }
-    let solution = match solution(spec) {
+    let solution = match spec.solution() {
         None => Value::Null,
         Some(calls) => {
             let version = host.using(session_id, false)?.version().clone();

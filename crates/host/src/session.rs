@@ -16,16 +16,21 @@ use std::sync::{Arc, Mutex, PoisonError};
 pub enum SessionTask {
     /// A scenario of the version (`scenarios/<name>`), by name.
     Bundled(String),
-    /// A task spec of its own (inline, or a stored task's copy), with the raw
-    /// spec an open retry is compared against.
-    Spec(Box<TaskSpec>, Value),
+    /// A task spec of its own (inline, or a stored task's copy), as the platform
+    /// parsed it: shared, never parsed again.
+    Spec(Arc<TaskSpec>),
 }
 
 impl SessionTask {
     /// The task spec, when the session has one of its own.
     pub fn spec(&self) -> Option<&TaskSpec> {
+        self.shared_spec().map(Arc::as_ref)
+    }
+
+    /// The task spec as shared with the platform that opened the session.
+    pub fn shared_spec(&self) -> Option<&Arc<TaskSpec>> {
         match self {
-            SessionTask::Spec(spec, _) => Some(spec),
+            SessionTask::Spec(spec) => Some(spec),
             SessionTask::Bundled(_) => None,
         }
     }
@@ -271,7 +276,7 @@ impl Session {
     pub fn bundled(&self) -> Option<&str> {
         match &self.task {
             SessionTask::Bundled(name) => Some(name),
-            SessionTask::Spec(..) => None,
+            SessionTask::Spec(_) => None,
         }
     }
 
@@ -309,7 +314,7 @@ impl Session {
     /// scenario overlay): a grade's diff then reads the template as the start.
     pub fn starts_from_template(&self) -> bool {
         match &self.task {
-            SessionTask::Spec(spec, _) => spec.seed.is_none(),
+            SessionTask::Spec(spec) => spec.seed.is_none(),
             SessionTask::Bundled(task) => match self.version.scenario_dir(task) {
                 Some(dir) => gateway_world::snapshot::scenario_overlay(&dir).is_ok_and(|overlay| overlay.is_empty()),
                 None => true,
@@ -320,7 +325,7 @@ impl Session {
     /// The task's starting state applied to `state` (a fresh copy of the template).
     pub fn start_on(&self, state: &gateway_serve::state::WorldState) -> Result<(), HostError> {
         match &self.task {
-            SessionTask::Spec(spec, _) => {
+            SessionTask::Spec(spec) => {
                 if let Some(seed) = &spec.seed {
                     state.seed_rows(&seed.rows, seed.mode.as_str())?;
                 }

@@ -327,13 +327,12 @@ fn a_task_self_test_grades_the_untouched_world_and_replays_its_solution() {
     copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/helpdesk"), &world);
     let host = WorldHost::new(HostConfig::local(root.path().join("host")));
     let url = format!("file://{}", world.display());
+    let parsed = |text: &str| std::sync::Arc::new(gateway_world::task::TaskSpec::parse(&json::parse(text).unwrap().value).unwrap());
     let spec = |solution: &str| {
-        json::parse(&format!(
+        parsed(&format!(
             r#"{{"instruction": "Solve 101.", "grader": {{"kind": "assertions", "checks": [{{"entity": "tickets", "where": {{"id": 101}}, "assert": "all", "field": "status", "value": "solved"}}]}},
                 "metadata": {{"solution": {solution}}}}}"#
         ))
-        .unwrap()
-        .value
     };
     let good = gateway_host::selftest::self_test(&host, "v1", &url, &spec(r#"[{"tool": "solve_ticket", "args": {"path": {"id": 101}}}]"#))
         .unwrap();
@@ -344,9 +343,7 @@ fn a_task_self_test_grades_the_untouched_world_and_replays_its_solution() {
     assert_eq!(get(&wrong, "ok"), "false");
     assert!(get(&wrong, "problems").contains("below the pass bar"), "{wrong:?}");
     let trivial =
-        json::parse(r#"{"instruction": "x", "grader": {"kind": "assertions", "checks": [{"entity": "tickets", "where": {"id": 101}}]}}"#)
-            .unwrap()
-            .value;
+        parsed(r#"{"instruction": "x", "grader": {"kind": "assertions", "checks": [{"entity": "tickets", "where": {"id": 101}}]}}"#);
     let passed_by_noop = gateway_host::selftest::self_test(&host, "v1", &url, &trivial).unwrap();
     assert!(get(&passed_by_noop, "problems").contains("does nothing"), "{passed_by_noop:?}");
     assert_eq!(host.session_count(), 0, "the self-test's sessions are closed");

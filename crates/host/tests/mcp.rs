@@ -39,7 +39,7 @@ fn start() -> Running {
         session_id: "s1".into(),
         version_id: "v1".into(),
         bundle_url: format!("file://{}", helpdesk().display()),
-        task_spec: Some(json::parse(TASK).unwrap().value),
+        task_spec: Some(Arc::new(gateway_world::task::TaskSpec::parse(&json::parse(TASK).unwrap().value).unwrap())),
         token: Some("tok-s1".into()),
         ..Default::default()
     })

@@ -127,16 +127,17 @@ impl HubConfig {
         limits.workers.sandbox.check()?;
         let workers = limits.workers.clone();
         let meta = self.open_meta().await?;
+        let objects = self.open_objects().await?;
         util::private_dir(&self.data.join("work"))?;
         util::private_dir(&self.data.join("host"))?;
         Ok(server::Hub {
             meta,
-            objects: self.open_objects().await?,
+            objects: objects.clone(),
             keys: server::Keys::load_or_create(&self.keys_dir())?,
             public_url,
             bound_url: None,
             limits,
-            worlds: Some(Arc::new(worlds::Worlds::embedded(&self.data.join("host"), self.host_secret()?, workers))),
+            worlds: Some(Arc::new(worlds::Worlds::embedded(&self.data.join("host"), self.host_secret()?, workers, objects))),
             scratch: Some(self.data.join("work")),
             call_log: Default::default(),
         })

@@ -1,16 +1,19 @@
 //! The hub's side of live sessions: where sessions run (the World Host this hub
 //! embeds, and hosts that register by heartbeat), how the hub reaches them (the
 //! same typed control requests either way: run in this process, or sent as HTTP),
-//! how hosts fetch bundles and move exports (HTTP with safe extraction), and the
+//! how hosts fetch bundles and move exports (HTTP with safe extraction; the embedded
+//! host and the catalog read bundles from the hub's object store in place), and the
 //! rubric judge.
 //!
 //! The session and task routes themselves are in `server/sessions.rs` and
 //! `server/tasks.rs`; this module holds no route.
 
 use crate::error::HubError;
+use crate::store::ObjectStore;
+use gateway_host::version::{Fetch, FetchError, VersionCache, VersionFiles};
 use gateway_host::{ControlRequest, HostConfig, WorldHost};
 use gateway_world::json::{self, object, Value};
-use std::io::Read as _;
+use std::io::{Read as _, Write as _};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,6 +25,15 @@ pub type HttpClient = reqwest::Client;
 pub const MAX_BUNDLE_BYTES: u64 = 1024 * 1024 * 1024;
 /// A remote host not heard from for this long is not given new sessions.
 pub const HOST_STALE_SECONDS: f64 = 30.0;
+/// How a bundle locator names an object of the hub's own store (see [`stored_bundle`]).
+pub const STORED_BUNDLE: &str = "hub-object:";
+
+/// The locator of a stored bundle for this hub's own host and catalog: read from the
+/// object store in place, never fetched over HTTP from the hub itself. A remote host
+/// is handed a presigned URL instead.
+pub fn stored_bundle(object_key: &str) -> String {
+    format!("{STORED_BUNDLE}{object_key}")
+}
 
 /// Live sessions: the embedded host and the control-plane secret.
 pub struct Worlds {
@@ -42,7 +54,7 @@ pub struct Worlds {
     pub machine: String,
     /// Versions read for their contract and connector (checks, tools), without
     /// running them: the embedded host's cache when there is one.
-    catalog: Option<gateway_host::version::VersionCache>,
+    catalog: Option<VersionCache>,
     http: reqwest::Client,
 }
 
@@ -108,9 +120,9 @@ impl HostRefusal {
 }
 
 impl Worlds {
-    /// Live sessions with an embedded host under `root` (bundles fetched over HTTP),
+    /// Live sessions with an embedded host under `root` (bundles read from `objects`),
     /// world code run as `workers` say (always confined on a hub: see `HubConfig`).
-    pub fn embedded(root: &Path, secret: String, workers: gateway_serve::handlers::WorkerOptions) -> Worlds {
+    pub fn embedded(root: &Path, secret: String, workers: gateway_serve::handlers::WorkerOptions, objects: Arc<dyn ObjectStore>) -> Worlds {
         // One directory per process: hub processes sharing a data directory must not
         // clear each other's sessions; those of processes that are gone are removed.
         if let Ok(entries) = std::fs::read_dir(root) {
@@ -122,7 +134,7 @@ impl Worlds {
             }
         }
         let mut config = HostConfig::local(root.join(format!("pid-{}", std::process::id())));
-        config.fetch = Arc::new(fetch_bundle);
+        config.fetch = store_fetch(objects);
         config.objects = Arc::new(HttpObjects);
         config.workers = workers;
         if let Some(max) = std::env::var("WORLDS_HOST_MAX_SESSIONS").ok().and_then(|v| v.parse().ok()) {
@@ -147,10 +159,10 @@ impl Worlds {
         }
     }
 
-    /// Live sessions on remote hosts only; versions are read into a catalog under `root`.
-    pub fn remote_only(root: &Path, secret: String) -> Worlds {
-        let catalog =
-            gateway_host::version::VersionCache::catalog(root.join(format!("catalog-{}", std::process::id())), Arc::new(fetch_bundle));
+    /// Live sessions on remote hosts only; versions are read into a catalog under `root`
+    /// (bundles read from `objects`).
+    pub fn remote_only(root: &Path, secret: String, objects: Arc<dyn ObjectStore>) -> Worlds {
+        let catalog = VersionCache::catalog(root.join(format!("catalog-{}", std::process::id())), store_fetch(objects));
         Worlds {
             embedded: None,
             embedded_routes: None,
@@ -164,9 +176,24 @@ impl Worlds {
 
     /// The version, read once: from the embedded host's cache or the catalog.
     pub fn version(&self, id: &str, bundle_url: &str) -> Result<Arc<gateway_host::version::Version>, gateway_host::HostError> {
+        self.versions()?.ensure(id, bundle_url)
+    }
+
+    /// A version's files (extracted, compiled), from the same cache as
+    /// [`Worlds::version`]: one fetch and one compile of a version per process,
+    /// whoever reads it first (a session, a task check, the world's data).
+    pub fn version_files(&self, id: &str, bundle_url: &str) -> Result<Arc<VersionFiles>, gateway_host::version::PrepareError> {
+        match self.versions() {
+            Ok(versions) => versions.files(id, bundle_url),
+            Err(refused) => Err(gateway_host::version::PrepareError::Io(std::io::Error::other(refused.to_string()))),
+        }
+    }
+
+    /// The cache versions are read through: the embedded host's, else the catalog.
+    pub fn versions(&self) -> Result<&VersionCache, gateway_host::HostError> {
         match (&self.embedded, &self.catalog) {
-            (Some(host), _) => host.versions.ensure(id, bundle_url),
-            (None, Some(catalog)) => catalog.ensure(id, bundle_url),
+            (Some(host), _) => Ok(&host.versions),
+            (None, Some(catalog)) => Ok(catalog),
             (None, None) => Err(gateway_host::error::refuse("host", "this hub reads no world versions")),
         }
     }
@@ -254,10 +281,68 @@ pub async fn heartbeat_once(http: &reqwest::Client, host: &WorldHost, platform: 
     }
 }
 
+/// The fetch of this hub's own host and catalog: a [`stored_bundle`] locator read from
+/// `objects` (the hub's own error handed back, its status kept), anything else as
+/// [`fetch_bundle`] fetches it.
+fn store_fetch(objects: Arc<dyn ObjectStore>) -> Fetch {
+    // Reads run on the blocking pool (the host's operations are synchronous); the
+    // store's async reads go through the runtime the hub serves on.
+    let runtime = tokio::runtime::Handle::try_current().ok();
+    Arc::new(move |locator: &str, dest: &Path| match locator.strip_prefix(STORED_BUNDLE) {
+        Some(key) => read_stored_bundle(objects.as_ref(), runtime.as_ref(), key, dest).map_err(FetchError::from),
+        None => fetch_bundle(locator, dest),
+    })
+}
+
+/// A stored bundle extracted safely into `dest` within the archive limits: a local
+/// store's file in place, any other store's object streamed to a scratch file first
+/// (capped at [`MAX_BUNDLE_BYTES`], as a download is).
+fn read_stored_bundle(objects: &dyn ObjectStore, runtime: Option<&tokio::runtime::Handle>, key: &str, dest: &Path) -> Result<(), HubError> {
+    let limits = gateway_bundle::extract::ExtractLimits::from_env()?;
+    let missing = || HubError::Storage(format!("object {key} is missing from the store"));
+    if let Some(file) = objects.local_file(key) {
+        let size = std::fs::metadata(&file).map_err(|_| missing())?.len();
+        if size > MAX_BUNDLE_BYTES {
+            return Err(HubError::TooLarge(format!("the bundle is larger than {MAX_BUNDLE_BYTES} bytes")));
+        }
+        gateway_bundle::extract::safe_extract_file(&file, dest, limits)?;
+        return Ok(());
+    }
+    let runtime = tokio::runtime::Handle::try_current()
+        .ok()
+        .or_else(|| runtime.cloned())
+        .ok_or_else(|| HubError::Storage("no async runtime to read the object store on".into()))?;
+    let download = gateway_common::temp::Scratch::new("bundle").map_err(|e| HubError::Storage(e.to_string()))?;
+    let tgz = download.path().join("bundle.tar.gz");
+    // A thread of its own: blocking on the runtime is refused on one of its workers.
+    std::thread::scope(|scope| {
+        scope.spawn(|| runtime.block_on(copy_object(objects, key, &tgz))).join().unwrap_or_else(|_| Err(missing()))
+    })?;
+    gateway_bundle::extract::safe_extract_file(&tgz, dest, limits)?;
+    Ok(())
+}
+
+/// An object copied into the file `dest`, capped at [`MAX_BUNDLE_BYTES`].
+async fn copy_object(objects: &dyn ObjectStore, key: &str, dest: &Path) -> Result<(), HubError> {
+    use futures_util::StreamExt as _;
+    let mut stream = objects.open(key).await?.ok_or_else(|| HubError::Storage(format!("object {key} is missing from the store")))?;
+    let mut file = std::fs::File::create(dest).map_err(|e| HubError::io(dest, e))?;
+    let mut copied = 0u64;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk?;
+        copied += chunk.len() as u64;
+        if copied > MAX_BUNDLE_BYTES {
+            return Err(HubError::TooLarge(format!("the bundle is larger than {MAX_BUNDLE_BYTES} bytes")));
+        }
+        file.write_all(&chunk).map_err(|e| HubError::io(dest, e))?;
+    }
+    file.flush().map_err(|e| HubError::io(dest, e))
+}
+
 /// Fetch a bundle tarball over HTTP, streamed to a file under the process's temporary
 /// directory (capped at [`MAX_BUNDLE_BYTES`]), and extract it safely into `dest`
 /// within the archive limits ([`gateway_bundle::extract::ExtractLimits::from_env`]).
-pub fn fetch_bundle(url: &str, dest: &Path) -> Result<(), String> {
+pub fn fetch_bundle(url: &str, dest: &Path) -> Result<(), FetchError> {
     if url.starts_with("file://") {
         return gateway_host::version::local_fetch(url, dest);
     }
@@ -274,7 +359,7 @@ pub fn fetch_bundle(url: &str, dest: &Path) -> Result<(), String> {
     let mut file = std::fs::File::create(&tgz).map_err(|e| e.to_string())?;
     let copied = std::io::copy(&mut response.take(MAX_BUNDLE_BYTES + 1), &mut file).map_err(|e| e.to_string())?;
     if copied > MAX_BUNDLE_BYTES {
-        return Err(format!("the bundle is larger than {MAX_BUNDLE_BYTES} bytes"));
+        return Err(format!("the bundle is larger than {MAX_BUNDLE_BYTES} bytes").into());
     }
     gateway_bundle::extract::safe_extract_file(&tgz, dest, limits).map_err(|e| e.to_string())?;
     Ok(())

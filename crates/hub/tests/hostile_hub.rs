@@ -129,7 +129,8 @@ fn remote_hub() -> RemoteHub {
     let shared_secret = config.host_secret().unwrap();
     let (api, key, meta, keys) = runtime.block_on(async {
         let mut hub = config.open(None, Limits::default()).await.expect("open hub");
-        hub.worlds = Some(Arc::new(gateway_hub::worlds::Worlds::remote_only(&data.path().join("host"), shared_secret.clone())));
+        let objects = hub.objects.clone();
+        hub.worlds = Some(Arc::new(gateway_hub::worlds::Worlds::remote_only(&data.path().join("host"), shared_secret.clone(), objects)));
         let (_, public, secret) = gateway_hub::create_key(hub.meta.as_ref(), "one").await.unwrap();
         let (meta, keys) = (hub.meta.clone(), hub.keys.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -9,10 +9,14 @@
 //! `OPENAI_BASE_URL`/`OPENAI_API_KEY`, or `OPENROUTER_API_KEY`, when those are unset.
 //! The task's `grader.model.model` overrides the model.
 //!
+//! It reads the task as the typed [`TaskSpec`] its caller parsed once (the hub's
+//! session, the runner's task): never the spec's JSON.
+//!
 //! It is not a grader of assertions or python checks (those are `gateway-world`'s
 //! `task` module, run by the host), keeps nothing, and knows nothing of the hub.
 
 use gateway_world::json::{self, object, Map, Value};
+use gateway_world::task::{Criterion, TaskSpec};
 use std::time::Duration;
 
 /// Why a rubric grade could not be judged; the text is what a session's call log
@@ -79,16 +83,19 @@ the final state of the service and the agent's calls. Answer with one JSON objec
 Without criteria, give only reward and reason.";
 
 /// Judge a rubric grade: `{reward, rewards, grader: "rubric", reason}`, or why not.
-pub async fn judge(spec: &Value, state: &Value, calls: &[Value]) -> Result<Value, JudgeError> {
+pub async fn judge(spec: &TaskSpec, state: &Value, calls: &[Value]) -> Result<Value, JudgeError> {
     let Some(config) = JudgeConfig::from_env() else { return Err(JudgeError::NotConfigured) };
     judge_with(&config, spec, state, calls).await
 }
 
 /// [`judge`] with an explicit configuration.
-pub async fn judge_with(config: &JudgeConfig, spec: &Value, state: &Value, calls: &[Value]) -> Result<Value, JudgeError> {
-    let grader = spec.get("grader").cloned().unwrap_or_default();
-    let model = grader.get("model").and_then(|m| m.get("model")).and_then(Value::as_str).unwrap_or(&config.model).to_string();
-    let criteria = grader.get("criteria").cloned().unwrap_or(Value::Array(Vec::new()));
+pub async fn judge_with(config: &JudgeConfig, spec: &TaskSpec, state: &Value, calls: &[Value]) -> Result<Value, JudgeError> {
+    // A task graded otherwise has no rubric: the judge is asked with none.
+    let (rubric, criteria, model) = match spec.rubric() {
+        Some((rubric, criteria, model)) => (Value::str(rubric), criteria, model),
+        None => (Value::Null, &[][..], None),
+    };
+    let model = model.map_or(config.model.as_str(), |m| m.model.as_str()).to_string();
     let transcript: Vec<Value> = calls
         .iter()
         .map(|c| {
@@ -102,9 +109,9 @@ pub async fn judge_with(config: &JudgeConfig, spec: &Value, state: &Value, calls
         })
         .collect();
     let brief = object([
-        ("task", spec.get("instruction").cloned().unwrap_or_default()),
-        ("rubric", grader.get("rubric").cloned().unwrap_or_default()),
-        ("criteria", criteria.clone()),
+        ("task", Value::str(&spec.instruction)),
+        ("rubric", rubric),
+        ("criteria", Value::Array(criteria.iter().map(Criterion::to_value).collect())),
         ("finalState", state.clone()),
         ("calls", Value::Array(transcript)),
     ]);
@@ -138,7 +145,7 @@ pub async fn judge_with(config: &JudgeConfig, spec: &Value, state: &Value, calls
         .and_then(|p| p.value.get("choices")?.as_array()?.first()?.get("message")?.get("content")?.as_str().map(str::to_string))
         .ok_or(JudgeError::NoContent)?;
     let verdict = extract_object(&content).ok_or_else(|| JudgeError::NotJson(content.chars().take(200).collect()))?;
-    Ok(score(&verdict, &criteria))
+    Ok(score(&verdict, criteria))
 }
 
 /// The first JSON object in a model's text (it may wrap it in prose or a fence).
@@ -154,17 +161,16 @@ fn unit(value: Option<&Value>) -> Option<f64> {
 
 /// The grade: each criterion's score (missing → 0), the reward their weighted
 /// mean, or the judge's overall score without criteria.
-fn score(verdict: &Value, criteria: &Value) -> Value {
+fn score(verdict: &Value, criteria: &[Criterion]) -> Value {
     let given = verdict.get("rewards");
     let mut rewards = Map::default();
     let (mut total, mut weights) = (0.0, 0.0);
-    for criterion in criteria.as_array().into_iter().flatten() {
-        let id = criterion.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
-        let weight = criterion.get("weight").and_then(Value::as_f64).unwrap_or(1.0);
-        let value = unit(given.and_then(|g| g.get(&id))).unwrap_or(0.0);
+    for criterion in criteria {
+        let weight = criterion.weight.unwrap_or(1.0);
+        let value = unit(given.and_then(|g| g.get(&criterion.id))).unwrap_or(0.0);
         total += weight * value;
         weights += weight;
-        rewards.insert(id, Value::Float(value));
+        rewards.insert(criterion.id.clone(), Value::Float(value));
     }
     let reward =
         if weights > 0.0 { Value::Float(total / weights) } else { unit(verdict.get("reward")).map(Value::Float).unwrap_or_default() };
@@ -180,9 +186,13 @@ fn score(verdict: &Value, criteria: &Value) -> Value {
 mod tests {
     use super::*;
 
+    fn criterion(id: &str, weight: Option<f64>) -> Criterion {
+        Criterion { id: id.into(), description: format!("criterion {id}"), weight }
+    }
+
     #[test]
     fn criteria_are_weighted_and_clamped() {
-        let criteria = json::parse(r#"[{"id": "a", "weight": 3}, {"id": "b"}]"#).unwrap().value;
+        let criteria = [criterion("a", Some(3.0)), criterion("b", None)];
         let verdict = json::parse(r#"{"rewards": {"a": 1, "b": 7}, "reward": 0.1, "reason": "ok"}"#).unwrap().value;
         assert_eq!(
             json::canonical(&score(&verdict, &criteria)),
@@ -191,7 +201,7 @@ mod tests {
         let verdict = json::parse(r#"{"rewards": {"a": 0}}"#).unwrap().value;
         assert_eq!(json::canonical(&score(&verdict, &criteria).get("reward").cloned().unwrap()), "0.0");
         let bare = json::parse(r#"{"reward": 0.25}"#).unwrap().value;
-        assert_eq!(json::canonical(&score(&bare, &Value::Array(vec![])).get("reward").cloned().unwrap()), "0.25");
+        assert_eq!(json::canonical(&score(&bare, &[]).get("reward").cloned().unwrap()), "0.25");
     }
 
     #[test]

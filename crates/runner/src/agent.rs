@@ -68,7 +68,7 @@ impl Agent {
 }
 
 fn oracle(session: &Session<'_>) -> Outcome {
-    let Some(calls) = session.task.spec().and_then(gateway_host::selftest::solution) else {
+    let Some(calls) = session.task.spec().and_then(|spec| spec.solution()) else {
         return Outcome {
             error: Some(format!("task '{}' has no reference solution (metadata.solution) to replay", session.task.name)),
             ..Outcome::default()

@@ -14,6 +14,7 @@ use gateway_hub_client::sessions_client::SessionsClient;
 use gateway_world::json::Value;
 use gateway_world::task::TaskSpec;
 use std::path::Path;
+use std::sync::Arc;
 
 /// The metadata member naming the set a stored task belongs to.
 pub const SET_MEMBER: &str = "taskSet";
@@ -131,13 +132,13 @@ fn as_world_task(detail: &Value, slug: Option<&str>, world_dir: &Path) -> Result
             return Err(RunnerError::World(format!("{shown} is pinned to world '{pinned}', not '{slug}'")));
         }
     }
-    let spec = detail.get("spec").cloned().unwrap_or_default();
-    let parsed = TaskSpec::parse(&spec).map_err(|e| RunnerError::World(format!("{shown}: {}", e.message)))?;
+    let spec = detail.get("spec").unwrap_or(&Value::Null);
+    let spec = Arc::new(TaskSpec::parse(spec).map_err(|e| RunnerError::World(format!("{shown}: {}", e.message)))?);
     let name = detail.get("name").and_then(Value::as_str).filter(|n| !n.is_empty()).map(str::to_string);
-    let name = name.or(parsed.name.clone()).unwrap_or_else(|| id.to_string());
+    let name = name.or(spec.name.clone()).unwrap_or_else(|| id.to_string());
     // Not a file on disk: a spec task's directory is the world's, as for tasks/*.json.
     let file = world_dir.join("tasks").join(format!("{id}.json"));
-    Ok(WorldTask { name, instruction: parsed.instruction.clone(), source: TaskSource::Spec { spec, file } })
+    Ok(WorldTask { name, instruction: spec.instruction.clone(), source: TaskSource::Spec { spec, file } })
 }
 
 #[cfg(test)]

@@ -12,14 +12,16 @@ use gateway_world::json::{python_repr, Value};
 use gateway_world::task::TaskSpec;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Where a task comes from.
 #[derive(Debug, Clone)]
 pub enum TaskSource {
-    /// A task spec (`tasks/<file>.json`), as written.
+    /// A task spec (`tasks/<file>.json`), parsed once: the host, the graders and
+    /// the judge share this value.
     Spec {
         /// The spec.
-        spec: Value,
+        spec: Arc<TaskSpec>,
         /// Its file.
         file: PathBuf,
     },
@@ -43,7 +45,7 @@ pub struct WorldTask {
 
 impl WorldTask {
     /// The spec, for a spec task.
-    pub fn spec(&self) -> Option<&Value> {
+    pub fn spec(&self) -> Option<&Arc<TaskSpec>> {
         match &self.source {
             TaskSource::Spec { spec, .. } => Some(spec),
             TaskSource::Bundled { .. } => None,
@@ -52,13 +54,12 @@ impl WorldTask {
 
     /// The pass bar of a rollout of this task: `metadata.passBar`, else 0.7.
     pub fn pass_bar(&self) -> f64 {
-        self.spec().map(gateway_host::selftest::pass_bar).unwrap_or(gateway_host::selftest::DEFAULT_PASS_BAR)
+        self.spec().map_or(gateway_host::selftest::DEFAULT_PASS_BAR, |spec| gateway_host::selftest::pass_bar(spec))
     }
 
     /// The tools the task allows (None: every tool of the world).
-    pub fn allowed_tools(&self) -> Option<Vec<String>> {
-        let tools = self.spec()?.get("tools")?.as_array()?;
-        Some(tools.iter().filter_map(Value::as_str).map(str::to_string).collect())
+    pub fn allowed_tools(&self) -> Option<&Vec<String>> {
+        self.spec()?.tools.as_ref()
     }
 
     /// The task's directory: its scenario's, or the one holding its spec file.
@@ -96,13 +97,13 @@ pub fn discover(version: &Version) -> Result<Vec<WorldTask>, RunnerError> {
             let shown = file.strip_prefix(root).unwrap_or(&file).display().to_string();
             let text = std::fs::read_to_string(&file).map_err(|e| RunnerError::World(format!("{shown}: {e}")))?;
             let spec = gateway_world::json::parse(&text).map_err(|e| RunnerError::World(format!("{shown}: not JSON ({e:?})")))?.value;
-            let parsed = TaskSpec::parse(&spec).map_err(|e| RunnerError::World(format!("{shown}: {}", e.message)))?;
+            let spec = Arc::new(TaskSpec::parse(&spec).map_err(|e| RunnerError::World(format!("{shown}: {}", e.message)))?);
             let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-            let name = parsed.name.clone().unwrap_or(stem);
+            let name = spec.name.clone().unwrap_or(stem);
             if !names.insert(name.clone()) {
                 return Err(RunnerError::World(format!("{shown}: another task is named '{name}' already")));
             }
-            tasks.push(WorldTask { name, instruction: parsed.instruction.clone(), source: TaskSource::Spec { spec, file } });
+            tasks.push(WorldTask { name, instruction: spec.instruction.clone(), source: TaskSource::Spec { spec, file } });
         }
     }
     let mut scenarios = BTreeSet::new();

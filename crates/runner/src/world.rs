@@ -117,9 +117,9 @@ impl WorldSource {
 /// The bundle a local host runs: the files a push would carry (the archive's
 /// selection), copied — so a run executes exactly what is filed, and never an
 /// `outputs/`, `.git` or `.venv` beside the world.
-fn archive_fetch(url: &str, dest: &Path) -> Result<(), String> {
+fn archive_fetch(url: &str, dest: &Path) -> Result<(), gateway_host::version::FetchError> {
     let Some(root) = url.strip_prefix("file://") else {
-        return Err(format!("a run's host fetches file:// URLs only, not {url}"));
+        return Err(format!("a run's host fetches file:// URLs only, not {url}").into());
     };
     let root = Path::new(root);
     let files = gateway_bundle::archive::collect_archive_files(root).map_err(|e| e.to_string())?;
@@ -346,7 +346,7 @@ pub struct Session<'w> {
 impl Session<'_> {
     /// The tools the task offers: `[{name, signature, doc, inputSchema}]`.
     pub fn tools(&self) -> Value {
-        gateway_host::tools::tools(&self.world.version, self.task.allowed_tools().as_ref())
+        gateway_host::tools::tools(&self.world.version, self.task.allowed_tools())
     }
 
     /// Call a tool with an agent's args (flat, or routed already), recorded in the
@@ -379,9 +379,10 @@ impl Session<'_> {
         if !matches!(grade.get("pending"), Some(Value::Bool(true))) {
             return Ok(grade);
         }
-        let spec = self.task.spec().cloned().unwrap_or_default();
+        // Only a spec task is graded `pending` (by its rubric).
+        let Some(spec) = self.task.spec() else { return Ok(grade) };
         let state = self.world.host.state(&self.id).map_err(|e| e.to_string())?;
-        let mut judged = self.world.block_on(gateway_judge::judge(&spec, &state, &self.calls())).map_err(|e| e.to_string())?;
+        let mut judged = self.world.block_on(gateway_judge::judge(spec, &state, &self.calls())).map_err(|e| e.to_string())?;
         // The judge's verdict, and the host's diff of the state kept beside it.
         if let (Value::Object(verdict), Some(diff)) = (&mut judged, grade.get("diff")) {
             verdict.insert("diff".into(), diff.clone());

@@ -34,7 +34,7 @@ impl WorldHost {
     fn run_grader(&self, session: &Session) -> Result<Value, HostError> {
         let none = || object([("reward", Value::Null), ("rewards", Value::Object(Map::default()))]);
         match session.task() {
-            SessionTask::Spec(spec, _) => {
+            SessionTask::Spec(spec) => {
                 let collateral = session.behaviour().collateral;
                 if let (Some(gateway_world::task::Grader::Assertions { checks, tolerance }), None) = (&spec.grader, &collateral) {
                     let counted = counted(session, checks, tolerance.as_ref())?;

@@ -11,7 +11,7 @@ use super::session_guard::{check, mark_lost, release, reserve};
 use super::tasks::{document_text, load_task, parse_spec, spec_hash, task_version};
 use super::*;
 use crate::host_credentials::HOSTS_PROJECT;
-use crate::worlds::{HostLink, Worlds, HOST_STALE_SECONDS};
+use crate::worlds::{stored_bundle, HostLink, Worlds, HOST_STALE_SECONDS};
 use gateway_host::tools::{bundled_instruction, route_args, tools};
 use gateway_host::version::Version as HostVersion;
 use gateway_host::{ControlRequest, OpenRequest};
@@ -33,14 +33,14 @@ pub(super) fn worlds(hub: &Hub) -> Result<&Arc<Worlds>, HubError> {
 }
 
 /// A version of the hub opened as the embedded host opens it (fetched once and
-/// cached): its contract and connector, for checks and tools. The bundle is fetched
-/// from the hub's own address ([`host_base_url`]), whatever the request's `Host` said.
+/// cached): its contract and connector, for checks and tools. The bundle is read
+/// from the hub's object store in place ([`stored_bundle`]), never over HTTP.
 pub(super) async fn world_version(hub: &Hub, version: &Version) -> Result<Arc<HostVersion>, HubError> {
     let worlds = worlds(hub)?.clone();
     if !version.uploaded {
         return Err(HubError::BadRequest(format!("version {} has no bundle stored", version.id)));
     }
-    let url = presign(hub, &host_base_url(hub), "GET", &version.object_key, &[]);
+    let url = stored_bundle(&version.object_key);
     let id = version.id.clone();
     tokio::task::spawn_blocking(move || worlds.version(&id, &url))
         .await
@@ -144,22 +144,23 @@ async fn open_placed(hub: &Hub, project: &str, base_url: &str, parts: OpenParts<
     let worlds = worlds(hub)?.clone();
     let session_id = session_id.to_string();
     let token = hex::encode(crate::util::random_bytes(24));
-    // Hosts fetch the bundle from the hub's own address, never from the request's Host.
-    let bundle_url = presign(hub, &host_base_url(hub), "GET", &version.object_key, &[]);
     let (bundled, spec) = match &task.host {
         HostTask::Bundled(name) => (Some(name.clone()), None),
         HostTask::Spec(spec) => (None, Some(spec.clone())),
     };
+    // The embedded host reads the bundle from the store; a remote host fetches it from
+    // the hub's own address, never from the request's Host.
     let request = OpenRequest {
         session_id: session_id.clone(),
         version_id: version.id.clone(),
-        bundle_url,
+        bundle_url: stored_bundle(&version.object_key),
         task: bundled,
         task_spec: spec,
         token: Some(token.clone()),
         restore: None,
     };
-    let link = place_session(hub, &worlds, request).await?;
+    let remote_url = presign(hub, &host_base_url(hub), "GET", &version.object_key, &[]);
+    let link = place_session(hub, &worlds, request, &remote_url).await?;
     let data_base = match &link {
         HostLink::Embedded => base_url.to_string(),
         HostLink::Remote { url, .. } => url.clone(),
@@ -193,7 +194,7 @@ async fn open_placed(hub: &Hub, project: &str, base_url: &str, parts: OpenParts<
         HostLink::Remote { name, .. } => session.insert("_hostName".into(), Value::str(name)),
     };
     if let HostTask::Spec(spec) = &task.host {
-        session.insert("_spec".into(), spec.clone());
+        session.insert("_spec".into(), spec.to_value());
     }
     store_session(hub, project, &session).await?;
     let owner = object([("hostUrl", Value::Str(link.name())), ("project", Value::str(project)), ("sessionId", Value::str(&session_id))]);
@@ -242,17 +243,16 @@ fn asked_surfaces(body: &Map) -> Result<Vec<String>, HubError> {
 /// solution (`metadata.solution`), which would hand the agent the answer. The host
 /// and the graders still get the whole spec (`_spec`, never shown).
 fn visible_metadata(spec: &TaskSpec) -> Value {
-    let mut metadata = spec.metadata.clone().unwrap_or_default();
-    metadata.shift_remove("solution");
-    Value::Object(metadata)
+    Value::Object(spec.visible_metadata())
 }
 
 /// A session's task as the host is sent it: a bundled task by name, or a spec.
 enum HostTask {
     /// The open request's `task`.
     Bundled(String),
-    /// The open request's `taskSpec` (normalised).
-    Spec(Value),
+    /// The open request's `taskSpec`: the spec this hub parsed, shared with its own
+    /// host (a remote host is sent its normalised value).
+    Spec(Arc<TaskSpec>),
 }
 
 /// A session's task as the host is sent it and the session records it.
@@ -262,7 +262,7 @@ struct SessionTask {
     /// The session's `task`: source, name, hash, metadata (and a stored task's id and version).
     info: Value,
     /// The spec, unless the task is bundled.
-    spec: Option<TaskSpec>,
+    spec: Option<Arc<TaskSpec>>,
 }
 
 /// The task: by name the world's own `tasks/NAME.json` first, else its bundled scenario;
@@ -278,10 +278,11 @@ async fn session_task(hub: &Hub, project: &str, body: &Map, opened: &HostVersion
             let wanted = reference.get("version").and_then(Value::as_f64).map(|v| v as i64);
             let task = load_task(hub, project, &id).await?;
             let (number, hash, spec_value) = task_version(&task, wanted)?;
-            let (spec, normalised) = parse_spec(&spec_value)?;
+            let (spec, _) = parse_spec(&spec_value)?;
+            let spec = Arc::new(spec);
             let metadata = visible_metadata(&spec);
             SessionTask {
-                host: HostTask::Spec(normalised),
+                host: HostTask::Spec(spec.clone()),
                 info: object([
                     ("source", Value::str("stored")),
                     ("name", task.get("name").cloned().unwrap_or_default()),
@@ -295,9 +296,10 @@ async fn session_task(hub: &Hub, project: &str, body: &Map, opened: &HostVersion
         }
         Some(inline @ Value::Object(_)) => {
             let (spec, normalised) = parse_spec(inline)?;
+            let spec = Arc::new(spec);
             let metadata = visible_metadata(&spec);
             SessionTask {
-                host: HostTask::Spec(normalised.clone()),
+                host: HostTask::Spec(spec.clone()),
                 info: object([
                     ("source", Value::str("inline")),
                     ("name", spec.name.clone().map(Value::Str).unwrap_or_default()),
@@ -328,9 +330,10 @@ fn world_task(opened: &HostVersion, name: &str) -> Result<Option<SessionTask>, H
         .map_err(|e| HubError::BadRequest(format!("tasks/{name}.json of this world is not JSON: {e:?}")))?
         .value;
     let (spec, normalised) = parse_spec(&value)?;
+    let spec = Arc::new(spec);
     let metadata = visible_metadata(&spec);
     Ok(Some(SessionTask {
-        host: HostTask::Spec(normalised.clone()),
+        host: HostTask::Spec(spec.clone()),
         info: object([
             ("source", Value::str("world")),
             ("name", Value::str(name)),
@@ -380,8 +383,9 @@ fn bundled_task(opened: &HostVersion, name: &str) -> Result<SessionTask, HubErro
 }
 
 /// Placement: this hub's own host first, then registered hosts, least loaded first;
-/// the first that opens the session (`request`) holds it.
-async fn place_session(hub: &Hub, worlds: &Worlds, request: OpenRequest) -> Result<HostLink, HubError> {
+/// the first that opens the session (`request`) holds it. A remote host is asked to
+/// fetch the bundle from `remote_url`.
+async fn place_session(hub: &Hub, worlds: &Worlds, request: OpenRequest, remote_url: &str) -> Result<HostLink, HubError> {
     let mut candidates: Vec<HostLink> = Vec::new();
     if worlds.embedded.is_some() {
         candidates.push(HostLink::Embedded);
@@ -389,7 +393,11 @@ async fn place_session(hub: &Hub, worlds: &Worlds, request: OpenRequest) -> Resu
     candidates.extend(remote_hosts(hub).await?);
     let mut refusal = None;
     for link in candidates {
-        match worlds.control(&link, ControlRequest::Open(request.clone())).await? {
+        let mut asked = request.clone();
+        if let HostLink::Remote { .. } = link {
+            asked.bundle_url = remote_url.to_string();
+        }
+        match worlds.control(&link, ControlRequest::Open(asked)).await? {
             Ok(_descriptor) => return Ok(link),
             // Full, draining, unreachable, or not holding the credential it registered with.
             Err(refused) if matches!(refused.status, 503 | 502 | 401 | 403) => refusal = Some(refused),
@@ -490,7 +498,7 @@ pub(super) async fn create_call(hub: &Hub, project: &str, id: &str, body: &Map) 
     if kind == "grade" && matches!(result.get("pending"), Some(Value::Bool(true))) {
         // The judge grades; the host's diff of the state stays with its verdict.
         let diff = result.get("diff").cloned();
-        let spec = session.get("_spec").cloned().unwrap_or_default();
+        let spec = session_spec(&worlds, &session)?;
         let log = call_log(hub, project, id).await?;
         let state = match worlds.control(&link, ControlRequest::State { session_id: id.to_string() }).await? {
             Ok(state) => state,
@@ -510,9 +518,10 @@ pub(super) async fn create_call(hub: &Hub, project: &str, id: &str, body: &Map) 
         }
     }
     let entry = ControlEntry { kind: &kind, tool, args, result: result.clone(), error: error.clone(), created_at: at };
-    let call_id = log_control(hub, project, id, entry).await?;
+    let (call_id, seq) = log_control(hub, project, id, entry).await?;
     if kind == "grade" && matches!(error, Value::Null) {
-        hub.meta.put_document(project, LAST_GRADE, id, &document_text(&object([("callId", Value::str(&call_id))]))).await?;
+        let last = object([("callId", Value::str(&call_id)), ("seq", Value::Int(seq))]);
+        hub.meta.put_document(project, LAST_GRADE, id, &document_text(&last)).await?;
     }
     let mut out = object([("callId", Value::str(&call_id)), ("done", Value::Bool(true)), ("pending", Value::Bool(false))]);
     if let Value::Object(map) = &mut out {
@@ -523,6 +532,25 @@ pub(super) async fn create_call(hub: &Hub, project: &str, id: &str, body: &Map) 
         }
     }
     ok(out)
+}
+
+/// A session's task spec, typed: its embedded host's own (the value this hub parsed
+/// at open, shared), else — a remote host's session, or one its host no longer holds
+/// — its record's normalised `_spec` read back.
+fn session_spec(worlds: &Worlds, session: &Map) -> Result<Arc<TaskSpec>, HubError> {
+    let held = match &worlds.embedded {
+        Some(host) if text_of(session, "_host") == "embedded" => host.task_spec(&text_of(session, "sessionId")),
+        _ => None,
+    };
+    match held {
+        Some(spec) => Ok(spec),
+        None => stored_spec(session),
+    }
+}
+
+/// The normalised spec a session's record keeps (`_spec`), parsed back.
+fn stored_spec(session: &Map) -> Result<Arc<TaskSpec>, HubError> {
+    Ok(Arc::new(parse_spec(session.get("_spec").unwrap_or(&Value::Null))?.0))
 }
 
 /// An entry of the calls API in a session's call log (`surface: control`).
@@ -537,8 +565,9 @@ pub(super) struct ControlEntry<'a> {
 }
 
 /// Store `entry` in session `id`'s call log, after the data plane's calls queued
-/// before it; its call id.
-pub(super) async fn log_control(hub: &Hub, project: &str, id: &str, entry: ControlEntry<'_>) -> Result<String, HubError> {
+/// before it, in one write: its call id and its `seq` (the document's order, which
+/// every reader of the log gives each entry: [`super::call_log::entries`]).
+pub(super) async fn log_control(hub: &Hub, project: &str, id: &str, entry: ControlEntry<'_>) -> Result<(String, i64), HubError> {
     let call_id = new_id("wc");
     let kind_key = calls_kind(id);
     let done = matches!(entry.error, Value::Null);
@@ -555,10 +584,8 @@ pub(super) async fn log_control(hub: &Hub, project: &str, id: &str, entry: Contr
     call.insert("completedAt".into(), Value::Str(now_iso()));
     // The data plane's calls queued before this one come before it in the log.
     hub.call_log.flush().await;
-    let seq = hub.meta.put_document(project, &kind_key, &call_id, &document_text(&Value::Object(call.clone()))).await?;
-    call.insert("seq".into(), Value::Int(seq));
-    hub.meta.put_document(project, &kind_key, &call_id, &document_text(&Value::Object(call))).await?;
-    Ok(call_id)
+    let seq = hub.meta.put_document(project, &kind_key, &call_id, &document_text(&Value::Object(call))).await?;
+    Ok((call_id, seq))
 }
 
 async fn call_log(hub: &Hub, project: &str, id: &str) -> Result<Vec<Value>, HubError> {
@@ -640,14 +667,17 @@ pub(super) async fn save_task(hub: &Hub, project: &str, id: &str, body: &Map) ->
         _ => return Err(HubError::BadRequest(format!("world session {id} runs a bundled task; only an inline task can be saved"))),
     }
     let mut create = Map::default();
-    create.insert("spec".into(), session.get("_spec").cloned().unwrap_or_default());
     for key in ["name", "message"] {
         if let Some(value) = body.get(key) {
             create.insert(key.into(), value.clone());
         }
     }
     create.insert("world".into(), body.get("world").cloned().unwrap_or_else(|| session.get("slug").cloned().unwrap_or_default()));
-    let (_, summary) = super::tasks::create_task(hub, project, &create).await?;
+    let spec = match &hub.worlds {
+        Some(worlds) => session_spec(worlds, &session)?,
+        None => stored_spec(&session)?,
+    };
+    let (_, summary) = super::tasks::create_task_from(hub, project, &create, &spec).await?;
     if let Value::Object(task) = &mut session.get("task").cloned().unwrap_or_default() {
         task.insert("source".into(), Value::str("stored"));
         task.insert("id".into(), summary.get("id").cloned().unwrap_or_default());

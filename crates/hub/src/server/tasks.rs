@@ -84,8 +84,15 @@ fn version_entry(version: i64, hash: &str, spec: &Value, by: &str, message: Opti
 
 pub(super) async fn create_task(hub: &Hub, project: &str, body: &Map) -> Answer {
     let spec_value = body.get("spec").ok_or_else(|| HubError::BadRequest("'spec' is required".into()))?;
-    let (spec, normalised) = parse_spec(spec_value)?;
-    let name = task_name(body, Some(&spec))?
+    let (spec, _) = parse_spec(spec_value)?;
+    create_task_from(hub, project, body, &spec).await
+}
+
+/// [`create_task`] of a spec parsed already (a session's, saved as a task): `body`'s
+/// name, world and message, its `spec` not read.
+pub(super) async fn create_task_from(hub: &Hub, project: &str, body: &Map, spec: &TaskSpec) -> Answer {
+    let normalised = spec.to_value();
+    let name = task_name(body, Some(spec))?
         .ok_or_else(|| HubError::BadRequest("a task needs a name: give 'name' or a spec with a name".into()))?;
     let world = world_pin(hub, project, body).await?.unwrap_or_default();
     let id = new_id("wt_");
@@ -279,6 +286,7 @@ pub(super) async fn validate_task(hub: &Hub, project: &str, id: &str, body: &Map
         return ok(Value::Object(out));
     };
     let (spec, _) = parse_spec(&spec_value)?;
+    let spec = Arc::new(spec);
     let opened = super::sessions::world_version(hub, &world).await?;
     let entities: Vec<String> = opened.template.contract().entities.iter().map(|e| e.name.clone()).collect();
     let mut problems = Vec::new();
@@ -292,8 +300,8 @@ pub(super) async fn validate_task(hub: &Hub, project: &str, id: &str, body: &Map
     // reference solution at or above it), run on this hub's own host.
     let host = hub.worlds.as_ref().and_then(|w| w.embedded.clone());
     if let (true, Some(host)) = (problems.is_empty(), host) {
-        let url = presign(hub, &host_base_url(hub), "GET", &world.object_key, &[]);
-        let (id, spec) = (world.id.clone(), spec_value.clone());
+        let url = crate::worlds::stored_bundle(&world.object_key);
+        let (id, spec) = (world.id.clone(), spec.clone());
         let tested = tokio::task::spawn_blocking(move || gateway_host::selftest::self_test(&host, &id, &url, &spec))
             .await
             .map_err(|e| HubError::Storage(e.to_string()))?;

@@ -136,62 +136,39 @@ async fn store_object(hub: &Hub, key: &str, path: &Path) -> Result<(), HubError>
     writer.commit().await
 }
 
-/// A version's files, extracted once per process under `<work>/trees/<versionId>`:
-/// for a schema world, compiled (generated artifacts) and its default snapshot built.
+/// A version's files, extracted and compiled once per process by the same version
+/// cache the hub's sessions open it from (the embedded host's, or the catalog):
+/// for a schema world, compiled (generated artifacts) and its snapshots built.
 struct Tree {
     /// The extracted bundle.
     bundle: PathBuf,
     /// The schema world inside it (itself, or `server/world` of an api bundle).
     world: Option<PathBuf>,
+    /// The cache's files, held while they are read (the cache keeps them meanwhile).
+    _held: Arc<gateway_host::version::VersionFiles>,
 }
 
 async fn tree(hub: &Hub, version: &Version) -> Result<Tree, HubError> {
-    let trees = work_root(hub).join("trees");
-    let dir = trees.join(&version.id);
-    if !dir.is_dir() {
-        let staging = trees.join(format!(".tmp-{}", crate::util::random_hex(8)));
-        let tgz = staging.join("bundle.tar.gz");
-        fetch_object(hub, &version.object_key, &tgz).await?;
-        let bundle = staging.join("bundle");
-        let id = version.id.clone();
-        let prepared = blocking(move || {
-            gateway_bundle::extract::safe_extract_file(&tgz, &bundle, gateway_bundle::extract::ExtractLimits::from_env()?)?;
-            let _ = std::fs::remove_file(&tgz);
-            if let Ok(world) = gateway_host::version::world_tree(&bundle) {
-                if gateway_world::data::world_kind(&world).ok() == Some("schema") {
-                    let what = format!("version {id} of this world does not compile");
-                    let contract = gateway_world::lifecycle::compile_bundle(&world, false).map_err(|e| engine_error(&what, e))?;
-                    gateway_world::snapshot::build_default(&world, &contract, false).map_err(|e| engine_error(&what, e))?;
-                }
-            }
-            Ok(())
+    use gateway_host::version::PrepareError;
+    let worlds = super::sessions::worlds(hub)?.clone();
+    let (id, locator) = (version.id.clone(), crate::worlds::stored_bundle(&version.object_key));
+    let files = blocking(move || {
+        worlds.version_files(&id, &locator).map_err(|error| match error {
+            PrepareError::Compile(e) => engine_error(&format!("version {id} of this world does not compile"), e),
+            // The store's own refusal (a missing object, an unsafe or oversized archive).
+            PrepareError::Fetch { source, .. } => match source.downcast::<HubError>() {
+                Ok(refused) => *refused,
+                Err(other) => HubError::Storage(other.to_string()),
+            },
+            other => HubError::Storage(other.to_string()),
         })
-        .await;
-        match prepared {
-            Ok(()) => {
-                // Another request may have prepared it meanwhile: keep the first.
-                if std::fs::rename(&staging, &dir).is_err() {
-                    let _ = std::fs::remove_dir_all(&staging);
-                }
-            }
-            Err(error) => {
-                let _ = std::fs::remove_dir_all(&staging);
-                return Err(error);
-            }
-        }
-    }
-    // Mark it used, and let the least recently used trees go.
-    let _ = std::fs::write(dir.join(USED), b"");
-    evict(&trees, KEPT_TREES);
-    let bundle = dir.join("bundle");
-    let world = gateway_host::version::world_tree(&bundle).ok().filter(|w| gateway_world::data::world_kind(w).ok() == Some("schema"));
-    Ok(Tree { bundle, world })
+    })
+    .await?;
+    Ok(Tree { bundle: files.bundle.clone(), world: files.tree().map(Path::to_path_buf), _held: files })
 }
 
 /// Marks an entry of a cache directory used (its mtime is the last use).
 const USED: &str = ".used";
-/// Extracted versions kept per process.
-const KEPT_TREES: usize = 4;
 /// Snapshots kept for `data show` per process.
 const KEPT_SNAPSHOTS: usize = 4;
 /// An entry used this recently is never evicted (an apply may be reading it).

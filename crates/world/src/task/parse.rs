@@ -1,7 +1,8 @@
 //! Parsing a session task spec as the original's `parse_task_spec` does: the
 //! same checks in the same order, each refusal with its message and place.
 //!
-//! Only shape and size: the types parsed into live in `spec`, and whether the
+//! Only shape and size: the types parsed into live in `spec` (which names
+//! nothing here: this module adds [`TaskSpec::parse`] to them), and whether the
 //! entities and tools exist in a world is `host`'s question.
 
 use super::spec::{
@@ -85,8 +86,17 @@ fn unknown_keys(map: &Map, allowed: &[&str]) -> Vec<String> {
     unknown
 }
 
+impl TaskSpec {
+    /// The spec checked for shape and size, as the original's `parse_task_spec`:
+    /// the first rule broken is refused with code `task` at its place. Every side
+    /// parses a spec once, here, and shares the value.
+    pub fn parse(value: &Value) -> Result<TaskSpec, ContractError> {
+        task_spec(value)
+    }
+}
+
 /// The spec checked for shape and size: the first rule broken is refused.
-pub(super) fn task_spec(value: &Value) -> Result<TaskSpec, ContractError> {
+fn task_spec(value: &Value) -> Result<TaskSpec, ContractError> {
     let Value::Object(spec) = value else {
         return Err(refuse("a task is a json object", "/task"));
     };

@@ -1,10 +1,13 @@
-//! The session task spec as types: its limits, the parsed form, and the
-//! normalised value the original stores and returns (`to_value`).
+//! The session task spec as types: its limits, the parsed form, the normalised
+//! value the original stores and returns (`to_value`), and the typed reads every
+//! side shares (the hub, the host, the graders, the judge and the runner): the
+//! grader's rubric, the allowed tools, `metadata.passBar` and `metadata.solution`.
 //!
-//! Parsing lives in `parse`, the host's checks against a world in `host`; this
-//! does not grade (see `assertions` and `python`), touch a store, or apply the seed.
+//! A leaf of the task module: parsing (`TaskSpec::parse`) lives in `parse`, which
+//! names these types, never the other way round; the host's checks against a world
+//! are in `host`. This does not grade (see `assertions` and `python`), touch a
+//! store, or apply the seed.
 
-use crate::error::ContractError;
 use crate::json::{Map, Value};
 use crate::plan::Rows;
 use std::collections::HashSet;
@@ -286,6 +289,20 @@ pub struct Criterion {
     pub weight: Option<f64>,
 }
 
+impl Criterion {
+    /// The criterion as the original normalises it: `id`, `description`, then
+    /// `weight` (a float) when given.
+    pub fn to_value(&self) -> Value {
+        let mut item = Map::default();
+        item.insert("id".into(), Value::str(&self.id));
+        item.insert("description".into(), Value::str(&self.description));
+        if let Some(weight) = self.weight {
+            item.insert("weight".into(), Value::Float(weight));
+        }
+        Value::Object(item)
+    }
+}
+
 /// The model a rubric asks to be judged by.
 #[derive(Debug, Clone)]
 pub struct RubricModel {
@@ -353,19 +370,7 @@ impl Grader {
             Grader::Rubric { rubric, criteria, model } => {
                 out.insert("rubric".into(), Value::str(rubric));
                 if let Some(criteria) = criteria {
-                    let items = criteria
-                        .iter()
-                        .map(|c| {
-                            let mut item = Map::default();
-                            item.insert("id".into(), Value::str(&c.id));
-                            item.insert("description".into(), Value::str(&c.description));
-                            if let Some(weight) = c.weight {
-                                item.insert("weight".into(), Value::Float(weight));
-                            }
-                            Value::Object(item)
-                        })
-                        .collect();
-                    out.insert("criteria".into(), Value::Array(items));
+                    out.insert("criteria".into(), Value::Array(criteria.iter().map(Criterion::to_value).collect()));
                 }
                 if let Some(model) = model {
                     let mut item = Map::default();
@@ -398,12 +403,6 @@ pub struct TaskSpec {
 }
 
 impl TaskSpec {
-    /// The spec checked for shape and size, as the original's `parse_task_spec`:
-    /// the first rule broken is refused with code `task` at its place.
-    pub fn parse(value: &Value) -> Result<TaskSpec, ContractError> {
-        super::parse::task_spec(value)
-    }
-
     /// The normalised spec, as the original stores it (`task.json`) and returns it
     /// (`taskSpec`): `instruction`, then `name`, `seed`, `grader`, `tools`, `metadata`
     /// when present; defaults filled (seed mode, check weight and assert), numbers
@@ -441,6 +440,39 @@ impl TaskSpec {
     /// A rubric task is judged by the platform, never by the engine.
     pub fn graded_on_platform(&self) -> bool {
         matches!(self.grader, Some(Grader::Rubric { .. }))
+    }
+
+    /// The rubric a platform judges, when the task is graded by one: its text, its
+    /// criteria (none when not given) and the judge model it asks for.
+    pub fn rubric(&self) -> Option<(&str, &[Criterion], Option<&RubricModel>)> {
+        match &self.grader {
+            Some(Grader::Rubric { rubric, criteria, model }) => Some((rubric, criteria.as_deref().unwrap_or_default(), model.as_ref())),
+            _ => None,
+        }
+    }
+
+    /// A member of the task's metadata, when it has metadata and that member.
+    pub fn metadata_member(&self, key: &str) -> Option<&Value> {
+        self.metadata.as_ref()?.get(key)
+    }
+
+    /// The pass bar the task names (`metadata.passBar`, a number), if any.
+    pub fn pass_bar(&self) -> Option<f64> {
+        self.metadata_member("passBar").and_then(Value::as_f64)
+    }
+
+    /// The task's reference solution (`metadata.solution`: a list of `{tool, args}`
+    /// calls), if it has one.
+    pub fn solution(&self) -> Option<&[Value]> {
+        self.metadata_member("solution").and_then(Value::as_array).map(Vec::as_slice)
+    }
+
+    /// The task's metadata as an agent may see it: without the reference solution
+    /// (`metadata.solution`), which would hand it the answer.
+    pub fn visible_metadata(&self) -> Map {
+        let mut metadata = self.metadata.clone().unwrap_or_default();
+        metadata.shift_remove("solution");
+        metadata
     }
 
     /// Whether the session may call `tool` (every tool when the task lists none).

@@ -144,6 +144,14 @@ pub(super) async fn session(hub: &Hub, project: &str, id: &str, query: &BTreeMap
         Some(call_id) => hub.meta.document(project, &calls_kind(id), call_id).await?.and_then(|text| json::parse_clean(&text)),
         None => None,
     };
+    // An entry's `seq` is its document's order, kept beside its id by the last-grade record.
+    let last_grade = match (last_grade, last_call.as_ref().and_then(|c| c.get("seq"))) {
+        (Some(Value::Object(mut call)), Some(seq)) => {
+            call.entry("seq".to_string()).or_insert_with(|| seq.clone());
+            Some(Value::Object(call))
+        }
+        (call, _) => call,
+    };
     Ok(page(
         &format!("Session {id}"),
         &[("Sessions", "/ui/sessions".into())],
