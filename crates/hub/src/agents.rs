@@ -11,9 +11,8 @@
 //! and no release rule here: those are the server's (`server/agents.rs`,
 //! `server/runs.rs`, `server/release.rs`).
 
-use crate::error::HubError;
+use crate::error::{HubError, StoreResult};
 use crate::evaluations::{Evaluation, SampleSums};
-use crate::store::StoreResult;
 use async_trait::async_trait;
 use gateway_world::json::{self, Map, Value};
 

@@ -10,8 +10,7 @@
 //! [`ConnectorStore::commit_connector`], a compare-and-set on the head the server read:
 //! two pushes from one parent — one wins, the other is a conflict.
 
-use crate::error::HubError;
-use crate::store::StoreResult;
+use crate::error::{HubError, StoreResult};
 use async_trait::async_trait;
 
 /// A connector repo.

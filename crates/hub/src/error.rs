@@ -1,9 +1,17 @@
 //! The hub's error type: every refusal of the server and every failure of its store.
-//! The clients have their own (`gateway_hub_client::ClientError`); a bundle's refusals
-//! (`gateway_bundle::BundleError`) map onto the statuses the server answered for them
-//! before the bundle format was a crate of its own.
+//! The clients have their own (`gateway_hub_client::ClientError`).
+//!
+//! A variant says what failed: a thing the project does not have (by kind and id), a
+//! route nobody serves, the world engine's refusal, a bundle's, a storage back end's
+//! (SQLite, PostgreSQL, the object store), a worker that stopped; the plain classes
+//! (`BadRequest`, `Conflict`, …) carry the refusals whose words are their own. Each has
+//! one HTTP status and code ([`HubError::status`], [`HubError::code`]); its text is the
+//! `message` of the answer, word for word what the server said before it had variants.
 
 use std::path::Path;
+
+/// Results of storage calls (the metadata and object stores').
+pub type StoreResult<T> = Result<T, HubError>;
 
 /// What went wrong, with the HTTP status the server answers for it.
 #[derive(Debug, thiserror::Error)]
@@ -17,6 +25,23 @@ pub enum HubError {
     /// Something that does not exist, or belongs to another project (404).
     #[error("{0}")]
     NotFound(String),
+    /// A thing the request's project does not have (404): `no world task 'wt_…' in
+    /// this project`. Another project's is missing too: its existence is not told.
+    #[error("no {kind} '{id}' in this project")]
+    Missing {
+        /// What it is (`world session`, `run`, `evaluation`, …).
+        kind: &'static str,
+        /// The id (or slug) asked for.
+        id: String,
+    },
+    /// A method and path no route serves (404).
+    #[error("no route for {method} {path}")]
+    NoRoute {
+        /// The request's method.
+        method: String,
+        /// The path as the route families see it.
+        path: String,
+    },
     /// A state conflict: a moved branch tip, an existing ref or slug (409).
     #[error("{0}")]
     Conflict(String),
@@ -29,13 +54,25 @@ pub enum HubError {
     /// An object upload whose checksum does not match its body (400, `BadDigest`).
     #[error("{0}")]
     BadDigest(String),
-    /// A tarball that would write outside its destination, or is unreadable.
-    #[error("{0}")]
-    UnsafeArchive(String),
-    /// A setting of the hub's own environment that cannot be used (a
-    /// `GATEWAY_ARCHIVE_MAX_*` that is not a positive number): the server's fault (500).
-    #[error("{0}")]
-    Setting(String),
+    /// The world engine refused a world or its rows (400), while doing `what`: a
+    /// version that does not compile, a batch that cannot apply.
+    #[error("{what}: {source}")]
+    Engine {
+        /// What the hub was doing (`the world does not compile`, …).
+        what: String,
+        /// The engine's refusal.
+        #[source]
+        source: gateway_world::Error,
+    },
+    /// The world engine refused a world or its rows, in its own words (400).
+    #[error(transparent)]
+    World(#[from] gateway_world::Error),
+    /// A bundle the hub cannot take or read: an unsafe archive (400 `unsafe_archive`),
+    /// one past a limit (413), a bad `GATEWAY_ARCHIVE_MAX_*` setting (500), an invalid
+    /// pass bar (400), I/O (500) — the statuses the server answered before the bundle
+    /// format was a crate of its own.
+    #[error(transparent)]
+    Bundle(#[from] gateway_bundle::BundleError),
     /// A file system failure.
     #[error("{path}: {source}")]
     Io {
@@ -44,12 +81,47 @@ pub enum HubError {
         /// The underlying error.
         source: std::io::Error,
     },
-    /// A storage back end failure (database or object store).
+    /// A storage failure the other variants do not name (500).
     #[error("storage: {0}")]
     Storage(String),
+    /// The SQLite metadata store failed (500).
+    #[error("storage: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// The PostgreSQL metadata store failed (500).
+    #[error("storage: postgres: {0}")]
+    Postgres(#[from] sqlx::Error),
+    /// The S3-compatible object store failed (500).
+    #[error("storage: object store: {0}")]
+    Objects(#[from] object_store::Error),
+    /// A record read back inside the transaction that wrote it was not there (500):
+    /// `version`, `ref`, `run`, …
+    #[error("storage: {0} vanished")]
+    Vanished(&'static str),
+    /// A stored document that is not the JSON object it was written as (500).
+    #[error("storage: {0} is not a JSON object")]
+    Corrupt(String),
+    /// A blocking worker that stopped before it answered: a panic, or the runtime
+    /// shutting down (500).
+    #[error("storage: {0}")]
+    Worker(#[from] tokio::task::JoinError),
+    /// The same, in a step the message names (`world data worker`, `bundle reader`…).
+    #[error("storage: {what}: {source}")]
+    WorkerIn {
+        /// The step whose worker stopped.
+        what: &'static str,
+        /// Why it stopped.
+        source: tokio::task::JoinError,
+    },
     /// World code cannot be run confined here (a hub then refuses to serve).
     #[error(transparent)]
     Confinement(#[from] gateway_sandbox::SandboxError),
+    /// A platform a World Host reports to could not be reached (a heartbeat; never an
+    /// answer of this server's).
+    #[error("{0}")]
+    Unreachable(#[from] reqwest::Error),
+    /// A platform that answered a host's heartbeat with an error status.
+    #[error("the platform answered {0}")]
+    PlatformRefused(reqwest::StatusCode),
 }
 
 impl HubError {
@@ -58,54 +130,75 @@ impl HubError {
         HubError::Io { path: path.display().to_string(), source }
     }
 
+    /// The world engine's refusal while doing `what`.
+    pub fn engine(what: impl Into<String>, source: gateway_world::Error) -> HubError {
+        HubError::Engine { what: what.into(), source }
+    }
+
+    /// A thing this project does not have.
+    pub fn missing(kind: &'static str, id: impl Into<String>) -> HubError {
+        HubError::Missing { kind, id: id.into() }
+    }
+
+    /// No route serves `method` on `path`.
+    pub fn no_route(method: impl std::fmt::Display, path: impl Into<String>) -> HubError {
+        HubError::NoRoute { method: method.to_string(), path: path.into() }
+    }
+
+    /// Whether the answer is 404: a lookup that found nothing (of this project).
+    pub fn is_not_found(&self) -> bool {
+        self.status() == 404
+    }
+
     /// The HTTP status code the server answers with.
     pub fn status(&self) -> u16 {
+        use gateway_bundle::BundleError as B;
         match self {
             HubError::Unauthorized(_) => 401,
-            HubError::BadRequest(_) | HubError::BadDigest(_) | HubError::UnsafeArchive(_) => 400,
-            HubError::NotFound(_) => 404,
+            HubError::BadRequest(_) | HubError::BadDigest(_) | HubError::Engine { .. } | HubError::World(_) => 400,
+            HubError::Bundle(B::UnsafeArchive(_) | B::LinkedDirectory { .. } | B::InvalidPassBar(_)) => 400,
+            HubError::NotFound(_) | HubError::Missing { .. } | HubError::NoRoute { .. } => 404,
             HubError::Conflict(_) => 409,
-            HubError::TooLarge(_) => 413,
+            HubError::TooLarge(_) | HubError::Bundle(B::TooLarge(_)) => 413,
             HubError::TooMany(_) => 429,
-            HubError::Setting(_) | HubError::Io { .. } | HubError::Storage(_) | HubError::Confinement(_) => 500,
+            HubError::Unreachable(_) | HubError::PlatformRefused(_) => 502,
+            HubError::Bundle(B::BadLimit { .. } | B::Io { .. })
+            | HubError::Io { .. }
+            | HubError::Storage(_)
+            | HubError::Sqlite(_)
+            | HubError::Postgres(_)
+            | HubError::Objects(_)
+            | HubError::Vanished(_)
+            | HubError::Corrupt(_)
+            | HubError::Worker(_)
+            | HubError::WorkerIn { .. }
+            | HubError::Confinement(_) => 500,
         }
     }
 
     /// The short machine-readable `error` member of an error answer.
     pub fn code(&self) -> &'static str {
+        use gateway_bundle::BundleError as B;
         match self {
             HubError::Unauthorized(_) => "unauthorized",
-            HubError::BadRequest(_) => "bad_request",
+            HubError::Bundle(B::UnsafeArchive(_) | B::LinkedDirectory { .. }) => "unsafe_archive",
             HubError::BadDigest(_) => "BadDigest",
-            HubError::UnsafeArchive(_) => "unsafe_archive",
-            HubError::NotFound(_) => "not_found",
-            HubError::Conflict(_) => "conflict",
-            HubError::TooLarge(_) => "payload_too_large",
-            HubError::TooMany(_) => "too_many_requests",
-            HubError::Setting(_) | HubError::Io { .. } | HubError::Storage(_) | HubError::Confinement(_) => "internal",
+            HubError::Unreachable(_) | HubError::PlatformRefused(_) => "bad_gateway",
+            _ => match self.status() {
+                400 => "bad_request",
+                404 => "not_found",
+                409 => "conflict",
+                413 => "payload_too_large",
+                429 => "too_many_requests",
+                _ => "internal",
+            },
         }
     }
 }
 
-impl From<rusqlite::Error> for HubError {
-    fn from(error: rusqlite::Error) -> Self {
-        HubError::Storage(error.to_string())
-    }
-}
-
-impl From<gateway_bundle::BundleError> for HubError {
-    /// The statuses and codes the server answered before the bundle format was a crate
-    /// of its own: an unsafe archive 400 `unsafe_archive`, one past a limit 413, a bad
-    /// limit setting and a file system failure 500 `internal`; the text unchanged.
-    fn from(error: gateway_bundle::BundleError) -> Self {
-        use gateway_bundle::BundleError as B;
-        match error {
-            B::UnsafeArchive(message) => HubError::UnsafeArchive(message),
-            B::LinkedDirectory { .. } => HubError::UnsafeArchive(error.to_string()),
-            B::TooLarge(message) => HubError::TooLarge(message),
-            B::BadLimit { .. } => HubError::Setting(error.to_string()),
-            B::InvalidPassBar(message) => HubError::BadRequest(message),
-            B::Io { path, source } => HubError::Io { path, source },
-        }
+impl From<gateway_world::ContractError> for HubError {
+    /// The engine's contract refusal, in its own words (400).
+    fn from(error: gateway_world::ContractError) -> Self {
+        HubError::World(error.into())
     }
 }

@@ -10,8 +10,8 @@
 //! beyond the sums: the means, rates and deviations are the server's
 //! (`server/environments.rs`). Task sets are not here: they are platform documents.
 
-use crate::error::HubError;
-use crate::store::{Container, StoreResult, Version};
+use crate::error::{HubError, StoreResult};
+use crate::store::records::{Container, Version};
 use async_trait::async_trait;
 
 /// An evaluation is open for samples until it is finalized.

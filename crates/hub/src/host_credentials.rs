@@ -12,7 +12,7 @@
 //! credential as its `WORLDS_HOST_SECRET`, so the §10 protocol is unchanged.
 
 use crate::error::HubError;
-use crate::server::Keys;
+use crate::server::keys::Keys;
 use crate::store::MetaStore;
 use gateway_world::json::{self, object, Value};
 use sha2::{Digest, Sha256};

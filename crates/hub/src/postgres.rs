@@ -34,12 +34,6 @@ mod world_data;
 /// An arbitrary constant: the advisory lock key held while migrating.
 const MIGRATION_LOCK: i64 = 0x6761_7465_7761_7968;
 
-impl From<sqlx::Error> for HubError {
-    fn from(error: sqlx::Error) -> Self {
-        HubError::Storage(format!("postgres: {error}"))
-    }
-}
-
 /// The PostgreSQL metadata store.
 #[derive(Clone, Debug)]
 pub struct PostgresStore {
@@ -220,7 +214,7 @@ impl MetaStore for PostgresStore {
     async fn create_version(&self, new: Version) -> StoreResult<(Version, bool)> {
         let mut tx = self.pool.begin().await?;
         if insert_version(&mut tx, &new).await? {
-            let stored = get_version(&mut tx, &new.id).await?.ok_or_else(|| HubError::Storage("version vanished".into()))?;
+            let stored = get_version(&mut tx, &new.id).await?.ok_or_else(|| HubError::Vanished("version"))?;
             tx.commit().await?;
             return Ok((stored, true));
         }
@@ -296,7 +290,7 @@ impl MetaStore for PostgresStore {
                 .bind(id)
                 .execute(&mut *tx)
                 .await?;
-            version = get_version(&mut tx, id).await?.ok_or_else(|| HubError::Storage("version vanished".into()))?;
+            version = get_version(&mut tx, id).await?.ok_or_else(|| HubError::Vanished("version"))?;
         }
         if tip.is_some() {
             sqlx::query("UPDATE refs SET version_id = $1, updated_at = $2 WHERE container_id = $3 AND name = $4")
@@ -317,7 +311,7 @@ impl MetaStore for PostgresStore {
             .execute(&mut *tx)
             .await?;
         }
-        let moved = get_ref(&mut tx, &container_id, branch).await?.ok_or_else(|| HubError::Storage("ref vanished".into()))?;
+        let moved = get_ref(&mut tx, &container_id, branch).await?.ok_or_else(|| HubError::Vanished("ref"))?;
         tx.commit().await?;
         Ok(Finalized { version, branch: moved, previous_tip })
     }
@@ -380,7 +374,7 @@ impl MetaStore for PostgresStore {
         .bind(&now)
         .execute(&mut *tx)
         .await?;
-        let stored = get_version(&mut tx, &copy.id).await?.ok_or_else(|| HubError::Storage("version vanished".into()))?;
+        let stored = get_version(&mut tx, &copy.id).await?.ok_or_else(|| HubError::Vanished("version"))?;
         tx.commit().await?;
         Ok((target, stored))
     }

@@ -20,12 +20,6 @@ use object_store::ObjectStore as _;
 use object_store::RetryConfig;
 use std::time::Duration;
 
-impl From<object_store::Error> for HubError {
-    fn from(error: object_store::Error) -> Self {
-        HubError::Storage(format!("object store: {error}"))
-    }
-}
-
 /// Objects in an S3-compatible bucket, under an optional key prefix.
 #[derive(Debug)]
 pub struct S3Objects {

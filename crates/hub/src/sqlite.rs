@@ -200,7 +200,7 @@ impl MetaStore for SqliteStore {
                 return Ok((existing, false));
             }
             insert(&tx, "versions", &new, "")?;
-            let stored = get_version(&tx, &new.id)?.ok_or_else(|| HubError::Storage("version vanished".into()))?;
+            let stored = get_version(&tx, &new.id)?.ok_or_else(|| HubError::Vanished("version"))?;
             tx.commit()?;
             Ok((stored, true))
         })
@@ -252,7 +252,7 @@ impl MetaStore for SqliteStore {
                     "UPDATE versions SET state = 'READY', forked_from_version_id = COALESCE(forked_from_version_id, ?1) WHERE id = ?2",
                     params![parent, id],
                 )?;
-                version = get_version(&tx, &id)?.ok_or_else(|| HubError::Storage("version vanished".into()))?;
+                version = get_version(&tx, &id)?.ok_or_else(|| HubError::Vanished("version"))?;
             }
             match &tip {
                 Some(_) => {
@@ -268,7 +268,7 @@ impl MetaStore for SqliteStore {
                     )?;
                 }
             }
-            let moved = get_ref(&tx, &version.container_id, &branch)?.ok_or_else(|| HubError::Storage("ref vanished".into()))?;
+            let moved = get_ref(&tx, &version.container_id, &branch)?.ok_or_else(|| HubError::Vanished("ref"))?;
             tx.commit()?;
             Ok(Finalized { version, branch: moved, previous_tip })
         })
@@ -332,7 +332,7 @@ impl MetaStore for SqliteStore {
                 "INSERT INTO refs (container_id, name, kind, version_id, created_at, updated_at) VALUES (?1, 'main', 'branch', ?2, ?3, ?3)",
                 params![target.id, copy.id, now],
             )?;
-            let stored = get_version(&tx, &copy.id)?.ok_or_else(|| HubError::Storage("version vanished".into()))?;
+            let stored = get_version(&tx, &copy.id)?.ok_or_else(|| HubError::Vanished("version"))?;
             tx.commit()?;
             Ok((target, stored))
         })

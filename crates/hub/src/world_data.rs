@@ -9,8 +9,8 @@
 //! on the rows each back end holds locked. No HTTP and no engine here: the routes and
 //! the apply are the server's (`server/world_data.rs`).
 
-use crate::error::HubError;
-use crate::store::{StoreResult, Version};
+use crate::error::{HubError, StoreResult};
+use crate::store::records::Version;
 use async_trait::async_trait;
 
 /// A batch just opened: chunks may be registered.

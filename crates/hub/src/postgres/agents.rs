@@ -170,7 +170,7 @@ impl AgentStore for PostgresStore {
             run.run_number = Some(next);
         }
         insert(&mut *tx, "runs", &run, "").await?;
-        let stored = get_run(&mut tx, &run.project_id, &run.id, false).await?.ok_or_else(|| HubError::Storage("run vanished".into()))?;
+        let stored = get_run(&mut tx, &run.project_id, &run.id, false).await?.ok_or_else(|| HubError::Vanished("run"))?;
         tx.commit().await?;
         Ok(stored)
     }
@@ -208,8 +208,7 @@ impl AgentStore for PostgresStore {
 
     async fn change_run(&self, project_id: &str, id: &str, change: RunChange, now: Now) -> StoreResult<Run> {
         let mut tx = self.pool.begin().await?;
-        let mut run =
-            get_run(&mut tx, project_id, id, true).await?.ok_or_else(|| HubError::NotFound(format!("no run '{id}' in this project")))?;
+        let mut run = get_run(&mut tx, project_id, id, true).await?.ok_or_else(|| HubError::missing("run", id))?;
         run.apply(&change, &now)?;
         write_run(&mut tx, &run).await?;
         match &change {

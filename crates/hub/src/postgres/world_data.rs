@@ -97,7 +97,7 @@ impl WorldDataStore for PostgresStore {
         let mut tx = self.pool.begin().await?;
         let mut batch = get_batch_locked(&mut tx, "project_id = $1 AND id = $2", &[project_id, id])
             .await?
-            .ok_or_else(|| HubError::NotFound(format!("no batch '{id}' in this project")))?;
+            .ok_or_else(|| HubError::missing("batch", id))?;
         let chunks = get_chunks(&mut tx, id).await?;
         batch.complete(&chunks, now)?;
         write_batch(&mut tx, &batch).await?;

@@ -76,7 +76,7 @@ pub(super) async fn container(hub: &Hub, project: &str, slug: Option<String>) ->
 
 /// A version of this project (another project's version is "not found").
 pub(super) async fn own_version(hub: &Hub, project: &str, id: &str) -> Result<(Container, Version), HubError> {
-    let missing = || HubError::NotFound(format!("no version '{id}' in this project"));
+    let missing = || HubError::missing("version", id);
     let version = hub.meta.version(id).await?.ok_or_else(missing)?;
     let container = hub.meta.container_by_id(&version.container_id).await?.ok_or_else(missing)?;
     if container.project_id != project {

@@ -1,6 +1,7 @@
 //! The agents platform's routes (spec §8, §11): project secrets, agent registration and
-//! listing, datasets, the algorithm catalogue — and the dispatch to `runs.rs` (runs,
-//! verify jobs, the worker endpoints) and `release.rs` (agent builds, the release gate).
+//! listing, datasets, the algorithm catalogue. Its runs (verify jobs, the worker
+//! endpoints) are `runs.rs`'s and its agent builds (the release gate) `release.rs`'s,
+//! each a route family of its own (`routes::Family`); both name this module's lookups.
 //!
 //! Secrets are sealed at rest with the hub's secrets key (AES-256-GCM, bound to project
 //! and name, as a world's environment secrets are) and never leave the hub through
@@ -10,8 +11,14 @@
 //! stored, and a refusal names the member.
 
 use super::evaluations::Fields;
-use super::*;
+use super::request::{opt_value, str_or_null, JsonRequest};
+use super::response::{ok, Answer};
+use super::state::Hub;
 use crate::agents::{Agent, Dataset, ProjectSecret};
+use crate::error::HubError;
+use crate::util::{new_id, now_iso};
+use gateway_common::url::unquote_plus;
+use gateway_world::json::{self, object, DumpOptions, Map, Value};
 
 /// The scopes a project secret may have: whose environment it is put into.
 const SCOPES: [&str; 3] = ["agent", "worker", "both"];
@@ -82,8 +89,6 @@ pub(super) async fn route(request: &JsonRequest<'_>, p: &str) -> Answer {
         ("POST", ["datasets", "import"]) => import_dataset(hub, p, &request.json()?).await,
         ("GET", ["datasets"]) => list_datasets(hub, p).await,
         ("GET", ["datasets", name]) => show_dataset(hub, p, &id(name)).await,
-        (_, ["runs", ..]) => super::runs::route(request, p).await,
-        (_, ["agent-builds", ..]) => super::release::route(request, p).await,
         _ => Err(request.no_route()),
     }
 }
@@ -190,13 +195,8 @@ async fn put_secret(hub: &Hub, project: &str, name: &str, body: &Map) -> Answer 
     };
     let sealed = hub.keys.seal(&secret_aad(project, name), value.as_bytes())?;
     let created = hub.meta.put_project_secret(project, secret, keep_description, sealed).await?;
-    let stored = hub
-        .meta
-        .project_secrets(project)
-        .await?
-        .into_iter()
-        .find(|s| s.name == name)
-        .ok_or_else(|| HubError::Storage("secret vanished".into()))?;
+    let stored =
+        hub.meta.project_secrets(project).await?.into_iter().find(|s| s.name == name).ok_or_else(|| HubError::Vanished("secret"))?;
     let mut answer = secret_json(&stored);
     if let Value::Object(map) = &mut answer {
         map.insert("displayValue".into(), Value::str(MASK));

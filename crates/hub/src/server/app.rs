@@ -3,12 +3,15 @@
 //! sessions' call logs —, the web pages, the
 //! object routes, one entity's rows of a world's data, streamed) before the JSON routes.
 
+use super::data_plane::data_plane;
 use super::objects::object_route;
 use super::request::parse_query;
 use super::response::{closing, error_response, json_response};
 use super::routes::route;
+use super::session_guard::sweep_lost;
 use super::state::Hub;
 use super::web;
+use super::world_data::show_rows;
 use crate::error::HubError;
 use axum::body::to_bytes;
 use axum::extract::{Request, State};
@@ -43,7 +46,7 @@ pub async fn serve_until(
         hub.bound_url = listener.local_addr().ok().map(bound_url);
     }
     // Sessions of an embedded host that is gone (a restart) are marked LOST, not left READY.
-    match super::session_guard::sweep_lost(&hub).await {
+    match sweep_lost(&hub).await {
         Ok(0) => {}
         Ok(lost) => eprintln!("gateway hub: {lost} world sessions of a previous run are marked LOST"),
         Err(error) => eprintln!("gateway hub: could not check the sessions of a previous run: {error}"),
@@ -83,9 +86,9 @@ pub(super) async fn answer(State(hub): State<Arc<Hub>>, request: Request) -> Res
     }
     if path.starts_with("/s/") {
         // A session's data plane, when it runs on this hub's own host.
-        // Every call is recorded in the session's call log (server/call_log.rs).
+        // Every call is recorded in the session's call log (server/data_plane.rs).
         if let Some(routes) = hub.worlds.as_ref().and_then(|w| w.embedded_routes.clone()) {
-            return super::call_log::data_plane(&hub, routes, parts, body, limit).await;
+            return data_plane(&hub, routes, parts, body, limit).await;
         }
     }
     if path == "/" || path == "/ui" || path.starts_with("/ui/") {
@@ -104,7 +107,7 @@ pub(super) async fn answer(State(hub): State<Arc<Hub>>, request: Request) -> Res
         let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
         if let ["api", "public", "worlds", slug, "data"] = segments.as_slice() {
             // One entity's rows: every one, streamed (server/world_data.rs).
-            return match super::world_data::show_rows(&hub, &parts.headers, slug, entity).await {
+            return match show_rows(&hub, &parts.headers, slug, entity).await {
                 Ok(response) => response,
                 Err(error) => error_response(&error),
             };
@@ -119,10 +122,4 @@ pub(super) async fn answer(State(hub): State<Arc<Hub>>, request: Request) -> Res
         Ok((status, value)) => json_response(status, &value),
         Err(error) => error_response(&error),
     }
-}
-
-/// Answer `request` with `router` in process.
-pub(super) async fn tower_service_call(router: axum::Router, request: Request) -> Option<Response> {
-    use tower::ServiceExt as _;
-    router.oneshot(request).await.ok()
 }

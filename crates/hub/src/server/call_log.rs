@@ -15,25 +15,18 @@
 //! a metadata transaction — a PostgreSQL round trip — to every data-plane call.)
 //!
 //! Sessions on remote hosts are not recorded here: their data plane does not pass
-//! through the hub.
+//! through the hub. The data plane's requests reach the queue through
+//! `data_plane.rs`.
 
-use super::app::tower_service_call;
-use super::call_record::{entry, Exchange, Surface};
-use super::response::{closing, error_response};
-use super::sessions::{calls_kind, SESSION};
-use super::state::Hub;
+use super::call_record::{entry, Exchange};
+use super::documents::{calls_kind, document_text, SESSION};
 use crate::error::HubError;
 use crate::host_credentials::HOSTS_PROJECT;
 use crate::store::MetaStore;
-use crate::util::{new_id, now_iso};
-use axum::body::{to_bytes, Body, Bytes};
-use axum::extract::Request;
-use axum::http::request::Parts;
-use axum::response::Response;
+use crate::util::new_id;
 use gateway_world::json::{self, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
 use tokio::sync::{mpsc, oneshot};
 
 /// Exchanges queued and not yet stored before a data-plane request waits for room.
@@ -62,7 +55,8 @@ impl CallLog {
         })
     }
 
-    async fn record(&self, meta: &Arc<dyn MetaStore>, exchange: Exchange) {
+    /// Queue an exchange for its session's log.
+    pub(super) async fn record(&self, meta: &Arc<dyn MetaStore>, exchange: Exchange) {
         if self.sender(meta).send(Message::Record(Box::new(exchange))).await.is_err() {
             eprintln!("gateway hub: the call log's writer is gone; a data-plane call was not recorded");
         }
@@ -121,7 +115,7 @@ async fn store(meta: &dyn MetaStore, targets: &mut HashMap<String, Option<Target
     let Some(Target { project, tokens }) = target else { return Ok(()) };
     let id = new_id("wr");
     let entry = entry(&id, exchange, &tokens);
-    meta.put_document(&project, &calls_kind(sid), &id, &super::tasks::document_text(&Value::Object(entry))).await?;
+    meta.put_document(&project, &calls_kind(sid), &id, &document_text(&Value::Object(entry))).await?;
     Ok(())
 }
 
@@ -157,52 +151,4 @@ pub(super) fn entries(page: Vec<(i64, String)>) -> Vec<Value> {
             _ => None,
         })
         .collect()
-}
-
-/// A request of the data plane (`/s/<sid>/…`) answered by the embedded host, and
-/// recorded in its session's call log.
-pub(super) async fn data_plane(hub: &Hub, routes: axum::Router, parts: Parts, body: Body, limit: usize) -> Response {
-    let started = Instant::now();
-    let created_at = now_iso();
-    let target = parts.uri.path_and_query().map(|p| p.as_str().to_string()).unwrap_or_else(|| "/".into());
-    let named = gateway_host::server::session_target(None, &target);
-    let method = parts.method.as_str().to_string();
-    let (request, response) = match to_bytes(body, limit).await {
-        Ok(request) => {
-            let forwarded = Request::from_parts(parts, Body::from(request.clone()));
-            let response = match tower_service_call(routes, forwarded).await {
-                Some(response) => response,
-                None => error_response(&HubError::Storage("the session's host did not answer".into())),
-            };
-            (request, response)
-        }
-        Err(_) => (Bytes::new(), closing(error_response(&HubError::TooLarge(format!("request body is over the {limit}-byte limit"))))),
-    };
-    let Some((session_id, _, inner)) = named else { return response };
-    let (head, body) = response.into_parts();
-    let streamed = head.headers.get("content-type").and_then(|v| v.to_str().ok()).is_some_and(|t| t.starts_with("text/event-stream"));
-    // Answers are built whole by the host; an event stream is passed on unread.
-    let (answer, body) = if streamed {
-        (None, body)
-    } else {
-        match to_bytes(body, usize::MAX).await {
-            Ok(bytes) => (Some(bytes.clone()), Body::from(bytes)),
-            Err(_) => (None, Body::empty()),
-        }
-    };
-    let surface = if inner.split('?').next() == Some("/mcp") { Surface::Mcp } else { Surface::Api };
-    let exchange = Exchange {
-        session_id,
-        surface,
-        method,
-        target: inner,
-        status: head.status.as_u16(),
-        request,
-        answer,
-        created_at,
-        completed_at: now_iso(),
-        duration: started.elapsed(),
-    };
-    hub.call_log.record(&hub.meta, exchange).await;
-    Response::from_parts(head, body)
 }

@@ -19,11 +19,22 @@
 //! whose hub process died while it ran stays `running`: the client's `--timeout` ends
 //! its wait.
 
-use super::tasks::document_text;
-use super::*;
+use super::documents::document_text;
+use super::objects::presign;
+use super::request::req_str;
+use super::response::{ok, Answer};
+use super::state::Hub;
+use crate::error::HubError;
+use crate::store::{check_object_key, Container, ObjectStore};
+use crate::util::{new_id, now_iso, now_secs};
+use base64::Engine as _;
 use gateway_connector::capture::{capture_with, origins, CaptureRequest, CAPTURES, MANIFEST};
 use gateway_connector::egress::Egress;
 use gateway_connector::spec::{parse_spec, Spec};
+use gateway_world::json::{self, object, Map, Value};
+use sha2::{Digest as _, Sha256};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// The document kind of remote captures.
 const CAPTURE: &str = "connector-capture";

@@ -15,10 +15,13 @@
 //! it. `is_public` publishes it: every project then sees it in the hub listing and may
 //! clone it. Another project's unpublished connector is a 404, as if absent.
 
-use super::{opt_bool, opt_str, quote_segment, unquote_plus, Answer, Hub, JsonRequest};
+use super::request::{opt_bool, opt_str, JsonRequest};
+use super::response::{ok, Answer};
+use super::state::Hub;
 use crate::connectors::*;
 use crate::error::HubError;
 use crate::util::{new_id, now_iso};
+use gateway_common::url::{quote_segment, unquote_plus};
 use gateway_world::json::{self, object, Map, Value};
 use gateway_world::scaffold::{self, TemplateFiles};
 use sha2::{Digest, Sha256};
@@ -155,7 +158,7 @@ async fn list(hub: &Hub, project: &str, query: &BTreeMap<String, String>) -> Ans
     };
     let listing = RepoListing { query: query.get("query").cloned(), is_public, limit, offset };
     let (repos, total) = hub.meta.connector_repos(project, &listing).await?;
-    super::ok(object([
+    ok(object([
         ("repos", Value::Array(repos.iter().map(repo_json).collect())),
         ("total", Value::Int(total)),
         ("limit", Value::Int(limit)),
@@ -166,7 +169,7 @@ async fn list(hub: &Hub, project: &str, query: &BTreeMap<String, String>) -> Ans
 async fn exists(hub: &Hub, project: &str, slug: &str) -> Answer {
     check_connector_slug(slug)?;
     let found = hub.meta.connector_repo(project, slug).await?.is_some();
-    super::ok(object([("exists", Value::Bool(found))]))
+    ok(object([("exists", Value::Bool(found))]))
 }
 
 async fn pull(hub: &Hub, project: &str, slug: &str, version: Option<&str>) -> Answer {
@@ -182,15 +185,15 @@ async fn pull(hub: &Hub, project: &str, slug: &str, version: Option<&str>) -> An
             (path, entry)
         })
         .collect();
-    super::ok(object([("repo", repo_json(&repo)), ("commit", commit_json(&commit)), ("files", Value::Object(files))]))
+    ok(object([("repo", repo_json(&repo)), ("commit", commit_json(&commit)), ("files", Value::Object(files))]))
 }
 
 async fn delete(hub: &Hub, project: &str, slug: &str) -> Answer {
     let repo = own_repo(hub, project, slug).await?;
     if !hub.meta.delete_connector(project, slug).await? {
-        return Err(HubError::NotFound(format!("no connector '{slug}' in this project")));
+        return Err(HubError::missing("connector", slug));
     }
-    super::ok(object([("deleted", Value::Bool(true)), ("id", Value::str(&repo.id)), ("slug", Value::str(slug))]))
+    ok(object([("deleted", Value::Bool(true)), ("id", Value::str(&repo.id)), ("slug", Value::str(slug))]))
 }
 
 /// What the hub shows of a template: vendor, auth, entity and operation counts, digest.
@@ -356,7 +359,7 @@ async fn push(hub: &Hub, project: &str, slug: &str, body: &Map, base_url: &str) 
     let unchanged = head.as_ref().is_some_and(|h| files_of(h).map(|f| f == files).unwrap_or(false));
     if let (true, Some(repo), Some(head)) = (unchanged && tags.is_none(), &existing, &head) {
         // Nothing to commit: the head already is this template.
-        return super::ok(answer_commit(repo, head, base_url, false));
+        return ok(answer_commit(repo, head, base_url, false));
     }
     let (files, meta) = prove(slug, files).await?;
     let now = now_iso();
@@ -409,7 +412,7 @@ async fn push(hub: &Hub, project: &str, slug: &str, body: &Map, base_url: &str) 
     };
     let commit = new.commit.clone();
     match hub.meta.commit_connector(new).await {
-        Ok(()) => super::ok(answer_commit(&repo, &commit, base_url, existing.is_none())),
+        Ok(()) => ok(answer_commit(&repo, &commit, base_url, existing.is_none())),
         Err(HubError::Conflict(_)) => {
             // Another push landed first: answer as a stale parent, with the new head.
             let latest = match hub.meta.connector_repo(project, slug).await? {
@@ -476,7 +479,7 @@ fn hub_row_json(row: &HubRow, project: &str) -> Value {
 
 async fn hub_listing(hub: &Hub, project: &str, query: Option<&str>) -> Answer {
     let rows = hub.meta.connector_hub(project, query).await?;
-    super::ok(object([("connectors", Value::Array(rows.iter().map(|row| hub_row_json(row, project)).collect()))]))
+    ok(object([("connectors", Value::Array(rows.iter().map(|row| hub_row_json(row, project)).collect()))]))
 }
 
 async fn clone(hub: &Hub, project: &str, body: &Map) -> Answer {
@@ -538,7 +541,7 @@ async fn clone(hub: &Hub, project: &str, body: &Map) -> Answer {
         created_at: now,
     };
     hub.meta.commit_connector(NewCommit { repo: repo.clone(), create: true, expected_head: None, commit: commit.clone() }).await?;
-    super::ok(object([
+    ok(object([
         ("id", Value::str(&repo.id)),
         ("slug", Value::str(&repo.slug)),
         ("name", Value::str(&repo.name)),

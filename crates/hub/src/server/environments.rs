@@ -21,10 +21,20 @@
 //! shape with every model `ok: false` and the reason, run status is a 404, the agent has
 //! no config and no runs, and a trigger is refused.
 
+use super::access::{check_slug, own_version};
 use super::evaluations::{ingestion, own_evaluation, Fields};
+use super::request::{opt_value, str_or_null, JsonRequest};
+use super::response::{ok, Answer};
+use super::state::Hub;
 use super::task_sets;
-use super::*;
+use super::versions::manifest_map;
+use crate::error::HubError;
 use crate::evaluations::{Evaluation, SampleSums};
+use crate::store::{Container, Version, VersionFilter};
+use crate::util::strings;
+use gateway_common::url::unquote_plus;
+use gateway_world::json::{object, Map, Value};
+use std::collections::BTreeMap;
 
 /// Default and largest page sizes.
 const DEFAULT_ENVIRONMENTS: i64 = 50;
@@ -323,8 +333,8 @@ async fn rollout_samples(hub: &Hub, project: &str, container: &Container, evalua
     let missing = || HubError::NotFound(format!("no rollout '{evaluation_id}' of environment '{}'", container.slug));
     let evaluation = match own_evaluation(hub, project, evaluation_id).await {
         Ok(evaluation) if evaluation.container_id == container.id => evaluation,
-        Ok(_) | Err(HubError::NotFound(_)) => return Err(missing()),
-        Err(other) => return Err(other),
+        Err(other) if !other.is_not_found() => return Err(other),
+        _ => return Err(missing()),
     };
     let samples = hub
         .meta
@@ -432,7 +442,7 @@ pub(super) async fn dispatch_run_config(hub: &Hub, project: &str, body: &Map) ->
             .container_by_id(&cid)
             .await?
             .filter(|c| c.project_id == project)
-            .ok_or_else(|| HubError::NotFound(format!("no environment '{cid}' in this project")))?,
+            .ok_or_else(|| HubError::missing("environment", cid))?,
         None => {
             let mut all = hub.meta.project_containers(project, None, 2).await?;
             match all.len() {
@@ -452,6 +462,7 @@ pub(super) async fn dispatch_run_config(hub: &Hub, project: &str, body: &Map) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gateway_world::json;
 
     fn sums(rewards: &[f64]) -> SampleSums {
         SampleSums {

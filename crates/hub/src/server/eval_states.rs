@@ -10,9 +10,16 @@
 //! registered sha256 and be no larger than its registered size. Each sample's link
 //! to its state is a document of the project (`state:<evaluationId>`, by sample id).
 
+use super::documents::document_text;
 use super::evaluations::{own_evaluation, Fields};
-use super::*;
+use super::objects::presign;
+use super::response::{ok, Answer};
+use super::state::Hub;
+use crate::error::HubError;
 use crate::evaluations::Sample;
+use base64::Engine as _;
+use gateway_world::json::{self, object, Map, Value};
+use std::collections::BTreeMap;
 
 /// The most states one request registers.
 pub(super) const MAX_STATES_PER_BATCH: usize = 1000;
@@ -89,7 +96,7 @@ pub(super) async fn register_states(hub: &Hub, project: &str, id: &str, body: &M
     for (sample_id, sha256, bytes) in checked {
         let key = state_key(project, &sha256);
         let link = object([("sampleId", Value::str(&sample_id)), ("sha256", Value::str(&sha256)), ("bytes", Value::Int(bytes))]);
-        hub.meta.put_document(project, &links_kind(&evaluation.id), &sample_id, &tasks::document_text(&link)).await?;
+        hub.meta.put_document(project, &links_kind(&evaluation.id), &sample_id, &document_text(&link)).await?;
         let stored = hub.objects.size(&key).await? == Some(bytes as u64);
         let mut entry = object([("sampleId", Value::str(&sample_id)), ("sha256", Value::str(&sha256)), ("uploaded", Value::Bool(stored))]);
         if !stored {

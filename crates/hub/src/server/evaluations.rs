@@ -9,8 +9,15 @@
 //! data. Another project's evaluation is "not found". The views computed from
 //! evaluations are in `environments.rs`; nothing here runs an evaluation.
 
-use super::*;
+use super::access::own_version;
+use super::documents::document_text;
+use super::request::{opt_value, str_or_null};
+use super::response::{ok, Answer};
+use super::state::Hub;
+use crate::error::HubError;
 use crate::evaluations::{Evaluation, Outcome, Sample, FINAL_STATUSES, RUNNING};
+use crate::util::{new_id, now_iso};
+use gateway_world::json::{object, Map, Value};
 
 /// The members an evaluation create may carry.
 const CREATE_MEMBERS: [&str; 11] = [
@@ -219,11 +226,7 @@ fn check_dispatch_shard(shard: &Value, run_id: Option<&str>) -> Result<(), HubEr
 
 /// An evaluation of this project (another project's is "not found").
 pub(super) async fn own_evaluation(hub: &Hub, project: &str, id: &str) -> Result<Evaluation, HubError> {
-    hub.meta
-        .evaluation(id)
-        .await?
-        .filter(|e| e.project_id == project)
-        .ok_or_else(|| HubError::NotFound(format!("no evaluation '{id}' in this project")))
+    hub.meta.evaluation(id).await?.filter(|e| e.project_id == project).ok_or_else(|| HubError::missing("evaluation", id))
 }
 
 /// `POST …/evaluations`.
@@ -263,7 +266,7 @@ pub(super) async fn create_evaluation(hub: &Hub, project: &str, body: &Map) -> A
         status: RUNNING.into(),
         num_examples,
         rollouts_per_example,
-        details: tasks::document_text(&Value::Object(details)),
+        details: document_text(&Value::Object(details)),
         created_at: now_iso(),
         ..Default::default()
     };
@@ -307,7 +310,7 @@ fn parse_sample(item: &Value, at: &str, evaluation: &Evaluation, now: &str) -> R
         score,
         correct,
         passed: correct.or(reward.map(|r| r >= 1.0)),
-        body: tasks::document_text(item),
+        body: document_text(item),
         created_at: now.to_string(),
     })
 }
@@ -348,8 +351,8 @@ pub(super) async fn finalize_evaluation(hub: &Hub, project: &str, id: &str, body
     if !FINAL_STATUSES.contains(&status.as_str()) {
         return Err(HubError::BadRequest(format!("'status' must be {}, not '{status}'", FINAL_STATUSES.join(" or "))));
     }
-    let metrics = fields.object("metrics")?.map(|m| tasks::document_text(&m));
-    let cost = fields.object("cost")?.map(|c| tasks::document_text(&c));
+    let metrics = fields.object("metrics")?.map(|m| document_text(&m));
+    let cost = fields.object("cost")?.map(|c| document_text(&c));
     let done = hub.meta.finalize_evaluation(&evaluation.id, Outcome { status, metrics, cost, completed_at: now_iso() }).await?;
     ok(object([
         ("evaluationId", Value::str(done.id)),
@@ -382,7 +385,7 @@ pub(super) async fn ingestion(hub: &Hub, project: &str, body: &Map) -> Answer {
         let trace_id = trace.and_then(|b| b.get("id")).and_then(Value::as_str).filter(|id| is_identifier(id) && id.len() <= 200);
         match (trace, trace_id) {
             (Some(trace), Some(trace_id)) => {
-                hub.meta.put_document(project, TRACE, trace_id, &tasks::document_text(trace)).await?;
+                hub.meta.put_document(project, TRACE, trace_id, &document_text(trace)).await?;
                 successes.push(object([("id", Value::str(event_id.clone())), ("status", Value::Int(201))]));
             }
             _ => errors.push(refuse("a trace-create event needs a body object with an 'id' string")),
@@ -394,6 +397,7 @@ pub(super) async fn ingestion(hub: &Hub, project: &str, body: &Map) -> Answer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gateway_world::json;
 
     fn shard(text: &str) -> Value {
         json::parse(text).unwrap().value

@@ -1,7 +1,20 @@
 //! Object routes: presigned URLs, and bundle bodies streamed to and from the
 //! object store (hashed on the way in, committed only when the checksum matches).
 
-use super::*;
+use super::response::json_response;
+use super::state::Hub;
+use crate::error::HubError;
+use crate::store::{check_object_key, ObjectWriter};
+use crate::util::now_secs;
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderValue, Method};
+use axum::response::Response;
+use base64::Engine as _;
+use gateway_common::url::{quote_segment, unquote_plus};
+use gateway_world::json::{object, Value};
+use sha2::{Digest as _, Sha256};
+use std::collections::BTreeMap;
+use subtle::ConstantTimeEq as _;
 
 pub(super) fn presign(hub: &Hub, base_url: &str, method: &str, key: &str, extra: &[(&str, &str)]) -> String {
     let expires = (now_secs() + hub.limits.url_ttl_secs).to_string();
@@ -127,7 +140,7 @@ pub(super) async fn object_route(
             response.headers_mut().insert("content-type", HeaderValue::from_static(kind));
             Ok(response)
         }
-        _ => Err(HubError::NotFound(format!("no route for {method} {path}"))),
+        _ => Err(HubError::no_route(method, path)),
     }
 }
 

@@ -1,6 +1,15 @@
 //! Branches and tags, the log, forks and proposals.
 
-use super::*;
+use super::access::{check_ref_name, check_slug, container, own_version};
+use super::request::{opt_str, opt_value, req_str, str_or_null};
+use super::response::{ok, Answer};
+use super::state::Hub;
+use super::versions::{resolve_ref, version_summary};
+use crate::error::HubError;
+use crate::store::{Container, Proposal, Ref};
+use crate::util::{new_id, now_iso};
+use gateway_world::json::{self, object, Map, Value};
+use std::collections::BTreeSet;
 
 pub(super) async fn list_refs(hub: &Hub, project: &str, slug: Option<String>) -> Answer {
     let container = container(hub, project, slug).await?;

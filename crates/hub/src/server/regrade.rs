@@ -14,15 +14,22 @@
 //! States are read in place when the object store is on this machine, else fetched to
 //! a scratch directory a thousand at a time; the scoring itself is `crate::regrade`.
 
+use super::documents::document_text;
 use super::eval_states::{state_key, state_links};
 use super::evaluations::{own_evaluation, Fields, MAX_SAMPLES_PER_BATCH};
+use super::request::opt_value;
+use super::response::{ok, Answer};
+use super::state::Hub;
 use super::tasks::{all_tasks, load_task, task_version};
-use super::*;
+use crate::error::HubError;
 use crate::evaluations::{Evaluation, Outcome, Sample, RUNNING};
 use crate::regrade::{grade_states, Job};
+use crate::util::{new_id, now_iso};
+use gateway_world::json::{object, Map, Value};
 use gateway_world::task::{GraderOptions, TaskSpec};
-use std::collections::HashMap;
-use std::path::PathBuf;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Distinct states fetched and scored per round (bounds the scratch disk).
 const STATES_PER_ROUND: usize = 1000;
@@ -230,7 +237,7 @@ fn regraded_sample(old: &Sample, body: &Map, evaluation: &Evaluation, outcome: R
         score: reward,
         correct,
         passed: correct,
-        body: tasks::document_text(&Value::Object(body)),
+        body: document_text(&Value::Object(body)),
         created_at: now.to_string(),
     }
 }
@@ -244,7 +251,7 @@ fn carried_sample(old: &Sample, body: &Map, evaluation: &Evaluation, now: &str) 
     let mut copy = old.clone();
     copy.id = new_id("smp_");
     copy.evaluation_id = evaluation.id.clone();
-    copy.body = tasks::document_text(&Value::Object(body));
+    copy.body = document_text(&Value::Object(body));
     copy.created_at = now.to_string();
     copy
 }
@@ -367,7 +374,7 @@ pub(super) async fn regrade(hub: &Hub, project: &str, id: &str, body: &Map) -> A
         status: RUNNING.into(),
         num_examples: old.num_examples,
         rollouts_per_example: old.rollouts_per_example,
-        details: tasks::document_text(&Value::Object(details)),
+        details: document_text(&Value::Object(details)),
         created_at: now.clone(),
         ..Default::default()
     };
@@ -416,8 +423,7 @@ pub(super) async fn regrade(hub: &Hub, project: &str, id: &str, body: &Map) -> A
         .into_iter()
         .collect(),
     );
-    let outcome =
-        Outcome { status: "COMPLETED".into(), metrics: Some(tasks::document_text(&metrics)), cost: None, completed_at: now_iso() };
+    let outcome = Outcome { status: "COMPLETED".into(), metrics: Some(document_text(&metrics)), cost: None, completed_at: now_iso() };
     hub.meta.finalize_evaluation(&evaluation.id, outcome).await?;
     ok(object([
         ("evaluationId", Value::str(&evaluation.id)),

@@ -21,8 +21,15 @@
 //! status as `state` (RUNNING, COMPLETED, FAILED), so `--wait` polls until none runs.
 
 use super::evaluations::Fields;
-use super::*;
+use super::request::{opt_value, str_or_null, JsonRequest};
+use super::response::{ok, Answer};
+use super::state::Hub;
 use crate::agents::{AgentBuild, BuildEvaluation};
+use crate::error::HubError;
+use crate::util::{new_id, now_iso};
+use gateway_common::url::unquote_plus;
+use gateway_world::json::{self, object, Map, Value};
+use std::collections::BTreeMap;
 
 /// The document the project's rule is kept in.
 const RULE_KIND: &str = "release-gate";
@@ -54,8 +61,7 @@ pub(super) async fn route(request: &JsonRequest<'_>, project: &str) -> Answer {
         ("PUT", ["agent-builds", "gate-rule"]) => set_rule(hub, project, &request.json()?).await,
         ("GET", ["agent-builds", id]) => {
             let id = unquote_plus(id);
-            let build =
-                hub.meta.build(project, &id).await?.ok_or_else(|| HubError::NotFound(format!("no agent build '{id}' in this project")))?;
+            let build = hub.meta.build(project, &id).await?.ok_or_else(|| HubError::missing("agent build", id))?;
             ok(build_json(&build, true))
         }
         _ => Err(request.no_route()),
@@ -177,7 +183,7 @@ async fn lookup(hub: &Hub, project: &str, query: &BTreeMap<String, String>) -> R
         )));
     }
     if let Some(id) = build {
-        return hub.meta.build(project, &id).await?.ok_or_else(|| HubError::NotFound(format!("no agent build '{id}' in this project")));
+        return hub.meta.build(project, &id).await?.ok_or_else(|| HubError::missing("agent build", id));
     }
     if let Some(sha) = commit {
         if sha.chars().count() < MIN_COMMIT_PREFIX {

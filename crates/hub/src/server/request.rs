@@ -30,7 +30,7 @@ impl JsonRequest<'_> {
 
     /// The refusal of a path no route serves.
     pub fn no_route(&self) -> HubError {
-        HubError::NotFound(format!("no route for {} /api/public/{}", self.method, self.segments.join("/")))
+        HubError::no_route(self.method, format!("/api/public/{}", self.segments.join("/")))
     }
 }
 

@@ -1,7 +1,21 @@
 //! The JSON routes: `/api/public/benchmark-containers/*` dispatched here, and the
 //! other `/api/public/*` families handed to their modules.
 
-use super::*;
+use super::access::authenticate;
+use super::refs::{create_proposal, create_ref, fork, list_proposals, list_refs, log};
+use super::request::{base_url, parse_body, JsonRequest};
+use super::response::{ok, Answer};
+use super::settings::{delete_run_config, delete_secret, list_run_configs, list_secrets, set_secret, upsert_run_config};
+use super::state::Hub;
+use super::versions::{create_version, diff, download, files, finalize, resolve, resolve_version};
+use super::{
+    agents, connectors, environments, eval_states, evaluations, regrade, release, runs, session_fork, sessions, tasks, world_data,
+};
+use crate::error::HubError;
+use axum::http::{HeaderMap, Method};
+use gateway_common::url::unquote_plus;
+use gateway_world::json::{object, Value};
+use std::collections::BTreeMap;
 
 pub(super) const API: &str = "/api/public/benchmark-containers";
 
@@ -33,7 +47,7 @@ pub(super) async fn route(
         }
     }
     let Some(rest) = path.strip_prefix(API) else {
-        return Err(HubError::NotFound(format!("no route for {method} {path}")));
+        return Err(HubError::no_route(method, path));
     };
     let project = authenticate(hub, headers).await?;
     let segments: Vec<&str> = rest.trim_start_matches('/').split('/').collect();
@@ -68,7 +82,7 @@ pub(super) async fn route(
         }
         ("POST", ["evaluations", id, "regrade"]) => regrade::regrade(hub, &project, &unquote_plus(id), &parse_body(body)?).await,
         ("POST", ["run-configs", "dispatch"]) => environments::dispatch_run_config(hub, &project, &parse_body(body)?).await,
-        _ => Err(HubError::NotFound(format!("no route for {method} {path}"))),
+        _ => Err(HubError::no_route(method, path)),
     }
 }
 
@@ -82,8 +96,12 @@ enum Family<'a> {
     WorldData { slug: &'a str, rest: &'a [&'a str] },
     /// Environments, task sets, ingestion (`environments.rs`).
     Environments,
-    /// The agents platform (`agents.rs`).
+    /// The agents platform: secrets, agents, datasets, algorithms (`agents.rs`).
     Agents,
+    /// Its runs, verify jobs and the worker endpoints (`runs.rs`).
+    Runs,
+    /// Its agent builds and the release gate (`release.rs`).
+    Releases,
     /// Workspace connectors (`connectors.rs`).
     Connectors,
 }
@@ -95,7 +113,9 @@ impl<'a> Family<'a> {
             ["world-sessions" | "world-tasks", ..] => Family::Worlds,
             ["worlds", slug, "data", rest @ ..] => Family::WorldData { slug, rest },
             ["environments" | "task-sets" | "environment-agent" | "ingestion", ..] => Family::Environments,
-            ["secrets" | "agents" | "datasets" | "runs" | "agent-builds" | "algorithms", ..] => Family::Agents,
+            ["secrets" | "agents" | "datasets" | "algorithms", ..] => Family::Agents,
+            ["runs", ..] => Family::Runs,
+            ["agent-builds", ..] => Family::Releases,
             ["context", "connectors", ..] | ["connectors", "hub" | "clone"] => Family::Connectors,
             _ => return None,
         })
@@ -109,6 +129,8 @@ impl<'a> Family<'a> {
             Family::WorldData { slug, rest } => world_data::route(request, &project, slug, rest).await,
             Family::Environments => environments::route(request, &project).await,
             Family::Agents => agents::route(request, &project).await,
+            Family::Runs => runs::route(request, &project).await,
+            Family::Releases => release::route(request, &project).await,
             Family::Connectors => connectors::route(request, &project).await,
         }
     }

@@ -30,8 +30,17 @@
 
 use super::agents::{algorithm, find_agent, find_dataset, secret_aad};
 use super::evaluations::Fields;
-use super::*;
+use super::request::{opt_value, str_or_null, JsonRequest};
+use super::response::{ok, Answer};
+use super::state::Hub;
 use crate::agents::{is_terminal, Claim, Now, Run, RunChange, KIND_RUN, KIND_VERIFY, PENDING, RUNNING, SOURCE_PLATFORM, TERMINAL};
+use crate::error::HubError;
+use crate::util::{new_id, now_iso};
+use axum::http::HeaderMap;
+use gateway_common::url::unquote_plus;
+use gateway_world::json::{self, object, Map, Value};
+use std::collections::BTreeMap;
+use subtle::ConstantTimeEq as _;
 
 /// The default and the bounds of a lease, in seconds.
 const DEFAULT_LEASE: i64 = 60;
@@ -213,7 +222,7 @@ async fn list(hub: &Hub, project: &str, query: &BTreeMap<String, String>) -> Ans
 }
 
 async fn show(hub: &Hub, project: &str, id: &str) -> Answer {
-    let run = hub.meta.run(project, id).await?.ok_or_else(|| HubError::NotFound(format!("no run '{id}' in this project")))?;
+    let run = hub.meta.run(project, id).await?.ok_or_else(|| HubError::missing("run", id))?;
     ok(run_json(&run))
 }
 

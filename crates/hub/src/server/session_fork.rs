@@ -17,14 +17,18 @@
 //! log shows where the branch happened; the parent's calls before the fork are not
 //! copied into the fork's log.
 
+use super::access::own_version;
+use super::response::{ok, Answer};
 use super::session_guard::{check, mark_lost, release, reserve};
-use super::sessions::{
-    link_of, load_session, log_control, public, store_session, surface_answers, text_of, world_version, worlds, ControlEntry, SessionAccess,
-};
-use super::*;
+use super::sessions::{link_of, load_session, log_control, public, store_session, surface_answers, text_of, ControlEntry, SessionAccess};
+use super::state::Hub;
+use super::world_host::{world_version, worlds};
+use crate::error::HubError;
 use crate::host_credentials::HOSTS_PROJECT;
+use crate::util::{new_id, now_iso};
 use crate::worlds::HostLink;
 use gateway_host::ControlRequest;
+use gateway_world::json::{self, object, Map, Value};
 
 /// `POST /api/public/world-sessions/{id}/fork`: the new session, as `open` answers it.
 pub(super) async fn fork_session(hub: &Hub, project: &str, id: &str, base_url: &str) -> Answer {

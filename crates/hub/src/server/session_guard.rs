@@ -11,9 +11,15 @@
 //!   out) is marked `LOST` with the reason in `error`, never left `READY` while every call
 //!   is a 404: at startup ([`sweep_lost`]) and whenever a session is read.
 
-use super::*;
+use super::documents::{document_text, SESSION};
+use super::state::Hub;
+use crate::error::HubError;
 use crate::host_credentials::HOSTS_PROJECT;
+use crate::util::{now_iso, now_secs};
 use crate::worlds::Worlds;
+use gateway_world::json::{self, object, Map, Value};
+use std::path::Path;
+use std::sync::Arc;
 
 /// The document kind of a project's open-session slots.
 const SLOT: &str = "open-session";
@@ -71,7 +77,7 @@ async fn free_stale(hub: &Hub, project: &str, keep: &str) -> Result<(), HubError
             if id == keep || id.is_empty() {
                 continue;
             }
-            let stored = hub.meta.document(project, super::sessions::SESSION, &id).await?;
+            let stored = hub.meta.document(project, SESSION, &id).await?;
             match stored.and_then(|t| json::parse_clean(&t)) {
                 Some(Value::Object(mut session)) => {
                     if text_of(&session, "state") != "READY" {
@@ -149,8 +155,8 @@ pub(super) async fn mark_lost(hub: &Hub, project: &str, session: &mut Map, reaso
     session.insert("ready".into(), Value::Bool(false));
     session.insert("error".into(), Value::str(reason));
     session.insert("lostAt".into(), Value::Str(now_iso()));
-    let text = super::tasks::document_text(&Value::Object(session.clone()));
-    hub.meta.put_document(project, super::sessions::SESSION, &id, &text).await?;
+    let text = document_text(&Value::Object(session.clone()));
+    hub.meta.put_document(project, SESSION, &id, &text).await?;
     hub.meta.delete_document(HOSTS_PROJECT, "owner", &id).await?;
     release(hub, project, &id).await
 }
@@ -170,8 +176,7 @@ pub(super) async fn sweep_lost(hub: &Hub) -> Result<usize, HubError> {
             else {
                 continue;
             };
-            let Some(Value::Object(mut session)) =
-                hub.meta.document(project, super::sessions::SESSION, id).await?.and_then(|t| json::parse_clean(&t))
+            let Some(Value::Object(mut session)) = hub.meta.document(project, SESSION, id).await?.and_then(|t| json::parse_clean(&t))
             else {
                 continue;
             };

@@ -7,54 +7,33 @@
 //! The agent's own calls on the data plane of the embedded host are logged beside them
 //! (`call_log.rs`); every reader of the log flushes that queue first.
 
+use super::access::{container, own_version};
+use super::call_log::entries;
+use super::documents::{calls_kind, document_text, load_document, LAST_GRADE, SESSION};
+use super::objects::presign;
+use super::request::{host_base_url, opt_str};
+use super::response::{ok, Answer};
 use super::session_guard::{check, mark_lost, release, reserve};
-use super::tasks::{document_text, load_task, parse_spec, spec_hash, task_version};
-use super::*;
+use super::state::Hub;
+use super::tasks::{load_task, parse_spec, spec_hash, task_version};
+use super::versions::resolve_ref;
+use super::world_host::{world_version, worlds};
+use crate::error::HubError;
 use crate::host_credentials::HOSTS_PROJECT;
+use crate::store::{Container, Version};
+use crate::util::{new_id, now_iso, now_secs};
 use crate::worlds::{stored_bundle, HostLink, Worlds, HOST_STALE_SECONDS};
+use axum::http::HeaderMap;
 use gateway_host::tools::{bundled_instruction, route_args, tools};
 use gateway_host::version::Version as HostVersion;
 use gateway_host::{ControlRequest, OpenRequest};
+use gateway_world::json::{self, object, Map, Value};
 use gateway_world::task::TaskSpec;
-
-/// The document kind of sessions.
-pub(super) const SESSION: &str = "session";
-/// The document kind naming, per session, its last grade's call-log entry (the
-/// session's page explains that grade). A document of its own, so that a grade never
-/// rewrites the session's record (a close may be storing it at the same moment).
-pub(super) const LAST_GRADE: &str = "last-grade";
-
-pub(super) fn calls_kind(session_id: &str) -> String {
-    format!("calls:{session_id}")
-}
-
-pub(super) fn worlds(hub: &Hub) -> Result<&Arc<Worlds>, HubError> {
-    hub.worlds.as_ref().ok_or_else(|| HubError::BadRequest("this hub runs no World Host: live sessions are not available".into()))
-}
-
-/// A version of the hub opened as the embedded host opens it (fetched once and
-/// cached): its contract and connector, for checks and tools. The bundle is read
-/// from the hub's object store in place ([`stored_bundle`]), never over HTTP.
-pub(super) async fn world_version(hub: &Hub, version: &Version) -> Result<Arc<HostVersion>, HubError> {
-    let worlds = worlds(hub)?.clone();
-    if !version.uploaded {
-        return Err(HubError::BadRequest(format!("version {} has no bundle stored", version.id)));
-    }
-    let url = stored_bundle(&version.object_key);
-    let id = version.id.clone();
-    tokio::task::spawn_blocking(move || worlds.version(&id, &url))
-        .await
-        .map_err(|e| HubError::Storage(e.to_string()))?
-        .map_err(|e| HubError::BadRequest(format!("the world version could not be opened: {e}")))
-}
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 pub(super) async fn load_session(hub: &Hub, project: &str, id: &str) -> Result<Map, HubError> {
-    let missing = || HubError::NotFound(format!("no world session '{id}' in this project"));
-    let text = hub.meta.document(project, SESSION, id).await?.ok_or_else(missing)?;
-    match json::parse_clean(&text) {
-        Some(Value::Object(map)) => Ok(map),
-        _ => Err(HubError::Storage(format!("world session {id} is not a JSON object"))),
-    }
+    load_document(hub.meta.as_ref(), project, SESSION, id, &format!("world session {id}"), || HubError::missing("world session", id)).await
 }
 
 pub(super) async fn store_session(hub: &Hub, project: &str, session: &Map) -> Result<(), HubError> {
@@ -596,7 +575,7 @@ async fn call_log(hub: &Hub, project: &str, id: &str) -> Result<Vec<Value>, HubE
         let page = hub.meta.documents(project, &calls_kind(id), after, 500).await?;
         let Some((last, _)) = page.last() else { break };
         after = *last;
-        out.extend(super::call_log::entries(page));
+        out.extend(entries(page));
     }
     Ok(out)
 }
@@ -633,7 +612,7 @@ pub(super) async fn list_calls(hub: &Hub, project: &str, id: &str, query: &BTree
     };
     let page = hub.meta.documents(project, &calls_kind(id), after, limit).await?;
     let next = if page.len() as i64 == limit { page.last().map(|(seq, _)| Value::Str(seq.to_string())) } else { None };
-    let calls = super::call_log::entries(page);
+    let calls = entries(page);
     ok(object([("calls", Value::Array(calls)), ("nextCursor", next.unwrap_or_default())]))
 }
 

@@ -1,6 +1,12 @@
 //! A container's sealed secrets and a project's run configs.
 
-use super::*;
+use super::access::container;
+use super::request::{opt_bool, opt_str, opt_value, req_str};
+use super::response::{ok, Answer};
+use super::state::Hub;
+use crate::error::HubError;
+use crate::util::{new_id, now_iso};
+use gateway_world::json::{self, object, Map, Value};
 
 pub(super) fn check_secret_key(key: &str) -> Result<(), HubError> {
     let ok = !key.is_empty()

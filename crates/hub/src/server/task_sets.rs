@@ -9,8 +9,15 @@
 //! Task names are not required to be unique within a set (`link-task-set` skips the
 //! names a set already has on the client side).
 
+use super::documents::document_text;
 use super::evaluations::Fields;
-use super::*;
+use super::request::str_or_null;
+use super::response::{ok, Answer};
+use super::state::Hub;
+use crate::error::HubError;
+use crate::store::Container;
+use crate::util::{new_id, now_iso};
+use gateway_world::json::{self, object, Map, Value};
 
 const TASK_SET: &str = "task-set";
 const LINK: &str = "task-set-link";
@@ -51,11 +58,7 @@ pub(super) async fn linked(hub: &Hub, project: &str, container_id: &str) -> Resu
 }
 
 async fn load_set(hub: &Hub, project: &str, dataset_id: &str) -> Result<Map, HubError> {
-    let text = hub
-        .meta
-        .document(project, TASK_SET, dataset_id)
-        .await?
-        .ok_or_else(|| HubError::NotFound(format!("no task set '{dataset_id}' in this project")))?;
+    let text = hub.meta.document(project, TASK_SET, dataset_id).await?.ok_or_else(|| HubError::missing("task set", dataset_id))?;
     parse_document(&text, "a task set")
 }
 
@@ -107,7 +110,7 @@ pub(super) async fn link(hub: &Hub, project: &str, container: &Container, body: 
         Some(id) => {
             load_set(hub, project, id).await?;
             let link = object([("containerId", Value::str(container.id.clone())), ("taskSetDatasetId", Value::str(id.clone()))]);
-            hub.meta.put_document(project, LINK, &container.id, &tasks::document_text(&link)).await?;
+            hub.meta.put_document(project, LINK, &container.id, &document_text(&link)).await?;
         }
         None => {
             hub.meta.delete_document(project, LINK, &container.id).await?;
@@ -129,7 +132,7 @@ pub(super) async fn create_set(hub: &Hub, project: &str, body: &Map) -> Answer {
         ("description", str_or_null(&description)),
         ("createdAt", Value::str(now_iso())),
     ]);
-    hub.meta.put_document(project, TASK_SET, &id, &tasks::document_text(&set)).await?;
+    hub.meta.put_document(project, TASK_SET, &id, &document_text(&set)).await?;
     ok(object([("datasetId", Value::str(id)), ("name", Value::str(name))]))
 }
 
@@ -160,7 +163,7 @@ pub(super) async fn create_task(hub: &Hub, project: &str, dataset_id: &str, body
         ("createdAt", Value::str(now)),
         ("versions", Value::Array(vec![version])),
     ]);
-    hub.meta.put_document(project, &tasks_kind(dataset_id), &id, &tasks::document_text(&task)).await?;
+    hub.meta.put_document(project, &tasks_kind(dataset_id), &id, &document_text(&task)).await?;
     ok(object([("id", Value::str(id)), ("datasetId", Value::str(dataset_id)), ("name", Value::str(name))]))
 }
 
@@ -200,6 +203,6 @@ pub(super) async fn update_task(hub: &Hub, project: &str, dataset_id: &str, task
             task.insert("versions".into(), Value::Array(vec![version]));
         }
     }
-    hub.meta.put_document(project, &kind, task_id, &tasks::document_text(&Value::Object(task))).await?;
+    hub.meta.put_document(project, &kind, task_id, &document_text(&Value::Object(task))).await?;
     ok(object([("taskId", Value::str(task_id)), ("validFrom", Value::str(now)), ("changeReason", Value::str(reason))]))
 }

@@ -1,17 +1,23 @@
 //! Stored world tasks (`/api/public/world-tasks`, spec §6): a task is a document
 //! of its project holding every version of its spec; a new spec appends a version.
 
-use super::*;
+use super::access::{container, own_version};
+use super::documents::{document_text, load_document};
+use super::request::opt_str;
+use super::response::{ok, Answer};
+use super::state::Hub;
+use super::versions::resolve_ref;
+use super::world_host::world_version;
+use crate::error::HubError;
+use crate::util::{new_id, now_iso};
+use gateway_world::json::{self, object, Map, Value};
 use gateway_world::task::TaskSpec;
+use sha2::{Digest as _, Sha256};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// The document kind of stored tasks.
 pub(super) const TASK: &str = "task";
-
-/// A document's stored text: compact JSON in the order it was built (answers
-/// keep the order clients see on create).
-pub(super) fn document_text(value: &Value) -> String {
-    json::dumps(value, DumpOptions { sort_keys: false, ensure_ascii: false, indent: None, compact: true })
-}
 
 /// A spec's hash: sha256 of its canonical normalised form.
 pub(super) fn spec_hash(spec: &Value) -> String {
@@ -26,12 +32,7 @@ pub(super) fn parse_spec(value: &Value) -> Result<(TaskSpec, Value), HubError> {
 }
 
 pub(super) async fn load_task(hub: &Hub, project: &str, id: &str) -> Result<Map, HubError> {
-    let missing = || HubError::NotFound(format!("no world task '{id}' in this project"));
-    let text = hub.meta.document(project, TASK, id).await?.ok_or_else(missing)?;
-    match json::parse_clean(&text) {
-        Some(Value::Object(map)) => Ok(map),
-        _ => Err(HubError::Storage(format!("world task {id} is not a JSON object"))),
-    }
+    load_document(hub.meta.as_ref(), project, TASK, id, &format!("world task {id}"), || HubError::missing("world task", id)).await
 }
 
 async fn store_task(hub: &Hub, project: &str, task: &Map) -> Result<(), HubError> {
@@ -287,7 +288,7 @@ pub(super) async fn validate_task(hub: &Hub, project: &str, id: &str, body: &Map
     };
     let (spec, _) = parse_spec(&spec_value)?;
     let spec = Arc::new(spec);
-    let opened = super::sessions::world_version(hub, &world).await?;
+    let opened = world_version(hub, &world).await?;
     let entities: Vec<String> = opened.template.contract().entities.iter().map(|e| e.name.clone()).collect();
     let mut problems = Vec::new();
     if let Err(refused) = gateway_world::task::check_task_entities(&spec, entities.iter().map(String::as_str)) {

@@ -1,8 +1,18 @@
 //! Containers and versions: resolve, create, finalize, resolve a ref (with the
 //! world's pass bar read once from its bundle), download, files and diffs.
 
-use super::*;
+use super::access::{check_ref_name, check_slug, container, own_version};
+use super::objects::presign;
+use super::request::{opt_bool, opt_str, opt_value, req_str, str_or_null};
+use super::response::{ok, Answer};
+use super::state::Hub;
+use crate::error::HubError;
+use crate::store::{Container, Version, VersionFilter, WheelDecl};
+use crate::util::{new_id, now_iso};
+use base64::Engine as _;
 use gateway_bundle::world_facts;
+use gateway_world::json::{self, object, Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
 
 pub(super) async fn resolve(hub: &Hub, project: &str, body: &Map) -> Answer {
     let slug = req_str(body, "slug")?;

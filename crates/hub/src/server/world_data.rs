@@ -17,10 +17,26 @@
 //! works, so a process that dies lets the next batch through); a batch whose applier
 //! stopped is reported failed once its lease is past.
 
-use super::*;
+use super::access::{authenticate, container};
+use super::objects::presign;
+use super::request::{opt_str, opt_value, req_str, str_or_null, JsonRequest};
+use super::response::{ok, Answer};
+use super::state::Hub;
+use super::versions::{is_hex, resolve_ref};
+use crate::error::HubError;
+use crate::store::{Container, Version};
+use crate::util::{new_id, now_iso, now_secs};
 use crate::world_data::*;
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderValue};
+use axum::response::Response;
+use gateway_common::url::unquote_plus;
 use gateway_world::batch::{build_batch, BatchOptions, BatchOutcome, ChunkSpec};
-use std::path::PathBuf;
+use gateway_world::json::{self, object, DumpOptions, Map, Value};
+use sha2::{Digest as _, Sha256};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt as _;
 
@@ -49,7 +65,8 @@ pub(super) async fn route(request: &JsonRequest<'_>, p: &str, slug: &str, rest: 
         ("POST", ["batches", id, "chunks", chunk, "uploaded"]) => chunk_uploaded(hub, p, &world, id, chunk).await,
         ("POST", ["batches", id, "complete"]) => complete(hub, p, &world, id).await,
         ("POST", ["publish"]) => publish(hub, &world, &request.json()?).await,
-        _ => Err(HubError::NotFound(format!("no route for {method} /api/public/worlds/{slug}/data/{}", rest.join("/")))),
+        // Not `request.no_route()`: an empty rest is spelt `…/data/` here.
+        _ => Err(HubError::no_route(method, format!("/api/public/worlds/{slug}/data/{}", rest.join("/")))),
     }
 }
 
@@ -150,7 +167,7 @@ struct Tree {
 
 async fn tree(hub: &Hub, version: &Version) -> Result<Tree, HubError> {
     use gateway_host::version::PrepareError;
-    let worlds = super::sessions::worlds(hub)?.clone();
+    let worlds = super::world_host::worlds(hub)?.clone();
     let (id, locator) = (version.id.clone(), crate::worlds::stored_bundle(&version.object_key));
     let files = blocking(move || {
         worlds.version_files(&id, &locator).map_err(|error| match error {

@@ -95,7 +95,7 @@ impl EvaluationStore for SqliteStore {
                 "UPDATE evaluations SET status = ?1, metrics = ?2, cost = ?3, completed_at = ?4 WHERE id = ?5",
                 params![outcome.status, outcome.metrics, outcome.cost, outcome.completed_at, id],
             )?;
-            let done = get_evaluation(&tx, &id)?.ok_or_else(|| HubError::Storage("evaluation vanished".into()))?;
+            let done = get_evaluation(&tx, &id)?.ok_or_else(|| HubError::Vanished("evaluation"))?;
             tx.commit()?;
             Ok(done)
         })

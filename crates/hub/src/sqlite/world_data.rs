@@ -119,8 +119,7 @@ impl WorldDataStore for SqliteStore {
         let (project_id, id, now) = (project_id.to_string(), id.to_string(), now.to_string());
         self.with(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let mut batch =
-                get_batch(&tx, &project_id, &id)?.ok_or_else(|| HubError::NotFound(format!("no batch '{id}' in this project")))?;
+            let mut batch = get_batch(&tx, &project_id, &id)?.ok_or_else(|| HubError::missing("batch", &id))?;
             let chunks = get_chunks(&tx, &id)?;
             batch.complete(&chunks, &now)?;
             write_batch(&tx, &batch)?;

@@ -3,7 +3,9 @@
 //! whole; only the members asked for are kept, each up to a cap. Not extraction: nothing
 //! is written to disk (`gateway_bundle::extract::safe_extract_file` is for that).
 
-use super::*;
+use super::super::state::Hub;
+use crate::error::HubError;
+use crate::store::Version;
 use axum::body::Bytes;
 use std::io::Read;
 

@@ -3,7 +3,7 @@
 //! of the version's non-null rewards. Labels go through the template, so they are
 //! escaped like any other text. Not a general plotting module.
 
-use super::number;
+use super::page::number;
 use maud::{html, Markup};
 
 /// One version's bar.

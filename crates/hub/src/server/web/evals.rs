@@ -5,9 +5,17 @@
 //! computes them (means over non-null rewards; nulls counted apart). It writes nothing
 //! and is not the §7 API: the figures are drawn for people, not served as JSON.
 
+use super::super::evaluations::own_evaluation;
+use super::super::state::Hub;
 use super::chart::{reward_chart, Bar};
-use super::*;
+use super::page::{clip, cursor, json_pretty, json_text, limit, number, page, project_world, state_pill, version_label, world_url};
+use crate::error::HubError;
 use crate::evaluations::{Evaluation, SampleSums};
+use crate::store::{Container, Version};
+use gateway_common::url::quote_segment;
+use gateway_world::json::{self, Map, Value};
+use maud::{html, Markup};
+use std::collections::BTreeMap;
 
 /// Evaluations per page, by default and at most.
 const DEFAULT_EVALUATIONS: i64 = 50;
@@ -22,10 +30,10 @@ const MAX_TEXT: usize = 200_000;
 
 /// The evaluation of this world (another world's or project's is absent).
 async fn world_evaluation(hub: &Hub, project: &str, container: &Container, id: &str) -> Result<Evaluation, HubError> {
-    match super::super::evaluations::own_evaluation(hub, project, id).await {
+    match own_evaluation(hub, project, id).await {
         Ok(e) if e.container_id == container.id => Ok(e),
-        Ok(_) | Err(HubError::NotFound(_)) => Err(HubError::NotFound(format!("no evaluation '{id}' of '{}'", container.slug))),
-        Err(other) => Err(other),
+        Err(other) if !other.is_not_found() => Err(other),
+        _ => Err(HubError::NotFound(format!("no evaluation '{id}' of '{}'", container.slug))),
     }
 }
 
@@ -45,7 +53,7 @@ fn eval_url(slug: &str, id: &str) -> String {
 
 /// `/ui/w/{slug}/evaluations[?before=&limit=]`.
 pub(super) async fn list(hub: &Hub, project: &str, slug: &str, query: &BTreeMap<String, String>) -> Result<Markup, HubError> {
-    let container = super::world(hub, project, slug).await?;
+    let container = project_world(hub, project, slug).await?;
     let before = cursor(query, "before")?;
     let size = limit(query, DEFAULT_EVALUATIONS, MAX_EVALUATIONS);
     // Four indexed reads, whatever the number of evaluations or samples.
@@ -123,7 +131,7 @@ pub(super) async fn evaluation(
     id: &str,
     query: &BTreeMap<String, String>,
 ) -> Result<Markup, HubError> {
-    let container = super::world(hub, project, slug).await?;
+    let container = project_world(hub, project, slug).await?;
     let evaluation = world_evaluation(hub, project, &container, id).await?;
     let after = cursor(query, "after")?.unwrap_or(0);
     let size = limit(query, DEFAULT_SAMPLES, MAX_SAMPLES);
@@ -281,7 +289,7 @@ fn tool_calls(calls: &Value) -> Markup {
 
 /// `/ui/w/{slug}/evaluations/{id}/samples/{sample}`: one rollout's transcript.
 pub(super) async fn transcript(hub: &Hub, project: &str, slug: &str, id: &str, sample_id: &str) -> Result<Markup, HubError> {
-    let container = super::world(hub, project, slug).await?;
+    let container = project_world(hub, project, slug).await?;
     let evaluation = world_evaluation(hub, project, &container, id).await?;
     let sample = hub
         .meta

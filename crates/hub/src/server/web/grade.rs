@@ -4,7 +4,9 @@
 //! start, changed fields shown before → after. Drawn from the grade's entry in the
 //! call log (what the host answered: `checks` and `diff`), as bounded as it is.
 
-use super::*;
+use super::page::{json_pretty, json_text, number};
+use gateway_world::json::Value;
+use maud::{html, Markup};
 
 /// Longest value text a cell shows.
 const CELL_CHARS: usize = 200;

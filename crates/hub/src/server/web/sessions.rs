@@ -6,9 +6,16 @@
 //! is never shown: it is the agent's credential.
 //! Reads only; closing or calling a session stays the API's.
 
+use super::super::call_log::entries;
 use super::super::call_record::BODY_CAP;
-use super::super::sessions::{calls_kind, LAST_GRADE, SESSION};
-use super::*;
+use super::super::documents::{calls_kind, LAST_GRADE, SESSION};
+use super::super::state::Hub;
+use super::page::{clip, cursor, json_text, limit, page, state_pill, world_url};
+use crate::error::HubError;
+use gateway_common::url::quote_segment;
+use gateway_world::json::{self, Value};
+use maud::{html, Markup};
+use std::collections::BTreeMap;
 
 /// Sessions per page.
 const SESSIONS_PAGE: i64 = 50;
@@ -116,18 +123,14 @@ fn call_row(c: &Value) -> Markup {
 
 /// `/ui/sessions/{id}[?after=&limit=]`: a session and its call log.
 pub(super) async fn session(hub: &Hub, project: &str, id: &str, query: &BTreeMap<String, String>) -> Result<Markup, HubError> {
-    let text = hub
-        .meta
-        .document(project, SESSION, id)
-        .await?
-        .ok_or_else(|| HubError::NotFound(format!("no world session '{id}' in this project")))?;
+    let text = hub.meta.document(project, SESSION, id).await?.ok_or_else(|| HubError::missing("world session", id))?;
     let session = json::parse_clean(&text).unwrap_or_default();
     let after = cursor(query, "after")?.unwrap_or(0);
     let size = limit(query, DEFAULT_CALLS, MAX_CALLS);
     hub.call_log.flush().await;
     let found = hub.meta.documents(project, &calls_kind(id), after, size).await?;
     let next = (found.len() as i64 == size).then(|| found.last().map(|(seq, _)| *seq)).flatten();
-    let calls = super::super::call_log::entries(found);
+    let calls = entries(found);
     let tools: Vec<String> = session
         .get("tools")
         .and_then(Value::as_array)

@@ -14,7 +14,20 @@
 //!   The address is the TCP peer's (a proxy's, behind one: a `X-Forwarded-For` anyone can
 //!   write is not trusted).
 
-use super::*;
+use super::super::access::authenticate;
+use super::super::request::parse_query;
+use super::super::state::Hub;
+use super::page::{html_response, shell, Page};
+use crate::error::HubError;
+use crate::util::{now_iso, now_secs};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue};
+use axum::response::Response;
+use base64::Engine as _;
+use gateway_world::json::{self, object, Value};
+use maud::{html, Markup};
+use sha2::{Digest as _, Sha256};
+use subtle::ConstantTimeEq as _;
 
 /// The session cookie's name.
 const COOKIE: &str = "gateway_hub_session";
@@ -32,11 +45,6 @@ const SIGNIN: &str = "signin";
 const FAILURES: &str = "signin-failures";
 /// Failed sign-ins allowed per minute, per client address and per public key.
 pub(super) const FAILURES_PER_MINUTE: i64 = 5;
-
-tokio::task_local! {
-    /// The sign-out form's CSRF token of the page being drawn (empty: no sign-out form).
-    pub(super) static SIGN_OUT: String;
-}
 
 /// Who is looking: their project, and the sign-out token of a cookie sign-in (a Basic
 /// caller has nothing to sign out of).
@@ -223,9 +231,55 @@ pub(super) async fn sign_out(hub: &Hub, headers: &HeaderMap, body: &[u8]) -> Res
     cleared()
 }
 
+/// A `next` that stays on this hub's pages (anything else: the worlds page).
+pub(super) fn local_next(next: Option<&str>) -> String {
+    match next {
+        Some(n) if n.starts_with("/ui/") && !n.starts_with("/ui/login") && !n.contains("//") && !n.contains('\\') => n.to_string(),
+        _ => "/ui/".to_string(),
+    }
+}
+
+pub(super) fn login_page(error: Option<&str>, next: &str, csrf: &str) -> Markup {
+    shell(
+        "Sign in",
+        false,
+        html! {
+            form.login method="post" action="/ui/login" {
+                h1 { "Sign in to this hub" }
+                p.muted { "Use a project key pair (" code { "gateway hub keys create" } ")." }
+                @if let Some(error) = error { div.msg.error { (error) } }
+                label for="public_key" { "Public key" }
+                input #public_key name="public_key" autocomplete="username" placeholder="pk-lf-…" required;
+                label for="secret_key" { "Secret key" }
+                input #secret_key name="secret_key" type="password" autocomplete="current-password" placeholder="sk-lf-…" required;
+                input type="hidden" name="next" value=(next);
+                input type="hidden" name="csrf" value=(csrf);
+                button type="submit" { "Sign in" }
+            }
+        },
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::{hash_secret, Keys, Limits};
+
+    #[test]
+    fn next_stays_on_the_pages() {
+        assert_eq!(local_next(Some("/ui/w/demo?x=1")), "/ui/w/demo?x=1");
+        for bad in ["https://evil.example/", "//evil.example/ui/", "/ui//evil", "/api/public/x", "/ui/login?next=/ui/", "/ui\\x"] {
+            assert_eq!(local_next(Some(bad)), "/ui/", "{bad}");
+        }
+        assert_eq!(local_next(None), "/ui/");
+    }
+
+    #[test]
+    fn the_sign_in_form_escapes() {
+        let escaped = login_page(Some("<script>alert(1)</script>"), "/ui/\"><x", "t").into_string();
+        assert!(!escaped.contains("<script>alert") && escaped.contains("&lt;script&gt;"));
+        assert!(!escaped.contains("\"><x"));
+    }
 
     #[test]
     fn session_cookies() {

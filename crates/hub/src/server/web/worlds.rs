@@ -3,9 +3,17 @@
 //! their manifest hashes, seed rows through [`crate::seed_diff`]). It writes nothing and
 //! holds no diff logic of its own: the folding and comparing of rows are `seed_diff`'s.
 
-use super::bundle::members;
-use super::*;
+use super::super::state::Hub;
+use super::super::versions::manifest_map;
+use super::bundle::{self, members};
+use super::page::{json_text, limit, page, project_world, state_pill, version_label, world_url, world_version};
+use crate::error::HubError;
 use crate::seed_diff::{self, EntityDiff, PrimaryKeys, WORLD_ROOTS};
+use crate::store::{Ref, Version};
+use gateway_common::url::quote_segment;
+use gateway_world::json::{self, Value};
+use maud::{html, Markup};
+use std::collections::BTreeMap;
 
 /// Most worlds listed (a project with more is a rare thing; the page says so).
 const MAX_WORLDS: i64 = 500;
@@ -50,7 +58,7 @@ pub(super) async fn list(hub: &Hub, project: &str) -> Result<Markup, HubError> {
 
 /// `/ui/w/{slug}`: branches, tags and versions of a world.
 pub(super) async fn world(hub: &Hub, project: &str, slug: &str) -> Result<Markup, HubError> {
-    let container = super::world(hub, project, slug).await?;
+    let container = project_world(hub, project, slug).await?;
     let versions = hub.meta.container_versions(&container.id, MAX_VERSIONS).await?;
     let refs = hub.meta.refs(&container.id).await?;
     let evaluations = hub.meta.evaluation_count(&container.id).await?;
@@ -146,7 +154,7 @@ fn file_url(slug: &str, version: &str, path: &str) -> String {
 
 /// `/ui/w/{slug}/v/{version}`: the version's files.
 pub(super) async fn files(hub: &Hub, project: &str, slug: &str, id: &str) -> Result<Markup, HubError> {
-    let container = super::world(hub, project, slug).await?;
+    let container = project_world(hub, project, slug).await?;
     let version = world_version(hub, project, &container, id).await?;
     let files = manifest(&version);
     let total: i64 = files.iter().filter_map(|f| f.1).sum();
@@ -176,7 +184,7 @@ pub(super) async fn files(hub: &Hub, project: &str, slug: &str, id: &str) -> Res
 
 /// `/ui/w/{slug}/v/{version}/f/{path}`: one file of the bundle, as text.
 pub(super) async fn file(hub: &Hub, project: &str, slug: &str, id: &str, path: &str) -> Result<Markup, HubError> {
-    let container = super::world(hub, project, slug).await?;
+    let container = project_world(hub, project, slug).await?;
     let version = world_version(hub, project, &container, id).await?;
     let listed = manifest(&version).into_iter().any(|(p, _, _)| p == path);
     if !listed {
@@ -246,7 +254,7 @@ async fn seed_files(hub: &Hub, version: &Version) -> Result<(Vec<(String, String
 /// `/ui/w/{slug}/diff?base=&head=[&entity=&limit=]`: files and seed rows between two
 /// versions (default: the newest and the one before it).
 pub(super) async fn diff(hub: &Hub, project: &str, slug: &str, query: &BTreeMap<String, String>) -> Result<Markup, HubError> {
-    let container = super::world(hub, project, slug).await?;
+    let container = project_world(hub, project, slug).await?;
     let (base, head) = match (query.get("base").filter(|b| !b.is_empty()), query.get("head").filter(|h| !h.is_empty())) {
         (Some(base), Some(head)) => {
             (world_version(hub, project, &container, base).await?, world_version(hub, project, &container, head).await?)
