@@ -42,6 +42,18 @@ pub enum HubError {
         /// The path as the route families see it.
         path: String,
     },
+    /// A JSON Schema the body's `member` carries that does not compile (400).
+    #[error("'{member}' is not a valid JSON Schema: {reason}")]
+    InvalidSchema {
+        /// The body's member (`taskInputSchema`).
+        member: &'static str,
+        /// What the schema compiler said.
+        reason: String,
+    },
+    /// A regrade whose stored task cannot score (400): no such version, a spec that does
+    /// not parse.
+    #[error(transparent)]
+    Unscorable(#[from] crate::regrade::Unscored),
     /// A state conflict: a moved branch tip, an existing ref or slug (409).
     #[error("{0}")]
     Conflict(String),
@@ -93,6 +105,9 @@ pub enum HubError {
     /// The S3-compatible object store failed (500).
     #[error("storage: object store: {0}")]
     Objects(#[from] object_store::Error),
+    /// An object the metadata names that the object store does not hold (500).
+    #[error("storage: object {0} is missing from the store")]
+    MissingObject(String),
     /// A record read back inside the transaction that wrote it was not there (500):
     /// `version`, `ref`, `run`, …
     #[error("storage: {0} vanished")]
@@ -155,7 +170,8 @@ impl HubError {
         use gateway_bundle::BundleError as B;
         match self {
             HubError::Unauthorized(_) => 401,
-            HubError::BadRequest(_) | HubError::BadDigest(_) | HubError::Engine { .. } | HubError::World(_) => 400,
+            HubError::BadRequest(_) | HubError::BadDigest(_) | HubError::InvalidSchema { .. } | HubError::Unscorable(_) => 400,
+            HubError::Engine { .. } | HubError::World(_) => 400,
             HubError::Bundle(B::UnsafeArchive(_) | B::LinkedDirectory { .. } | B::InvalidPassBar(_)) => 400,
             HubError::NotFound(_) | HubError::Missing { .. } | HubError::NoRoute { .. } => 404,
             HubError::Conflict(_) => 409,
@@ -168,6 +184,7 @@ impl HubError {
             | HubError::Sqlite(_)
             | HubError::Postgres(_)
             | HubError::Objects(_)
+            | HubError::MissingObject(_)
             | HubError::Vanished(_)
             | HubError::Corrupt(_)
             | HubError::Worker(_)

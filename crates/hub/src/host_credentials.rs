@@ -13,7 +13,7 @@
 
 use crate::error::HubError;
 use crate::server::keys::Keys;
-use crate::store::MetaStore;
+use crate::store::{DocumentPages, MetaStore};
 use gateway_world::json::{self, object, Value};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq as _;
@@ -77,11 +77,8 @@ pub async fn add(meta: &dyn MetaStore, keys: &Keys, name: &str) -> Result<String
 /// Every host credential issued: `{name, state: active|revoked, createdAt, revokedAt}`.
 pub async fn list(meta: &dyn MetaStore) -> Result<Vec<Value>, HubError> {
     let mut out = Vec::new();
-    let mut after = 0;
-    loop {
-        let page = meta.documents(HOSTS_PROJECT, KIND, after, 500).await?;
-        let Some((last, _)) = page.last() else { break };
-        after = *last;
+    let mut pages = DocumentPages::new(meta, HOSTS_PROJECT, KIND, 500);
+    while let Some(page) = pages.next_page().await? {
         for (_, text) in page {
             let Some(stored) = json::parse_clean(&text) else { continue };
             let state = if is_active(&stored) { "active" } else { "revoked" };

@@ -25,8 +25,56 @@ pub struct Job {
     pub state: PathBuf,
 }
 
-/// Why a state got no grade, in words a report shows.
-pub type Reason = String;
+/// Why a sample got no grade on a regrade, in the words its report shows (the sample
+/// is filed errored with it; the server adds the reasons it finds before grading).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Unscored {
+    /// The stored state file could not be read as a session database.
+    #[error("the stored state could not be read: {0}")]
+    UnreadableState(String),
+    /// The grader ran and failed (its own words).
+    #[error("{0}")]
+    GraderFailed(String),
+    /// A rubric is a model's judgement, not re-run.
+    #[error("a rubric grader is a model's judgement: regrade re-scores assertions and python graders")]
+    Rubric,
+    /// The task has no grader.
+    #[error("the task has no grader: there is nothing to re-score")]
+    NoGrader,
+    /// The sample's state was registered, its bytes never uploaded.
+    #[error("its final state {0} was registered but never uploaded")]
+    NotUploaded(String),
+    /// No state was stored for the sample.
+    #[error("no final state was stored for this sample (worlds run files them; or POST …/states)")]
+    NoState,
+    /// The rollout had errored when it ran (its reason).
+    #[error("the rollout itself errored: {0}")]
+    RolloutErrored(String),
+    /// No stored task carries the sample's task name.
+    #[error("no stored task is named '{0}': regrade it with --task-id")]
+    NoTaskNamed(String),
+    /// Several stored tasks carry it.
+    #[error("{count} stored tasks are named '{name}': regrade it with --task-id")]
+    TasksNamed {
+        /// How many.
+        count: usize,
+        /// The name.
+        name: String,
+    },
+    /// The stored task has no such version (the task store's refusal, in its words).
+    #[error("{0}")]
+    NoTaskVersion(String),
+    /// The task's version holds a spec that does not parse.
+    #[error("task {task} version {version} does not parse: {message}")]
+    SpecInvalid {
+        /// The task's id.
+        task: String,
+        /// Its version.
+        version: i64,
+        /// The parser's message.
+        message: String,
+    },
+}
 
 /// The entities an assertions grader reads.
 fn named_entities(spec: &TaskSpec) -> Vec<String> {
@@ -40,18 +88,16 @@ fn named_entities(spec: &TaskSpec) -> Vec<String> {
 }
 
 /// The grade of an assertions spec over one state file.
-fn grade_in_process(spec: &TaskSpec, job: &Job, options: &GraderOptions) -> Result<Value, Reason> {
+fn grade_in_process(spec: &TaskSpec, job: &Job, options: &GraderOptions) -> Result<Value, Unscored> {
     let entities = named_entities(spec);
-    let dump = gateway_serve::state_diff::dump_file(&job.state, Some(&entities))
-        .map_err(|e| format!("the stored state could not be read: {e}"))?;
-    gateway_world::task::grade(spec, &Value::Object(dump), options).map_err(|e| e.to_string())
+    let dump = gateway_serve::state_diff::dump_file(&job.state, Some(&entities)).map_err(|e| Unscored::UnreadableState(e.to_string()))?;
+    gateway_world::task::grade(spec, &Value::Object(dump), options).map_err(|e| Unscored::GraderFailed(e.to_string()))
 }
 
 /// A state file as a python grader reads it on stdin: the host's dump (every entity,
 /// then `snapshot`, null here: a stored state does not carry its version's sidecar).
-fn python_input(job: &Job) -> Result<String, Reason> {
-    let mut dump: Map =
-        gateway_serve::state_diff::dump_file(&job.state, None).map_err(|e| format!("the stored state could not be read: {e}"))?;
+fn python_input(job: &Job) -> Result<String, Unscored> {
+    let mut dump: Map = gateway_serve::state_diff::dump_file(&job.state, None).map_err(|e| Unscored::UnreadableState(e.to_string()))?;
     dump.insert("snapshot".into(), Value::Null);
     Ok(json::dumps(&Value::Object(dump), DumpOptions { sort_keys: false, ensure_ascii: true, indent: None, compact: false }))
 }
@@ -68,8 +114,8 @@ fn spread<T: Sync, R: Send>(items: &[T], threads: usize, body: impl Fn(&T) -> R 
 /// The grade of every job, in job order: the grader's answer (its `reward`,
 /// `rewards` and, for assertions, `checks`), or why there is none. `options` runs
 /// the python graders (a hub's: confined).
-pub fn grade_states(specs: &[TaskSpec], jobs: &[Job], options: &GraderOptions, threads: usize) -> Vec<Result<Value, Reason>> {
-    let mut results: Vec<Option<Result<Value, Reason>>> = vec![None; jobs.len()];
+pub fn grade_states(specs: &[TaskSpec], jobs: &[Job], options: &GraderOptions, threads: usize) -> Vec<Result<Value, Unscored>> {
+    let mut results: Vec<Option<Result<Value, Unscored>>> = vec![None; jobs.len()];
     // Assertions: in-process, every core.
     let in_process: Vec<usize> = (0..jobs.len())
         .filter(|i| matches!(specs.get(jobs[*i].spec).and_then(|s| s.grader.as_ref()), Some(Grader::Assertions { .. })))
@@ -97,7 +143,7 @@ pub fn grade_states(specs: &[TaskSpec], jobs: &[Job], options: &GraderOptions, t
         let timeout = timeout_seconds.and_then(|s| Duration::try_from_secs_f64(s).ok()).unwrap_or(DEFAULT_TIMEOUT);
         let grades = gateway_world::task::run_python_graders(PythonSource::Inline(source.clone()), &lines, timeout, options);
         for (i, grade) in readable.into_iter().zip(grades) {
-            results[i] = Some(grade.map_err(|e| e.to_string()));
+            results[i] = Some(grade.map_err(|e| Unscored::GraderFailed(e.to_string())));
         }
     }
     results
@@ -106,10 +152,8 @@ pub fn grade_states(specs: &[TaskSpec], jobs: &[Job], options: &GraderOptions, t
         .map(|(result, job)| {
             result.unwrap_or_else(|| {
                 Err(match specs.get(job.spec).and_then(|s| s.grader.as_ref()) {
-                    Some(Grader::Rubric { .. }) => {
-                        "a rubric grader is a model's judgement: regrade re-scores assertions and python graders".into()
-                    }
-                    _ => "the task has no grader: there is nothing to re-score".into(),
+                    Some(Grader::Rubric { .. }) => Unscored::Rubric,
+                    _ => Unscored::NoGrader,
                 })
             })
         })
@@ -162,8 +206,8 @@ mod tests {
         assert_eq!(reward(2), Ok(Some(1.0)));
         assert_eq!(reward(3), Ok(Some(0.0)));
         assert_eq!(json::canonical(graded[3].as_ref().unwrap().get("rewards").unwrap()), r#"{"tickets":4.0}"#);
-        assert!(graded[4].as_ref().unwrap_err().contains("rubric"));
-        assert!(graded[5].as_ref().unwrap_err().contains("no grader"));
-        assert!(graded[6].as_ref().unwrap_err().starts_with("the stored state could not be read"), "{:?}", graded[6]);
+        assert_eq!(graded[4].as_ref().unwrap_err(), &Unscored::Rubric);
+        assert!(graded[5].as_ref().unwrap_err().to_string().contains("no grader"));
+        assert!(matches!(graded[6], Err(Unscored::UnreadableState(_))), "{:?}", graded[6]);
     }
 }

@@ -66,6 +66,41 @@ pub struct SeedState {
     pub mutations: usize,
 }
 
+/// Why a batch's mutation could not be folded into the seed rows (a problem the diff
+/// page lists, in these words).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Unfoldable {
+    /// The mutation is not a JSON object.
+    #[error("not an object")]
+    NotAnObject,
+    /// It names no entity.
+    #[error("no 'entity' name")]
+    NoEntity,
+    /// Its `value` is not an object.
+    #[error("'value' is not an object")]
+    ValueNotAnObject,
+    /// An insert or update without its `value` (the op, with its article).
+    #[error("{0} needs a 'value'")]
+    NoValue(&'static str),
+    /// An inserted row without its primary key fields.
+    #[error("the row has no {0}")]
+    RowWithoutKey(String),
+    /// An update or delete without a `key` naming the primary key fields.
+    #[error("{op} needs a 'key' with {fields}")]
+    NoKey {
+        /// The op, with its article (`an update`, `a delete`).
+        op: &'static str,
+        /// The entity's primary key fields.
+        fields: String,
+    },
+    /// An update or delete of a row the seed does not hold.
+    #[error("no row at this key")]
+    NoRow,
+    /// An op other than insert, update and delete.
+    #[error("unknown op '{0}' (insert, update or delete)")]
+    UnknownOp(String),
+}
+
 /// Most problems a state keeps (a broken file would otherwise list every row).
 const MAX_PROBLEMS: usize = 100;
 
@@ -129,45 +164,42 @@ impl SeedState {
         }
     }
 
-    fn fold_mutation(&mut self, mutation: Value) -> Result<(), String> {
-        let Value::Object(mut mutation) = mutation else { return Err("not an object".into()) };
+    fn fold_mutation(&mut self, mutation: Value) -> Result<(), Unfoldable> {
+        let Value::Object(mut mutation) = mutation else { return Err(Unfoldable::NotAnObject) };
         let entity = match mutation.get("entity") {
             Some(Value::Str(entity)) => entity.clone(),
-            _ => return Err("no 'entity' name".into()),
+            _ => return Err(Unfoldable::NoEntity),
         };
         let op = mutation.get("op").and_then(Value::as_str).unwrap_or_default().to_string();
         let value = match mutation.swap_remove("value") {
             Some(Value::Object(map)) => Some(map),
             None => None,
-            Some(_) => return Err("'value' is not an object".into()),
+            Some(_) => return Err(Unfoldable::ValueNotAnObject),
         };
         let key_object = match mutation.get("key") {
             Some(Value::Object(map)) => Some(map),
             _ => None,
         };
+        let no_key = |op: &'static str| Unfoldable::NoKey { op, fields: self.key_fields(&entity).join(", ") };
         match op.as_str() {
             "insert" => {
-                let row = value.ok_or("an insert needs a 'value'")?;
-                let key = self.key_of(&entity, &row).ok_or_else(|| format!("the row has no {}", self.key_fields(&entity).join(", ")))?;
+                let row = value.ok_or(Unfoldable::NoValue("an insert"))?;
+                let key = self.key_of(&entity, &row).ok_or_else(|| Unfoldable::RowWithoutKey(self.key_fields(&entity).join(", ")))?;
                 self.entities.entry(entity).or_default().insert(key, row);
             }
             "update" => {
-                let patch = value.ok_or("an update needs a 'value'")?;
-                let key = key_object
-                    .and_then(|k| self.key_of(&entity, k))
-                    .ok_or_else(|| format!("an update needs a 'key' with {}", self.key_fields(&entity).join(", ")))?;
-                let row = self.entities.get_mut(&entity).and_then(|rows| rows.get_mut(&key)).ok_or("no row at this key")?;
+                let patch = value.ok_or(Unfoldable::NoValue("an update"))?;
+                let key = key_object.and_then(|k| self.key_of(&entity, k)).ok_or_else(|| no_key("an update"))?;
+                let row = self.entities.get_mut(&entity).and_then(|rows| rows.get_mut(&key)).ok_or(Unfoldable::NoRow)?;
                 for (field, v) in patch {
                     row.insert(field, v);
                 }
             }
             "delete" => {
-                let key = key_object
-                    .and_then(|k| self.key_of(&entity, k))
-                    .ok_or_else(|| format!("a delete needs a 'key' with {}", self.key_fields(&entity).join(", ")))?;
-                self.entities.get_mut(&entity).and_then(|rows| rows.remove(&key)).ok_or("no row at this key")?;
+                let key = key_object.and_then(|k| self.key_of(&entity, k)).ok_or_else(|| no_key("a delete"))?;
+                self.entities.get_mut(&entity).and_then(|rows| rows.remove(&key)).ok_or(Unfoldable::NoRow)?;
             }
-            other => return Err(format!("unknown op '{other}' (insert, update or delete)")),
+            other => return Err(Unfoldable::UnknownOp(other.to_string())),
         }
         self.mutations += 1;
         Ok(())

@@ -71,8 +71,7 @@ impl SqliteStore {
             let mut guard = conn.lock().map_err(|_| HubError::Storage("database lock poisoned".into()))?;
             work(&mut guard)
         })
-        .await
-        .map_err(|e| HubError::Storage(e.to_string()))?
+        .await?
     }
 
     /// Every row `sql` selects with `params`, read as `T` from its first column on.

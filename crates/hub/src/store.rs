@@ -104,8 +104,86 @@ pub trait MetaStore:
     async fn delete_document(&self, project_id: &str, kind: &str, id: &str) -> StoreResult<bool>;
 }
 
+/// Every document of a kind, a page at a time in `seq` order (a reader that goes
+/// through all of them without holding more than a page of text).
+pub struct DocumentPages<'a> {
+    meta: &'a dyn MetaStore,
+    project: &'a str,
+    kind: String,
+    per_page: i64,
+    after: i64,
+}
+
+impl<'a> DocumentPages<'a> {
+    /// The documents of `kind` in `project`, `per_page` at a time.
+    pub fn new(meta: &'a dyn MetaStore, project: &'a str, kind: impl Into<String>, per_page: i64) -> DocumentPages<'a> {
+        DocumentPages { meta, project, kind: kind.into(), per_page, after: 0 }
+    }
+
+    /// The next page `(seq, body)`, or None once every document has been read.
+    pub async fn next_page(&mut self) -> StoreResult<Option<Vec<(i64, String)>>> {
+        let page = self.meta.documents(self.project, &self.kind, self.after, self.per_page).await?;
+        let Some((last, _)) = page.last() else { return Ok(None) };
+        self.after = *last;
+        Ok(Some(page))
+    }
+}
+
 /// An object's bytes as they are read, in chunks.
 pub type ByteStream = std::pin::Pin<Box<dyn futures_util::Stream<Item = StoreResult<Bytes>> + Send>>;
+
+/// Read `stream` on a blocking thread: `read` gets a [`std::io::Read`] over its chunks
+/// as they arrive (a gunzip, a tar reader), so an object is never held whole; once
+/// `read` returns, the rest is not fetched. The outer error is the stream's, the inner
+/// one the blocking thread's (it panicked).
+pub async fn read_blocking<T: Send + 'static>(
+    mut stream: ByteStream,
+    read: impl FnOnce(StreamReader) -> T + Send + 'static,
+) -> StoreResult<Result<T, tokio::task::JoinError>> {
+    use futures_util::StreamExt as _;
+    let (sender, chunks) = tokio::sync::mpsc::channel::<Bytes>(4);
+    let reader = tokio::task::spawn_blocking(move || read(StreamReader { chunks, current: Bytes::new() }));
+    let mut failed = None;
+    while let Some(chunk) = stream.next().await {
+        match chunk {
+            Ok(chunk) => {
+                if sender.send(chunk).await.is_err() {
+                    break; // the reader has what it wanted
+                }
+            }
+            Err(error) => {
+                failed = Some(error);
+                break;
+            }
+        }
+    }
+    drop(sender);
+    let read = reader.await;
+    match failed {
+        Some(error) => Err(error),
+        None => Ok(read),
+    }
+}
+
+/// A blocking [`std::io::Read`] over an object's chunks as [`read_blocking`] sends them.
+pub struct StreamReader {
+    chunks: tokio::sync::mpsc::Receiver<Bytes>,
+    current: Bytes,
+}
+
+impl std::io::Read for StreamReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.current.is_empty() {
+            match self.chunks.blocking_recv() {
+                Some(chunk) => self.current = chunk,
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.current.len());
+        buf[..n].copy_from_slice(&self.current.split_to(n));
+        Ok(n)
+    }
+}
 
 /// An object being written, a chunk at a time: nothing is visible under its key until
 /// [`ObjectWriter::commit`]; [`ObjectWriter::abort`] (or dropping the writer) leaves nothing.

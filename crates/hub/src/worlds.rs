@@ -208,7 +208,7 @@ impl Worlds {
                 };
                 let answer = tokio::task::spawn_blocking(move || host.control(request))
                     .await
-                    .map_err(|e| HubError::Storage(format!("the host failed: {e}")))?;
+                    .map_err(|source| HubError::WorkerIn { what: "the host failed", source })?;
                 Ok(answer.map_err(|refused| {
                     let (status, body) = refused.answer();
                     HostRefusal { status, body }
@@ -263,8 +263,10 @@ pub fn start_heartbeat(host: Arc<WorldHost>, platform: String, secret: String, e
     })
 }
 
-/// One heartbeat: `POST {platform}/api/public/world-hosts` with the host's stats.
-pub async fn heartbeat_once(http: &reqwest::Client, host: &WorldHost, platform: &str, secret: &str) -> Result<(), String> {
+/// One heartbeat: `POST {platform}/api/public/world-hosts` with the host's stats; a
+/// platform that cannot be reached ([`HubError::Unreachable`]) or refuses it
+/// ([`HubError::PlatformRefused`]) says so.
+pub async fn heartbeat_once(http: &reqwest::Client, host: &WorldHost, platform: &str, secret: &str) -> Result<(), HubError> {
     let response = http
         .post(format!("{}/api/public/world-hosts", platform.trim_end_matches('/')))
         .header("x-host-secret", secret)
@@ -272,12 +274,11 @@ pub async fn heartbeat_once(http: &reqwest::Client, host: &WorldHost, platform: 
         .body(json::canonical(&host.stats()))
         .timeout(Duration::from_secs(5))
         .send()
-        .await
-        .map_err(|e| e.to_string())?;
+        .await?;
     if response.status().is_success() {
         Ok(())
     } else {
-        Err(format!("the platform answered {}", response.status()))
+        Err(HubError::PlatformRefused(response.status()))
     }
 }
 

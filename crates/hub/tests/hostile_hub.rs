@@ -158,7 +158,7 @@ fn remote_host(hub: &RemoteHub, root: &Path, secret: &str, fetched: Arc<Mutex<Ve
 }
 
 fn heartbeat(hub: &RemoteHub, host: &gateway_host::WorldHost, secret: &str) -> Result<(), String> {
-    hub.runtime.block_on(gateway_hub::worlds::heartbeat_once(&reqwest::Client::new(), host, &hub.api, secret))
+    hub.runtime.block_on(gateway_hub::worlds::heartbeat_once(&reqwest::Client::new(), host, &hub.api, secret)).map_err(|e| e.to_string())
 }
 
 fn call(hub: &RemoteHub, method: &str, path: &str, body: Option<&str>, headers: &[(&str, &str)]) -> (u16, Value) {

@@ -236,12 +236,13 @@ fn check_name(what: &str, name: &str) -> Result<(), HubError> {
     Ok(())
 }
 
-/// Compile `schema` as a JSON Schema (draft from its `$schema`, else 2020-12), or say
-/// why it is not one.
-pub(super) fn check_json_schema(schema: &Value) -> Result<(), String> {
+/// Compile `schema`, the body's `member`, as a JSON Schema (draft from its `$schema`,
+/// else 2020-12), or refuse it saying why it is not one.
+pub(super) fn check_json_schema(member: &'static str, schema: &Value) -> Result<(), HubError> {
+    let invalid = |reason: String| HubError::InvalidSchema { member, reason };
     let text = json::dumps(schema, DumpOptions { sort_keys: false, ensure_ascii: false, indent: None, compact: true });
-    let parsed: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
-    jsonschema::validator_for(&parsed).map(|_| ()).map_err(|e| e.to_string())
+    let parsed: serde_json::Value = serde_json::from_str(&text).map_err(|e| invalid(e.to_string()))?;
+    jsonschema::validator_for(&parsed).map(|_| ()).map_err(|e| invalid(e.to_string()))
 }
 
 /// `POST /api/public/agents/register`: create or update an agent by name (201 either
@@ -262,7 +263,7 @@ async fn register_agent(hub: &Hub, project: &str, body: &Map) -> Answer {
     let image_digest = fields.string("imageDigest")?;
     let schema = fields.object("taskInputSchema")?;
     if let Some(schema) = &schema {
-        check_json_schema(schema).map_err(|e| HubError::BadRequest(format!("'taskInputSchema' is not a valid JSON Schema: {e}")))?;
+        check_json_schema("taskInputSchema", schema)?;
     }
     let compatible = compatible(&capabilities);
     let mut rest = Map::default();
@@ -464,8 +465,8 @@ mod tests {
         assert!(check_name("agent", " x").is_err());
         assert!(check_name("dataset", "a/b").is_err());
         let schema = json::parse_clean(r#"{"type": "object", "required": ["q"]}"#).unwrap();
-        assert!(check_json_schema(&schema).is_ok());
+        assert!(check_json_schema("taskInputSchema", &schema).is_ok());
         let broken = json::parse_clean(r#"{"type": "nonsense"}"#).unwrap();
-        assert!(check_json_schema(&broken).is_err());
+        assert!(check_json_schema("taskInputSchema", &broken).is_err());
     }
 }

@@ -237,8 +237,7 @@ async fn prove(slug: &str, files: TemplateFiles) -> Result<(TemplateFiles, Value
         let meta = metadata(&files, &contract, spec.as_ref());
         Ok((files, meta))
     })
-    .await
-    .map_err(|e| HubError::Storage(e.to_string()))?
+    .await?
 }
 
 /// An engine refusal, with what to do when the template references a definition the

@@ -27,7 +27,7 @@ use super::request::{opt_value, str_or_null, JsonRequest};
 use super::response::{ok, Answer};
 use super::state::Hub;
 use super::task_sets;
-use super::versions::manifest_map;
+use super::versions::{manifest_map, version_facts};
 use crate::error::HubError;
 use crate::evaluations::{Evaluation, SampleSums};
 use crate::store::{Container, Version, VersionFilter};
@@ -248,17 +248,13 @@ async fn performance(hub: &Hub, container: &Container) -> Answer {
             .iter()
             .filter_map(|v| rows.iter().find(|(id, _)| *id == v.id).map(|(_, part)| (v, part)))
             .map(|(v, part)| {
-                object([
-                    ("containerVersionId", Value::str(v.id.clone())),
-                    ("contentHash", Value::str(v.content_hash.clone())),
-                    ("semanticVersion", str_or_null(&v.semantic_version)),
-                    ("author", str_or_null(&v.author)),
-                    ("changeReason", str_or_null(&v.change_reason)),
-                    ("createdAt", Value::str(v.created_at.clone())),
+                let mut row = version_facts(v, "containerVersionId");
+                row.extend([
                     ("avgReward", mean(part.reward_sum, part.rewards())),
                     ("sampleCount", Value::Int(part.samples)),
                     ("nullScoreCount", Value::Int(part.null_rewards)),
-                ])
+                ]);
+                object(row)
             })
             .collect();
         tasks.push(object([

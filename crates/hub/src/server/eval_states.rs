@@ -17,6 +17,7 @@ use super::response::{ok, Answer};
 use super::state::Hub;
 use crate::error::HubError;
 use crate::evaluations::Sample;
+use crate::store::DocumentPages;
 use base64::Engine as _;
 use gateway_world::json::{self, object, Map, Value};
 use std::collections::BTreeMap;
@@ -114,11 +115,8 @@ pub(super) async fn register_states(hub: &Hub, project: &str, id: &str, body: &M
 /// Every sample → state link of an evaluation: sample id → (sha256, bytes).
 pub(super) async fn state_links(hub: &Hub, project: &str, evaluation_id: &str) -> Result<BTreeMap<String, (String, u64)>, HubError> {
     let mut links = BTreeMap::new();
-    let mut after = 0;
-    loop {
-        let page = hub.meta.documents(project, &links_kind(evaluation_id), after, 1000).await?;
-        let Some((last, _)) = page.last() else { break };
-        after = *last;
+    let mut pages = DocumentPages::new(hub.meta.as_ref(), project, links_kind(evaluation_id), 1000);
+    while let Some(page) = pages.next_page().await? {
         for (_, text) in page {
             let Some(link) = json::parse_clean(&text) else { continue };
             let text_of = |key: &str| link.get(key).and_then(Value::as_str).unwrap_or_default().to_string();

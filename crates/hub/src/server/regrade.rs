@@ -23,7 +23,7 @@ use super::state::Hub;
 use super::tasks::{all_tasks, load_task, task_version};
 use crate::error::HubError;
 use crate::evaluations::{Evaluation, Outcome, Sample, RUNNING};
-use crate::regrade::{grade_states, Job};
+use crate::regrade::{grade_states, Job, Unscored};
 use crate::util::{new_id, now_iso};
 use gateway_world::json::{object, Map, Value};
 use gateway_world::task::{GraderOptions, TaskSpec};
@@ -43,7 +43,7 @@ enum Plan {
     /// Filed as it was (another task than the one regraded).
     Carry,
     /// Filed errored, with the reason.
-    Errored(String),
+    Errored(Unscored),
 }
 
 /// The specs the request names and each sample's plan.
@@ -63,9 +63,9 @@ fn text(map: &Map, key: &str) -> String {
 }
 
 /// A stored task's version `version` as a spec, or why not.
-fn spec_at(task: &Map, version: i64) -> Result<TaskSpec, String> {
-    let (_, _, spec) = task_version(task, Some(version)).map_err(|e| e.to_string())?;
-    TaskSpec::parse(&spec).map_err(|e| format!("task {} version {version} does not parse: {}", text(task, "id"), e.message))
+fn spec_at(task: &Map, version: i64) -> Result<TaskSpec, Unscored> {
+    let (_, _, spec) = task_version(task, Some(version)).map_err(|e| Unscored::NoTaskVersion(e.to_string()))?;
+    TaskSpec::parse(&spec).map_err(|e| Unscored::SpecInvalid { task: text(task, "id"), version, message: e.message })
 }
 
 /// The plan of every sample (`bodies` are the samples' bodies, in order).
@@ -81,7 +81,7 @@ async fn resolve(
     let mut resolved = Resolved { specs: Vec::new(), tasks: Vec::new(), plans: Vec::new() };
     if let Some(task_id) = task_id {
         let task = load_task(hub, project, task_id).await?;
-        let spec = spec_at(&task, version).map_err(HubError::BadRequest)?;
+        let spec = spec_at(&task, version)?;
         let name = text(&task, "name");
         resolved.specs.push(spec);
         resolved.tasks.push((task_id.to_string(), name.clone()));
@@ -101,7 +101,7 @@ async fn resolve(
         return Ok(resolved);
     }
     let tasks = all_tasks(hub, project).await?;
-    let mut by_name: HashMap<String, Result<usize, String>> = HashMap::new();
+    let mut by_name: HashMap<String, Result<usize, Unscored>> = HashMap::new();
     for sample in samples {
         if by_name.contains_key(&sample.task) {
             continue;
@@ -110,13 +110,13 @@ async fn resolve(
         let pinned: Vec<&Map> = named.iter().copied().filter(|t| text(t, "world") == slug).collect();
         let candidates = if pinned.is_empty() { named } else { pinned };
         let found = match candidates.as_slice() {
-            [] => Err(format!("no stored task is named '{}': regrade it with --task-id", sample.task)),
+            [] => Err(Unscored::NoTaskNamed(sample.task.clone())),
             [task] => spec_at(task, version).map(|spec| {
                 resolved.specs.push(spec);
                 resolved.tasks.push((text(task, "id"), sample.task.clone()));
                 resolved.specs.len() - 1
             }),
-            many => Err(format!("{} stored tasks are named '{}': regrade it with --task-id", many.len(), sample.task)),
+            many => Err(Unscored::TasksNamed { count: many.len(), name: sample.task.clone() }),
         };
         by_name.insert(sample.task.clone(), found);
     }
@@ -148,7 +148,7 @@ async fn score(
     project: &str,
     specs: Vec<TaskSpec>,
     pairs: Vec<(usize, String)>,
-) -> Result<HashMap<(usize, String), Result<Value, String>>, HubError> {
+) -> Result<HashMap<(usize, String), Result<Value, Unscored>>, HubError> {
     let mut digests: Vec<String> = pairs.iter().map(|(_, sha)| sha.clone()).collect();
     digests.sort_unstable();
     digests.dedup();
@@ -174,7 +174,7 @@ async fn score(
                 }
                 None => {
                     for (spec, _) in pairs.iter().filter(|(_, s)| s == sha) {
-                        out.insert((*spec, sha.clone()), Err(format!("its final state {sha} was registered but never uploaded")));
+                        out.insert((*spec, sha.clone()), Err(Unscored::NotUploaded(sha.clone())));
                     }
                 }
             }
@@ -184,7 +184,7 @@ async fn score(
         let (specs, options) = (specs.clone(), options.clone());
         let grades = tokio::task::spawn_blocking(move || grade_states(&specs, &jobs, &options, threads))
             .await
-            .map_err(|e| HubError::Storage(format!("the regrade stopped: {e}")))?;
+            .map_err(|source| HubError::WorkerIn { what: "the regrade stopped", source })?;
         out.extend(wanted.into_iter().zip(grades));
         for path in files.values().filter(|p| p.starts_with(scratch.path())) {
             let _ = std::fs::remove_file(path);
@@ -203,7 +203,7 @@ fn mean(rewards: impl Iterator<Item = Option<f64>>) -> Value {
 }
 
 /// The new sample of `old` (its body `body`): rewards from `grade`, or errored.
-fn regraded_sample(old: &Sample, body: &Map, evaluation: &Evaluation, outcome: Result<(Value, Map), String>, now: &str) -> Sample {
+fn regraded_sample(old: &Sample, body: &Map, evaluation: &Evaluation, outcome: Result<(Value, Map), Unscored>, now: &str) -> Sample {
     let mut body = body.clone();
     let mut info = info_of(&body);
     info.insert("regradedFrom".into(), Value::str(&old.id));
@@ -214,7 +214,7 @@ fn regraded_sample(old: &Sample, body: &Map, evaluation: &Evaluation, outcome: R
             (grade.get("reward").and_then(Value::as_f64), grade.get("rewards").cloned().unwrap_or_else(|| Value::Object(Map::default())))
         }
         Err(reason) => {
-            info.insert("errored".into(), Value::Str(reason));
+            info.insert("errored".into(), Value::Str(reason.to_string()));
             (None, Value::Object(Map::default()))
         }
     };
@@ -282,13 +282,13 @@ struct Scored {
     tasks: Vec<(String, String)>,
     /// Sample id → its state's sha256.
     states: BTreeMap<String, String>,
-    grades: HashMap<(usize, String), Result<Value, String>>,
+    grades: HashMap<(usize, String), Result<Value, Unscored>>,
 }
 
 impl Scored {
     /// What becomes of sample `i`: None (carried), its grade and the `info.regrade`
     /// it is filed with, or why it errored.
-    fn outcome(&self, i: usize, version: i64) -> Option<Result<(Value, Map), String>> {
+    fn outcome(&self, i: usize, version: i64) -> Option<Result<(Value, Map), Unscored>> {
         let spec = match &self.plans[i] {
             Plan::Carry => return None,
             Plan::Errored(reason) => return Some(Err(reason.clone())),
@@ -328,9 +328,9 @@ async fn score_samples(hub: &Hub, project: &str, old: &Evaluation, task_id: Opti
             continue;
         }
         if let Some(reason) = info_of(body).get("errored").and_then(Value::as_str) {
-            *plan = Plan::Errored(format!("the rollout itself errored: {reason}"));
+            *plan = Plan::Errored(Unscored::RolloutErrored(reason.to_string()));
         } else if !links.contains_key(&sample.id) {
-            *plan = Plan::Errored("no final state was stored for this sample (worlds run files them; or POST …/states)".into());
+            *plan = Plan::Errored(Unscored::NoState);
         }
     }
     let states: BTreeMap<String, String> = links.into_iter().map(|(sample, (sha, _))| (sample, sha)).collect();
@@ -397,7 +397,7 @@ pub(super) async fn regrade(hub: &Hub, project: &str, id: &str, body: &Map) -> A
                         ("sampleId", Value::str(&sample.id)),
                         ("task", Value::str(&sample.task)),
                         ("rolloutIndex", Value::Int(sample.rollout_index)),
-                        ("reason", Value::str(reason)),
+                        ("reason", Value::Str(reason.to_string())),
                     ]));
                 }
             }

@@ -15,6 +15,7 @@ use super::documents::{document_text, SESSION};
 use super::state::Hub;
 use crate::error::HubError;
 use crate::host_credentials::HOSTS_PROJECT;
+use crate::store::DocumentPages;
 use crate::util::{now_iso, now_secs};
 use crate::worlds::Worlds;
 use gateway_world::json::{self, object, Map, Value};
@@ -66,11 +67,8 @@ async fn held(hub: &Hub, project: &str, quota: usize) -> Result<usize, HubError>
 /// Free the slots of sessions that are no longer open (closed, lost) and of opens that
 /// never stored their session; `keep` is the open asking.
 async fn free_stale(hub: &Hub, project: &str, keep: &str) -> Result<(), HubError> {
-    let mut after = 0;
-    loop {
-        let page = hub.meta.documents(project, SLOT, after, 500).await?;
-        let Some((last, _)) = page.last() else { return Ok(()) };
-        after = *last;
+    let mut pages = DocumentPages::new(hub.meta.as_ref(), project, SLOT, 500);
+    while let Some(page) = pages.next_page().await? {
         for (_, text) in page {
             let Some(slot) = json::parse_clean(&text) else { continue };
             let id = slot.get("sessionId").and_then(Value::as_str).unwrap_or_default().to_string();
@@ -95,6 +93,7 @@ async fn free_stale(hub: &Hub, project: &str, keep: &str) -> Result<(), HubError
             }
         }
     }
+    Ok(())
 }
 
 /// Why a READY session can no longer be used, if it cannot: its embedded host is gone
@@ -165,11 +164,8 @@ pub(super) async fn mark_lost(hub: &Hub, project: &str, session: &mut Map, reaso
 /// gone is marked LOST (owner records name each open session and its project).
 pub(super) async fn sweep_lost(hub: &Hub) -> Result<usize, HubError> {
     let mut lost = 0;
-    let mut after = 0;
-    loop {
-        let page = hub.meta.documents(HOSTS_PROJECT, "owner", after, 500).await?;
-        let Some((last, _)) = page.last() else { return Ok(lost) };
-        after = *last;
+    let mut pages = DocumentPages::new(hub.meta.as_ref(), HOSTS_PROJECT, "owner", 500);
+    while let Some(page) = pages.next_page().await? {
         for (_, text) in page {
             let Some(owner) = json::parse_clean(&text) else { continue };
             let (Some(project), Some(id)) = (owner.get("project").and_then(Value::as_str), owner.get("sessionId").and_then(Value::as_str))
@@ -187,4 +183,5 @@ pub(super) async fn sweep_lost(hub: &Hub) -> Result<usize, HubError> {
             }
         }
     }
+    Ok(lost)
 }

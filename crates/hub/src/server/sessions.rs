@@ -20,7 +20,7 @@ use super::versions::resolve_ref;
 use super::world_host::{world_version, worlds};
 use crate::error::HubError;
 use crate::host_credentials::HOSTS_PROJECT;
-use crate::store::{Container, Version};
+use crate::store::{Container, DocumentPages, Version};
 use crate::util::{new_id, now_iso, now_secs};
 use crate::worlds::{stored_bundle, HostLink, Worlds, HOST_STALE_SECONDS};
 use axum::http::HeaderMap;
@@ -570,11 +570,8 @@ pub(super) async fn log_control(hub: &Hub, project: &str, id: &str, entry: Contr
 async fn call_log(hub: &Hub, project: &str, id: &str) -> Result<Vec<Value>, HubError> {
     hub.call_log.flush().await;
     let mut out = Vec::new();
-    let mut after = 0;
-    loop {
-        let page = hub.meta.documents(project, &calls_kind(id), after, 500).await?;
-        let Some((last, _)) = page.last() else { break };
-        after = *last;
+    let mut pages = DocumentPages::new(hub.meta.as_ref(), project, calls_kind(id), 500);
+    while let Some(page) = pages.next_page().await? {
         out.extend(entries(page));
     }
     Ok(out)

@@ -15,7 +15,7 @@ use super::request::str_or_null;
 use super::response::{ok, Answer};
 use super::state::Hub;
 use crate::error::HubError;
-use crate::store::Container;
+use crate::store::{Container, DocumentPages};
 use crate::util::{new_id, now_iso};
 use gateway_world::json::{self, object, Map, Value};
 
@@ -72,11 +72,8 @@ pub(super) async fn get_linked(hub: &Hub, project: &str, container: &Container) 
     })?;
     let set = load_set(hub, project, &dataset_id).await?;
     let mut tasks = Vec::new();
-    let mut after = 0;
-    loop {
-        let page = hub.meta.documents(project, &tasks_kind(&dataset_id), after, PAGE).await?;
-        let Some((last, _)) = page.last() else { break };
-        after = *last;
+    let mut pages = DocumentPages::new(hub.meta.as_ref(), project, tasks_kind(&dataset_id), PAGE);
+    while let Some(page) = pages.next_page().await? {
         for (_, text) in &page {
             let task = parse_document(text, "a task")?;
             tasks.push(object([

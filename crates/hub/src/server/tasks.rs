@@ -9,6 +9,7 @@ use super::state::Hub;
 use super::versions::resolve_ref;
 use super::world_host::world_version;
 use crate::error::HubError;
+use crate::store::DocumentPages;
 use crate::util::{new_id, now_iso};
 use gateway_world::json::{self, object, Map, Value};
 use gateway_world::task::TaskSpec;
@@ -146,11 +147,8 @@ pub(super) async fn update_task(hub: &Hub, project: &str, id: &str, body: &Map) 
 /// Every task of a project, oldest first.
 pub(super) async fn all_tasks(hub: &Hub, project: &str) -> Result<Vec<Map>, HubError> {
     let mut out = Vec::new();
-    let mut after = 0;
-    loop {
-        let page = hub.meta.documents(project, TASK, after, 500).await?;
-        let Some((last, _)) = page.last() else { break };
-        after = *last;
+    let mut pages = DocumentPages::new(hub.meta.as_ref(), project, TASK, 500);
+    while let Some(page) = pages.next_page().await? {
         out.extend(page.into_iter().filter_map(|(_, text)| match json::parse_clean(&text) {
             Some(Value::Object(map)) => Some(map),
             _ => None,

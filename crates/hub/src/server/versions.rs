@@ -7,7 +7,7 @@ use super::request::{opt_bool, opt_str, opt_value, req_str, str_or_null};
 use super::response::{ok, Answer};
 use super::state::Hub;
 use crate::error::HubError;
-use crate::store::{Container, Version, VersionFilter, WheelDecl};
+use crate::store::{read_blocking, Container, Version, VersionFilter, WheelDecl};
 use crate::util::{new_id, now_iso};
 use base64::Engine as _;
 use gateway_bundle::world_facts;
@@ -229,17 +229,24 @@ pub(super) async fn finalize(hub: &Hub, project: &str, id: &str, body: &Map) -> 
     ]))
 }
 
-pub(super) fn version_summary(v: &Version) -> Vec<(&'static str, Value)> {
+/// What every listing says of a version: its id (under `id_key`), content hash,
+/// semantic version, author, change reason and creation time, in that order.
+pub(super) fn version_facts(v: &Version, id_key: &'static str) -> Vec<(&'static str, Value)> {
     vec![
-        ("versionId", Value::str(v.id.clone())),
+        (id_key, Value::str(v.id.clone())),
         ("contentHash", Value::str(v.content_hash.clone())),
         ("semanticVersion", str_or_null(&v.semantic_version)),
         ("author", str_or_null(&v.author)),
         ("changeReason", str_or_null(&v.change_reason)),
         ("createdAt", Value::str(v.created_at.clone())),
-        ("forkedFromVersionId", str_or_null(&v.forked_from_version_id)),
-        ("state", Value::str(v.state.clone())),
     ]
+}
+
+/// A version as the log and a resolve describe it: its facts, lineage and state.
+pub(super) fn version_summary(v: &Version) -> Vec<(&'static str, Value)> {
+    let mut summary = version_facts(v, "versionId");
+    summary.extend([("forkedFromVersionId", str_or_null(&v.forked_from_version_id)), ("state", Value::str(v.state.clone()))]);
+    summary
 }
 
 /// Resolve `ref` in a container: latest, branch, tag, version id, semver, hash prefix.
@@ -358,41 +365,11 @@ async fn pass_threshold(hub: &Hub, project: &str, version: &Version) -> Result<O
 /// Members of a stored bundle, streamed through gunzip and tar on a blocking thread
 /// (never held whole; reading stops once every wanted member is found).
 async fn bundle_members(hub: &Hub, key: &str, wanted: Vec<&'static str>) -> Result<BTreeMap<String, String>, HubError> {
-    use futures_util::StreamExt as _;
-    let Some(mut stream) = hub.objects.open(key).await? else { return Ok(BTreeMap::new()) };
-    let (tx, rx) = tokio::sync::mpsc::channel::<axum::body::Bytes>(4);
-    let reading =
-        tokio::task::spawn_blocking(move || world_facts::read_members(ChannelReader { rx, chunk: axum::body::Bytes::new() }, &wanted));
-    while let Some(chunk) = stream.next().await {
-        if tx.send(chunk?).await.is_err() {
-            break; // the reader has what it wanted
-        }
-    }
-    drop(tx);
-    reading
-        .await
-        .map_err(|e| HubError::Storage(format!("bundle reader: {e}")))?
+    let Some(stream) = hub.objects.open(key).await? else { return Ok(BTreeMap::new()) };
+    read_blocking(stream, move |reader| world_facts::read_members(reader, &wanted))
+        .await?
+        .map_err(|source| HubError::WorkerIn { what: "bundle reader", source })?
         .map_err(|e| HubError::Storage(format!("bundle {key}: {e}")))
-}
-
-/// A blocking `Read` over chunks sent from the async side.
-struct ChannelReader {
-    rx: tokio::sync::mpsc::Receiver<axum::body::Bytes>,
-    chunk: axum::body::Bytes,
-}
-
-impl std::io::Read for ChannelReader {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        while self.chunk.is_empty() {
-            match self.rx.blocking_recv() {
-                Some(chunk) => self.chunk = chunk,
-                None => return Ok(0),
-            }
-        }
-        let n = buf.len().min(self.chunk.len());
-        buf[..n].copy_from_slice(&self.chunk.split_to(n));
-        Ok(n)
-    }
 }
 
 pub(super) async fn download(hub: &Hub, project: &str, id: &str, artifact: Option<String>, base_url: &str) -> Answer {

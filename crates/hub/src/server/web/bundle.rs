@@ -5,8 +5,7 @@
 
 use super::super::state::Hub;
 use crate::error::HubError;
-use crate::store::Version;
-use axum::body::Bytes;
+use crate::store::{read_blocking, Version};
 use std::io::Read;
 
 /// One member read from a bundle.
@@ -26,27 +25,6 @@ impl Member {
     }
 }
 
-/// A blocking reader over chunks sent by the async side.
-struct ChunkReader {
-    chunks: tokio::sync::mpsc::Receiver<Bytes>,
-    current: Bytes,
-}
-
-impl Read for ChunkReader {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        while self.current.is_empty() {
-            match self.chunks.blocking_recv() {
-                Some(chunk) => self.current = chunk,
-                None => return Ok(0),
-            }
-        }
-        let n = buf.len().min(self.current.len());
-        buf[..n].copy_from_slice(&self.current[..n]);
-        self.current = self.current.slice(n..);
-        Ok(n)
-    }
-}
-
 /// The members of `version`'s bundle whose paths `wanted` accepts, each cut at
 /// `max_bytes`; reading stops after `stop_after` members when given.
 pub(super) async fn members(
@@ -56,39 +34,15 @@ pub(super) async fn members(
     max_bytes: u64,
     stop_after: Option<usize>,
 ) -> Result<Vec<Member>, HubError> {
-    use futures_util::StreamExt as _;
     if !version.uploaded {
         return Err(HubError::NotFound(format!("version {} has no bundle stored", version.id)));
     }
-    let mut stream = hub
+    let stream = hub
         .objects
         .open(&version.object_key)
         .await?
         .ok_or_else(|| HubError::NotFound(format!("the bundle of version {} is missing from the object store", version.id)))?;
-    let (sender, receiver) = tokio::sync::mpsc::channel::<Bytes>(4);
-    let reader =
-        tokio::task::spawn_blocking(move || scan(ChunkReader { chunks: receiver, current: Bytes::new() }, wanted, max_bytes, stop_after));
-    let mut failed = None;
-    while let Some(chunk) = stream.next().await {
-        match chunk {
-            // The reader went away (it has what it wanted): stop fetching.
-            Ok(chunk) => {
-                if sender.send(chunk).await.is_err() {
-                    break;
-                }
-            }
-            Err(error) => {
-                failed = Some(error);
-                break;
-            }
-        }
-    }
-    drop(sender);
-    let scanned = reader.await.map_err(|e| HubError::Storage(e.to_string()))?;
-    match failed {
-        Some(error) => Err(error),
-        None => scanned,
-    }
+    read_blocking(stream, move |reader| scan(reader, wanted, max_bytes, stop_after)).await??
 }
 
 fn scan(reader: impl Read, wanted: impl Fn(&str) -> bool, max_bytes: u64, stop_after: Option<usize>) -> Result<Vec<Member>, HubError> {

@@ -294,8 +294,7 @@ pub(super) async fn diff(hub: &Hub, project: &str, slug: &str, query: &BTreeMap<
             .collect();
         (seed_diff::diff(&base_state, &head_state), problems)
     })
-    .await
-    .map_err(|e| HubError::Storage(e.to_string()))?;
+    .await?;
 
     let url = world_url(&container.slug);
     let here = format!("{url}/diff?base={}&head={}", base.id, head.id);
