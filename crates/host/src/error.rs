@@ -20,6 +20,24 @@ pub enum HostError {
     MissingField(String),
 }
 
+/// Why an export could not be moved to or from the platform's object store
+/// ([`crate::host::Objects`]); its text is what the refusal quotes.
+#[derive(Debug, thiserror::Error)]
+pub enum TransferError {
+    /// [`crate::host::LocalObjects`] moves `file://` URLs only.
+    #[error("not a file:// URL: {0}")]
+    NotFileUrl(String),
+    /// Reading or writing the local file failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// The announced SHA-256 is not a hex digest.
+    #[error(transparent)]
+    Digest(#[from] hex::FromHexError),
+    /// The object store or the network failed (a connection, a refusing status).
+    #[error(transparent)]
+    Remote(Box<dyn std::error::Error + Send + Sync>),
+}
+
 impl From<ContractError> for HostError {
     fn from(error: ContractError) -> Self {
         HostError::Refused(error)

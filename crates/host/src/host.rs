@@ -2,7 +2,7 @@
 //! seed, state, grade, call, export. Synchronous (SQLite, the handler worker and
 //! graders block); the server runs them on tokio's blocking pool.
 
-use crate::error::{refuse, HostError, UNKNOWN_SESSION};
+use crate::error::{refuse, HostError, TransferError, UNKNOWN_SESSION};
 use crate::session::{now, Export, Session, SessionParts, SessionTask};
 use crate::version::{Fetch, VersionCache};
 use gateway_serve::app::WorldApp;
@@ -29,9 +29,9 @@ pub const VERIFY_TIMEOUT: Duration = Duration::from_secs(30);
 /// Moves exported session files to and from the platform's object store.
 pub trait Objects: Send + Sync {
     /// Download `url` into the file `dest`.
-    fn download(&self, url: &str, dest: &Path) -> Result<(), String>;
+    fn download(&self, url: &str, dest: &Path) -> Result<(), TransferError>;
     /// PUT the file at `url` (presigned), announcing its SHA-256 and size.
-    fn upload(&self, url: &str, path: &Path, sha256_hex: &str, size: u64) -> Result<(), String>;
+    fn upload(&self, url: &str, path: &Path, sha256_hex: &str, size: u64) -> Result<(), TransferError>;
 }
 
 /// `file://` objects only: a host on one machine, and tests.
@@ -39,13 +39,15 @@ pub trait Objects: Send + Sync {
 pub struct LocalObjects;
 
 impl Objects for LocalObjects {
-    fn download(&self, url: &str, dest: &Path) -> Result<(), String> {
-        let path = url.strip_prefix("file://").ok_or_else(|| format!("not a file:// URL: {url}"))?;
-        std::fs::copy(path, dest).map(|_| ()).map_err(|e| e.to_string())
+    fn download(&self, url: &str, dest: &Path) -> Result<(), TransferError> {
+        let path = url.strip_prefix("file://").ok_or_else(|| TransferError::NotFileUrl(url.to_string()))?;
+        std::fs::copy(path, dest)?;
+        Ok(())
     }
-    fn upload(&self, url: &str, path: &Path, _sha256_hex: &str, _size: u64) -> Result<(), String> {
-        let target = url.strip_prefix("file://").ok_or_else(|| format!("not a file:// URL: {url}"))?;
-        std::fs::copy(path, target).map(|_| ()).map_err(|e| e.to_string())
+    fn upload(&self, url: &str, path: &Path, _sha256_hex: &str, _size: u64) -> Result<(), TransferError> {
+        let target = url.strip_prefix("file://").ok_or_else(|| TransferError::NotFileUrl(url.to_string()))?;
+        std::fs::copy(path, target)?;
+        Ok(())
     }
 }
 

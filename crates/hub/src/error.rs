@@ -105,6 +105,78 @@ pub enum HubError {
     /// The S3-compatible object store failed (500).
     #[error("storage: object store: {0}")]
     Objects(#[from] object_store::Error),
+    /// A stored object whose bytes do not match the digest it was stored under (500):
+    /// `what` (a chunk, a snapshot) against its `digest` (`sha256`, …).
+    #[error("storage: {what} does not match its {digest}")]
+    Mismatch {
+        /// The object, as the message names it.
+        what: String,
+        /// What it was checked against.
+        digest: &'static str,
+    },
+    /// A sealed secret or a key file the hub's keys cannot work with (500).
+    #[error("storage: {0}")]
+    Secret(#[from] SecretFailure),
+    /// The hub could not listen on its address (500).
+    #[error("storage: bind {addr}: {source}")]
+    Bind {
+        /// The address asked for.
+        addr: std::net::SocketAddr,
+        /// Why the bind failed.
+        source: std::io::Error,
+    },
+    /// The server stopped on an I/O failure of its listener (500).
+    #[error("storage: {0}")]
+    Serve(#[source] std::io::Error),
+    /// The PostgreSQL metadata store could not be reached at startup (500).
+    #[error("storage: cannot connect to PostgreSQL at {url}: {source}")]
+    ConnectPostgres {
+        /// The database URL, its password redacted.
+        url: String,
+        /// Why the connection failed.
+        source: sqlx::Error,
+    },
+    /// The bucket of `--objects` does not answer at startup (500).
+    #[error(
+        "storage: the bucket of --objects {url} does not answer: {source}. Check that the bucket exists and that \
+         AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (and the endpoint and region) are right"
+    )]
+    BucketSilent {
+        /// The `--objects` URL.
+        url: String,
+        /// The probe's failure.
+        source: object_store::Error,
+    },
+    /// A multipart upload to the object store failed while `step` (`storing`,
+    /// `abandoning`) `what` (a key in a bucket) (500).
+    #[error("storage: {step} {what}: {source}")]
+    Upload {
+        /// What the writer was doing.
+        step: &'static str,
+        /// The key and its bucket.
+        what: String,
+        /// The object store's failure.
+        source: object_store::Error,
+    },
+    /// A scratch directory could not be made (500).
+    #[error("storage: {0}")]
+    Scratch(#[from] gateway_common::fs::PathError),
+    /// The SQLite connection's lock was poisoned by a panic (500).
+    #[error("storage: database lock poisoned")]
+    LockPoisoned,
+    /// A call for the embedded World Host on a hub that runs none (500).
+    #[error("storage: this hub runs no embedded World Host")]
+    NoEmbeddedHost,
+    /// The embedded host's data plane gave no answer to a request it was routed (500).
+    #[error("storage: the session's host did not answer")]
+    HostSilent,
+    /// A stored bundle read from a thread with no async runtime to read the object
+    /// store on (500).
+    #[error("storage: no async runtime to read the object store on")]
+    NoRuntime,
+    /// A stored version the version cache could not prepare (500).
+    #[error("storage: {0}")]
+    Prepare(#[source] gateway_host::version::PrepareError),
     /// An object the metadata names that the object store does not hold (500).
     #[error("storage: object {0} is missing from the store")]
     MissingObject(String),
@@ -185,6 +257,19 @@ impl HubError {
             | HubError::Postgres(_)
             | HubError::Objects(_)
             | HubError::MissingObject(_)
+            | HubError::Mismatch { .. }
+            | HubError::Secret(_)
+            | HubError::Bind { .. }
+            | HubError::Serve(_)
+            | HubError::ConnectPostgres { .. }
+            | HubError::BucketSilent { .. }
+            | HubError::Upload { .. }
+            | HubError::Scratch(_)
+            | HubError::LockPoisoned
+            | HubError::NoEmbeddedHost
+            | HubError::HostSilent
+            | HubError::NoRuntime
+            | HubError::Prepare(_)
             | HubError::Vanished(_)
             | HubError::Corrupt(_)
             | HubError::Worker(_)
@@ -211,6 +296,26 @@ impl HubError {
             },
         }
     }
+}
+
+/// Why a secret could not be sealed or opened, or a key file read.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretFailure {
+    /// A key file that is not 32 bytes.
+    #[error("{0} is not a 32-byte key")]
+    KeyFile(String),
+    /// A secrets key the cipher does not take.
+    #[error("Invalid Length")]
+    KeyLength,
+    /// The cipher refused to seal.
+    #[error("encryption failed")]
+    Encrypt,
+    /// A sealed value shorter than its nonce.
+    #[error("sealed secret too short")]
+    TooShort,
+    /// A sealed value this hub's key does not open (another hub's, or altered).
+    #[error("secret does not decrypt with this hub's key")]
+    WrongKey,
 }
 
 impl From<gateway_world::ContractError> for HubError {

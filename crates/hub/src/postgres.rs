@@ -64,7 +64,7 @@ impl PostgresStore {
             .acquire_timeout(Duration::from_secs(30))
             .connect_with(options)
             .await
-            .map_err(|e| HubError::Storage(format!("cannot connect to PostgreSQL at {}: {e}", redact(url))))?;
+            .map_err(|source| HubError::ConnectPostgres { url: redact(url), source })?;
         let store = PostgresStore { pool };
         store.migrate().await?;
         Ok(store)

@@ -106,10 +106,7 @@ impl S3Objects {
         };
         match objects.store.list_with_delimiter(probe.as_ref()).await {
             Ok(_) => Ok(objects),
-            Err(e) => Err(HubError::Storage(format!(
-                "the bucket of --objects {url} does not answer: {e}. Check that the bucket exists and that \
-                 AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (and the endpoint and region) are right"
-            ))),
+            Err(source) => Err(HubError::BucketSilent { url: url.to_string(), source }),
         }
     }
 
@@ -127,6 +124,11 @@ struct S3Writer {
     what: String,
 }
 
+/// A multipart upload's failure while `step`ping `what`.
+fn upload_failed(step: &'static str, what: &str, source: object_store::Error) -> HubError {
+    HubError::Upload { step, what: what.to_string(), source }
+}
+
 /// Parts in flight at once per upload.
 const PARTS_IN_FLIGHT: usize = 4;
 
@@ -134,20 +136,20 @@ const PARTS_IN_FLIGHT: usize = 4;
 impl ObjectWriter for S3Writer {
     async fn write(&mut self, chunk: Bytes) -> StoreResult<()> {
         let upload = self.upload.as_mut().expect("open until commit or abort");
-        upload.wait_for_capacity(PARTS_IN_FLIGHT).await.map_err(|e| HubError::Storage(format!("storing {}: {e}", self.what)))?;
+        upload.wait_for_capacity(PARTS_IN_FLIGHT).await.map_err(|source| upload_failed("storing", &self.what, source))?;
         upload.write(&chunk);
         Ok(())
     }
 
     async fn commit(mut self: Box<Self>) -> StoreResult<()> {
         let upload = self.upload.take().expect("open until commit or abort");
-        upload.finish().await.map_err(|e| HubError::Storage(format!("storing {}: {e}", self.what)))?;
+        upload.finish().await.map_err(|source| upload_failed("storing", &self.what, source))?;
         Ok(())
     }
 
     async fn abort(mut self: Box<Self>) -> StoreResult<()> {
         let upload = self.upload.take().expect("open until commit or abort");
-        upload.abort().await.map_err(|e| HubError::Storage(format!("abandoning {}: {e}", self.what)))
+        upload.abort().await.map_err(|source| upload_failed("abandoning", &self.what, source))
     }
 }
 
@@ -156,7 +158,7 @@ impl ObjectStore for S3Objects {
     async fn writer(&self, key: &str) -> StoreResult<Box<dyn ObjectWriter>> {
         let path = self.path(key)?;
         let what = format!("{key} in {}", self.url);
-        let upload = self.store.put_multipart(&path).await.map_err(|e| HubError::Storage(format!("storing {what}: {e}")))?;
+        let upload = self.store.put_multipart(&path).await.map_err(|source| upload_failed("storing", &what, source))?;
         Ok(Box::new(S3Writer { upload: Some(object_store::WriteMultipart::new(upload)), what }))
     }
 

@@ -68,7 +68,7 @@ impl SqliteStore {
     {
         let conn = self.conn.clone();
         tokio::task::spawn_blocking(move || {
-            let mut guard = conn.lock().map_err(|_| HubError::Storage("database lock poisoned".into()))?;
+            let mut guard = conn.lock().map_err(|_| HubError::LockPoisoned)?;
             work(&mut guard)
         })
         .await?

@@ -10,6 +10,7 @@
 
 use crate::error::HubError;
 use crate::store::ObjectStore;
+use gateway_host::error::TransferError;
 use gateway_host::version::{Fetch, FetchError, VersionCache, VersionFiles};
 use gateway_host::{ControlRequest, HostConfig, WorldHost};
 use gateway_world::json::{self, object, Value};
@@ -204,7 +205,7 @@ impl Worlds {
         match link {
             HostLink::Embedded => {
                 let Some(host) = self.embedded.clone() else {
-                    return Err(HubError::Storage("this hub runs no embedded World Host".into()));
+                    return Err(HubError::NoEmbeddedHost);
                 };
                 let answer = tokio::task::spawn_blocking(move || host.control(request))
                     .await
@@ -300,7 +301,7 @@ fn store_fetch(objects: Arc<dyn ObjectStore>) -> Fetch {
 /// (capped at [`MAX_BUNDLE_BYTES`], as a download is).
 fn read_stored_bundle(objects: &dyn ObjectStore, runtime: Option<&tokio::runtime::Handle>, key: &str, dest: &Path) -> Result<(), HubError> {
     let limits = gateway_bundle::extract::ExtractLimits::from_env()?;
-    let missing = || HubError::Storage(format!("object {key} is missing from the store"));
+    let missing = || HubError::MissingObject(key.to_string());
     if let Some(file) = objects.local_file(key) {
         let size = std::fs::metadata(&file).map_err(|_| missing())?.len();
         if size > MAX_BUNDLE_BYTES {
@@ -309,11 +310,8 @@ fn read_stored_bundle(objects: &dyn ObjectStore, runtime: Option<&tokio::runtime
         gateway_bundle::extract::safe_extract_file(&file, dest, limits)?;
         return Ok(());
     }
-    let runtime = tokio::runtime::Handle::try_current()
-        .ok()
-        .or_else(|| runtime.cloned())
-        .ok_or_else(|| HubError::Storage("no async runtime to read the object store on".into()))?;
-    let download = gateway_common::temp::Scratch::new("bundle").map_err(|e| HubError::Storage(e.to_string()))?;
+    let runtime = tokio::runtime::Handle::try_current().ok().or_else(|| runtime.cloned()).ok_or(HubError::NoRuntime)?;
+    let download = gateway_common::temp::Scratch::new("bundle")?;
     let tgz = download.path().join("bundle.tar.gz");
     // A thread of its own: blocking on the runtime is refused on one of its workers.
     std::thread::scope(|scope| {
@@ -326,7 +324,7 @@ fn read_stored_bundle(objects: &dyn ObjectStore, runtime: Option<&tokio::runtime
 /// An object copied into the file `dest`, capped at [`MAX_BUNDLE_BYTES`].
 async fn copy_object(objects: &dyn ObjectStore, key: &str, dest: &Path) -> Result<(), HubError> {
     use futures_util::StreamExt as _;
-    let mut stream = objects.open(key).await?.ok_or_else(|| HubError::Storage(format!("object {key} is missing from the store")))?;
+    let mut stream = objects.open(key).await?.ok_or_else(|| HubError::MissingObject(key.to_string()))?;
     let mut file = std::fs::File::create(dest).map_err(|e| HubError::io(dest, e))?;
     let mut copied = 0u64;
     while let Some(chunk) = stream.next().await {
@@ -371,7 +369,7 @@ pub fn fetch_bundle(url: &str, dest: &Path) -> Result<(), FetchError> {
 pub struct HttpObjects;
 
 impl gateway_host::host::Objects for HttpObjects {
-    fn download(&self, url: &str, dest: &Path) -> Result<(), String> {
+    fn download(&self, url: &str, dest: &Path) -> Result<(), TransferError> {
         if url.starts_with("file://") {
             return gateway_host::host::LocalObjects.download(url, dest);
         }
@@ -380,19 +378,19 @@ impl gateway_host::host::Objects for HttpObjects {
             .timeout(Duration::from_secs(300))
             .send()
             .and_then(|r| r.error_for_status())
-            .map_err(|e| e.to_string())?;
-        let mut file = std::fs::File::create(dest).map_err(|e| e.to_string())?;
-        std::io::copy(&mut response, &mut file).map_err(|e| e.to_string())?;
+            .map_err(|e| TransferError::Remote(e.into()))?;
+        let mut file = std::fs::File::create(dest)?;
+        std::io::copy(&mut response, &mut file)?;
         Ok(())
     }
 
-    fn upload(&self, url: &str, path: &Path, sha256_hex: &str, size: u64) -> Result<(), String> {
+    fn upload(&self, url: &str, path: &Path, sha256_hex: &str, size: u64) -> Result<(), TransferError> {
         if url.starts_with("file://") {
             return gateway_host::host::LocalObjects.upload(url, path, sha256_hex, size);
         }
         use base64::Engine as _;
-        let digest = hex::decode(sha256_hex).map_err(|e| e.to_string())?;
-        let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+        let digest = hex::decode(sha256_hex)?;
+        let file = std::fs::File::open(path)?;
         reqwest::blocking::Client::new()
             .put(url)
             .header("content-type", gateway_host::session::EXPORT_CONTENT_TYPE)
@@ -403,6 +401,6 @@ impl gateway_host::host::Objects for HttpObjects {
             .send()
             .and_then(|r| r.error_for_status())
             .map(|_| ())
-            .map_err(|e| e.to_string())
+            .map_err(|e| TransferError::Remote(e.into()))
     }
 }

@@ -26,7 +26,7 @@ pub fn router(hub: Hub) -> axum::Router {
 
 /// Serve until the process ends.
 pub async fn serve(hub: Hub, addr: std::net::SocketAddr) -> Result<(), HubError> {
-    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| HubError::Storage(format!("bind {addr}: {e}")))?;
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| HubError::Bind { addr, source })?;
     serve_on(hub, listener).await
 }
 
@@ -58,7 +58,7 @@ pub async fn serve_until(
     if let Some(sweeper) = sweeper {
         sweeper.abort();
     }
-    served.map_err(|e| HubError::Storage(e.to_string()))
+    served.map_err(HubError::Serve)
 }
 
 /// `http://<addr>`, an unspecified address (0.0.0.0, ::) as loopback: what this machine

@@ -201,7 +201,7 @@ pub(super) async fn status(hub: &Hub, project: &str, container: &Container, id: 
     match json::parse_clean(&text) {
         Some(value @ Value::Object(_)) if value.get("containerId").and_then(Value::as_str) == Some(container.id.as_str()) => ok(value),
         Some(Value::Object(_)) => Err(missing()),
-        _ => Err(HubError::Storage(format!("connector capture {id} is not a JSON object"))),
+        _ => Err(HubError::Corrupt(format!("connector capture {id}"))),
     }
 }
 

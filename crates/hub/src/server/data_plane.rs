@@ -27,7 +27,7 @@ pub(super) async fn data_plane(hub: &Hub, routes: axum::Router, parts: Parts, bo
             let forwarded = Request::from_parts(parts, Body::from(request.clone()));
             let response = match answer_in_process(routes, forwarded).await {
                 Some(response) => response,
-                None => error_response(&HubError::Storage("the session's host did not answer".into())),
+                None => error_response(&HubError::HostSilent),
             };
             (request, response)
         }

@@ -1,7 +1,7 @@
 //! The hub's key material under `--data/keys` (the URL-signing key, the secrets key
 //! that seals stored secrets) and the project keys' pairs and their hashes.
 
-use crate::error::HubError;
+use crate::error::{HubError, SecretFailure};
 use aes_gcm::aead::{Aead, KeyInit, Payload};
 use aes_gcm::{Aes256Gcm, Nonce};
 use hmac::{Hmac, Mac};
@@ -29,7 +29,7 @@ impl Keys {
             let path = dir.join(name);
             match std::fs::read(&path) {
                 Ok(bytes) if bytes.len() == 32 => Ok(bytes),
-                Ok(_) => Err(HubError::Storage(format!("{} is not a 32-byte key", path.display()))),
+                Ok(_) => Err(SecretFailure::KeyFile(path.display().to_string()).into()),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     let key = crate::util::random_bytes(32);
                     write_private(&path, &key)?;
@@ -49,12 +49,11 @@ impl Keys {
 
     /// Encrypt a secret value (AES-256-GCM, random nonce, bound to its container and key).
     pub fn seal(&self, aad: &str, value: &[u8]) -> Result<Vec<u8>, HubError> {
-        let cipher = Aes256Gcm::new_from_slice(&self.secrets).map_err(|e| HubError::Storage(e.to_string()))?;
+        let cipher = Aes256Gcm::new_from_slice(&self.secrets).map_err(|_| SecretFailure::KeyLength)?;
         let nonce = crate::util::random_bytes(12);
         let mut out = nonce.clone();
-        let sealed = cipher
-            .encrypt(Nonce::from_slice(&nonce), Payload { msg: value, aad: aad.as_bytes() })
-            .map_err(|_| HubError::Storage("encryption failed".into()))?;
+        let sealed =
+            cipher.encrypt(Nonce::from_slice(&nonce), Payload { msg: value, aad: aad.as_bytes() }).map_err(|_| SecretFailure::Encrypt)?;
         out.extend_from_slice(&sealed);
         Ok(out)
     }
@@ -62,12 +61,12 @@ impl Keys {
     /// Decrypt a sealed value.
     pub fn open(&self, aad: &str, sealed: &[u8]) -> Result<Vec<u8>, HubError> {
         if sealed.len() < 12 {
-            return Err(HubError::Storage("sealed secret too short".into()));
+            return Err(SecretFailure::TooShort.into());
         }
-        let cipher = Aes256Gcm::new_from_slice(&self.secrets).map_err(|e| HubError::Storage(e.to_string()))?;
+        let cipher = Aes256Gcm::new_from_slice(&self.secrets).map_err(|_| SecretFailure::KeyLength)?;
         cipher
             .decrypt(Nonce::from_slice(&sealed[..12]), Payload { msg: &sealed[12..], aad: aad.as_bytes() })
-            .map_err(|_| HubError::Storage("secret does not decrypt with this hub's key".into()))
+            .map_err(|_| HubError::from(SecretFailure::WrongKey))
     }
 }
 

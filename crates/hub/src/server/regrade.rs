@@ -152,7 +152,7 @@ async fn score(
     let mut digests: Vec<String> = pairs.iter().map(|(_, sha)| sha.clone()).collect();
     digests.sort_unstable();
     digests.dedup();
-    let scratch = gateway_common::temp::Scratch::new("regrade").map_err(|e| HubError::Storage(e.to_string()))?;
+    let scratch = gateway_common::temp::Scratch::new("regrade")?;
     let specs = Arc::new(specs);
     let options = GraderOptions { sandbox: hub.limits.workers.sandbox.clone(), ..Default::default() };
     let threads = std::thread::available_parallelism().map(usize::from).unwrap_or(2);

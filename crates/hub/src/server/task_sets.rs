@@ -35,7 +35,7 @@ fn tasks_kind(dataset_id: &str) -> String {
 fn parse_document(text: &str, what: &str) -> Result<Map, HubError> {
     match json::parse_clean(text) {
         Some(Value::Object(map)) => Ok(map),
-        _ => Err(HubError::Storage(format!("{what} is not a JSON object"))),
+        _ => Err(HubError::Corrupt(what.to_string())),
     }
 }
 

@@ -301,9 +301,7 @@ pub(super) async fn validate_task(hub: &Hub, project: &str, id: &str, body: &Map
     if let (true, Some(host)) = (problems.is_empty(), host) {
         let url = crate::worlds::stored_bundle(&world.object_key);
         let (id, spec) = (world.id.clone(), spec.clone());
-        let tested = tokio::task::spawn_blocking(move || gateway_host::selftest::self_test(&host, &id, &url, &spec))
-            .await
-            .map_err(|e| HubError::Storage(e.to_string()))?;
+        let tested = tokio::task::spawn_blocking(move || gateway_host::selftest::self_test(&host, &id, &url, &spec)).await?;
         match tested {
             Ok(report) => {
                 for problem in report.get("problems").and_then(Value::as_array).into_iter().flatten() {

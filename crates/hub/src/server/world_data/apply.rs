@@ -230,7 +230,7 @@ pub(super) async fn fetch_chunks(hub: &Hub, project: &str, chunks: &[DataChunk],
         let gz = work.join(format!("{}.gz", gateway_world::chunks::chunk_name(chunk.ordinal as usize)));
         let sha = fetch_object(hub, &chunk_key(project, &chunk.digest), &gz).await?;
         if sha != chunk.digest {
-            return Err(HubError::Storage(format!("chunk {} does not match its digest in the store", chunk.ordinal)));
+            return Err(HubError::Mismatch { what: format!("chunk {}", chunk.ordinal), digest: "digest in the store" });
         }
         let plain = gz.with_extension("");
         let (from, to, cap, ordinal) = (gz.clone(), plain.clone(), hub.limits.chunk_bytes as u64, chunk.ordinal);

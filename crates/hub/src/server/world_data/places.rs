@@ -102,7 +102,7 @@ pub(super) async fn fetch_object(hub: &Hub, key: &str, dest: &Path) -> Result<St
 pub(super) async fn fetch_head_snapshot(hub: &Hub, head: &DataHead, dest: &Path) -> Result<(), HubError> {
     let sha = fetch_object(hub, &head.snapshot_key, dest).await?;
     if sha != head.file_sha256 {
-        return Err(HubError::Storage(format!("the world's data snapshot {} does not match its sha256", head.snapshot_key)));
+        return Err(HubError::Mismatch { what: format!("the world's data snapshot {}", head.snapshot_key), digest: "sha256" });
     }
     Ok(())
 }

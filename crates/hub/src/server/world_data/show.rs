@@ -160,7 +160,7 @@ pub(super) async fn cached_snapshot(hub: &Hub, head: &DataHead) -> Result<PathBu
         let sha = fetch_object(hub, &head.snapshot_key, &partial).await?;
         if sha != head.file_sha256 {
             let _ = std::fs::remove_file(&partial);
-            return Err(HubError::Storage(format!("snapshot {} does not match its sha256", head.snapshot_key)));
+            return Err(HubError::Mismatch { what: format!("snapshot {}", head.snapshot_key), digest: "sha256" });
         }
         std::fs::rename(&partial, &cached).map_err(|e| HubError::io(&cached, e))?;
         evict(&work_root(hub).join("snapshots"), KEPT_SNAPSHOTS);

@@ -35,7 +35,7 @@ pub(super) async fn tree(hub: &Hub, version: &Version) -> Result<Tree, HubError>
                 Ok(refused) => *refused,
                 Err(other) => HubError::Storage(other.to_string()),
             },
-            other => HubError::Storage(other.to_string()),
+            other => HubError::Prepare(other),
         })
     })
     .await?;
