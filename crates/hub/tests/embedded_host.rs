@@ -11,7 +11,7 @@ mod common;
 use gateway_hub::store::MetaStore;
 use gateway_hub::worlds::Worlds;
 use gateway_hub::HubConfig;
-use gateway_test_support::text;
+use gateway_test_support::{call_hub, text};
 use gateway_world::json::{self, Value};
 use std::sync::Arc;
 
@@ -46,16 +46,7 @@ fn start() -> Hub {
 }
 
 fn call(hub: &Hub, method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
-    let http = reqwest::blocking::Client::new();
-    let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
-    let mut request = http.request(method, format!("{}{path}", hub.api)).basic_auth(&hub.key.0, Some(&hub.key.1));
-    if let Some(body) = body {
-        request = request.header("content-type", "application/json").body(body.to_string());
-    }
-    let response = request.send().unwrap();
-    let status = response.status().as_u16();
-    let text = response.text().unwrap();
-    (status, json::parse(&text).map(|p| p.value).unwrap_or(Value::Str(text)))
+    call_hub(&hub.api, &hub.key, method, path, body, &[])
 }
 
 fn ok(hub: &Hub, method: &str, path: &str, body: Option<&str>) -> Value {

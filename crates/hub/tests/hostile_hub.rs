@@ -10,7 +10,7 @@
 
 use gateway_hub::server::Limits;
 use gateway_hub_client::client::{Client, PushOptions};
-use gateway_test_support::{copy_tree, example, text, Key, TestHub};
+use gateway_test_support::{call_hub, copy_tree, example, text, Key, TestHub};
 use gateway_world::json::{self, Value};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -162,18 +162,7 @@ fn heartbeat(hub: &RemoteHub, host: &gateway_host::WorldHost, secret: &str) -> R
 }
 
 fn call(hub: &RemoteHub, method: &str, path: &str, body: Option<&str>, headers: &[(&str, &str)]) -> (u16, Value) {
-    let http = reqwest::blocking::Client::new();
-    let mut request = http.request(method.parse().unwrap(), format!("{}{path}", hub.api)).basic_auth(&hub.key.0, Some(&hub.key.1));
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    if let Some(body) = body {
-        request = request.header("content-type", "application/json").body(body.to_string());
-    }
-    let response = request.send().unwrap();
-    let status = response.status().as_u16();
-    let body = response.text().unwrap();
-    (status, json::parse(&body).map(|p| p.value).unwrap_or(Value::Str(body)))
+    call_hub(&hub.api, &hub.key, method, path, body, headers)
 }
 
 /// Item 6: the shared host secret (leaked) registers no host; a host registers under

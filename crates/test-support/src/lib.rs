@@ -264,25 +264,31 @@ impl TestHub {
     /// A call with `key`'s Basic credentials and extra headers; a body is sent as JSON.
     /// Returns the status and the answer (JSON, else its text as a string).
     pub fn call_as(&self, key: &Key, method: &str, path: &str, body: Option<&str>, headers: &[(&str, &str)]) -> (u16, Value) {
-        let http = reqwest::blocking::Client::new();
-        let method = reqwest::Method::from_bytes(method.as_bytes()).expect("an HTTP method");
-        let mut request = http.request(method, format!("{}{path}", self.api)).basic_auth(&key.0, Some(&key.1));
-        for (name, value) in headers {
-            request = request.header(*name, *value);
-        }
-        if let Some(body) = body {
-            request = request.header("content-type", "application/json").body(body.to_string());
-        }
-        let response = request.send().expect("the hub answers");
-        let status = response.status().as_u16();
-        let text = response.text().unwrap_or_default();
-        (status, json::parse(&text).map(|p| p.value).unwrap_or(Value::Str(text)))
+        call_hub(&self.api, key, method, path, body, headers)
     }
 
     /// [`TestHub::call_as`] with the first project's key and no extra headers.
     pub fn call(&self, method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
         self.call_as(&self.one, method, path, body, &[])
     }
+}
+
+/// A call to the hub at `api` with `key`'s Basic credentials and extra headers; a body
+/// is sent as JSON. Returns the status and the answer (JSON, else its text as a string).
+pub fn call_hub(api: &str, key: &Key, method: &str, path: &str, body: Option<&str>, headers: &[(&str, &str)]) -> (u16, Value) {
+    let http = reqwest::blocking::Client::new();
+    let method = reqwest::Method::from_bytes(method.as_bytes()).expect("an HTTP method");
+    let mut request = http.request(method, format!("{api}{path}")).basic_auth(&key.0, Some(&key.1));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    if let Some(body) = body {
+        request = request.header("content-type", "application/json").body(body.to_string());
+    }
+    let response = request.send().expect("the hub answers");
+    let status = response.status().as_u16();
+    let text = response.text().unwrap_or_default();
+    (status, json::parse(&text).map(|p| p.value).unwrap_or(Value::Str(text)))
 }
 
 /// A member by dotted path (`runs.0.state`), as text: strings bare, the rest as JSON.

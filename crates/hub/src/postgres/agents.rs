@@ -4,7 +4,7 @@
 //! run number is taken under an advisory lock per project; upserts are single
 //! `INSERT … ON CONFLICT` statements.
 
-use super::{all, bind_all, insert, optional, PostgresStore, Tx};
+use super::{all, bind_all, insert, optional, PostgresStore, Query, Tx};
 use crate::agents::*;
 use crate::error::HubError;
 use crate::evaluations::{Evaluation, SampleSums};
@@ -46,40 +46,31 @@ async fn write_run(tx: &mut Tx, run: &Run) -> StoreResult<()> {
     Ok(())
 }
 
+/// A project secret's insert, before what a conflict does: `$1`…`$6` are its row
+/// ([`secret_row`]), the time `$6` both its creation and its update.
+const INSERT_SECRET: &str = "INSERT INTO project_secrets (project_id, name, scope, description, sealed, created_at, updated_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $6)";
+
+/// `sql` (an [`INSERT_SECRET`]) with the secret's row bound, `at` its time.
+fn secret_row<'q>(sql: &'q str, project_id: &'q str, s: &'q ProjectSecret, sealed: Vec<u8>, at: &'q str) -> Query<'q> {
+    sqlx::query(sql).bind(project_id).bind(&s.name).bind(&s.scope).bind(&s.description).bind(sealed).bind(at)
+}
+
 #[async_trait]
 impl AgentStore for PostgresStore {
     async fn create_project_secret(&self, project_id: &str, s: ProjectSecret, sealed: Vec<u8>) -> StoreResult<bool> {
-        let done = sqlx::query(
-            "INSERT INTO project_secrets (project_id, name, scope, description, sealed, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (project_id, name) DO NOTHING",
-        )
-        .bind(project_id)
-        .bind(&s.name)
-        .bind(&s.scope)
-        .bind(&s.description)
-        .bind(sealed)
-        .bind(&s.created_at)
-        .execute(&self.pool)
-        .await?;
+        let sql = format!("{INSERT_SECRET} ON CONFLICT (project_id, name) DO NOTHING");
+        let done = secret_row(&sql, project_id, &s, sealed, &s.created_at).execute(&self.pool).await?;
         Ok(done.rows_affected() == 1)
     }
 
     async fn put_project_secret(&self, project_id: &str, s: ProjectSecret, keep_description: bool, sealed: Vec<u8>) -> StoreResult<bool> {
-        let row = sqlx::query(
-            "INSERT INTO project_secrets (project_id, name, scope, description, sealed, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (project_id, name) DO UPDATE SET scope = EXCLUDED.scope, \
+        let sql = format!(
+            "{INSERT_SECRET} ON CONFLICT (project_id, name) DO UPDATE SET scope = EXCLUDED.scope, \
              description = CASE WHEN $7 THEN project_secrets.description ELSE EXCLUDED.description END, \
-             sealed = EXCLUDED.sealed, updated_at = EXCLUDED.updated_at RETURNING (xmax = 0)",
-        )
-        .bind(project_id)
-        .bind(&s.name)
-        .bind(&s.scope)
-        .bind(&s.description)
-        .bind(sealed)
-        .bind(&s.updated_at)
-        .bind(keep_description)
-        .fetch_one(&self.pool)
-        .await?;
+             sealed = EXCLUDED.sealed, updated_at = EXCLUDED.updated_at RETURNING (xmax = 0)"
+        );
+        let row = secret_row(&sql, project_id, &s, sealed, &s.updated_at).bind(keep_description).fetch_one(&self.pool).await?;
         Ok(row.try_get(0)?)
     }
 

@@ -23,7 +23,7 @@
 
 use super::access::{check_slug, own_version};
 use super::evaluations::{ingestion, own_evaluation, Fields};
-use super::request::{opt_value, str_or_null, JsonRequest};
+use super::request::{opt_value, str_or_null, JsonRequest, PageSize};
 use super::response::{ok, Answer};
 use super::state::Hub;
 use super::task_sets;
@@ -37,13 +37,11 @@ use gateway_world::json::{object, Map, Value};
 use std::collections::BTreeMap;
 
 /// Default and largest page sizes.
-const DEFAULT_ENVIRONMENTS: i64 = 50;
-const MAX_ENVIRONMENTS: i64 = 500;
+const ENVIRONMENTS: PageSize = PageSize { default: 50, max: 500 };
+const ROLLOUTS: PageSize = PageSize { default: 100, max: 1000 };
+const SAMPLES: PageSize = PageSize { default: 200, max: 1000 };
+/// Versions read for an environment's performance and rollouts.
 const MAX_VERSIONS: i64 = 1000;
-const DEFAULT_ROLLOUTS: i64 = 100;
-const MAX_ROLLOUTS: i64 = 1000;
-const DEFAULT_SAMPLES: i64 = 200;
-const MAX_SAMPLES: i64 = 1000;
 
 /// Why `run` dispatches nothing here.
 const NO_RUNNER: &str = "this self-hosted hub has no hosted runner: run the world yourself \
@@ -96,18 +94,6 @@ pub(super) async fn route(request: &JsonRequest<'_>, p: &str) -> Answer {
     }
 }
 
-/// A page size from the query: `default` when absent, clamped to `1..=max`.
-fn page_size(query: &BTreeMap<String, String>, default: i64, max: i64) -> Result<i64, HubError> {
-    match query.get("limit").filter(|l| !l.is_empty()) {
-        None => Ok(default),
-        Some(text) => text
-            .trim()
-            .parse::<i64>()
-            .map(|n| n.clamp(1, max))
-            .map_err(|_| HubError::BadRequest(format!("'limit' must be an integer, not '{text}'"))),
-    }
-}
-
 /// The environment `reference` names: a container id of this project, else its slug.
 pub(super) async fn find(hub: &Hub, project: &str, reference: &str) -> Result<Container, HubError> {
     if let Some(found) = hub.meta.container_by_id(reference).await?.filter(|c| c.project_id == project) {
@@ -147,7 +133,7 @@ fn env_kind(version: &Version) -> Value {
 
 /// `GET /environments?limit=&slug=`.
 async fn list(hub: &Hub, project: &str, query: &BTreeMap<String, String>) -> Answer {
-    let limit = page_size(query, DEFAULT_ENVIRONMENTS, MAX_ENVIRONMENTS)?;
+    let limit = ENVIRONMENTS.asked(query)?;
     let slug = query.get("slug").filter(|s| !s.is_empty());
     let mut out = Vec::new();
     for container in hub.meta.project_containers(project, slug.map(String::as_str), limit).await? {
@@ -310,7 +296,7 @@ fn rollout(evaluation: &Evaluation, version: Option<&Version>) -> Value {
 
 /// `GET /environments/{cid}/rollouts[?limit=]`: the evaluations, newest first.
 async fn rollouts(hub: &Hub, container: &Container, query: &BTreeMap<String, String>) -> Answer {
-    let limit = page_size(query, DEFAULT_ROLLOUTS, MAX_ROLLOUTS)?;
+    let limit = ROLLOUTS.asked(query)?;
     let versions = hub.meta.container_versions(&container.id, MAX_VERSIONS).await?;
     let mut out = Vec::new();
     for evaluation in hub.meta.evaluations(&container.id, limit).await? {
@@ -325,7 +311,7 @@ async fn rollouts(hub: &Hub, container: &Container, query: &BTreeMap<String, Str
 
 /// `GET /environments/{cid}/rollouts/{evaluationId}/samples[?limit=]`, in the order stored.
 async fn rollout_samples(hub: &Hub, project: &str, container: &Container, evaluation_id: &str, query: &BTreeMap<String, String>) -> Answer {
-    let limit = page_size(query, DEFAULT_SAMPLES, MAX_SAMPLES)?;
+    let limit = SAMPLES.asked(query)?;
     let missing = || HubError::NotFound(format!("no rollout '{evaluation_id}' of environment '{}'", container.slug));
     let evaluation = match own_evaluation(hub, project, evaluation_id).await {
         Ok(evaluation) if evaluation.container_id == container.id => evaluation,

@@ -112,3 +112,30 @@ mod tests {
         assert_eq!(unquote_plus("%"), "%");
     }
 }
+
+/// How many items a listing answers per page: `default` when the query names no
+/// `limit`, never more than `max` (nor fewer than one).
+#[derive(Clone, Copy)]
+pub(super) struct PageSize {
+    pub default: i64,
+    pub max: i64,
+}
+
+impl PageSize {
+    /// The query's `limit` for a JSON route: refused when it is not an integer.
+    pub(super) fn asked(self, query: &BTreeMap<String, String>) -> Result<i64, HubError> {
+        match query.get("limit").filter(|l| !l.is_empty()) {
+            None => Ok(self.default),
+            Some(text) => text
+                .trim()
+                .parse::<i64>()
+                .map(|n| n.clamp(1, self.max))
+                .map_err(|_| HubError::BadRequest(format!("'limit' must be an integer, not '{text}'"))),
+        }
+    }
+
+    /// The query's `limit` for a web page: anything unreadable is the default.
+    pub(super) fn shown(self, query: &BTreeMap<String, String>) -> i64 {
+        query.get("limit").and_then(|l| l.trim().parse::<i64>().ok()).unwrap_or(self.default).clamp(1, self.max)
+    }
+}

@@ -244,6 +244,22 @@ struct SessionTask {
     spec: Option<Arc<TaskSpec>>,
 }
 
+impl SessionTask {
+    /// A task given as a spec: the host is sent the spec itself; the session records
+    /// where it came from (`source`), its name and hash, its visible metadata, then
+    /// `more` (a stored task's id and version, a world task's path).
+    fn of_spec<const N: usize>(spec: TaskSpec, source: &str, name: Value, hash: String, more: [(&str, Value); N]) -> SessionTask {
+        let spec = Arc::new(spec);
+        let mut info = Map::default();
+        info.insert("source".into(), Value::str(source));
+        info.insert("name".into(), name);
+        info.insert("hash".into(), Value::Str(hash));
+        info.insert("metadata".into(), visible_metadata(&spec));
+        info.extend(more.into_iter().map(|(key, value)| (key.to_string(), value)));
+        SessionTask { host: HostTask::Spec(spec.clone()), info: Value::Object(info), spec: Some(spec) }
+    }
+}
+
 /// The task: by name the world's own `tasks/NAME.json` first, else its bundled scenario;
 /// a stored task's spec; or an inline spec.
 async fn session_task(hub: &Hub, project: &str, body: &Map, opened: &HostVersion) -> Result<SessionTask, HubError> {
@@ -258,35 +274,13 @@ async fn session_task(hub: &Hub, project: &str, body: &Map, opened: &HostVersion
             let task = load_task(hub, project, &id).await?;
             let (number, hash, spec_value) = task_version(&task, wanted)?;
             let (spec, _) = parse_spec(&spec_value)?;
-            let spec = Arc::new(spec);
-            let metadata = visible_metadata(&spec);
-            SessionTask {
-                host: HostTask::Spec(spec.clone()),
-                info: object([
-                    ("source", Value::str("stored")),
-                    ("name", task.get("name").cloned().unwrap_or_default()),
-                    ("hash", Value::Str(hash)),
-                    ("metadata", metadata),
-                    ("id", Value::Str(id)),
-                    ("version", Value::Int(number)),
-                ]),
-                spec: Some(spec),
-            }
+            let name = task.get("name").cloned().unwrap_or_default();
+            SessionTask::of_spec(spec, "stored", name, hash, [("id", Value::Str(id)), ("version", Value::Int(number))])
         }
         Some(inline @ Value::Object(_)) => {
             let (spec, normalised) = parse_spec(inline)?;
-            let spec = Arc::new(spec);
-            let metadata = visible_metadata(&spec);
-            SessionTask {
-                host: HostTask::Spec(spec.clone()),
-                info: object([
-                    ("source", Value::str("inline")),
-                    ("name", spec.name.clone().map(Value::Str).unwrap_or_default()),
-                    ("hash", Value::Str(spec_hash(&normalised))),
-                    ("metadata", metadata),
-                ]),
-                spec: Some(spec),
-            }
+            let name = spec.name.clone().map(Value::Str).unwrap_or_default();
+            SessionTask::of_spec(spec, "inline", name, spec_hash(&normalised), [])
         }
         _ => {
             return Err(HubError::BadRequest(
@@ -309,19 +303,8 @@ fn world_task(opened: &HostVersion, name: &str) -> Result<Option<SessionTask>, H
         .map_err(|e| HubError::BadRequest(format!("tasks/{name}.json of this world is not JSON: {e:?}")))?
         .value;
     let (spec, normalised) = parse_spec(&value)?;
-    let spec = Arc::new(spec);
-    let metadata = visible_metadata(&spec);
-    Ok(Some(SessionTask {
-        host: HostTask::Spec(spec.clone()),
-        info: object([
-            ("source", Value::str("world")),
-            ("name", Value::str(name)),
-            ("hash", Value::Str(spec_hash(&normalised))),
-            ("metadata", metadata),
-            ("path", Value::Str(format!("tasks/{name}.json"))),
-        ]),
-        spec: Some(spec),
-    }))
+    let path = Value::Str(format!("tasks/{name}.json"));
+    Ok(Some(SessionTask::of_spec(spec, "world", Value::str(name), spec_hash(&normalised), [("path", path)])))
 }
 
 /// A bundled scenario by name; refused, naming what the world does have, when there is none.

@@ -6,9 +6,10 @@
 //! and is not the §7 API: the figures are drawn for people, not served as JSON.
 
 use super::super::evaluations::own_evaluation;
+use super::super::request::PageSize;
 use super::super::state::Hub;
 use super::chart::{reward_chart, Bar};
-use super::page::{clip, cursor, json_pretty, json_text, limit, number, page, project_world, state_pill, version_label, world_url};
+use super::page::{clip, cursor, json_pretty, json_text, number, page, project_world, state_pill, version_label, world_url};
 use crate::error::HubError;
 use crate::evaluations::{Evaluation, SampleSums};
 use crate::store::{Container, Version};
@@ -18,11 +19,9 @@ use maud::{html, Markup};
 use std::collections::BTreeMap;
 
 /// Evaluations per page, by default and at most.
-const DEFAULT_EVALUATIONS: i64 = 50;
-const MAX_EVALUATIONS: i64 = 200;
+const EVALUATIONS: PageSize = PageSize { default: 50, max: 200 };
 /// Rollouts per page, by default and at most.
-const DEFAULT_SAMPLES: i64 = 100;
-const MAX_SAMPLES: i64 = 500;
+const SAMPLES: PageSize = PageSize { default: 100, max: 500 };
 /// Versions read for labels and the chart.
 const MAX_VERSIONS: i64 = 1000;
 /// Longest text shown for one member of a transcript.
@@ -55,7 +54,7 @@ fn eval_url(slug: &str, id: &str) -> String {
 pub(super) async fn list(hub: &Hub, project: &str, slug: &str, query: &BTreeMap<String, String>) -> Result<Markup, HubError> {
     let container = project_world(hub, project, slug).await?;
     let before = cursor(query, "before")?;
-    let size = limit(query, DEFAULT_EVALUATIONS, MAX_EVALUATIONS);
+    let size = EVALUATIONS.shown(query);
     // Four indexed reads, whatever the number of evaluations or samples.
     let (evaluations, versions, sums, total) = tokio::try_join!(
         hub.meta.evaluations_before(&container.id, before, size),
@@ -134,7 +133,7 @@ pub(super) async fn evaluation(
     let container = project_world(hub, project, slug).await?;
     let evaluation = world_evaluation(hub, project, &container, id).await?;
     let after = cursor(query, "after")?.unwrap_or(0);
-    let size = limit(query, DEFAULT_SAMPLES, MAX_SAMPLES);
+    let size = SAMPLES.shown(query);
     let (samples, version) =
         tokio::try_join!(hub.meta.samples_after(&evaluation.id, after, size), hub.meta.version(&evaluation.version_id))?;
     let url = world_url(&container.slug);

@@ -203,11 +203,6 @@ pub(super) fn number(value: f64) -> String {
     }
 }
 
-/// A page size from `limit` (default, clamped to 1..=max).
-pub(super) fn limit(query: &BTreeMap<String, String>, default: i64, max: i64) -> i64 {
-    query.get("limit").and_then(|l| l.trim().parse::<i64>().ok()).unwrap_or(default).clamp(1, max)
-}
-
 /// A cursor from the query (`before` / `after`): a non-negative sequence number.
 pub(super) fn cursor(query: &BTreeMap<String, String>, name: &str) -> Result<Option<i64>, HubError> {
     match query.get(name).filter(|v| !v.is_empty()) {

@@ -9,8 +9,9 @@
 use super::super::call_log::entries;
 use super::super::call_record::BODY_CAP;
 use super::super::documents::{calls_kind, LAST_GRADE, SESSION};
+use super::super::request::PageSize;
 use super::super::state::Hub;
-use super::page::{clip, cursor, json_text, limit, page, state_pill, world_url};
+use super::page::{clip, cursor, json_text, page, state_pill, world_url};
 use crate::error::HubError;
 use gateway_common::url::quote_segment;
 use gateway_world::json::{self, Value};
@@ -20,8 +21,7 @@ use std::collections::BTreeMap;
 /// Sessions per page.
 const SESSIONS_PAGE: i64 = 50;
 /// Calls per page, by default and at most.
-const DEFAULT_CALLS: i64 = 100;
-const MAX_CALLS: i64 = 500;
+const CALLS: PageSize = PageSize { default: 100, max: 500 };
 
 fn text_of(value: &Value, key: &str) -> String {
     match value.get(key) {
@@ -126,7 +126,7 @@ pub(super) async fn session(hub: &Hub, project: &str, id: &str, query: &BTreeMap
     let text = hub.meta.document(project, SESSION, id).await?.ok_or_else(|| HubError::missing("world session", id))?;
     let session = json::parse_clean(&text).unwrap_or_default();
     let after = cursor(query, "after")?.unwrap_or(0);
-    let size = limit(query, DEFAULT_CALLS, MAX_CALLS);
+    let size = CALLS.shown(query);
     hub.call_log.flush().await;
     let found = hub.meta.documents(project, &calls_kind(id), after, size).await?;
     let next = (found.len() as i64 == size).then(|| found.last().map(|(seq, _)| *seq)).flatten();

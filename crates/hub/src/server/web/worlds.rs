@@ -3,10 +3,11 @@
 //! their manifest hashes, seed rows through [`crate::seed_diff`]). It writes nothing and
 //! holds no diff logic of its own: the folding and comparing of rows are `seed_diff`'s.
 
+use super::super::request::PageSize;
 use super::super::state::Hub;
 use super::super::versions::manifest_map;
 use super::bundle::{self, members};
-use super::page::{json_text, limit, page, project_world, state_pill, version_label, world_url, world_version};
+use super::page::{json_text, page, project_world, state_pill, version_label, world_url, world_version};
 use crate::error::HubError;
 use crate::seed_diff::{self, EntityDiff, PrimaryKeys, WORLD_ROOTS};
 use crate::store::{Ref, Version};
@@ -24,8 +25,7 @@ const MAX_FILE_BYTES: u64 = 1024 * 1024;
 /// Largest seed file read for a diff.
 const MAX_SEED_BYTES: u64 = 256 * 1024 * 1024;
 /// Rows of each kind shown per entity by default, and at most.
-const DEFAULT_ROWS: i64 = 100;
-const MAX_ROWS: i64 = 10_000;
+const ROWS: PageSize = PageSize { default: 100, max: 10_000 };
 
 /// `/ui/`: the project's worlds.
 pub(super) async fn list(hub: &Hub, project: &str) -> Result<Markup, HubError> {
@@ -267,7 +267,7 @@ pub(super) async fn diff(hub: &Hub, project: &str, slug: &str, query: &BTreeMap<
             }
         }
     };
-    let rows = limit(query, DEFAULT_ROWS, MAX_ROWS) as usize;
+    let rows = ROWS.shown(query) as usize;
     let only = query.get("entity").filter(|e| !e.is_empty()).cloned();
 
     // Files, by the manifests' hashes.
@@ -377,7 +377,7 @@ fn entity_rows(e: &EntityDiff, rows: usize, more: &str) -> Markup {
         @if cut(e.added.len()) || cut(e.removed.len()) || cut(e.changed.len()) {
             p.pager {
                 "Showing the first " (rows) " of each kind. "
-                a href={ (more) "&limit=" ((rows * 10).min(MAX_ROWS as usize)) "#rows" } { "Show more" }
+                a href={ (more) "&limit=" ((rows * 10).min(ROWS.max as usize)) "#rows" } { "Show more" }
             }
         }
     }
