@@ -72,9 +72,9 @@ pub enum HubError {
     Engine {
         /// What the hub was doing (`the world does not compile`, …).
         what: String,
-        /// The engine's refusal.
+        /// The engine's refusal (boxed: it is the largest of the variants).
         #[source]
-        source: gateway_world::Error,
+        source: Box<gateway_world::Error>,
     },
     /// The world engine refused a world or its rows, in its own words (400).
     #[error(transparent)]
@@ -219,7 +219,7 @@ impl HubError {
 
     /// The world engine's refusal while doing `what`.
     pub fn engine(what: impl Into<String>, source: gateway_world::Error) -> HubError {
-        HubError::Engine { what: what.into(), source }
+        HubError::Engine { what: what.into(), source: Box::new(source) }
     }
 
     /// A thing this project does not have.

@@ -29,7 +29,7 @@ pub(super) async fn tree(hub: &Hub, version: &Version) -> Result<Tree, HubError>
     let (id, locator) = (version.id.clone(), crate::worlds::stored_bundle(&version.object_key));
     let files = blocking(move || {
         worlds.version_files(&id, &locator).map_err(|error| match error {
-            PrepareError::Compile(e) => HubError::engine(&format!("version {id} of this world does not compile"), e),
+            PrepareError::Compile(e) => HubError::engine(format!("version {id} of this world does not compile"), e),
             // The store's own refusal (a missing object, an unsafe or oversized archive).
             PrepareError::Fetch { source, .. } => match source.downcast::<HubError>() {
                 Ok(refused) => *refused,
