@@ -133,7 +133,7 @@ pub struct SecretInfo {
     pub updated_at: String,
 }
 
-/// How [`MetaStore::find_versions`] selects READY versions (newest first).
+/// How `MetaStore::find_versions` selects READY versions (newest first).
 #[derive(Debug, Clone)]
 pub enum VersionFilter {
     /// Every READY version.
