@@ -1,17 +1,16 @@
 //! The hub's error type: every refusal of the server and every failure of its store.
-//! The clients have their own (`gateway_hub_client::ClientError`).
+//! The clients have their own (`gateway_hub_client::ClientError`), the store its own
+//! ([`StoreError`], which this type lifts or wraps without changing a word).
 //!
 //! A variant says what failed: a thing the project does not have (by kind and id), a
 //! route nobody serves, the world engine's refusal, a bundle's, a storage back end's
-//! (SQLite, PostgreSQL, the object store), a worker that stopped; the plain classes
+//! (SQLite, PostgreSQL, the object store: [`HubError::Store`]), a worker that stopped; the plain classes
 //! (`BadRequest`, `Conflict`, …) carry the refusals whose words are their own. Each has
 //! one HTTP status and code ([`HubError::status`], [`HubError::code`]); its text is the
 //! `message` of the answer, word for word what the server said before it had variants.
 
+use gateway_hub_store::StoreError;
 use std::path::Path;
-
-/// Results of storage calls (the metadata and object stores').
-pub type StoreResult<T> = Result<T, HubError>;
 
 /// What went wrong, with the HTTP status the server answers for it.
 #[derive(Debug, thiserror::Error)]
@@ -96,15 +95,11 @@ pub enum HubError {
     /// A storage failure the other variants do not name (500).
     #[error("storage: {0}")]
     Storage(String),
-    /// The SQLite metadata store failed (500).
-    #[error("storage: {0}")]
-    Sqlite(#[from] rusqlite::Error),
-    /// The PostgreSQL metadata store failed (500).
-    #[error("storage: postgres: {0}")]
-    Postgres(#[from] sqlx::Error),
-    /// The S3-compatible object store failed (500).
-    #[error("storage: object store: {0}")]
-    Objects(#[from] object_store::Error),
+    /// A failure of the metadata or object store, or of the keys (500); the store's
+    /// refusals (400, 404, 409) and I/O failures are lifted into this type's own
+    /// variants instead (`From<StoreError>`), so a match on `Conflict` sees them.
+    #[error(transparent)]
+    Store(StoreError),
     /// A stored object whose bytes do not match the digest it was stored under (500):
     /// `what` (a chunk, a snapshot) against its `digest` (`sha256`, …).
     #[error("storage: {what} does not match its {digest}")]
@@ -114,9 +109,6 @@ pub enum HubError {
         /// What it was checked against.
         digest: &'static str,
     },
-    /// A sealed secret or a key file the hub's keys cannot work with (500).
-    #[error("storage: {0}")]
-    Secret(#[from] SecretFailure),
     /// The hub could not listen on its address (500).
     #[error("storage: bind {addr}: {source}")]
     Bind {
@@ -128,42 +120,9 @@ pub enum HubError {
     /// The server stopped on an I/O failure of its listener (500).
     #[error("storage: {0}")]
     Serve(#[source] std::io::Error),
-    /// The PostgreSQL metadata store could not be reached at startup (500).
-    #[error("storage: cannot connect to PostgreSQL at {url}: {source}")]
-    ConnectPostgres {
-        /// The database URL, its password redacted.
-        url: String,
-        /// Why the connection failed.
-        source: sqlx::Error,
-    },
-    /// The bucket of `--objects` does not answer at startup (500).
-    #[error(
-        "storage: the bucket of --objects {url} does not answer: {source}. Check that the bucket exists and that \
-         AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (and the endpoint and region) are right"
-    )]
-    BucketSilent {
-        /// The `--objects` URL.
-        url: String,
-        /// The probe's failure.
-        source: object_store::Error,
-    },
-    /// A multipart upload to the object store failed while `step` (`storing`,
-    /// `abandoning`) `what` (a key in a bucket) (500).
-    #[error("storage: {step} {what}: {source}")]
-    Upload {
-        /// What the writer was doing.
-        step: &'static str,
-        /// The key and its bucket.
-        what: String,
-        /// The object store's failure.
-        source: object_store::Error,
-    },
     /// A scratch directory could not be made (500).
     #[error("storage: {0}")]
     Scratch(#[from] gateway_common::fs::PathError),
-    /// The SQLite connection's lock was poisoned by a panic (500).
-    #[error("storage: database lock poisoned")]
-    LockPoisoned,
     /// A call for the embedded World Host on a hub that runs none (500).
     #[error("storage: this hub runs no embedded World Host")]
     NoEmbeddedHost,
@@ -180,10 +139,6 @@ pub enum HubError {
     /// An object the metadata names that the object store does not hold (500).
     #[error("storage: object {0} is missing from the store")]
     MissingObject(String),
-    /// A record read back inside the transaction that wrote it was not there (500):
-    /// `version`, `ref`, `run`, …
-    #[error("storage: {0} vanished")]
-    Vanished(&'static str),
     /// A stored document that is not the JSON object it was written as (500).
     #[error("storage: {0} is not a JSON object")]
     Corrupt(String),
@@ -253,28 +208,20 @@ impl HubError {
             HubError::Bundle(B::BadLimit { .. } | B::Io { .. })
             | HubError::Io { .. }
             | HubError::Storage(_)
-            | HubError::Sqlite(_)
-            | HubError::Postgres(_)
-            | HubError::Objects(_)
             | HubError::MissingObject(_)
             | HubError::Mismatch { .. }
-            | HubError::Secret(_)
             | HubError::Bind { .. }
             | HubError::Serve(_)
-            | HubError::ConnectPostgres { .. }
-            | HubError::BucketSilent { .. }
-            | HubError::Upload { .. }
             | HubError::Scratch(_)
-            | HubError::LockPoisoned
             | HubError::NoEmbeddedHost
             | HubError::HostSilent
             | HubError::NoRuntime
             | HubError::Prepare(_)
-            | HubError::Vanished(_)
             | HubError::Corrupt(_)
             | HubError::Worker(_)
             | HubError::WorkerIn { .. }
             | HubError::Confinement(_) => 500,
+            HubError::Store(error) => error.status(),
         }
     }
 
@@ -298,24 +245,26 @@ impl HubError {
     }
 }
 
-/// Why a secret could not be sealed or opened, or a key file read.
-#[derive(Debug, thiserror::Error)]
-pub enum SecretFailure {
-    /// A key file that is not 32 bytes.
-    #[error("{0} is not a 32-byte key")]
-    KeyFile(String),
-    /// A secrets key the cipher does not take.
-    #[error("Invalid Length")]
-    KeyLength,
-    /// The cipher refused to seal.
-    #[error("encryption failed")]
-    Encrypt,
-    /// A sealed value shorter than its nonce.
-    #[error("sealed secret too short")]
-    TooShort,
-    /// A sealed value this hub's key does not open (another hub's, or altered).
-    #[error("secret does not decrypt with this hub's key")]
-    WrongKey,
+impl From<StoreError> for HubError {
+    /// The store's refusals and I/O failures as this type's variants of the same name
+    /// (same words, same status); every other failure wrapped as it is.
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::BadRequest(message) => HubError::BadRequest(message),
+            StoreError::NotFound(message) => HubError::NotFound(message),
+            StoreError::Missing { kind, id } => HubError::Missing { kind, id },
+            StoreError::Conflict(message) => HubError::Conflict(message),
+            StoreError::Io { path, source } => HubError::Io { path, source },
+            other => HubError::Store(other),
+        }
+    }
+}
+
+impl From<rusqlite::Error> for HubError {
+    /// A SQLite failure outside the metadata store (a snapshot read), worded as the store's.
+    fn from(error: rusqlite::Error) -> Self {
+        HubError::Store(error.into())
+    }
 }
 
 impl From<gateway_world::ContractError> for HubError {

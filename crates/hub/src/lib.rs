@@ -8,37 +8,30 @@
 //!   log, fork, diff, proposals, write-only encrypted secrets and run configs, behind
 //!   HTTP Basic project keys; world sessions and stored tasks (spec §5, §6) run on the
 //!   embedded or registered World Hosts ([`worlds`], [`host_credentials`]);
-//! - its state behind the [`store`] traits (SQLite and a local directory by default;
-//!   PostgreSQL ([`postgres`]) and an S3-compatible bucket ([`s3`]) for several
-//!   processes): evaluations (spec §2, [`evaluations`]) with their samples' final states
-//!   and their regrade ([`regrade`] scores stored states under a task version's grader,
-//!   without re-running a rollout), the agents platform (spec §8, §11, [`agents`]),
-//!   workspace connectors ([`connectors`]) and world data batches ([`world_data`]).
+//! - the routes over its state, which lives behind the [`store`] traits of
+//!   `gateway-hub-store` (re-exported here under the paths they had in this crate):
+//!   evaluations (spec §2) with their samples' final states and their regrade
+//!   ([`regrade`] scores stored states under a task version's grader, without
+//!   re-running a rollout), the agents platform (spec §8, §11), workspace connectors
+//!   and world data batches.
 //!
-//! It is not the clients that call it (`gateway-hub-client`, which this crate does not
-//! depend on), nor the bundle format both sides share (`gateway-bundle`), nor the rubric
+//! It is not the store (`gateway-hub-store`: the metadata backends, their migrations,
+//! the object stores, the keys), nor the clients that call it (`gateway-hub-client`,
+//! which this crate does not depend on), nor the bundle format both sides share (`gateway-bundle`), nor the rubric
 //! judge (`gateway-judge`); it is not the world engine (`gateway-world`), does not
 //! compile or validate worlds itself beyond calling the engine, runs no hosted
 //! evaluations (a run-config dispatch and an environment run answer every model
 //! `ok: false`, with the reason), and holds no CLI parsing (that is `gateway-cli`).
 
-pub mod agents;
-pub mod connectors;
 pub mod error;
-pub mod evaluations;
-pub mod host_credentials;
-mod migrations;
-pub mod postgres;
 pub mod regrade;
-mod rows;
-pub mod s3;
 pub mod seed_diff;
 pub mod server;
-pub mod sqlite;
-pub mod store;
-pub mod util;
-pub mod world_data;
 pub mod worlds;
+
+// The store, under the paths it had when it was part of this crate.
+pub use gateway_hub_store::{agents, connectors, evaluations, host_credentials, postgres, s3, sqlite, store, util, world_data};
+pub use gateway_hub_store::{SecretFailure, StoreError};
 
 pub use error::HubError;
 

@@ -18,6 +18,7 @@ use crate::agents::{Agent, Dataset, ProjectSecret};
 use crate::error::HubError;
 use crate::util::{new_id, now_iso};
 use gateway_common::url::unquote_plus;
+use gateway_hub_store::StoreError;
 use gateway_world::json::{self, object, DumpOptions, Map, Value};
 
 /// The scopes a project secret may have: whose environment it is put into.
@@ -195,8 +196,7 @@ async fn put_secret(hub: &Hub, project: &str, name: &str, body: &Map) -> Answer 
     };
     let sealed = hub.keys.seal(&secret_aad(project, name), value.as_bytes())?;
     let created = hub.meta.put_project_secret(project, secret, keep_description, sealed).await?;
-    let stored =
-        hub.meta.project_secrets(project).await?.into_iter().find(|s| s.name == name).ok_or_else(|| HubError::Vanished("secret"))?;
+    let stored = hub.meta.project_secrets(project).await?.into_iter().find(|s| s.name == name).ok_or(StoreError::Vanished("secret"))?;
     let mut answer = secret_json(&stored);
     if let Value::Object(map) = &mut answer {
         map.insert("displayValue".into(), Value::str(MASK));

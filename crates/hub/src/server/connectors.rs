@@ -410,7 +410,7 @@ async fn push(hub: &Hub, project: &str, slug: &str, body: &Map, base_url: &str) 
         commit: ConnectorCommit { repo_id: repo.id.clone(), ..commit },
     };
     let commit = new.commit.clone();
-    match hub.meta.commit_connector(new).await {
+    match hub.meta.commit_connector(new).await.map_err(HubError::from) {
         Ok(()) => ok(answer_commit(&repo, &commit, base_url, existing.is_none())),
         Err(HubError::Conflict(_)) => {
             // Another push landed first: answer as a stale parent, with the new head.

@@ -19,7 +19,7 @@ mod documents;
 mod environments;
 mod eval_states;
 mod evaluations;
-pub(crate) mod keys;
+pub(crate) use gateway_hub_store::keys;
 mod objects;
 mod openapi;
 mod refs;

@@ -227,7 +227,7 @@ async fn show(hub: &Hub, project: &str, id: &str) -> Answer {
 }
 
 async fn change(hub: &Hub, project: &str, id: &str, change: RunChange) -> Result<Run, HubError> {
-    hub.meta.change_run(project, id, change, Now::current()).await
+    Ok(hub.meta.change_run(project, id, change, Now::current()).await?)
 }
 
 fn lease_seconds(fields: &Fields) -> Result<i64, HubError> {

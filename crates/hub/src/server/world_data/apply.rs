@@ -32,7 +32,7 @@ pub(super) async fn save(hub: &Hub, shared: &Shared, change: impl FnOnce(&mut Da
     let mut batch = shared.lock().await;
     change(&mut batch);
     batch.updated_at = now_iso();
-    hub.meta.update_data_batch(&batch).await
+    Ok(hub.meta.update_data_batch(&batch).await?)
 }
 
 /// Apply a completed batch: wait for the world's lock, apply, publish if asked, and

@@ -126,8 +126,8 @@ pub(super) async fn store_object(hub: &Hub, key: &str, path: &Path) -> Result<()
         }
         if let Err(error) = writer.write(axum::body::Bytes::copy_from_slice(&buffer[..n])).await {
             writer.abort().await?;
-            return Err(error);
+            return Err(error.into());
         }
     }
-    writer.commit().await
+    Ok(writer.commit().await?)
 }

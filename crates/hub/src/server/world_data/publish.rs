@@ -124,7 +124,7 @@ pub(super) async fn publish_version(
         store_object(hub, &version.object_key, &tarball).await?;
         hub.meta.mark_uploaded(&version.id, false).await?;
     }
-    let done = hub.meta.finalize(&version.id, "main", Some(&tip.id), false).await.map_err(|error| match error {
+    let done = hub.meta.finalize(&version.id, "main", Some(&tip.id), false).await.map_err(|error| match HubError::from(error) {
         HubError::Conflict(_) => HubError::Conflict(format!(
             "'{}' main moved while the batch applied (it was {}): the data-only version was not published; import the rows onto the new tip",
             world.slug, tip.id

@@ -14,7 +14,7 @@ pub fn strings(value: Option<&Value>) -> Vec<String> {
 
 /// Create `dir` and its missing parents owner-only (0700), and tighten `dir` to 0700 when
 /// it exists already: the hub's data, keys, objects and hosts are no other user's to read.
-pub fn private_dir(dir: &std::path::Path) -> Result<(), crate::HubError> {
+pub fn private_dir(dir: &std::path::Path) -> Result<(), crate::StoreError> {
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]
@@ -22,11 +22,11 @@ pub fn private_dir(dir: &std::path::Path) -> Result<(), crate::HubError> {
         use std::os::unix::fs::DirBuilderExt as _;
         builder.mode(0o700);
     }
-    builder.create(dir).map_err(|e| crate::HubError::io(dir, e))?;
+    builder.create(dir).map_err(|e| crate::StoreError::io(dir, e))?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt as _;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(|e| crate::HubError::io(dir, e))?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(|e| crate::StoreError::io(dir, e))?;
     }
     Ok(())
 }

@@ -8,9 +8,9 @@
 //! evaluation and by (container, task, version)); every view reads them through an
 //! index, never by scanning documents. This module holds no HTTP and no arithmetic
 //! beyond the sums: the means, rates and deviations are the server's
-//! (`server/environments.rs`). Task sets are not here: they are platform documents.
+//! (gateway-hub's `server/environments.rs`). Task sets are not here: they are platform documents.
 
-use crate::error::{HubError, StoreResult};
+use crate::error::{StoreError, StoreResult};
 use crate::store::records::{Container, Version};
 use async_trait::async_trait;
 
@@ -59,11 +59,11 @@ pub struct Evaluation {
 
 impl Evaluation {
     /// Samples and a finalize are taken only while the evaluation is RUNNING.
-    pub fn ensure_running(&self) -> Result<(), HubError> {
+    pub fn ensure_running(&self) -> Result<(), StoreError> {
         if self.status == RUNNING {
             return Ok(());
         }
-        Err(HubError::Conflict(format!(
+        Err(StoreError::Conflict(format!(
             "evaluation {} is already {}: samples and a finalize are taken only while it is RUNNING",
             self.id, self.status
         )))
@@ -86,7 +86,7 @@ pub struct Outcome {
 impl Outcome {
     /// Whether finalizing `evaluation` with this outcome changes it: not when it already
     /// ended with this status (a finalize repeated); a conflict when it ended otherwise.
-    pub fn changes(&self, evaluation: &Evaluation) -> Result<bool, HubError> {
+    pub fn changes(&self, evaluation: &Evaluation) -> Result<bool, StoreError> {
         if evaluation.status == self.status {
             return Ok(false);
         }
@@ -194,11 +194,11 @@ pub trait EvaluationStore: Send + Sync {
     /// An evaluation by id.
     async fn evaluation(&self, id: &str) -> StoreResult<Option<Evaluation>>;
     /// Store a batch of samples of a RUNNING evaluation, all or none; the evaluation's
-    /// sample count moves with them. [`crate::HubError::Conflict`] once it is finalized.
+    /// sample count moves with them. [`crate::StoreError::Conflict`] once it is finalized.
     async fn add_samples(&self, evaluation_id: &str, samples: Vec<Sample>) -> StoreResult<i64>;
     /// Finalize a RUNNING evaluation with `status` (`metrics` and `cost` as JSON). A
     /// second finalize with the same status answers the stored evaluation unchanged;
-    /// with another status it is a [`crate::HubError::Conflict`].
+    /// with another status it is a [`crate::StoreError::Conflict`].
     async fn finalize_evaluation(&self, id: &str, outcome: Outcome) -> StoreResult<Evaluation>;
     /// A container's evaluations, newest first, at most `limit`.
     async fn evaluations(&self, container_id: &str, limit: i64) -> StoreResult<Vec<Evaluation>>;

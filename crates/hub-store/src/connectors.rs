@@ -1,7 +1,7 @@
 //! Workspace connectors in storage (spec §3): a connector is a repo of template files
 //! (`world.json`, `connector.toml`, `handlers.py`, …) owned by a project, with a chain
 //! of commits. [`ConnectorStore`] is what the `/api/public/context/connectors` and
-//! `/api/public/connectors/{hub,clone}` routes need (`server/connectors.rs`); it is
+//! `/api/public/connectors/{hub,clone}` routes need (gateway-hub's `server/connectors.rs`); it is
 //! implemented on SQLite (`sqlite/connectors.rs`) and PostgreSQL
 //! (`postgres/connectors.rs`), over the tables of migrations 0006.
 //!
@@ -10,7 +10,7 @@
 //! [`ConnectorStore::commit_connector`], a compare-and-set on the head the server read:
 //! two pushes from one parent — one wins, the other is a conflict.
 
-use crate::error::{HubError, StoreResult};
+use crate::error::{StoreError, StoreResult};
 use async_trait::async_trait;
 
 /// A connector repo.
@@ -123,25 +123,25 @@ impl NewCommit {
     }
 
     /// The refusal of a new repo whose slug the project already has.
-    pub fn slug_taken(&self) -> HubError {
-        HubError::Conflict(format!("connector '{}' already exists in this project", self.repo.slug))
+    pub fn slug_taken(&self) -> StoreError {
+        StoreError::Conflict(format!("connector '{}' already exists in this project", self.repo.slug))
     }
 
     /// The compare-and-set on an existing repo, given its id and head as they stand
     /// (None: it was deleted meanwhile).
-    pub fn check_head(&self, current: Option<(String, Option<String>)>) -> Result<(), HubError> {
+    pub fn check_head(&self, current: Option<(String, Option<String>)>) -> Result<(), StoreError> {
         match current {
-            None => Err(HubError::Conflict(format!("connector '{}' was deleted meanwhile", self.repo.slug))),
+            None => Err(StoreError::Conflict(format!("connector '{}' was deleted meanwhile", self.repo.slug))),
             Some((id, head)) if id != self.repo.id || head != self.expected_head => {
-                Err(HubError::Conflict(format!("connector '{}' moved on meanwhile", self.repo.slug)))
+                Err(StoreError::Conflict(format!("connector '{}' moved on meanwhile", self.repo.slug)))
             }
             Some(_) => Ok(()),
         }
     }
 
     /// The refusal of a commit the repo already holds.
-    pub fn commit_exists(&self) -> HubError {
-        HubError::Conflict(format!("commit {} already exists in connector '{}'", self.commit.commit_hash, self.repo.slug))
+    pub fn commit_exists(&self) -> StoreError {
+        StoreError::Conflict(format!("commit {} already exists in connector '{}'", self.commit.commit_hash, self.repo.slug))
     }
 }
 
@@ -161,7 +161,7 @@ pub trait ConnectorStore: Send + Sync {
     /// or a commit hash (or a unique prefix of at least 7 characters).
     async fn connector_commit(&self, repo_id: &str, version: Option<&str>) -> StoreResult<Option<ConnectorCommit>>;
     /// Make a commit and move the head to it, atomically: a new repo whose slug is taken,
-    /// or a head that is no longer `expected_head`, is [`crate::HubError::Conflict`].
+    /// or a head that is no longer `expected_head`, is [`crate::StoreError::Conflict`].
     /// The commit's labels move to it.
     async fn commit_connector(&self, new: NewCommit) -> StoreResult<()>;
     /// Remove a connector and its commits; whether it existed.

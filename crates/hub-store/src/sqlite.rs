@@ -2,7 +2,7 @@
 //! every write in a `BEGIN IMMEDIATE` transaction, so the branch compare-and-set
 //! holds even between several processes sharing the file.
 
-use crate::error::HubError;
+use crate::error::StoreError;
 use crate::migrations::MIGRATIONS;
 use crate::rows::*;
 use crate::store::*;
@@ -26,13 +26,13 @@ pub struct SqliteStore {
 
 impl SqliteStore {
     /// Open (creating and migrating) the database at `path`.
-    pub fn open(path: &Path) -> Result<SqliteStore, HubError> {
+    pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
         let mut conn = Connection::open(path)?;
         // Key hashes, sealed secrets and tokens live here: owner-only, like the keys.
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt as _;
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|e| HubError::io(path, e))?;
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|e| StoreError::io(path, e))?;
         }
         conn.busy_timeout(Duration::from_secs(30))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
@@ -68,7 +68,7 @@ impl SqliteStore {
     {
         let conn = self.conn.clone();
         tokio::task::spawn_blocking(move || {
-            let mut guard = conn.lock().map_err(|_| HubError::LockPoisoned)?;
+            let mut guard = conn.lock().map_err(|_| StoreError::LockPoisoned)?;
             work(&mut guard)
         })
         .await?
@@ -199,7 +199,7 @@ impl MetaStore for SqliteStore {
                 return Ok((existing, false));
             }
             insert(&tx, "versions", &new, "")?;
-            let stored = get_version(&tx, &new.id)?.ok_or_else(|| HubError::Vanished("version"))?;
+            let stored = get_version(&tx, &new.id)?.ok_or_else(|| StoreError::Vanished("version"))?;
             tx.commit()?;
             Ok((stored, true))
         })
@@ -238,7 +238,7 @@ impl MetaStore for SqliteStore {
         let (id, branch, base) = (version_id.to_string(), branch.to_string(), base.map(str::to_string));
         self.with(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let mut version = get_version(&tx, &id)?.ok_or_else(|| HubError::NotFound(format!("version {id} not found")))?;
+            let mut version = get_version(&tx, &id)?.ok_or_else(|| StoreError::NotFound(format!("version {id} not found")))?;
             version.ensure_uploaded()?;
             let slug: String = tx.query_row("SELECT slug FROM containers WHERE id = ?1", [&version.container_id], |r| r.get(0))?;
             let tip = get_ref(&tx, &version.container_id, &branch)?;
@@ -251,7 +251,7 @@ impl MetaStore for SqliteStore {
                     "UPDATE versions SET state = 'READY', forked_from_version_id = COALESCE(forked_from_version_id, ?1) WHERE id = ?2",
                     params![parent, id],
                 )?;
-                version = get_version(&tx, &id)?.ok_or_else(|| HubError::Vanished("version"))?;
+                version = get_version(&tx, &id)?.ok_or_else(|| StoreError::Vanished("version"))?;
             }
             match &tip {
                 Some(_) => {
@@ -267,7 +267,7 @@ impl MetaStore for SqliteStore {
                     )?;
                 }
             }
-            let moved = get_ref(&tx, &version.container_id, &branch)?.ok_or_else(|| HubError::Vanished("ref"))?;
+            let moved = get_ref(&tx, &version.container_id, &branch)?.ok_or_else(|| StoreError::Vanished("ref"))?;
             tx.commit()?;
             Ok(Finalized { version, branch: moved, previous_tip })
         })
@@ -331,7 +331,7 @@ impl MetaStore for SqliteStore {
                 "INSERT INTO refs (container_id, name, kind, version_id, created_at, updated_at) VALUES (?1, 'main', 'branch', ?2, ?3, ?3)",
                 params![target.id, copy.id, now],
             )?;
-            let stored = get_version(&tx, &copy.id)?.ok_or_else(|| HubError::Vanished("version"))?;
+            let stored = get_version(&tx, &copy.id)?.ok_or_else(|| StoreError::Vanished("version"))?;
             tx.commit()?;
             Ok((target, stored))
         })

@@ -5,7 +5,7 @@
 //! lands on an evaluation finalized meanwhile, whichever process serves it.
 
 use super::{all, insert, optional, PostgresStore, Tx};
-use crate::error::HubError;
+use crate::error::StoreError;
 use crate::evaluations::*;
 use crate::rows::*;
 use crate::store::{Container, StoreResult, Version};
@@ -15,7 +15,7 @@ use sqlx::Row;
 /// The evaluation, its row locked until the transaction ends.
 async fn lock_evaluation(tx: &mut Tx, id: &str) -> StoreResult<Evaluation> {
     let sql = format!("SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE id = $1 FOR UPDATE");
-    optional(&mut **tx, sqlx::query(&sql).bind(id)).await?.ok_or_else(|| HubError::NotFound(format!("no evaluation '{id}'")))
+    optional(&mut **tx, sqlx::query(&sql).bind(id)).await?.ok_or_else(|| StoreError::NotFound(format!("no evaluation '{id}'")))
 }
 
 #[async_trait]

@@ -4,7 +4,7 @@
 
 use super::{insert, SqliteStore};
 use crate::agents::*;
-use crate::error::HubError;
+use crate::error::StoreError;
 use crate::evaluations::{Evaluation, SampleSums};
 use crate::rows::*;
 use crate::store::StoreResult;
@@ -190,7 +190,7 @@ impl AgentStore for SqliteStore {
                 run.run_number = Some(next);
             }
             insert(&tx, "runs", &run, "")?;
-            let stored = get_run(&tx, &run.project_id, &run.id)?.ok_or_else(|| HubError::Vanished("run"))?;
+            let stored = get_run(&tx, &run.project_id, &run.id)?.ok_or_else(|| StoreError::Vanished("run"))?;
             tx.commit()?;
             Ok(stored)
         })
@@ -236,7 +236,7 @@ impl AgentStore for SqliteStore {
         let (project_id, id) = (project_id.to_string(), id.to_string());
         self.with(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let mut run = get_run(&tx, &project_id, &id)?.ok_or_else(|| HubError::missing("run", id))?;
+            let mut run = get_run(&tx, &project_id, &id)?.ok_or_else(|| StoreError::missing("run", id))?;
             run.apply(&change, &now)?;
             write_run(&tx, &run)?;
             match &change {

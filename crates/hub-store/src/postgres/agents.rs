@@ -6,7 +6,7 @@
 
 use super::{all, bind_all, insert, optional, PostgresStore, Query, Tx};
 use crate::agents::*;
-use crate::error::HubError;
+use crate::error::StoreError;
 use crate::evaluations::{Evaluation, SampleSums};
 use crate::rows::*;
 use crate::store::StoreResult;
@@ -161,7 +161,7 @@ impl AgentStore for PostgresStore {
             run.run_number = Some(next);
         }
         insert(&mut *tx, "runs", &run, "").await?;
-        let stored = get_run(&mut tx, &run.project_id, &run.id, false).await?.ok_or_else(|| HubError::Vanished("run"))?;
+        let stored = get_run(&mut tx, &run.project_id, &run.id, false).await?.ok_or_else(|| StoreError::Vanished("run"))?;
         tx.commit().await?;
         Ok(stored)
     }
@@ -199,7 +199,7 @@ impl AgentStore for PostgresStore {
 
     async fn change_run(&self, project_id: &str, id: &str, change: RunChange, now: Now) -> StoreResult<Run> {
         let mut tx = self.pool.begin().await?;
-        let mut run = get_run(&mut tx, project_id, id, true).await?.ok_or_else(|| HubError::missing("run", id))?;
+        let mut run = get_run(&mut tx, project_id, id, true).await?.ok_or_else(|| StoreError::missing("run", id))?;
         run.apply(&change, &now)?;
         write_run(&mut tx, &run).await?;
         match &change {

@@ -5,7 +5,7 @@
 
 use super::{insert, SqliteStore};
 use crate::connectors::*;
-use crate::error::HubError;
+use crate::error::StoreError;
 use crate::rows::*;
 use crate::store::StoreResult;
 use async_trait::async_trait;
@@ -38,7 +38,7 @@ fn find_commit(c: &Connection, repo_id: &str, version: Option<&str>) -> StoreRes
         let mut stmt = c.prepare(&format!("{select} WHERE c.repo_id = ?1 AND c.commit_hash LIKE ?2 LIMIT 2"))?;
         let found = stmt.query_map(params![repo_id, prefix], |r| read_commit_with_files(r))?.collect::<rusqlite::Result<Vec<_>>>()?;
         if found.len() > 1 {
-            return Err(HubError::BadRequest(format!("version '{version}' names more than one commit: give more of the hash")));
+            return Err(StoreError::BadRequest(format!("version '{version}' names more than one commit: give more of the hash")));
         }
         return Ok(found.into_iter().next());
     }

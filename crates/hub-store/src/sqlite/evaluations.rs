@@ -4,7 +4,7 @@
 //! samples and its evaluation's count change together or not at all.
 
 use super::{insert, SqliteStore};
-use crate::error::HubError;
+use crate::error::StoreError;
 use crate::evaluations::*;
 use crate::rows::*;
 use crate::store::{Container, StoreResult, Version};
@@ -51,7 +51,7 @@ impl EvaluationStore for SqliteStore {
         self.with(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let evaluation =
-                get_evaluation(&tx, &evaluation_id)?.ok_or_else(|| HubError::NotFound(format!("no evaluation '{evaluation_id}'")))?;
+                get_evaluation(&tx, &evaluation_id)?.ok_or_else(|| StoreError::NotFound(format!("no evaluation '{evaluation_id}'")))?;
             evaluation.ensure_running()?;
             {
                 let mut insert = tx.prepare(&format!(
@@ -87,7 +87,7 @@ impl EvaluationStore for SqliteStore {
         let id = id.to_string();
         self.with(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let evaluation = get_evaluation(&tx, &id)?.ok_or_else(|| HubError::NotFound(format!("no evaluation '{id}'")))?;
+            let evaluation = get_evaluation(&tx, &id)?.ok_or_else(|| StoreError::NotFound(format!("no evaluation '{id}'")))?;
             if !outcome.changes(&evaluation)? {
                 return Ok(evaluation);
             }
@@ -95,7 +95,7 @@ impl EvaluationStore for SqliteStore {
                 "UPDATE evaluations SET status = ?1, metrics = ?2, cost = ?3, completed_at = ?4 WHERE id = ?5",
                 params![outcome.status, outcome.metrics, outcome.cost, outcome.completed_at, id],
             )?;
-            let done = get_evaluation(&tx, &id)?.ok_or_else(|| HubError::Vanished("evaluation"))?;
+            let done = get_evaluation(&tx, &id)?.ok_or_else(|| StoreError::Vanished("evaluation"))?;
             tx.commit()?;
             Ok(done)
         })

@@ -4,9 +4,9 @@
 //! ([`crate::sqlite::SqliteStore`]) and a local directory ([`LocalObjects`]) are the
 //! defaults. Every state change is durable before the call returns.
 
-use crate::error::HubError;
+use crate::error::StoreError;
 use async_trait::async_trait;
-use axum::body::Bytes;
+use bytes::Bytes;
 use std::path::{Path, PathBuf};
 
 pub(crate) mod records;
@@ -55,7 +55,7 @@ pub trait MetaStore:
     async fn attach_wheel(&self, version_id: &str, wheel: &WheelDecl) -> StoreResult<bool>;
     /// Mark READY and compare-and-set the branch, atomically (across processes):
     /// absent → create; `force` → move; tip == base or == this version → move;
-    /// otherwise [`HubError::Conflict`].
+    /// otherwise [`StoreError::Conflict`].
     async fn finalize(&self, version_id: &str, branch: &str, base: Option<&str>, force: bool) -> StoreResult<Finalized>;
     /// READY versions of a container, newest first, at most `limit`.
     async fn find_versions(&self, container_id: &str, filter: VersionFilter, limit: i64) -> StoreResult<Vec<Version>>;
@@ -64,7 +64,7 @@ pub trait MetaStore:
     async fn refs(&self, container_id: &str) -> StoreResult<Vec<Ref>>;
     /// One ref by name.
     async fn get_ref(&self, container_id: &str, name: &str) -> StoreResult<Option<Ref>>;
-    /// Create a ref; [`HubError::Conflict`] when the name is taken.
+    /// Create a ref; [`StoreError::Conflict`] when the name is taken.
     async fn create_ref(&self, new: Ref) -> StoreResult<()>;
 
     /// Fork: a new container whose `main` points at a copy of `source` (shared bundle).
@@ -226,7 +226,7 @@ pub fn check_object_key(key: &str) -> StoreResult<()> {
     if ok {
         Ok(())
     } else {
-        Err(HubError::BadRequest(format!("invalid object key: {key}")))
+        Err(StoreError::BadRequest(format!("invalid object key: {key}")))
     }
 }
 
@@ -264,14 +264,14 @@ impl ObjectWriter for LocalWriter {
     async fn write(&mut self, chunk: Bytes) -> StoreResult<()> {
         use tokio::io::AsyncWriteExt as _;
         let file = self.file.as_mut().expect("open until commit or abort");
-        file.write_all(&chunk).await.map_err(|e| HubError::io(&self.tmp, e))
+        file.write_all(&chunk).await.map_err(|e| StoreError::io(&self.tmp, e))
     }
 
     async fn commit(mut self: Box<Self>) -> StoreResult<()> {
         let file = self.file.take().expect("open until commit or abort");
-        file.sync_all().await.map_err(|e| HubError::io(&self.tmp, e))?;
+        file.sync_all().await.map_err(|e| StoreError::io(&self.tmp, e))?;
         drop(file);
-        tokio::fs::rename(&self.tmp, &self.path).await.map_err(|e| HubError::io(&self.path, e))
+        tokio::fs::rename(&self.tmp, &self.path).await.map_err(|e| StoreError::io(&self.path, e))
     }
 
     async fn abort(mut self: Box<Self>) -> StoreResult<()> {
@@ -279,7 +279,7 @@ impl ObjectWriter for LocalWriter {
         match tokio::fs::remove_file(&self.tmp).await {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(HubError::io(&self.tmp, e)),
+            Err(e) => Err(StoreError::io(&self.tmp, e)),
         }
     }
 }
@@ -303,13 +303,13 @@ impl ObjectStore for LocalObjects {
         dirs.recursive(true);
         #[cfg(unix)]
         dirs.mode(0o700);
-        dirs.create(&parent).await.map_err(|e| HubError::io(&parent, e))?;
+        dirs.create(&parent).await.map_err(|e| StoreError::io(&parent, e))?;
         let tmp = parent.join(format!(".{}.part", crate::util::new_id("")));
         let mut options = tokio::fs::OpenOptions::new();
         options.write(true).create_new(true);
         #[cfg(unix)]
         options.mode(0o600);
-        let file = options.open(&tmp).await.map_err(|e| HubError::io(&tmp, e))?;
+        let file = options.open(&tmp).await.map_err(|e| StoreError::io(&tmp, e))?;
         Ok(Box::new(LocalWriter { file: Some(file), tmp, path }))
     }
 
@@ -319,11 +319,11 @@ impl ObjectStore for LocalObjects {
         let file = match tokio::fs::File::open(&path).await {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(HubError::io(&path, e)),
+            Err(e) => return Err(StoreError::io(&path, e)),
         };
         let stream = futures_util::stream::try_unfold((file, path), |(mut file, path)| async move {
             let mut chunk = vec![0u8; READ_CHUNK];
-            let read = file.read(&mut chunk).await.map_err(|e| HubError::io(&path, e))?;
+            let read = file.read(&mut chunk).await.map_err(|e| StoreError::io(&path, e))?;
             if read == 0 {
                 return Ok(None);
             }
@@ -338,7 +338,7 @@ impl ObjectStore for LocalObjects {
         match tokio::fs::metadata(&path).await {
             Ok(meta) => Ok(Some(meta.len())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(HubError::io(&path, e)),
+            Err(e) => Err(StoreError::io(&path, e)),
         }
     }
 
@@ -347,7 +347,7 @@ impl ObjectStore for LocalObjects {
         match tokio::fs::remove_file(&path).await {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(HubError::io(&path, e)),
+            Err(e) => Err(StoreError::io(&path, e)),
         }
     }
 

@@ -15,7 +15,7 @@
 //! COMMITTED each statement after the lock sees the tip the previous holder committed,
 //! so of many finalizes from one stale base exactly one moves the branch.
 
-use crate::error::HubError;
+use crate::error::StoreError;
 use crate::migrations::{postgres_dialect, MIGRATIONS};
 use crate::rows::*;
 use crate::store::*;
@@ -56,15 +56,15 @@ fn redact(url: &str) -> String {
 
 impl PostgresStore {
     /// Connect to `url` (`postgres://user:pass@host:port/db?sslmode=…`) and migrate.
-    pub async fn open(url: &str) -> Result<PostgresStore, HubError> {
+    pub async fn open(url: &str) -> Result<PostgresStore, StoreError> {
         let options =
-            PgConnectOptions::from_str(url).map_err(|e| HubError::BadRequest(format!("invalid --database URL {}: {e}", redact(url))))?;
+            PgConnectOptions::from_str(url).map_err(|e| StoreError::BadRequest(format!("invalid --database URL {}: {e}", redact(url))))?;
         let pool = PgPoolOptions::new()
             .max_connections(16)
             .acquire_timeout(Duration::from_secs(30))
             .connect_with(options)
             .await
-            .map_err(|source| HubError::ConnectPostgres { url: redact(url), source })?;
+            .map_err(|source| StoreError::ConnectPostgres { url: redact(url), source })?;
         let store = PostgresStore { pool };
         store.migrate().await?;
         Ok(store)
@@ -142,7 +142,7 @@ async fn lock_container(tx: &mut Tx, container_id: &str) -> StoreResult<String> 
         .bind(container_id)
         .fetch_optional(&mut **tx)
         .await?
-        .ok_or_else(|| HubError::NotFound(format!("container {container_id} not found")))?;
+        .ok_or_else(|| StoreError::NotFound(format!("container {container_id} not found")))?;
     Ok(row.try_get(0)?)
 }
 
@@ -214,7 +214,7 @@ impl MetaStore for PostgresStore {
     async fn create_version(&self, new: Version) -> StoreResult<(Version, bool)> {
         let mut tx = self.pool.begin().await?;
         if insert_version(&mut tx, &new).await? {
-            let stored = get_version(&mut tx, &new.id).await?.ok_or_else(|| HubError::Vanished("version"))?;
+            let stored = get_version(&mut tx, &new.id).await?.ok_or_else(|| StoreError::Vanished("version"))?;
             tx.commit().await?;
             return Ok((stored, true));
         }
@@ -273,11 +273,11 @@ impl MetaStore for PostgresStore {
             .bind(id)
             .fetch_optional(&mut *tx)
             .await?
-            .ok_or_else(|| HubError::NotFound(format!("version {id} not found")))?
+            .ok_or_else(|| StoreError::NotFound(format!("version {id} not found")))?
             .try_get(0)?;
         // The row lock: from here on, no other finalize of this container runs.
         let slug = lock_container(&mut tx, &container_id).await?;
-        let mut version = get_version(&mut tx, id).await?.ok_or_else(|| HubError::NotFound(format!("version {id} not found")))?;
+        let mut version = get_version(&mut tx, id).await?.ok_or_else(|| StoreError::NotFound(format!("version {id} not found")))?;
         version.ensure_uploaded()?;
         let tip = get_ref(&mut tx, &container_id, branch).await?;
         cas_decision(&slug, branch, tip.as_ref(), id, base, force)?;
@@ -290,7 +290,7 @@ impl MetaStore for PostgresStore {
                 .bind(id)
                 .execute(&mut *tx)
                 .await?;
-            version = get_version(&mut tx, id).await?.ok_or_else(|| HubError::Vanished("version"))?;
+            version = get_version(&mut tx, id).await?.ok_or_else(|| StoreError::Vanished("version"))?;
         }
         if tip.is_some() {
             sqlx::query("UPDATE refs SET version_id = $1, updated_at = $2 WHERE container_id = $3 AND name = $4")
@@ -311,7 +311,7 @@ impl MetaStore for PostgresStore {
             .execute(&mut *tx)
             .await?;
         }
-        let moved = get_ref(&mut tx, &container_id, branch).await?.ok_or_else(|| HubError::Vanished("ref"))?;
+        let moved = get_ref(&mut tx, &container_id, branch).await?.ok_or_else(|| StoreError::Vanished("ref"))?;
         tx.commit().await?;
         Ok(Finalized { version, branch: moved, previous_tip })
     }
@@ -374,7 +374,7 @@ impl MetaStore for PostgresStore {
         .bind(&now)
         .execute(&mut *tx)
         .await?;
-        let stored = get_version(&mut tx, &copy.id).await?.ok_or_else(|| HubError::Vanished("version"))?;
+        let stored = get_version(&mut tx, &copy.id).await?.ok_or_else(|| StoreError::Vanished("version"))?;
         tx.commit().await?;
         Ok((target, stored))
     }

@@ -7,9 +7,9 @@
 //! `postgres/world_data.rs`. What a chunk registration or a `complete` may do is
 //! decided here, once, for both ([`DataBatch::register`], [`DataBatch::complete`]),
 //! on the rows each back end holds locked. No HTTP and no engine here: the routes and
-//! the apply are the server's (`server/world_data.rs`).
+//! the apply are the server's (gateway-hub's `server/world_data.rs`).
 
-use crate::error::{HubError, StoreResult};
+use crate::error::{StoreError, StoreResult};
 use crate::store::records::Version;
 use async_trait::async_trait;
 
@@ -130,11 +130,11 @@ pub struct DataHead {
 
 impl DataBatch {
     /// Whether a chunk may still be registered.
-    pub fn accepts_chunks(&self) -> Result<(), HubError> {
+    pub fn accepts_chunks(&self) -> Result<(), StoreError> {
         if RESUMABLE.contains(&self.state.as_str()) {
             return Ok(());
         }
-        Err(HubError::Conflict(format!(
+        Err(StoreError::Conflict(format!(
             "batch {} is {}: chunks are registered only while it is open or uploading (start a new import)",
             self.id, self.state
         )))
@@ -143,7 +143,7 @@ impl DataBatch {
     /// Register `chunk` given what is registered at its ordinal: the same digest again
     /// is that chunk (a resumed upload); another digest replaces it. Returns what to
     /// store, and whether it is new.
-    pub fn register(&self, chunk: DataChunk, existing: Option<DataChunk>) -> Result<(DataChunk, bool), HubError> {
+    pub fn register(&self, chunk: DataChunk, existing: Option<DataChunk>) -> Result<(DataChunk, bool), StoreError> {
         self.accepts_chunks()?;
         match existing {
             Some(existing) if existing.digest == chunk.digest && existing.bytes == chunk.bytes => Ok((existing, false)),
@@ -153,13 +153,13 @@ impl DataBatch {
 
     /// `complete`: every registered chunk uploaded, ordinals 0..n without a gap.
     /// The batch goes to `applying` (phase `queued`).
-    pub fn complete(&mut self, chunks: &[DataChunk], now: &str) -> Result<(), HubError> {
+    pub fn complete(&mut self, chunks: &[DataChunk], now: &str) -> Result<(), StoreError> {
         if self.state == APPLYING || TERMINAL.contains(&self.state.as_str()) {
-            return Err(HubError::Conflict(format!("batch {} is already complete (it is {})", self.id, self.state)));
+            return Err(StoreError::Conflict(format!("batch {} is already complete (it is {})", self.id, self.state)));
         }
         for (expected, chunk) in chunks.iter().enumerate() {
             if chunk.ordinal != expected as i64 {
-                return Err(HubError::Conflict(format!(
+                return Err(StoreError::Conflict(format!(
                     "batch {} has no chunk {expected} (chunks are numbered from 0 without gaps): register and upload it, then complete",
                     self.id
                 )));
@@ -167,7 +167,7 @@ impl DataBatch {
         }
         let missing: Vec<String> = chunks.iter().filter(|c| !c.uploaded).map(|c| c.ordinal.to_string()).collect();
         if !missing.is_empty() {
-            return Err(HubError::Conflict(format!(
+            return Err(StoreError::Conflict(format!(
                 "batch {}: chunk(s) {} were registered but never uploaded: PUT their bytes to the uploadUrl, then complete",
                 self.id,
                 missing.join(", ")

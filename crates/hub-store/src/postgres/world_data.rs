@@ -4,7 +4,7 @@
 //! at a time; the apply lock is one `INSERT … ON CONFLICT … WHERE` statement.
 
 use super::{all, insert, optional, PostgresStore, Tx};
-use crate::error::HubError;
+use crate::error::StoreError;
 use crate::rows::*;
 use crate::store::{StoreResult, Version};
 use crate::world_data::*;
@@ -68,8 +68,9 @@ impl WorldDataStore for PostgresStore {
 
     async fn register_data_chunk(&self, batch_id: &str, chunk: DataChunk, now: &str) -> StoreResult<(DataChunk, bool)> {
         let mut tx = self.pool.begin().await?;
-        let mut batch =
-            get_batch_locked(&mut tx, "id = $1", &[batch_id]).await?.ok_or_else(|| HubError::NotFound(format!("no batch '{batch_id}'")))?;
+        let mut batch = get_batch_locked(&mut tx, "id = $1", &[batch_id])
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("no batch '{batch_id}'")))?;
         let sql = format!("SELECT {CHUNK_COLUMNS} FROM world_data_chunks WHERE batch_id = $1 AND ordinal = $2");
         let existing = optional(&mut *tx, sqlx::query(&sql).bind(batch_id).bind(chunk.ordinal)).await?;
         let (stored, new) = batch.register(chunk, existing)?;
@@ -97,7 +98,7 @@ impl WorldDataStore for PostgresStore {
         let mut tx = self.pool.begin().await?;
         let mut batch = get_batch_locked(&mut tx, "project_id = $1 AND id = $2", &[project_id, id])
             .await?
-            .ok_or_else(|| HubError::missing("batch", id))?;
+            .ok_or_else(|| StoreError::missing("batch", id))?;
         let chunks = get_chunks(&mut tx, id).await?;
         batch.complete(&chunks, now)?;
         write_batch(&mut tx, &batch).await?;

@@ -9,10 +9,10 @@
 //! into / streams out of the bucket behind them. Every hub process therefore needs the
 //! bucket credentials, and no client does.
 
-use crate::error::HubError;
+use crate::error::StoreError;
 use crate::store::{check_object_key, ByteStream, ObjectStore, ObjectWriter, StoreResult};
 use async_trait::async_trait;
-use axum::body::Bytes;
+use bytes::Bytes;
 use gateway_common::url::unquote_plus;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path as ObjectPath;
@@ -47,7 +47,7 @@ impl S3Url {
     /// Parse an `s3://` URL, refusing what would be silently ignored.
     pub fn parse(url: &str) -> StoreResult<S3Url> {
         let bad = |why: &str| {
-            HubError::BadRequest(format!(
+            StoreError::BadRequest(format!(
                 "invalid --objects URL '{url}': {why} (use s3://bucket[/prefix]?endpoint=http://host:port&region=us-east-1)"
             ))
         };
@@ -95,25 +95,25 @@ impl S3Objects {
         if parsed.virtual_hosted {
             builder = builder.with_virtual_hosted_style_request(true);
         }
-        let store = builder.build().map_err(|e| HubError::BadRequest(format!("--objects {url}: {e}")))?;
+        let store = builder.build().map_err(|e| StoreError::BadRequest(format!("--objects {url}: {e}")))?;
         let objects = S3Objects { store, prefix: parsed.prefix, url: url.to_string() };
         // A probe: listing answers even for an empty prefix, so any error (a 404 here is
         // a missing bucket) is a setup error.
         let probe = if objects.prefix.is_empty() {
             None
         } else {
-            Some(ObjectPath::parse(&objects.prefix).map_err(|e| HubError::BadRequest(e.to_string()))?)
+            Some(ObjectPath::parse(&objects.prefix).map_err(|e| StoreError::BadRequest(e.to_string()))?)
         };
         match objects.store.list_with_delimiter(probe.as_ref()).await {
             Ok(_) => Ok(objects),
-            Err(source) => Err(HubError::BucketSilent { url: url.to_string(), source }),
+            Err(source) => Err(StoreError::BucketSilent { url: url.to_string(), source }),
         }
     }
 
     fn path(&self, key: &str) -> StoreResult<ObjectPath> {
         check_object_key(key)?;
         let full = if self.prefix.is_empty() { key.to_string() } else { format!("{}/{key}", self.prefix) };
-        ObjectPath::parse(&full).map_err(|e| HubError::BadRequest(format!("invalid object key {key}: {e}")))
+        ObjectPath::parse(&full).map_err(|e| StoreError::BadRequest(format!("invalid object key {key}: {e}")))
     }
 }
 
@@ -125,8 +125,8 @@ struct S3Writer {
 }
 
 /// A multipart upload's failure while `step`ping `what`.
-fn upload_failed(step: &'static str, what: &str, source: object_store::Error) -> HubError {
-    HubError::Upload { step, what: what.to_string(), source }
+fn upload_failed(step: &'static str, what: &str, source: object_store::Error) -> StoreError {
+    StoreError::Upload { step, what: what.to_string(), source }
 }
 
 /// Parts in flight at once per upload.
@@ -166,7 +166,7 @@ impl ObjectStore for S3Objects {
         use futures_util::TryStreamExt as _;
         let path = self.path(key)?;
         match self.store.get(&path).await {
-            Ok(found) => Ok(Some(Box::pin(found.into_stream().map_err(HubError::from)))),
+            Ok(found) => Ok(Some(Box::pin(found.into_stream().map_err(StoreError::from)))),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(e.into()),
         }

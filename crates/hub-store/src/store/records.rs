@@ -4,7 +4,7 @@
 //! fork's copy, the refusals of a taken name). A leaf: the sub-stores (evaluations,
 //! world data) name these records without naming the store that unites them.
 
-use crate::error::{HubError, StoreResult};
+use crate::error::{StoreError, StoreResult};
 
 /// A container: a named, versioned world in one project.
 #[derive(Debug, Clone, Default)]
@@ -181,7 +181,9 @@ pub fn cas_decision(
 ) -> StoreResult<()> {
     let Some(tip) = tip else { return Ok(()) };
     if tip.kind != "branch" {
-        return Err(HubError::Conflict(format!("'{branch}' is a tag, and tags are immutable: push to a branch instead (--branch <name>)")));
+        return Err(StoreError::Conflict(format!(
+            "'{branch}' is a tag, and tags are immutable: push to a branch instead (--branch <name>)"
+        )));
     }
     if force || tip.version_id == version_id || base == Some(tip.version_id.as_str()) {
         return Ok(());
@@ -190,7 +192,7 @@ pub fn cas_decision(
         Some(base) => format!("based on {base}"),
         None => "not based on any version (an ad-hoc directory)".to_string(),
     };
-    Err(HubError::Conflict(format!(
+    Err(StoreError::Conflict(format!(
         "branch '{branch}' has moved: its tip is {tip_id} but this push is {based_on}. \
          Pull the tip (`gateway bench pull {slug_hint}@{branch}`) and re-apply your changes, \
          push to another branch with --branch <name>, or overwrite the tip with --force.",
@@ -204,7 +206,7 @@ impl Version {
         if self.uploaded {
             return Ok(());
         }
-        Err(HubError::BadRequest(format!(
+        Err(StoreError::BadRequest(format!(
             "version {} has no uploaded bundle: PUT the tarball to the uploadUrl from POST /versions before finalizing",
             self.id
         )))
@@ -233,8 +235,8 @@ impl Version {
 
 impl Ref {
     /// The refusal of a new ref named `name`, where this one already stands.
-    pub fn name_taken(&self, name: &str) -> HubError {
-        HubError::Conflict(format!(
+    pub fn name_taken(&self, name: &str) -> StoreError {
+        StoreError::Conflict(format!(
             "a {} named '{name}' already exists (at {}){}",
             self.kind,
             self.version_id,
@@ -244,6 +246,6 @@ impl Ref {
 }
 
 /// The refusal of a fork into a slug its project already has.
-pub fn fork_slug_taken(slug: &str) -> HubError {
-    HubError::Conflict(format!("a container named '{slug}' already exists: fork into another slug with --into <slug>"))
+pub fn fork_slug_taken(slug: &str) -> StoreError {
+    StoreError::Conflict(format!("a container named '{slug}' already exists: fork into another slug with --into <slug>"))
 }

@@ -5,7 +5,7 @@
 
 use super::{all, insert, optional, PostgresStore, Tx};
 use crate::connectors::*;
-use crate::error::HubError;
+use crate::error::StoreError;
 use crate::rows::*;
 use crate::store::StoreResult;
 use async_trait::async_trait;
@@ -90,7 +90,7 @@ impl ConnectorStore for PostgresStore {
             let prefix = format!("{}%", version.to_ascii_lowercase());
             let found = self.commit_where("WHERE c.repo_id = $1 AND c.commit_hash LIKE $2 LIMIT 2", repo_id, &prefix).await?;
             if found.len() > 1 {
-                return Err(HubError::BadRequest(format!("version '{version}' names more than one commit: give more of the hash")));
+                return Err(StoreError::BadRequest(format!("version '{version}' names more than one commit: give more of the hash")));
             }
             return Ok(found.into_iter().next());
         }

@@ -3,7 +3,7 @@
 //! are decided on rows no other process changes meanwhile (the SQLite file is the lock).
 
 use super::{insert, SqliteStore};
-use crate::error::HubError;
+use crate::error::StoreError;
 use crate::rows::*;
 use crate::store::{StoreResult, Version};
 use crate::world_data::*;
@@ -75,7 +75,7 @@ impl WorldDataStore for SqliteStore {
         let (batch_id, now) = (batch_id.to_string(), now.to_string());
         self.with(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let mut batch = get_batch_by_id(&tx, &batch_id)?.ok_or_else(|| HubError::NotFound(format!("no batch '{batch_id}'")))?;
+            let mut batch = get_batch_by_id(&tx, &batch_id)?.ok_or_else(|| StoreError::NotFound(format!("no batch '{batch_id}'")))?;
             let existing = tx
                 .query_row(
                     &format!("SELECT {CHUNK_COLUMNS} FROM world_data_chunks WHERE batch_id = ?1 AND ordinal = ?2"),
@@ -119,7 +119,7 @@ impl WorldDataStore for SqliteStore {
         let (project_id, id, now) = (project_id.to_string(), id.to_string(), now.to_string());
         self.with(move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let mut batch = get_batch(&tx, &project_id, &id)?.ok_or_else(|| HubError::missing("batch", &id))?;
+            let mut batch = get_batch(&tx, &project_id, &id)?.ok_or_else(|| StoreError::missing("batch", &id))?;
             let chunks = get_chunks(&tx, &id)?;
             batch.complete(&chunks, &now)?;
             write_batch(&tx, &batch)?;

@@ -8,10 +8,10 @@
 //! SQLite and PostgreSQL implement it in `sqlite/agents.rs` and `postgres/agents.rs`.
 //! What a run may do next is decided here, once, for both: [`Run::apply`] and
 //! [`Run::claimable`] are called by each back end on the row it holds locked. No HTTP
-//! and no release rule here: those are the server's (`server/agents.rs`,
+//! and no release rule here: those are the server's (gateway-hub's `server/agents.rs`,
 //! `server/runs.rs`, `server/release.rs`).
 
-use crate::error::{HubError, StoreResult};
+use crate::error::{StoreError, StoreResult};
 use crate::evaluations::{Evaluation, SampleSums};
 use async_trait::async_trait;
 use gateway_world::json::{self, Map, Value};
@@ -297,9 +297,9 @@ impl Run {
         self.result = Some(json::canonical(&json::object([("error", Value::str(reason))])));
     }
 
-    fn held_by_another(&self, worker_id: &Option<String>) -> Result<(), HubError> {
+    fn held_by_another(&self, worker_id: &Option<String>) -> Result<(), StoreError> {
         match (&self.worker_id, worker_id) {
-            (Some(holder), Some(worker)) if holder != worker => Err(HubError::Conflict(format!(
+            (Some(holder), Some(worker)) if holder != worker => Err(StoreError::Conflict(format!(
                 "run {} is held by worker '{holder}', not '{worker}': this worker's lease lapsed and the run was claimed again; stop working on it",
                 self.id
             ))),
@@ -307,12 +307,12 @@ impl Run {
         }
     }
 
-    fn ended(&self, what: &str) -> HubError {
-        HubError::Conflict(format!("run {} is already {}: {what}", self.id, self.state))
+    fn ended(&self, what: &str) -> StoreError {
+        StoreError::Conflict(format!("run {} is already {}: {what}", self.id, self.state))
     }
 
     /// Apply `change` (the row is locked by the caller), or refuse it.
-    pub fn apply(&mut self, change: &RunChange, now: &Now) -> Result<(), HubError> {
+    pub fn apply(&mut self, change: &RunChange, now: &Now) -> Result<(), StoreError> {
         match change {
             RunChange::Heartbeat { worker_id, lease_secs } => {
                 if is_terminal(&self.state) {
@@ -330,7 +330,7 @@ impl Run {
                 }
                 self.held_by_another(worker_id)?;
                 if self.source == SOURCE_PLATFORM && self.worker_id.is_none() {
-                    return Err(HubError::Conflict(format!(
+                    return Err(StoreError::Conflict(format!(
                         "run {} is queued: a worker claims it first (POST /api/public/runs/claim)",
                         self.id
                     )));
@@ -518,7 +518,7 @@ mod tests {
         run.take("w2", 30, &at(150));
         // The first worker's lease is gone: its reports are refused.
         let stale = run.apply(&RunChange::Finish { worker_id: Some("w1".into()), state: "completed".into(), result: None }, &at(151));
-        assert!(matches!(stale, Err(HubError::Conflict(m)) if m.contains("held by worker 'w2'")));
+        assert!(matches!(stale, Err(StoreError::Conflict(m)) if m.contains("held by worker 'w2'")));
         run.take("w3", 30, &at(181));
         assert_eq!(run.claimable(300), Claimable::Exhausted);
         run.exhaust(&at(300));

@@ -11,8 +11,8 @@
 //! present it as `X-Host-Secret` on the host's control plane. The host is run with the
 //! credential as its `WORLDS_HOST_SECRET`, so the §10 protocol is unchanged.
 
-use crate::error::HubError;
-use crate::server::keys::Keys;
+use crate::error::StoreError;
+use crate::keys::Keys;
 use crate::store::{DocumentPages, MetaStore};
 use gateway_world::json::{self, object, Value};
 use sha2::{Digest, Sha256};
@@ -26,7 +26,7 @@ const KIND: &str = "credential";
 const PREFIX: &str = "ghc-";
 
 /// A host name: 1 to 64 of `a-z 0-9 -`, starting with a letter or digit.
-pub fn check_name(name: &str) -> Result<(), HubError> {
+pub fn check_name(name: &str) -> Result<(), StoreError> {
     let ok = !name.is_empty()
         && name.len() <= 64
         && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
@@ -34,7 +34,7 @@ pub fn check_name(name: &str) -> Result<(), HubError> {
     if ok {
         Ok(())
     } else {
-        Err(HubError::BadRequest(format!("host name {name:?} must be 1-64 of a-z, 0-9 and '-', not starting with '-'")))
+        Err(StoreError::BadRequest(format!("host name {name:?} must be 1-64 of a-z, 0-9 and '-', not starting with '-'")))
     }
 }
 
@@ -46,7 +46,7 @@ fn digest(credential: &str) -> String {
     hex::encode(Sha256::digest(credential.as_bytes()))
 }
 
-async fn record(meta: &dyn MetaStore, name: &str) -> Result<Option<Value>, HubError> {
+async fn record(meta: &dyn MetaStore, name: &str) -> Result<Option<Value>, StoreError> {
     Ok(meta.document(HOSTS_PROJECT, KIND, name).await?.and_then(|text| json::parse_clean(&text)))
 }
 
@@ -56,10 +56,12 @@ fn is_active(record: &Value) -> bool {
 
 /// Issue a credential for host `name` (refused while an active one exists): the
 /// credential, to be shown once.
-pub async fn add(meta: &dyn MetaStore, keys: &Keys, name: &str) -> Result<String, HubError> {
+pub async fn add(meta: &dyn MetaStore, keys: &Keys, name: &str) -> Result<String, StoreError> {
     check_name(name)?;
     if record(meta, name).await?.is_some_and(|r| is_active(&r)) {
-        return Err(HubError::Conflict(format!("host {name} has a credential already: revoke it first (gateway hub hosts revoke {name})")));
+        return Err(StoreError::Conflict(format!(
+            "host {name} has a credential already: revoke it first (gateway hub hosts revoke {name})"
+        )));
     }
     let nonce = hex::encode(crate::util::random_bytes(16));
     let credential = derive(keys, name, &nonce);
@@ -75,7 +77,7 @@ pub async fn add(meta: &dyn MetaStore, keys: &Keys, name: &str) -> Result<String
 }
 
 /// Every host credential issued: `{name, state: active|revoked, createdAt, revokedAt}`.
-pub async fn list(meta: &dyn MetaStore) -> Result<Vec<Value>, HubError> {
+pub async fn list(meta: &dyn MetaStore) -> Result<Vec<Value>, StoreError> {
     let mut out = Vec::new();
     let mut pages = DocumentPages::new(meta, HOSTS_PROJECT, KIND, 500);
     while let Some(page) = pages.next_page().await? {
@@ -95,7 +97,7 @@ pub async fn list(meta: &dyn MetaStore) -> Result<Vec<Value>, HubError> {
 
 /// Revoke host `name`'s credential: its heartbeats are refused (401), it is given no
 /// more sessions and the hub stops calling it. False when it had no active credential.
-pub async fn revoke(meta: &dyn MetaStore, name: &str) -> Result<bool, HubError> {
+pub async fn revoke(meta: &dyn MetaStore, name: &str) -> Result<bool, StoreError> {
     let Some(Value::Object(mut stored)) = record(meta, name).await? else { return Ok(false) };
     if !is_active(&Value::Object(stored.clone())) {
         return Ok(false);
@@ -106,7 +108,7 @@ pub async fn revoke(meta: &dyn MetaStore, name: &str) -> Result<bool, HubError> 
 }
 
 /// The host a presented `X-Host-Secret` is the active credential of, if any.
-pub async fn verify(meta: &dyn MetaStore, presented: &str) -> Result<Option<String>, HubError> {
+pub async fn verify(meta: &dyn MetaStore, presented: &str) -> Result<Option<String>, StoreError> {
     let Some((name, _)) = presented.strip_prefix(PREFIX).and_then(|rest| rest.rsplit_once('.')) else { return Ok(None) };
     if check_name(name).is_err() {
         return Ok(None);
@@ -117,7 +119,7 @@ pub async fn verify(meta: &dyn MetaStore, presented: &str) -> Result<Option<Stri
 }
 
 /// The credential the hub presents on host `name`'s control plane; None once revoked.
-pub async fn credential(meta: &dyn MetaStore, keys: &Keys, name: &str) -> Result<Option<String>, HubError> {
+pub async fn credential(meta: &dyn MetaStore, keys: &Keys, name: &str) -> Result<Option<String>, StoreError> {
     let Some(stored) = record(meta, name).await?.filter(is_active) else { return Ok(None) };
     let nonce = stored.get("nonce").and_then(Value::as_str).unwrap_or_default();
     Ok(Some(derive(keys, name, nonce)))
@@ -136,7 +138,7 @@ mod tests {
             let keys = Keys::load_or_create(&dir.path().join("keys")).unwrap();
             let issued = add(&meta, &keys, "host-a").await.unwrap();
             assert!(issued.starts_with("ghc-host-a."));
-            assert!(matches!(add(&meta, &keys, "host-a").await, Err(HubError::Conflict(_))), "one active credential per host");
+            assert!(matches!(add(&meta, &keys, "host-a").await, Err(StoreError::Conflict(_))), "one active credential per host");
             assert_eq!(verify(&meta, &issued).await.unwrap().as_deref(), Some("host-a"));
             assert_eq!(credential(&meta, &keys, "host-a").await.unwrap().as_deref(), Some(issued.as_str()));
             let stored = meta.document(HOSTS_PROJECT, KIND, "host-a").await.unwrap().unwrap();
