@@ -4,9 +4,10 @@
 //!
 //! A variant says what failed: a thing the project does not have (by kind and id), a
 //! route nobody serves, the world engine's refusal, a bundle's, a storage back end's
-//! (SQLite, PostgreSQL, the object store: [`HubError::Store`]), a worker that stopped; the plain classes
-//! (`BadRequest`, `Conflict`, …) carry the refusals whose words are their own. Each has
-//! one HTTP status and code ([`HubError::status`], [`HubError::code`]); its text is the
+//! (SQLite, PostgreSQL, the object store: [`HubError::Store`]), a worker that stopped;
+//! the plain classes (`BadRequest`, `Conflict`, …) carry the refusals whose words are
+//! their own (the store's among them). Each has one HTTP status and code
+//! ([`HubError::status`], [`HubError::code`]); its text is the
 //! `message` of the answer, word for word what the server said before it had variants.
 
 use gateway_hub_store::StoreError;
