@@ -12,7 +12,10 @@ load falls on all three alike:
     scripts/bench_tracing.py --ours before=/tmp/a --ours after=/tmp/b …   (builds side by side)
 
 The world, the session and the wrk load are bench_host.py's (`GET /v2/records/r777`,
-2 threads, 16 connections). Prints a Markdown table; no threshold is asserted.
+2 threads, 16 connections). Beside the throughput, the server's CPU time per request
+(its user + system time over the measured seconds, from /proc, divided by the requests
+answered): on a machine whose cores wrk shares, that is the steadier measure of what a
+line costs. Prints a Markdown table; no threshold is asserted.
 """
 from __future__ import annotations
 
@@ -64,6 +67,12 @@ def collector() -> tuple[http.server.ThreadingHTTPServer, str, list[int]]:
     return server, f"http://127.0.0.1:{server.server_address[1]}", received
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system time of a process, all its threads, so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def start(binary: str, root: Path, port: int, env_extra: dict, log: Path) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_") and k != "GATEWAY_LOG"}
     env.update({"WORLDS_HOST_SECRET": bench_host.SECRET, "WORLDS_INGRESS_DOMAIN": bench_host.DOMAIN,
@@ -101,6 +110,7 @@ def main() -> int:
         bundle = bench_host.build_bundle(args.rows, work, [builds[0][1]])
         files, bundle_url = bench_host.serve_file(bundle)
         results: dict[str, list[float]] = {f"{label}: {mode}": [] for label, _ in builds for mode in MODES}
+        cpu: dict[str, list[float]] = {key: [] for key in results}
         for round_ in range(args.rounds):
             for (label, binary), (mode, extra) in [(b, m) for b in builds for m in MODES.items()]:
                 extra = {k: (sink_url if v is None else v) for k, v in extra.items()}
@@ -119,7 +129,11 @@ def main() -> int:
                     if status != 200:
                         raise SystemExit(f"open answered {status}: {answer}")
                     bench_host.wrk(port, "first", 1)  # warm
-                    results[key].append(bench_host.wrk(port, "first", args.seconds))
+                    before = cpu_seconds(proc.pid)
+                    rate = bench_host.wrk(port, "first", args.seconds)
+                    spent = cpu_seconds(proc.pid) - before
+                    results[key].append(rate)
+                    cpu[key].append(1e6 * spent / max(rate * args.seconds, 1.0))
                     control.call("DELETE", "/__host/sessions/first")
                 finally:
                     # SIGTERM drains (the host waits for open sessions): closed above.
@@ -134,14 +148,17 @@ def main() -> int:
     finally:
         sink.shutdown()
         shutil.rmtree(work, ignore_errors=True)
-    print(f"| GET /v2/records/r777 on one session, {args.rows} rows | median req/s of {args.rounds} | vs quiet |")
-    print("| --- | ---: | ---: |")
+    print(f"| GET /v2/records/r777 on one session, {args.rows} rows | median req/s of {args.rounds} | vs quiet "
+          "| server CPU µs per request | vs quiet |")
+    print("| --- | ---: | ---: | ---: | ---: |")
     for key, values in results.items():
         label = key.split(": ", 1)[0]
-        base = statistics.median(results[f"{label}: quiet (GATEWAY_LOG=warn)"])
-        median = statistics.median(values)
+        quiet = f"{label}: quiet (GATEWAY_LOG=warn)"
+        base, median = statistics.median(results[quiet]), statistics.median(values)
+        base_cpu, median_cpu = statistics.median(cpu[quiet]), statistics.median(cpu[key])
         shown = key if len(builds) > 1 else key.split(": ", 1)[1]
-        print(f"| {shown} | {median:,.0f} | {100 * (median - base) / base:+.1f}% |")
+        print(f"| {shown} | {median:,.0f} | {100 * (median - base) / base:+.1f}% "
+              f"| {median_cpu:.2f} | {100 * (median_cpu - base_cpu) / base_cpu:+.1f}% |")
     print(f"\nthe collector received {received[0]} exports, {received[1]:,} bytes")
     return 0
 

@@ -18,6 +18,7 @@ mod exit;
 mod help;
 mod host;
 mod hub;
+mod log_lines;
 mod mcp;
 mod platform;
 mod printer;
@@ -144,19 +145,17 @@ pub(crate) async fn shutdown_signal() {
 /// The servers' log (`hub serve`, `host serve`, `worlds serve`): tracing's lines on
 /// stderr, one per request among them, at the level `GATEWAY_LOG` names (an env-filter:
 /// `info` by default, `warn` to quiet the request lines, `gateway::request=off`, …).
-/// The lines go through a writer thread (`tracing_appender::non_blocking`): a request
-/// never waits on stderr, and under a flood lines are dropped rather than requests
-/// slowed. With `OTEL_EXPORTER_OTLP_ENDPOINT` set, the spans (info and above, whatever
-/// `GATEWAY_LOG` says of the lines) are exported too ([`telemetry`]).
+/// The lines go to stderr through [`log_lines`]: a request only copies its line into
+/// its thread's buffer and never waits on stderr; under a flood lines are dropped
+/// (and counted) rather than requests slowed. With `OTEL_EXPORTER_OTLP_ENDPOINT` set,
+/// the spans (info and above, whatever `GATEWAY_LOG` says of the lines) are exported
+/// too ([`telemetry`]).
 pub(crate) fn init_server_log() {
     use tracing_subscriber::filter::FilterExt as _;
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::Layer as _;
     let filter = tracing_subscriber::EnvFilter::try_from_env("GATEWAY_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    // Buffered: the appender's thread writes every line queued, then flushes when
-    // the queue is empty — under load one write(2) carries many lines, idle each
-    // line goes out at once.
-    let (writer, flush) = tracing_appender::non_blocking(std::io::BufWriter::with_capacity(1 << 16, std::io::stderr()));
+    let (writer, flush) = log_lines::BatchedLines::new(std::io::stderr());
     // Lines are events only: a span (one per request) is never formatted for them
     // — with no OTLP export no layer wants spans, and none is made at all (that
     // formatting cost a fifth of a session's GET throughput). Spans go to OTLP.
@@ -182,7 +181,7 @@ pub(crate) fn init_server_log() {
 /// The log writer's and the span export's guards, dropped (flushing what is queued)
 /// when `main` ends.
 #[allow(clippy::type_complexity)]
-static LOG_GUARDS: std::sync::Mutex<Option<(tracing_appender::non_blocking::WorkerGuard, Option<telemetry::Telemetry>)>> =
+static LOG_GUARDS: std::sync::Mutex<Option<(log_lines::FlushGuard, Option<telemetry::Telemetry>)>> =
     std::sync::Mutex::new(None);
 
 fn main() -> ExitCode {

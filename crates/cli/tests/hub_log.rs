@@ -3,7 +3,7 @@
 //! never the query (signed URLs carry their signatures there) nor any header;
 //! `GATEWAY_LOG=warn` quiets them.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
 const GATEWAY: &str = env!("CARGO_BIN_EXE_gateway");
@@ -20,6 +20,7 @@ fn requests_logged(log: &str) -> String {
             ("GET", "/openapi.json", &[]),
             ("GET", "/api/public/benchmark-containers?signature=s3cr3t", &[("Authorization", "Basic cGs6c2stc2VjcmV0")]),
         ],
+        if log == "info" { 2 } else { 0 },
     )
 }
 
@@ -36,8 +37,14 @@ fn the_hub_logs_one_line_per_request_and_nothing_secret() {
 }
 
 /// Serve with `args`, read the address after `announce`, make `requests` (method,
-/// target, headers), stop it: what it said on stderr.
-fn server_logged(args: &[&str], announce: &str, env: &[(&str, &str)], requests: &[(&str, &str, &[(&str, &str)])]) -> String {
+/// target, headers), wait for `expected` request lines, stop it: what it said on stderr.
+fn server_logged(
+    args: &[&str],
+    announce: &str,
+    env: &[(&str, &str)],
+    requests: &[(&str, &str, &[(&str, &str)])],
+    expected: usize,
+) -> String {
     let mut child =
         Command::new(GATEWAY).args(args).envs(env.iter().copied()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
@@ -51,13 +58,33 @@ fn server_logged(args: &[&str], announce: &str, env: &[(&str, &str)], requests: 
         }
     };
     let addr: std::net::SocketAddr = addr.parse().unwrap();
+    // The rest of stderr, read as it comes: the lines reach it within the log's flush
+    // period, later on a loaded machine.
+    let rest = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let reader = {
+        let rest = std::sync::Arc::clone(&rest);
+        std::thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                let mut rest = rest.lock().unwrap();
+                rest.push_str(&line);
+                rest.push('\n');
+            }
+        })
+    };
     for (method, target, headers) in requests {
         gateway_test_support::http_exchange(addr, method, target, headers, "");
     }
-    std::thread::sleep(std::time::Duration::from_millis(200));
+    let logged = || rest.lock().unwrap().lines().filter(|l| l.contains("gateway::request")).count();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while logged() < expected && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Whatever else would come (a line too many, a quiet log's none) comes within this.
+    std::thread::sleep(std::time::Duration::from_millis(300));
     child.kill().unwrap();
     child.wait().unwrap();
-    stderr.read_to_string(&mut said).unwrap();
+    reader.join().unwrap();
+    said.push_str(&rest.lock().unwrap());
     said
 }
 
@@ -70,6 +97,7 @@ fn worlds_serve_and_host_serve_log_one_line_per_request() {
         "world api listening on http://",
         &[],
         &[("GET", "/api/v2/tickets/102?token=s3cr3t", &[("Authorization", "Bearer s3cr3t-token")]), ("GET", "/no/such/route", &[])],
+        2,
     );
     let lines: Vec<&str> = said.lines().filter(|l| l.contains("gateway::request")).collect();
     assert_eq!(lines.len(), 2, "{said}");
@@ -83,6 +111,7 @@ fn worlds_serve_and_host_serve_log_one_line_per_request() {
         "gateway world host listening on http://",
         &[("WORLDS_HOST_SECRET", "host-secret")],
         &[("GET", "/healthz", &[]), ("GET", "/__host/stats", &[("X-Host-Secret", "host-secret")])],
+        2,
     );
     let lines: Vec<&str> = said.lines().filter(|l| l.contains("gateway::request")).collect();
     assert_eq!(lines.len(), 2, "{said}");
