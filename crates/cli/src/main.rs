@@ -146,7 +146,7 @@ pub(crate) async fn shutdown_signal() {
 /// stderr, one per request among them, at the level `GATEWAY_LOG` names (an env-filter:
 /// `info` by default, `warn` to quiet the request lines, `gateway::request=off`, …).
 /// The lines go to stderr through [`log_lines`]: a request only copies its line into
-/// its thread's buffer and never waits on stderr; under a flood lines are dropped
+/// one shared buffer and never waits on stderr; under a flood lines are dropped
 /// (and counted) rather than requests slowed. With `OTEL_EXPORTER_OTLP_ENDPOINT` set,
 /// the spans (info and above, whatever `GATEWAY_LOG` says of the lines) are exported
 /// too ([`telemetry`]).
