@@ -10,6 +10,13 @@ load falls on all three alike:
 
     scripts/bench_tracing.py --ours target/release/gateway [--rows 20000] [--rounds 3] [--seconds 5]
     scripts/bench_tracing.py --ours before=/tmp/a --ours after=/tmp/b …   (builds side by side)
+    scripts/bench_tracing.py --instructions --ours target/profiling/gateway [--rows 2000]
+
+`--instructions` counts instead of timing: each mode's host runs under valgrind's callgrind
+twice, answering 200 and then 1,200 GETs on one kept-alive connection; the difference over
+1,000 is the instructions one request costs, start-up and shutdown cancelled out. It is
+deterministic to about 1% whatever else the machine runs, where req/s on two shared cores
+is not; OTLP is left out (its exporter's batches make the count depend on timing).
 
 The world, the session and the wrk load are bench_host.py's (`GET /v2/records/r777`,
 2 threads, 16 connections). Beside the throughput, the server's CPU time per request
@@ -20,6 +27,7 @@ line costs. Prints a Markdown table; no threshold is asserted.
 from __future__ import annotations
 
 import argparse
+import http.client
 import http.server
 import os
 import shutil
@@ -73,15 +81,15 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def start(binary: str, root: Path, port: int, env_extra: dict, log: Path) -> subprocess.Popen:
+def start(binary: str | list[str], root: Path, port: int, env_extra: dict, log: Path) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_") and k != "GATEWAY_LOG"}
     env.update({"WORLDS_HOST_SECRET": bench_host.SECRET, "WORLDS_INGRESS_DOMAIN": bench_host.DOMAIN,
                 "WORLDS_HOST_PLAIN_HTTP": "1", "GATEWAY_WORLD_CLOCK": "1767225600"})
     env.update(env_extra)
-    argv = [binary, "host", "serve", "--addr", f"127.0.0.1:{port}", "--root", str(root),
+    argv = ([binary] if isinstance(binary, str) else binary) + ["host", "serve", "--addr", f"127.0.0.1:{port}", "--root", str(root),
             "--secret", bench_host.SECRET, "--domain", bench_host.DOMAIN]
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=open(log, "w"), start_new_session=True)
-    deadline = time.time() + 60
+    deadline = time.time() + (60 if isinstance(binary, str) else 600)  # valgrind starts slowly
     while time.time() < deadline:
         try:
             if bench_host.Control(port).call("GET", "/__host/stats")[0] == 200:
@@ -94,19 +102,83 @@ def start(binary: str, root: Path, port: int, env_extra: dict, log: Path) -> sub
     raise SystemExit("the host did not answer within 60 s")
 
 
+def instructions(binary: str, rows: int, work: Path) -> int:
+    """Instructions per request, each mode counted under callgrind (see the module doc)."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is not installed (apt-get install valgrind)")
+    bundle = bench_host.build_bundle(rows, work, [binary])
+    files, bundle_url = bench_host.serve_file(bundle)
+    counts: dict[str, dict[int, int]] = {}
+    try:
+        for mode, extra in MODES.items():
+            if "OTEL_EXPORTER_OTLP_ENDPOINT" in extra:
+                continue
+            counts[mode] = {}
+            for requests in (200, 1200):
+                root = work / f"root-{len(counts)}-{requests}"
+                root.mkdir()
+                out = work / f"callgrind-{len(counts)}-{requests}.out"
+                port = bench_host.free_port()
+                wrapped = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", binary]
+                proc = start(wrapped, root, port, extra, work / "host.log")
+                try:
+                    control = bench_host.Control(port)
+                    body = {"sessionId": "first", "versionId": "bench-v1", "bundleUrl": bundle_url,
+                            "token": "tok-first", "taskSpec": bench_host.TASK}
+                    status, answer, _ = control.call("POST", "/__host/sessions", body)
+                    if status != 200:
+                        raise SystemExit(f"open answered {status}: {answer}")
+                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+                    headers = {"Host": f"w-first-api.{bench_host.DOMAIN}", "Authorization": "Bearer tok-first"}
+                    for _ in range(requests):
+                        conn.request("GET", "/v2/records/r777", headers=headers)
+                        response = conn.getresponse()
+                        response.read()
+                        if response.status != 200:
+                            raise SystemExit(f"GET answered {response.status}")
+                    conn.close()
+                    control.call("DELETE", "/__host/sessions/first")
+                finally:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                    proc.wait(timeout=300)
+                totals = [line for line in out.read_text().splitlines() if line.startswith("summary:")]
+                counts[mode][requests] = int(totals[0].split()[1])
+                shutil.rmtree(root, ignore_errors=True)
+    finally:
+        files.shutdown()
+    print(f"| GET /v2/records/r777 on one session, {rows} rows | instructions per request | vs quiet |")
+    print("| --- | ---: | ---: |")
+    quiet = None
+    for mode, by_requests in counts.items():
+        per = (by_requests[1200] - by_requests[200]) / 1000
+        quiet = quiet or per
+        print(f"| {mode} | {per:,.0f} | {100 * (per - quiet) / quiet:+.1f}% |")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--instructions", action="store_true",
+                        help="count instructions per request under callgrind instead of timing")
     parser.add_argument("--ours", action="append", required=True, metavar="[LABEL=]PATH")
-    parser.add_argument("--rows", type=int, default=20000)
+    parser.add_argument("--rows", type=int, help="rows in the world (20,000; 2,000 with --instructions)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=int, default=5)
     args = parser.parse_args()
+    if args.instructions:
+        work = Path(tempfile.mkdtemp(prefix="bench-tracing-"))
+        try:
+            binary = args.ours[0].split("=", 1)[-1]
+            return instructions(binary, args.rows or 2000, work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is not installed (apt-get install wrk)")
     work = Path(tempfile.mkdtemp(prefix="bench-tracing-"))
     sink, sink_url, received = collector()
     try:
         builds = [tuple(spec.split("=", 1)) if "=" in spec else ("ours", spec) for spec in args.ours]
+        args.rows = args.rows or 20000
         bundle = bench_host.build_bundle(args.rows, work, [builds[0][1]])
         files, bundle_url = bench_host.serve_file(bundle)
         results: dict[str, list[float]] = {f"{label}: {mode}": [] for label, _ in builds for mode in MODES}

@@ -49,7 +49,7 @@ thread_local! {
     /// The fields of the line being written (reused: no allocation per line).
     static SCRATCH: RefCell<String> = RefCell::new(String::with_capacity(256));
     /// `YYYY-MM-DDTHH:MM:SS` of the last second this thread logged in.
-    static SECOND: RefCell<(u64, String)> = RefCell::new((u64::MAX, String::new()));
+    static SECOND: RefCell<(u64, String)> = const { RefCell::new((u64::MAX, String::new())) };
 }
 
 /// RFC 3339 in UTC with microseconds, as tracing's `SystemTime` timer writes it.
@@ -170,10 +170,8 @@ mod tests {
                 tracing::error!(reason = ?Some("x"), "no message fields? {}", 1);
             };
             if ours {
-                let subscriber = tracing_subscriber::layer::SubscriberExt::with(
-                    tracing_subscriber::registry(),
-                    layer.event_format(LineFormat),
-                );
+                let subscriber =
+                    tracing_subscriber::layer::SubscriberExt::with(tracing_subscriber::registry(), layer.event_format(LineFormat));
                 tracing::subscriber::with_default(subscriber, events);
             } else {
                 let subscriber = tracing_subscriber::layer::SubscriberExt::with(tracing_subscriber::registry(), layer);

@@ -186,8 +186,7 @@ pub(crate) fn init_server_log() {
 /// The log writer's and the span export's guards, dropped (flushing what is queued)
 /// when `main` ends.
 #[allow(clippy::type_complexity)]
-static LOG_GUARDS: std::sync::Mutex<Option<(log_lines::FlushGuard, Option<telemetry::Telemetry>)>> =
-    std::sync::Mutex::new(None);
+static LOG_GUARDS: std::sync::Mutex<Option<(log_lines::FlushGuard, Option<telemetry::Telemetry>)>> = std::sync::Mutex::new(None);
 
 fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().collect();
