@@ -1,59 +1,97 @@
-//! How a server's log line reads: tracing's default ("full") line, written for less.
+//! How a server's log line reads, and the layer that writes it: tracing's default
+//! ("full") line, written for less.
 //!
 //! `2026-12-05T23:50:00.123456Z  INFO gateway::request: GET /healthz 200 0.1ms` — the
 //! timestamp (UTC, microseconds), the level, the target, the message and any other
 //! fields as ` name=value`, exactly as `tracing_subscriber::fmt`'s default format
 //! spells them for the lines we log (events only: no span prefix, see `init_server_log`).
 //!
-//! Why not the default format: one request line per request is the cost that matters
-//! (docs/PERFORMANCE.md "Logs and traces"), and two parts of the default dominated it.
-//! The timestamp's date was worked out and printed field by field for every line; here
-//! its first 19 characters are kept per thread for the current second. And the
-//! sanitising of terminal control characters went through the formatter one `char` at
-//! a time; here the fields are written once into a scratch string and scanned as
-//! bytes, and only a line that holds one of those characters is written again escaped
-//! — the same characters, escaped the same way, as tracing's own guard does.
+//! Why not `tracing_subscriber::fmt`: one request line per request is the cost that
+//! matters (docs/PERFORMANCE.md "Logs and traces"), and `core::fmt` was most of it —
+//! the timestamp printed field by field, the level padded, the message's arguments
+//! formatted, every character sanitised through the formatter one `char` at a time,
+//! and the result copied through the layer's buffer and a writer. Here a line is built
+//! in one reused per-thread buffer and handed to the sink in one piece: the
+//! timestamp's first 19 characters are kept per thread for the current second and its
+//! microseconds written as digits; the level column is a constant; the request line
+//! (target `gateway::request`, whose method, path, status and tenths of a millisecond
+//! are fields: `gateway_serve::request_log::fields`) is written from those fields as
+//! text and digits, `GET /v2/records/r777 200 0.1ms`, its path scanned once for
+//! terminal controls. Any other event's fields are written once, scanned as bytes, and
+//! written again escaped only when they hold one of those characters — the same
+//! characters, escaped the same way, as tracing's own guard does.
 
+use gateway_serve::request_log::{self, fields};
 use std::cell::RefCell;
 use std::fmt::{self, Write as _};
+use std::io::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 use tracing::field::{Field, Visit};
-use tracing::{Event, Subscriber};
-use tracing_subscriber::fmt::format::Writer;
-use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
-use tracing_subscriber::registry::LookupSpan;
+use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::layer::Context;
 
-/// The event format of the servers' log lines.
-pub(crate) struct LineFormat;
+/// The layer writing the servers' log lines, one `write` per line, to `sink`
+/// (`log_lines::BatchedLines` in the servers).
+pub(crate) struct LineLayer<W> {
+    sink: W,
+}
 
-impl<S, N> FormatEvent<S, N> for LineFormat
+impl<W> LineLayer<W> {
+    pub(crate) fn new(sink: W) -> Self {
+        LineLayer { sink }
+    }
+}
+
+impl<S, W> tracing_subscriber::Layer<S> for LineLayer<W>
 where
-    S: Subscriber + for<'a> LookupSpan<'a>,
-    N: for<'a> FormatFields<'a> + 'static,
+    S: Subscriber,
+    W: for<'a> MakeWriter<'a> + 'static,
 {
-    fn format_event(&self, _: &FmtContext<'_, S, N>, mut writer: Writer<'_>, event: &Event<'_>) -> fmt::Result {
-        let meta = event.metadata();
-        write_timestamp(&mut writer, SystemTime::now())?;
-        write!(writer, " {:>5} {}: ", meta.level(), meta.target())?;
-        SCRATCH.with(|scratch| {
-            let mut fields = scratch.borrow_mut();
-            fields.clear();
-            event.record(&mut FieldsVisitor { out: &mut fields, first: true });
-            write_sanitised(&mut writer, &fields)
-        })?;
-        writer.write_char('\n')
+    fn on_event(&self, event: &Event<'_>, _: Context<'_, S>) {
+        LINE.with(|line| {
+            // A line being written when this thread logs again (a `Debug` that logs)
+            // is not interrupted: the inner event gets a buffer of its own.
+            let mut own = Vec::new();
+            let mut borrowed = line.try_borrow_mut();
+            let line = match borrowed.as_deref_mut() {
+                Ok(line) => line,
+                Err(_) => &mut own,
+            };
+            line.clear();
+            write_line(line, event, SystemTime::now());
+            // A failed write (stderr closed) loses the line; nothing else can be done with it.
+            let _ = self.sink.make_writer_for(event.metadata()).write_all(line);
+        });
     }
 }
 
 thread_local! {
-    /// The fields of the line being written (reused: no allocation per line).
-    static SCRATCH: RefCell<String> = RefCell::new(String::with_capacity(256));
+    /// The line being written (reused: no allocation per line).
+    static LINE: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(256));
     /// `YYYY-MM-DDTHH:MM:SS` of the last second this thread logged in.
     static SECOND: RefCell<(u64, String)> = const { RefCell::new((u64::MAX, String::new())) };
 }
 
+/// One event's line, newline included.
+fn write_line(line: &mut Vec<u8>, event: &Event<'_>, now: SystemTime) {
+    let meta = event.metadata();
+    write_timestamp(line, now);
+    line.extend_from_slice(level_column(meta.level()).as_bytes());
+    line.extend_from_slice(meta.target().as_bytes());
+    line.extend_from_slice(b": ");
+    if meta.target() == request_log::TARGET && meta.fields().field(fields::STATUS).is_some() {
+        event.record(&mut RequestLine { out: line });
+    } else {
+        let mut fields = String::new();
+        event.record(&mut FieldsVisitor { out: &mut fields, first: true });
+        write_sanitised(line, &fields);
+    }
+    line.push(b'\n');
+}
+
 /// RFC 3339 in UTC with microseconds, as tracing's `SystemTime` timer writes it.
-fn write_timestamp(writer: &mut impl fmt::Write, now: SystemTime) -> fmt::Result {
+fn write_timestamp(out: &mut Vec<u8>, now: SystemTime) {
     let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = since.as_secs();
     SECOND.with(|second| {
@@ -63,8 +101,63 @@ fn write_timestamp(writer: &mut impl fmt::Write, now: SystemTime) -> fmt::Result
             second.1 = whole.trim_end_matches('Z').to_owned();
             second.0 = secs;
         }
-        write!(writer, "{}.{:06}Z", second.1, since.subsec_micros())
-    })
+        out.extend_from_slice(second.1.as_bytes());
+    });
+    // `.` and six digits, zero-padded, and `Z`: what `{:06}` writes, without fmt.
+    let mut fraction = *b".000000Z";
+    let mut micros = since.subsec_micros();
+    for digit in fraction[1..7].iter_mut().rev() {
+        *digit = b'0' + (micros % 10) as u8;
+        micros /= 10;
+    }
+    out.extend_from_slice(&fraction);
+}
+
+/// ` {level:>5} ` as tracing's default format pads it.
+fn level_column(level: &Level) -> &'static str {
+    match *level {
+        Level::TRACE => " TRACE ",
+        Level::DEBUG => " DEBUG ",
+        Level::INFO => "  INFO ",
+        Level::WARN => "  WARN ",
+        Level::ERROR => " ERROR ",
+    }
+}
+
+/// The request line, written as its fields are visited (in their declared order:
+/// method, path, status, tenths of a millisecond): `GET /v2/records/r777 200 0.1ms`.
+struct RequestLine<'a> {
+    out: &'a mut Vec<u8>,
+}
+
+impl Visit for RequestLine<'_> {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if field.name() == fields::METHOD {
+            // A method is an HTTP token (the http crate refuses anything else): nothing
+            // in it to escape.
+            self.out.extend_from_slice(value.as_bytes());
+        } else {
+            self.out.push(b' ');
+            write_sanitised(self.out, value);
+        }
+    }
+
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        let mut digits = itoa::Buffer::new();
+        self.out.push(b' ');
+        if field.name() == fields::TENTHS_MS {
+            self.out.extend_from_slice(digits.format(value / 10).as_bytes());
+            self.out.extend_from_slice(&[b'.', b'0' + (value % 10) as u8, b'm', b's']);
+        } else {
+            self.out.extend_from_slice(digits.format(value).as_bytes());
+        }
+    }
+
+    /// A field the request line does not know (none today): ` name=value`, as any
+    /// other event's.
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        write_sanitised(self.out, &format!(" {}={value:?}", field.name()));
+    }
 }
 
 /// The message first, then ` name=value` per other field (Debug), as tracing's default
@@ -96,22 +189,29 @@ fn needs_escape(ch: char) -> bool {
     matches!(ch, '\x1b' | '\x07' | '\x08' | '\x0c' | '\x7f' | '\u{80}'..='\u{9f}')
 }
 
-/// `text` as it is when it holds nothing to escape (the rule: one scan of its bytes,
-/// one write), escaped character by character otherwise.
-fn write_sanitised(writer: &mut impl fmt::Write, text: &str) -> fmt::Result {
-    // ESC, BEL, BS, FF and DEL are single bytes; a C1 control is encoded 0xC2 0x80..=0x9F.
-    let suspect = text.bytes().any(|b| matches!(b, 0x1b | 0x07 | 0x08 | 0x0c | 0x7f | 0xc2));
-    if !suspect {
-        return writer.write_str(text);
+/// Whether `text` may hold a character to escape: ESC, BEL, BS, FF and DEL are single
+/// bytes, a C1 control is encoded 0xC2 0x80..=0x9F. One pass over the bytes without an
+/// early exit, which the compiler turns into wide compares (a line's text is short).
+fn needs_sanitising(text: &str) -> bool {
+    text.bytes().fold(false, |found, b| found | matches!(b, 0x1b | 0x07 | 0x08 | 0x0c | 0x7f | 0xc2))
+}
+
+/// `text` appended as it is when it holds nothing to escape (the rule), escaped
+/// character by character otherwise.
+fn write_sanitised(out: &mut Vec<u8>, text: &str) {
+    if !needs_sanitising(text) {
+        return out.extend_from_slice(text.as_bytes());
     }
+    let mut escaped = String::with_capacity(text.len() + 8);
     for ch in text.chars() {
-        match ch {
-            ch if needs_escape(ch) && (ch as u32) < 0x80 => write!(writer, "\\x{:02x}", ch as u32)?,
-            ch if needs_escape(ch) => write!(writer, "\\u{{{:x}}}", ch as u32)?,
-            ch => writer.write_char(ch)?,
-        }
+        // Writing into a String cannot fail.
+        let _ = match ch {
+            ch if needs_escape(ch) && (ch as u32) < 0x80 => write!(escaped, "\\x{:02x}", ch as u32),
+            ch if needs_escape(ch) => write!(escaped, "\\u{{{:x}}}", ch as u32),
+            ch => escaped.write_char(ch),
+        };
     }
-    Ok(())
+    out.extend_from_slice(escaped.as_bytes());
 }
 
 #[cfg(test)]
@@ -122,24 +222,24 @@ mod tests {
 
     #[test]
     fn the_timestamp_reads_as_tracings_timer_writes_it_across_seconds() {
-        let mut out = String::new();
+        let mut out = Vec::new();
         let at = |secs, micros| UNIX_EPOCH + Duration::from_secs(secs) + Duration::from_micros(micros);
-        write_timestamp(&mut out, at(1_700_000_000, 42)).unwrap();
-        out.push('|');
-        write_timestamp(&mut out, at(1_700_000_000, 999_999)).unwrap();
-        out.push('|');
-        write_timestamp(&mut out, at(1_700_000_001, 0)).unwrap();
-        assert_eq!(out, "2023-11-14T22:13:20.000042Z|2023-11-14T22:13:20.999999Z|2023-11-14T22:13:21.000000Z");
+        write_timestamp(&mut out, at(1_700_000_000, 42));
+        out.push(b'|');
+        write_timestamp(&mut out, at(1_700_000_000, 999_999));
+        out.push(b'|');
+        write_timestamp(&mut out, at(1_700_000_001, 0));
+        assert_eq!(String::from_utf8(out).unwrap(), "2023-11-14T22:13:20.000042Z|2023-11-14T22:13:20.999999Z|2023-11-14T22:13:21.000000Z");
     }
 
     #[test]
     fn control_characters_are_escaped_as_tracing_escapes_them_and_nothing_else() {
-        let mut out = String::new();
-        write_sanitised(&mut out, "GET /a\u{1b}[31m\u{7}b \u{85}é\u{a0}ok\tand \"quoted\"").unwrap();
-        assert_eq!(out, "GET /a\\x1b[31m\\x07b \\u{85}é\u{a0}ok\tand \"quoted\"");
-        let mut clean = String::new();
-        write_sanitised(&mut clean, "GET /v2/records/r777 200 0.1ms").unwrap();
-        assert_eq!(clean, "GET /v2/records/r777 200 0.1ms");
+        let mut out = Vec::new();
+        write_sanitised(&mut out, "GET /a\u{1b}[31m\u{7}b \u{85}é\u{a0}ok\tand \"quoted\"");
+        assert_eq!(String::from_utf8(out).unwrap(), "GET /a\\x1b[31m\\x07b \\u{85}é\u{a0}ok\tand \"quoted\"");
+        let mut clean = Vec::new();
+        write_sanitised(&mut clean, "GET /v2/records/r777 200 0.1ms");
+        assert_eq!(clean, b"GET /v2/records/r777 200 0.1ms");
     }
 
     /// The line ours writes and the one tracing's default format writes, for the same
@@ -163,17 +263,26 @@ mod tests {
                 let lines = lines.clone();
                 move || lines.clone()
             };
-            let layer = tracing_subscriber::fmt::layer().with_writer(writer).with_ansi(false);
             let events = || {
-                tracing::info!(target: "gateway::request", "GET {} {} {:.1}ms", "/v2/records/r777", 200, 0.25);
+                // The request line as the middleware logs it (fields) reads as the
+                // message the default format was given before the fields were.
+                if ours {
+                    let (method, path, status, tenths_ms) = ("GET", "/v2/records/r777", 200u16, 3u64);
+                    tracing::info!(target: "gateway::request", method, path, status, tenths_ms);
+                    let (method, path, status, tenths_ms) = ("DELETE", "/a\u{1b}[2J\u{85}", 404u16, 123_456u64);
+                    tracing::info!(target: "gateway::request", method, path, status, tenths_ms);
+                } else {
+                    tracing::info!(target: "gateway::request", "GET {} {} {:.1}ms", "/v2/records/r777", 200, 0.3);
+                    tracing::info!(target: "gateway::request", "DELETE {} {} {:.1}ms", "/a\u{1b}[2J\u{85}", 404, 12_345.6);
+                }
                 tracing::warn!(session = "s-1", r#type = 3, "a \u{1b}[2Jcleared {}", "screen");
                 tracing::error!(reason = ?Some("x"), "no message fields? {}", 1);
             };
             if ours {
-                let subscriber =
-                    tracing_subscriber::layer::SubscriberExt::with(tracing_subscriber::registry(), layer.event_format(LineFormat));
+                let subscriber = tracing_subscriber::layer::SubscriberExt::with(tracing_subscriber::registry(), LineLayer::new(writer));
                 tracing::subscriber::with_default(subscriber, events);
             } else {
+                let layer = tracing_subscriber::fmt::layer().with_writer(writer).with_ansi(false);
                 let subscriber = tracing_subscriber::layer::SubscriberExt::with(tracing_subscriber::registry(), layer);
                 tracing::subscriber::with_default(subscriber, events);
             }
@@ -182,7 +291,7 @@ mod tests {
             text.lines().map(|line| line.split_once(' ').map(|(t, rest)| (t.len(), rest.to_owned())).unwrap()).collect::<Vec<_>>()
         };
         let (ours, theirs) = (log(true), log(false));
-        assert_eq!(ours.len(), 3);
+        assert_eq!(ours.len(), 4);
         assert_eq!(ours, theirs);
     }
 }

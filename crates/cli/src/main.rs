@@ -161,11 +161,7 @@ pub(crate) fn init_server_log() {
     // — with no OTLP export no layer wants spans, and none is made at all (that
     // formatting cost a fifth of a session's GET throughput). Spans go to OTLP.
     let events = tracing_subscriber::filter::filter_fn(|meta| meta.is_event());
-    let lines = tracing_subscriber::fmt::layer()
-        .with_writer(writer)
-        .with_ansi(false)
-        .event_format(log_format::LineFormat)
-        .with_filter(filter.and(events));
+    let lines = log_format::LineLayer::new(writer).with_filter(filter.and(events));
     let registry = tracing_subscriber::registry().with(lines);
     let mut guards = LOG_GUARDS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     match telemetry::layer() {

@@ -31,6 +31,14 @@ fn the_hub_logs_one_line_per_request_and_nothing_secret() {
     assert_eq!(lines.len(), 2, "{said}");
     assert!(lines[0].contains("GET /openapi.json 200 "), "{said}");
     assert!(lines[1].contains("GET /api/public/benchmark-containers 401 "), "{said}");
+    for line in &lines {
+        // `… INFO gateway::request: GET /openapi.json 200 0.4ms`: milliseconds, one decimal.
+        let millis = line.rsplit(' ').next().and_then(|last| last.strip_suffix("ms")).unwrap_or_default();
+        let (whole, tenth) = millis.split_once('.').unwrap_or_default();
+        assert!(!whole.is_empty() && whole.bytes().all(|b| b.is_ascii_digit()), "{line}");
+        assert!(tenth.len() == 1 && tenth.bytes().all(|b| b.is_ascii_digit()), "{line}");
+        assert!(line.contains("  INFO gateway::request: GET /"), "{line}");
+    }
     assert!(!said.contains("s3cr3t") && !said.contains("cGs6c2stc2VjcmV0"), "a secret reached the log: {said}");
     let quiet = requests_logged("warn");
     assert!(!quiet.contains("gateway::request"), "{quiet}");
