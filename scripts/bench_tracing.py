@@ -103,6 +103,17 @@ def start(binary: str | list[str], root: Path, port: int, env_extra: dict, log: 
     raise SystemExit("the host did not answer within 60 s")
 
 
+def open_session(port: int, bundle_url: str) -> bench_host.Control:
+    """Open the session `first` on the host at `port`; its control client."""
+    control = bench_host.Control(port)
+    body = {"sessionId": "first", "versionId": "bench-v1", "bundleUrl": bundle_url,
+            "token": "tok-first", "taskSpec": bench_host.TASK}
+    status, answer, _ = control.call("POST", "/__host/sessions", body)
+    if status != 200:
+        raise SystemExit(f"open answered {status}: {answer}")
+    return control
+
+
 def instructions(binary: str, rows: int, work: Path) -> int:
     """Instructions per request, each mode counted under callgrind (see the module doc)."""
     if shutil.which("valgrind") is None:
@@ -123,12 +134,7 @@ def instructions(binary: str, rows: int, work: Path) -> int:
                 wrapped = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", binary]
                 proc = start(wrapped, root, port, extra, work / "host.log")
                 try:
-                    control = bench_host.Control(port)
-                    body = {"sessionId": "first", "versionId": "bench-v1", "bundleUrl": bundle_url,
-                            "token": "tok-first", "taskSpec": bench_host.TASK}
-                    status, answer, _ = control.call("POST", "/__host/sessions", body)
-                    if status != 200:
-                        raise SystemExit(f"open answered {status}: {answer}")
+                    control = open_session(port, bundle_url)
                     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
                     headers = {"Host": f"w-first-api.{bench_host.DOMAIN}", "Authorization": "Bearer tok-first"}
                     for _ in range(requests):
@@ -195,12 +201,7 @@ def main() -> int:
                 port = bench_host.free_port()
                 proc = start(binary, root, port, extra, work / "host.log")
                 try:
-                    control = bench_host.Control(port)
-                    body = {"sessionId": "first", "versionId": "bench-v1", "bundleUrl": bundle_url,
-                            "token": "tok-first", "taskSpec": bench_host.TASK}
-                    status, answer, _ = control.call("POST", "/__host/sessions", body)
-                    if status != 200:
-                        raise SystemExit(f"open answered {status}: {answer}")
+                    control = open_session(port, bundle_url)
                     bench_host.wrk(port, "first", 1)  # warm
                     before = cpu_seconds(proc.pid)
                     rate = bench_host.wrk(port, "first", args.seconds)

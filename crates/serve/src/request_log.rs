@@ -57,9 +57,10 @@ pub async fn log_request(request: Request, next: axum::middleware::Next) -> Resp
     );
     // No layer wants the span (no OTLP export): the handler's future is not wrapped,
     // which would move it once more and enter and leave the span at every poll.
-    let response = if span.is_disabled() { next.run(request).await } else { next.run(request).instrument(span.clone()).await };
+    let spanned = !span.is_disabled();
+    let response = if spanned { next.run(request).instrument(span.clone()).await } else { next.run(request).await };
     let status = response.status().as_u16();
-    if !span.is_disabled() {
+    if spanned {
         span.record("status", status);
     }
     drop(span);
