@@ -185,6 +185,9 @@ pub(crate) fn init_server_log() {
 static LOG_GUARDS: std::sync::Mutex<Option<(log_lines::FlushGuard, Option<telemetry::Telemetry>)>> = std::sync::Mutex::new(None);
 
 fn main() -> ExitCode {
+    // Before anything opens a database: SQLite takes a page cache only before its
+    // first use. Without it (refused) SQLite keeps its own, which is only slower.
+    let _ = gateway_cow::install_page_cache();
     let args: Vec<OsString> = std::env::args_os().collect();
     let cli = match parse(&args) {
         Ok(cli) => cli,

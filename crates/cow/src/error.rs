@@ -29,6 +29,9 @@ pub enum CowError {
     /// SQLite refused to register the VFS.
     #[error("the copy-on-write VFS could not be registered (SQLite result {0})")]
     Register(i32),
+    /// SQLite refused the page-cache wrapper (it was already in use).
+    #[error("the page cache could not be installed (SQLite result {0}): SQLite was already in use")]
+    PageCache(i32),
 }
 
 impl CowError {

@@ -29,6 +29,8 @@ mod error;
 mod locks;
 mod overlay;
 #[allow(unsafe_code)]
+mod pcache;
+#[allow(unsafe_code)]
 mod sys;
 #[allow(unsafe_code)]
 mod vfs;
@@ -36,6 +38,7 @@ mod vfs;
 pub use base::Base;
 pub use error::CowError;
 pub use overlay::{Overlay, OverlayStats};
+pub use pcache::{install_page_cache, page_cache_installed, page_cache_stats, PageCacheStats};
 pub use sys::raise_open_file_limit;
 pub use vfs::{register, VFS_NAME};
 

@@ -19,6 +19,8 @@
 //!
 //! The write-ahead log is the overlay's too: a plain file beside it (`<path>-wal`),
 //! also created on first write, its descriptor shared by the session's connections.
+//! A transaction's frames reach that file in one write, at its commit frame (see
+//! `Overlay::wal_write`), rather than two system calls per page.
 
 use crate::base::Base;
 use crate::error::CowError;
@@ -64,8 +66,24 @@ struct Pages {
 struct Wal {
     path: PathBuf,
     file: Option<Arc<File>>,
+    /// The log's size, the bytes not yet handed to the kernel included.
     size: u64,
+    /// Bytes written but not yet handed to the kernel, which belong at `pending_at`.
+    pending: Vec<u8>,
+    pending_at: u64,
+    /// Where the commit frame being written ends: its transaction's frames go to the
+    /// kernel, in one write, once it is whole.
+    commit_end: Option<u64>,
 }
+
+/// A WAL frame's header (SQLite's layout: page number, then the database's size in
+/// pages after the commit — nonzero only on a transaction's last frame — salts and
+/// checksums).
+const FRAME_HEAD: u64 = 24;
+/// The WAL's own header, before the first frame.
+const WAL_HEAD: u64 = 32;
+/// The most bytes of a transaction held back before they are written anyway.
+const PENDING_LIMIT: usize = 1 << 20;
 
 /// What an overlay holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,7 +179,7 @@ impl Overlay {
             base: base.clone(),
             page_size: base.page_size(),
             pages: RwLock::new(pages),
-            wal: Mutex::new(Wal { path: wal_path, file: wal_file, size: wal_size }),
+            wal: Mutex::new(Wal { path: wal_path, file: wal_file, size: wal_size, pending: Vec::new(), pending_at: 0, commit_end: None }),
             locks: Mutex::default(),
             shm: Mutex::default(),
         });
@@ -201,7 +219,8 @@ impl Overlay {
         drop(pages);
         let mut wal_size = 0;
         if with_wal {
-            let wal = guard(&self.wal);
+            let mut wal = guard(&self.wal);
+            wal.flush().map_err(|e| CowError::io(&wal.path, e))?;
             if wal.file.is_some() && wal.size > 0 {
                 std::fs::copy(&wal.path, wal_path(&path)).map_err(|e| CowError::io(&wal.path, e))?;
                 wal_size = wal.size;
@@ -417,7 +436,10 @@ impl Overlay {
     /// Fill `buf` from the write-ahead log at `offset`; true when it is shorter.
     pub(crate) fn wal_read(&self, offset: u64, buf: &mut [u8]) -> io::Result<bool> {
         let (file, size) = {
-            let wal = guard(&self.wal);
+            let mut wal = guard(&self.wal);
+            if wal.pending_overlaps(offset, buf.len()) {
+                wal.flush()?;
+            }
             (wal.file.clone(), wal.size)
         };
         let valid = usize::try_from(size.saturating_sub(offset)).unwrap_or(usize::MAX).min(buf.len());
@@ -429,25 +451,42 @@ impl Overlay {
     }
 
     /// Write `data` into the write-ahead log at `offset` (the file made on first write).
+    ///
+    /// SQLite writes a frame as two calls (its header, then the page), each a system
+    /// call of its own and the page straddling two of the kernel's pages. A
+    /// transaction's frames are gathered here instead and handed to the kernel in one
+    /// write when its commit frame is whole (or a read, sync, truncation or fork needs
+    /// them, or a megabyte waits): a committed transaction is in the kernel before
+    /// SQLite hears its last write succeed, as when each call was a write, and a
+    /// failed write fails the commit.
     pub(crate) fn wal_write(&self, offset: u64, data: &[u8]) -> io::Result<()> {
         let mut wal = guard(&self.wal);
-        let file = match &wal.file {
-            Some(file) => file.clone(),
-            None => {
-                let file = Arc::new(OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&wal.path)?);
-                wal.file = Some(file.clone());
-                wal.size = 0;
-                file
-            }
-        };
-        file.write_all_at(data, offset)?;
+        if wal.file.is_none() {
+            let file = Arc::new(OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&wal.path)?);
+            wal.file = Some(file);
+            wal.size = 0;
+        }
+        let frame = self.page_size + FRAME_HEAD;
+        let commit_header = data.len() as u64 == FRAME_HEAD
+            && offset >= WAL_HEAD
+            && (offset - WAL_HEAD).is_multiple_of(frame)
+            && data[4..8] != [0, 0, 0, 0];
+        if commit_header {
+            wal.commit_end = Some(offset + frame);
+        }
+        wal.stage(offset, data)?;
         wal.size = wal.size.max(offset + data.len() as u64);
+        let end = offset + data.len() as u64;
+        if wal.commit_end.is_some_and(|commit_end| end >= commit_end) || wal.pending.len() >= PENDING_LIMIT {
+            wal.flush()?;
+        }
         Ok(())
     }
 
     /// Cut the write-ahead log to `size` bytes.
     pub(crate) fn wal_truncate(&self, size: u64) -> io::Result<()> {
         let mut wal = guard(&self.wal);
+        wal.flush()?;
         if let Some(file) = &wal.file {
             file.set_len(size)?;
         }
@@ -457,7 +496,11 @@ impl Overlay {
 
     /// Sync the write-ahead log's data.
     pub(crate) fn wal_sync(&self) -> io::Result<()> {
-        let file = guard(&self.wal).file.clone();
+        let file = {
+            let mut wal = guard(&self.wal);
+            wal.flush()?;
+            wal.file.clone()
+        };
         match file {
             Some(file) => file.sync_data(),
             None => Ok(()),
@@ -478,6 +521,8 @@ impl Overlay {
     pub(crate) fn wal_delete(&self) -> io::Result<()> {
         let mut wal = guard(&self.wal);
         wal.size = 0;
+        wal.pending.clear();
+        wal.commit_end = None;
         if wal.file.take().is_some() {
             match std::fs::remove_file(&wal.path) {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
@@ -490,8 +535,48 @@ impl Overlay {
 
 impl Drop for Overlay {
     fn drop(&mut self) {
+        let _ = guard(&self.wal).flush();
         let _ = self.flush();
         registry_remove(&self.key, self);
+    }
+}
+
+impl Wal {
+    /// Whether bytes `offset..offset + len` meet the ones not yet written.
+    fn pending_overlaps(&self, offset: u64, len: usize) -> bool {
+        !self.pending.is_empty() && offset < self.pending_at + self.pending.len() as u64 && offset + len as u64 > self.pending_at
+    }
+
+    /// Hold `data` back with the pending bytes when it patches or extends them;
+    /// otherwise write what is pending first and start again from `data`.
+    fn stage(&mut self, offset: u64, data: &[u8]) -> io::Result<()> {
+        let pending_end = self.pending_at + self.pending.len() as u64;
+        if self.pending.is_empty() || offset < self.pending_at || offset > pending_end {
+            self.flush()?;
+            self.pending_at = offset;
+        }
+        let start = usize::try_from(offset - self.pending_at).unwrap_or(usize::MAX);
+        let stop = start + data.len();
+        if stop > self.pending.len() {
+            self.pending.resize(stop, 0);
+        }
+        self.pending[start..stop].copy_from_slice(data);
+        Ok(())
+    }
+
+    /// Hand the pending bytes to the kernel (dropped on failure: the transaction they
+    /// belong to fails with the error).
+    fn flush(&mut self) -> io::Result<()> {
+        self.commit_end = None;
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let written = match &self.file {
+            Some(file) => file.write_all_at(&self.pending, self.pending_at),
+            None => Ok(()),
+        };
+        self.pending.clear();
+        written
     }
 }
 

@@ -102,6 +102,34 @@ fn readers_see_commits_still_in_the_wal() {
 }
 
 #[test]
+fn a_commit_is_in_the_wal_file_when_it_returns() {
+    // The overlay gathers a transaction's frames and writes them at its commit frame:
+    // when the commit returns they are in the file, whole, ending with the commit.
+    let dir = tempfile::tempdir().unwrap();
+    let base = make_base(dir.path(), 400);
+    let overlay = Overlay::create(&dir.path().join("s.cow"), &base).unwrap();
+    let conn = connect(&overlay);
+    conn.execute_batch("PRAGMA wal_autocheckpoint = 0").unwrap();
+    let wal = dir.path().join("s.cow-wal");
+    let page = base.page_size();
+    for round in 0..3 {
+        conn.execute("UPDATE t SET body = ?1 WHERE id % 2 = ?2", rusqlite::params![format!("round {round}"), round % 2]).unwrap();
+        let on_disk = std::fs::read(&wal).unwrap();
+        assert_eq!(on_disk.len() as u64, overlay.stats().wal_bytes, "round {round}: nothing held back after the commit");
+        let frame = (page + 24) as usize;
+        assert_eq!((on_disk.len() - 32) % frame, 0, "whole frames");
+        let last = &on_disk[on_disk.len() - frame..];
+        assert_ne!(&last[4..8], &[0, 0, 0, 0], "round {round}: the last frame is the commit frame");
+    }
+    // A transaction larger than what is held back at once, rolled back halfway.
+    conn.execute_batch("BEGIN; UPDATE t SET body = hex(randomblob(1500)); SAVEPOINT s; DELETE FROM t; ROLLBACK TO s; COMMIT").unwrap();
+    assert_eq!(count(&reader(&overlay), "SELECT COUNT(*) FROM t WHERE length(body) = 3000"), 400);
+    let ok: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    assert_eq!(ok, "ok");
+    assert_eq!(std::fs::metadata(&wal).unwrap().len(), overlay.stats().wal_bytes);
+}
+
+#[test]
 fn an_overlay_reopened_holds_what_was_written() {
     let dir = tempfile::tempdir().unwrap();
     let base = make_base(dir.path(), 300);

@@ -90,6 +90,9 @@ pub struct Store {
     /// Set while a group of writes shares one SQLite transaction (group commit):
     /// each outermost batch is then a savepoint of it, audited and undone alone.
     grouped: bool,
+    /// Set when a write of the open group failed after changing the database with no
+    /// savepoint to undo it by (`insert_prepared`): the group can only be rolled back.
+    group_broken: bool,
 }
 
 impl std::fmt::Debug for Store {
@@ -149,6 +152,7 @@ impl Store {
             highest: Default::default(),
             single_write: false,
             grouped: false,
+            group_broken: false,
         };
         store.check_contract()?;
         if audit {
@@ -315,6 +319,7 @@ impl Store {
         }
         self.conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
         self.grouped = true;
+        self.group_broken = false;
         Ok(())
     }
 
@@ -325,6 +330,11 @@ impl Store {
             return Ok(());
         }
         self.grouped = false;
+        if std::mem::take(&mut self.group_broken) {
+            let _ = self.conn.execute_batch("ROLLBACK");
+            self.highest.clear();
+            return Err(state_error("A write of the group failed halfway; the group was rolled back").into());
+        }
         match self.conn.prepare_cached("COMMIT").and_then(|mut s| s.execute([])) {
             Ok(_) => Ok(()),
             Err(error) => {
@@ -339,6 +349,7 @@ impl Store {
     pub fn abort_group(&mut self) {
         let _ = self.conn.execute_batch("ROLLBACK");
         self.grouped = false;
+        self.group_broken = false;
         self.depth = 0;
         self.touched.clear();
         self.deleted_from.clear();

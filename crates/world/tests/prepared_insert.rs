@@ -104,3 +104,46 @@ fn a_prepared_insert_writes_and_refuses_as_its_batch_would() {
     let unknown = refusal(PreparedInsert::new(&contract, "nothing", &row, None).unwrap_err());
     assert_eq!(unknown.0, "entity");
 }
+
+#[test]
+fn grouped_prepared_inserts_refuse_alone_and_a_broken_group_rolls_back_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let contract = helpdesk(dir.path());
+    assert!(contract.entity("customers").unwrap().relationships.is_empty(), "the savepoint-free path is the one tested");
+    let mut store = Store::create(&dir.path().join("grouped.db"), contract.clone()).unwrap();
+    let source = value(r#"{"record": "api.create"}"#);
+    let customer = |id: &str| value(&CUSTOMER.replace("P1", id).replace("p1@", &format!("{}@", id.to_lowercase())));
+    let prepare = |row: &Value| PreparedInsert::new(&contract, "customers", row, Some(source.clone())).unwrap();
+    let count = |store: &Store, sql: &str| -> i64 { store.connection().query_row(sql, [], |r| r.get(0)).unwrap() };
+
+    // A group: a taken key is refused in the middle, the writes around it commit.
+    store.begin_group().unwrap();
+    store.insert_prepared(prepare(&customer("P1"))).unwrap();
+    let refused = store.insert_prepared(prepare(&customer("P1"))).unwrap_err();
+    assert!(matches!(&refused, gateway_world::Error::Contract(e) if e.code == "unique"), "{refused}");
+    store.insert_prepared(prepare(&customer("P3"))).unwrap();
+    store.commit_group().unwrap();
+    let (batches, lineage) = ledger(&store);
+    assert_eq!((batches.len(), lineage.len()), (2, 2), "the refused insert left no ledger or lineage row");
+    assert_eq!(count(&store, "SELECT COUNT(*) FROM customers"), 2);
+
+    // A write that fails after its row is in (its ledger id taken behind the store's
+    // back) breaks the group: nothing of the group is committed.
+    store.begin_group().unwrap();
+    store.insert_prepared(prepare(&customer("P4"))).unwrap();
+    let doomed = prepare(&customer("P5"));
+    store.connection().execute("INSERT INTO _gateway_batches VALUES (?1, 'x', '{}')", [doomed.batch_id()]).unwrap();
+    assert!(store.insert_prepared(doomed).is_err());
+    let failed = store.commit_group().unwrap_err();
+    assert!(failed.to_string().contains("rolled back"), "{failed}");
+    assert_eq!(count(&store, "SELECT COUNT(*) FROM customers"), 2, "P4 and P5 are gone with their group");
+    assert_eq!(ledger(&store), (batches, lineage));
+    let ok: String = store.connection().query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    assert_eq!(ok, "ok");
+
+    // The store goes on: the next group commits.
+    store.begin_group().unwrap();
+    store.insert_prepared(prepare(&customer("P6"))).unwrap();
+    store.commit_group().unwrap();
+    assert_eq!(count(&store, "SELECT COUNT(*) FROM customers"), 3);
+}

@@ -92,6 +92,11 @@ impl PreparedInsert {
     pub fn entity(&self) -> &str {
         &self.entity
     }
+
+    /// The id of the one-mutation batch it is.
+    pub fn batch_id(&self) -> &str {
+        &self.batch_id
+    }
 }
 
 impl Store {
@@ -106,25 +111,41 @@ impl Store {
     /// canonical member order.
     pub fn insert_prepared(&mut self, prepared: PreparedInsert) -> Result<Value> {
         let PreparedInsert { entity, batch_id, key, payload, metadata, digest, source, mutation, row } = prepared;
-        self.transaction(|store| {
-            // The id is fresh (ordered_batch_id): no earlier batch can hold it, so
-            // the ledger row is written whole at once.
-            store.conn.prepare_cached("INSERT INTO _gateway_batches VALUES (?1, ?2, ?3)")?.execute(params![batch_id, digest, metadata])?;
-            store.touched.insert((entity.clone(), key.clone()));
-            let inserted = store
+        let declared = self.contract.entity(&entity).expect("prepared against this contract");
+        if self.grouped && self.depth == 0 && declared.relationships.is_empty() {
+            // Inside a group, an insert that no audit can refuse needs no savepoint of
+            // its own (whose journal copies every page the insert touches): the table
+            // row goes first, and a single-row insert refused by SQLite writes nothing;
+            // the ledger and lineage rows after it can fail only as the database does,
+            // and then the whole group is rolled back (`commit_group`).
+            let inserted = self
                 .conn
                 .prepare_cached(&format!("INSERT INTO {} (_key, payload) VALUES (?1, ?2)", crate::compiler::quote(&entity)))?
                 .execute(params![key, payload]);
             if let Err(error) = inserted {
-                let declared = store.contract.entity(&entity).expect("prepared against this contract");
                 return Err(contextualize_mutation(write_refusal(error, declared, &key), &batch_id, 0, &mutation));
             }
-            store
-                .conn
-                .prepare_cached("INSERT INTO _gateway_lineage VALUES (?1, ?2, ?3, ?4, ?5)")?
-                .execute(params![batch_id, 0i64, entity, key, source])?;
-            Ok(())
-        })?;
+            let recorded = self.record_insert(&batch_id, &digest, &metadata, &entity, &key, &source);
+            if let Err(error) = recorded {
+                self.group_broken = true;
+                return Err(error);
+            }
+        } else {
+            self.transaction(|store| {
+                // The id is fresh (ordered_batch_id): no earlier batch can hold it, so
+                // the ledger row is written whole at once.
+                store.touched.insert((entity.clone(), key.clone()));
+                let inserted = store
+                    .conn
+                    .prepare_cached(&format!("INSERT INTO {} (_key, payload) VALUES (?1, ?2)", crate::compiler::quote(&entity)))?
+                    .execute(params![key, payload]);
+                if let Err(error) = inserted {
+                    let declared = store.contract.entity(&entity).expect("prepared against this contract");
+                    return Err(contextualize_mutation(write_refusal(error, declared, &key), &batch_id, 0, &mutation));
+                }
+                store.record_insert(&batch_id, &digest, &metadata, &entity, &key, &source)
+            })?;
+        }
         for ((cached, field), highest) in self.highest.iter_mut() {
             if *cached == entity {
                 if let Some(n) = integer_of(row.get(field)) {
@@ -133,5 +154,15 @@ impl Store {
             }
         }
         Ok(row)
+    }
+
+    /// The ledger row of a one-insert batch (its id is fresh: `ordered_batch_id`, so
+    /// no earlier batch holds it) and the lineage row of its insert.
+    fn record_insert(&mut self, batch_id: &str, digest: &str, metadata: &str, entity: &str, key: &str, source: &str) -> Result<()> {
+        self.conn.prepare_cached("INSERT INTO _gateway_batches VALUES (?1, ?2, ?3)")?.execute(params![batch_id, digest, metadata])?;
+        self.conn
+            .prepare_cached("INSERT INTO _gateway_lineage VALUES (?1, ?2, ?3, ?4, ?5)")?
+            .execute(params![batch_id, 0i64, entity, key, source])?;
+        Ok(())
     }
 }
