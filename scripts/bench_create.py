@@ -13,6 +13,10 @@ records, `POST /v2/records` with a new lead. Each round starts every server on a
 fresh copy of the world. Prints a Markdown table (median and range of the rounds,
 and each build's ratio to the original); no threshold is asserted.
 
+Each of our builds' CPU per create is printed too: the server process's user and
+system time over the create run (from /proc) divided by the creates answered — less
+at the mercy of what else the machine does than requests per second.
+
 Beside the creates, each of our builds answers `GET /healthz` under the same load in
 the same rounds — the cheapest route it has, no world touched: the most requests per
 second this machine carries through HTTP with wrk on the same cores, hence the ceiling
@@ -21,14 +25,22 @@ any create ratio can reach (a create's ratio ≤ that rate ÷ the original's cre
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import shutil
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance"
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system time of process `pid` (all its threads) so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> int:
@@ -51,13 +63,18 @@ def main() -> int:
     script.write_text(perf_serve.CREATE_LUA)
     results: dict[str, list[float]] = {label: [] for label, _ in servers}
     ceiling: dict[str, list[float]] = {label: [] for label, _ in servers[1:]}
+    cpu: dict[str, list[float]] = {label: [] for label, _ in servers[1:]}
     try:
         for round_ in range(args.rounds):
             for label, command in servers:
                 world = perf_serve.build_world(args.rows, work / f"{label}-{round_}")
                 proc, port = perf_serve.start(shlex.split(command), world, work / f"{label}.log")
                 try:
+                    began, cpu_before = time.monotonic(), cpu_seconds(proc.pid)
                     results[label].append(perf_serve.wrk(port, "/v2/records", args.seconds, script))
+                    if label in cpu:
+                        creates = results[label][-1] * (time.monotonic() - began)
+                        cpu[label].append(1e6 * (cpu_seconds(proc.pid) - cpu_before) / max(creates, 1.0))
                     if label in ceiling:
                         ceiling[label].append(perf_serve.wrk(port, "/healthz", args.seconds))
                 finally:
@@ -74,6 +91,8 @@ def main() -> int:
         median = statistics.median(values)
         ratio = "—" if label == "original" else f"{median / base:,.0f}×"
         print(f"| {label} | {median:,.1f} ({min(values):,.1f}–{max(values):,.1f}) | {ratio} |")
+    for label, values in cpu.items():
+        print(f"| {label}: server CPU per create | {statistics.median(values):,.1f} µs ({min(values):,.1f}–{max(values):,.1f}) | |")
     for label, values in ceiling.items():
         median = statistics.median(values)
         print(f"| {label}: `GET /healthz` (the ceiling) | {median:,.1f} ({min(values):,.1f}–{max(values):,.1f}) "

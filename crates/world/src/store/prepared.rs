@@ -132,8 +132,6 @@ impl Store {
             }
         } else {
             self.transaction(|store| {
-                // The id is fresh (ordered_batch_id): no earlier batch can hold it, so
-                // the ledger row is written whole at once.
                 store.touched.insert((entity.clone(), key.clone()));
                 let inserted = store
                     .conn
