@@ -188,6 +188,11 @@ fn main() -> ExitCode {
     // Before anything opens a database: SQLite takes a page cache only before its
     // first use. Without it (refused) SQLite keeps its own, which is only slower.
     let _ = gateway_cow::install_page_cache();
+    // Bytes all served sessions' write-ahead logs may hold in memory together; past
+    // it a session's log is a file beside its overlay.
+    if let Some(budget) = std::env::var("GATEWAY_WAL_MEMORY").ok().and_then(|b| b.parse().ok()) {
+        gateway_cow::set_memory_wal_budget(budget);
+    }
     let args: Vec<OsString> = std::env::args_os().collect();
     let cli = match parse(&args) {
         Ok(cli) => cli,

@@ -11,7 +11,8 @@
 //!   in memory and rebuilt by scanning the file on [`Overlay::open`]); every other page
 //!   is read from the base. Its write-ahead log, the WAL index (in memory: all of a
 //!   session's connections are in this process) and the locks between its connections
-//!   are the overlay's too, shared by every connection that opens it.
+//!   are the overlay's too, shared by every connection that opens it; a volatile
+//!   overlay's log is kept in memory, within a budget for the whole process.
 //! - the VFS ([`register`], [`VFS_NAME`]): SQLite's file layer for those databases. A
 //!   connection opens an overlay by its path with this VFS; any other file (the base
 //!   attached by name, a `VACUUM INTO` target, journals, temporary files) goes to
@@ -27,6 +28,7 @@
 mod base;
 mod error;
 mod locks;
+mod memlog;
 mod overlay;
 #[allow(unsafe_code)]
 mod pcache;
@@ -34,9 +36,11 @@ mod pcache;
 mod sys;
 #[allow(unsafe_code)]
 mod vfs;
+mod wal;
 
 pub use base::Base;
 pub use error::CowError;
+pub use memlog::{memory_wal_bytes, set_memory_wal_budget, DEFAULT_BUDGET as DEFAULT_MEMORY_WAL_BUDGET};
 pub use overlay::{Overlay, OverlayStats};
 pub use pcache::{install_page_cache, page_cache_installed, page_cache_stats, PageCacheStats};
 pub use sys::raise_open_file_limit;

@@ -20,11 +20,16 @@
 //! The write-ahead log is the overlay's too: a plain file beside it (`<path>-wal`),
 //! also created on first write, its descriptor shared by the session's connections.
 //! A transaction's frames reach that file in one write, at its commit frame (see
-//! `Overlay::wal_write`), rather than two system calls per page.
+//! `Overlay::wal_write`), rather than two system calls per page. A *volatile* overlay
+//! ([`Overlay::create_volatile`]: one that is never reopened, so whose log nobody reads
+//! after the process ends) keeps its log in memory instead (`memlog.rs`), within the
+//! process's budget, and spills it to that file when the budget is spent.
 
 use crate::base::Base;
 use crate::error::CowError;
 use crate::locks::{FileLocks, Shm};
+use crate::memlog::MemoryLog;
+use crate::wal::{wal_path, write_log, Wal, WalStart, FRAME_HEAD, PENDING_LIMIT, WAL_HEAD};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -32,7 +37,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 
-const MAGIC: &[u8; 8] = b"gwcow01\n";
+const MAGIC: &[u8; 8] = b"gwcow02\n";
 const HEADER_BYTES: u64 = 4096;
 const SLOT_HEAD: u64 = 16;
 /// The page number of a slot given back by a truncation.
@@ -61,29 +66,9 @@ struct Pages {
     /// Bytes of the base still visible: a truncation hides what lies beyond it for good.
     base_limit: u64,
     header_dirty: bool,
+    /// A slot's worth of bytes reused by every write (empty until the first).
+    slot_buffer: Vec<u8>,
 }
-
-struct Wal {
-    path: PathBuf,
-    file: Option<Arc<File>>,
-    /// The log's size, the bytes not yet handed to the kernel included.
-    size: u64,
-    /// Bytes written but not yet handed to the kernel, which belong at `pending_at`.
-    pending: Vec<u8>,
-    pending_at: u64,
-    /// Where the commit frame being written ends: its transaction's frames go to the
-    /// kernel, in one write, once it is whole.
-    commit_end: Option<u64>,
-}
-
-/// A WAL frame's header (SQLite's layout: page number, then the database's size in
-/// pages after the commit — nonzero only on a transaction's last frame — salts and
-/// checksums).
-const FRAME_HEAD: u64 = 24;
-/// The WAL's own header, before the first frame.
-const WAL_HEAD: u64 = 32;
-/// The most bytes of a transaction held back before they are written anyway.
-const PENDING_LIMIT: usize = 1 << 20;
 
 /// What an overlay holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,6 +83,9 @@ pub struct OverlayStats {
     pub size: u64,
     /// Bytes of WAL index mapped.
     pub shm_bytes: u64,
+    /// Whether the write-ahead log is held in memory now (a volatile overlay's, within
+    /// the process's budget).
+    pub wal_in_memory: bool,
 }
 
 impl std::fmt::Debug for Overlay {
@@ -106,15 +94,24 @@ impl std::fmt::Debug for Overlay {
     }
 }
 
+/// A slot's (or the header's) checksum: four multiply-rotate lanes over 32-byte
+/// strides, folded together. One lane is a chain of dependent multiplies (a page cost
+/// about a microsecond, a tenth of a checkpoint's time); four independent ones let the
+/// processor run them side by side. Any change of it is a new [`MAGIC`].
 fn checksum(page: u64, data: &[u8]) -> u64 {
-    let mut sum = 0xcbf2_9ce4_8422_2325u64 ^ page.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    let mut words = data.chunks_exact(8);
-    for word in &mut words {
-        let word = u64::from_le_bytes([word[0], word[1], word[2], word[3], word[4], word[5], word[6], word[7]]);
-        sum = (sum ^ word).wrapping_mul(0x0000_0100_0000_01b3).rotate_left(23);
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let seed = 0xcbf2_9ce4_8422_2325u64 ^ page.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let mut lanes = [seed, seed.rotate_left(16), seed.rotate_left(32), seed.rotate_left(48)];
+    let word = |bytes: &[u8]| u64::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7]]);
+    let mut strides = data.chunks_exact(32);
+    for stride in &mut strides {
+        for (lane, bytes) in lanes.iter_mut().zip(stride.chunks_exact(8)) {
+            *lane = (*lane ^ word(bytes)).wrapping_mul(PRIME).rotate_left(23);
+        }
     }
-    for byte in words.remainder() {
-        sum = (sum ^ u64::from(*byte)).wrapping_mul(0x0000_0100_0000_01b3);
+    let mut sum = lanes.iter().fold(0u64, |sum, lane| (sum ^ lane).wrapping_mul(PRIME).rotate_left(31));
+    for byte in strides.remainder() {
+        sum = (sum ^ u64::from(*byte)).wrapping_mul(PRIME);
     }
     sum
 }
@@ -146,7 +143,20 @@ impl Overlay {
             return Err(CowError::io(&path, io::Error::from(io::ErrorKind::AlreadyExists)));
         }
         let pages = Pages::empty(base);
-        Overlay::install(path, key, base, pages, 0)
+        Overlay::install(path, key, base, pages, WalStart::File(0), false)
+    }
+
+    /// A new, empty overlay like [`Overlay::create`]'s whose write-ahead log is kept in
+    /// memory while the process's budget allows (see `memlog.rs`): for an overlay that
+    /// is never reopened, as a served session's is not. It must not be: a log in memory
+    /// is gone with the process, and with it every commit not yet checkpointed.
+    pub fn create_volatile(path: &Path, base: &Arc<Base>) -> Result<Arc<Overlay>, CowError> {
+        let (path, key) = absolute(path)?;
+        if path.exists() {
+            return Err(CowError::io(&path, io::Error::from(io::ErrorKind::AlreadyExists)));
+        }
+        let pages = Pages::empty(base);
+        Overlay::install(path, key, base, pages, WalStart::File(0), true)
     }
 
     /// The overlay of `base` at `path` as its file holds it (empty when there is no
@@ -163,15 +173,25 @@ impl Overlay {
         };
         let wal_path = wal_path(&path);
         let wal_size = std::fs::metadata(&wal_path).map(|m| m.len()).unwrap_or(0);
-        Overlay::install(path, key, base, pages, wal_size)
+        Overlay::install(path, key, base, pages, WalStart::File(wal_size), false)
     }
 
-    fn install(path: PathBuf, key: String, base: &Arc<Base>, pages: Pages, wal_size: u64) -> Result<Arc<Overlay>, CowError> {
+    fn install(
+        path: PathBuf,
+        key: String,
+        base: &Arc<Base>,
+        pages: Pages,
+        wal: WalStart,
+        volatile: bool,
+    ) -> Result<Arc<Overlay>, CowError> {
         let wal_path = wal_path(&path);
-        let wal_file = if wal_size > 0 {
-            Some(Arc::new(OpenOptions::new().read(true).write(true).open(&wal_path).map_err(|e| CowError::io(&wal_path, e))?))
-        } else {
-            None
+        let (file, memory, size) = match wal {
+            WalStart::File(0) => (None, None, 0),
+            WalStart::File(size) => {
+                let file = OpenOptions::new().read(true).write(true).open(&wal_path).map_err(|e| CowError::io(&wal_path, e))?;
+                (Some(Arc::new(file)), None, size)
+            }
+            WalStart::Memory(log, size) => (None, Some(log), size),
         };
         let overlay = Arc::new(Overlay {
             key: key.clone(),
@@ -179,7 +199,7 @@ impl Overlay {
             base: base.clone(),
             page_size: base.page_size(),
             pages: RwLock::new(pages),
-            wal: Mutex::new(Wal { path: wal_path, file: wal_file, size: wal_size, pending: Vec::new(), pending_at: 0, commit_end: None }),
+            wal: Mutex::new(Wal { path: wal_path, volatile, memory, file, size, pending: Vec::new(), pending_at: 0, commit_end: None }),
             locks: Mutex::default(),
             shm: Mutex::default(),
         });
@@ -206,6 +226,7 @@ impl Overlay {
             size: pages.size,
             base_limit: pages.base_limit,
             header_dirty: true,
+            slot_buffer: Vec::new(),
         };
         let mut copy = copy;
         if pages.file.is_some() {
@@ -217,16 +238,31 @@ impl Overlay {
             copy.file = Some(Arc::new(OpenOptions::new().read(true).write(true).open(&path).map_err(|e| CowError::io(&path, e))?));
         }
         drop(pages);
-        let mut wal_size = 0;
+        let mut start = WalStart::File(0);
+        let volatile = guard(&self.wal).volatile;
         if with_wal {
             let mut wal = guard(&self.wal);
             wal.flush().map_err(|e| CowError::io(&wal.path, e))?;
-            if wal.file.is_some() && wal.size > 0 {
-                std::fs::copy(&wal.path, wal_path(&path)).map_err(|e| CowError::io(&wal.path, e))?;
-                wal_size = wal.size;
+            let copy_path = wal_path(&path);
+            match (&wal.memory, wal.size) {
+                (_, 0) => {}
+                (Some(log), size) => {
+                    start = match log.try_clone() {
+                        Some(copy) => WalStart::Memory(copy, size),
+                        None => {
+                            write_log(&copy_path, log, size).map_err(|e| CowError::io(&copy_path, e))?;
+                            WalStart::File(size)
+                        }
+                    }
+                }
+                (None, size) if wal.file.is_some() => {
+                    std::fs::copy(&wal.path, &copy_path).map_err(|e| CowError::io(&wal.path, e))?;
+                    start = WalStart::File(size);
+                }
+                (None, _) => {}
             }
         }
-        Overlay::install(path, key, &self.base, copy, wal_size)
+        Overlay::install(path, key, &self.base, copy, start, volatile)
     }
 
     /// Create the file now (header written and synced), for a caller that needs it on
@@ -263,6 +299,7 @@ impl Overlay {
             wal_bytes: wal.size,
             size: pages.size,
             shm_bytes: guard(&self.shm).bytes() as u64,
+            wal_in_memory: wal.memory.is_some(),
         }
     }
 
@@ -337,7 +374,24 @@ impl Overlay {
         let mut pages = write_lock(&self.pages);
         let file = self.file(&mut pages)?;
         let page_bytes = usize::try_from(self.page_size).unwrap_or(usize::MAX);
-        let mut slot = vec![0u8; SLOT_HEAD as usize + page_bytes];
+        // One slot's bytes, kept between writes: a checkpoint writes thousands of
+        // pages, and a fresh zeroed buffer for each showed in its profile.
+        let mut slot = std::mem::take(&mut pages.slot_buffer);
+        slot.resize(SLOT_HEAD as usize + page_bytes, 0);
+        let written = self.write_slots(&mut pages, &file, &mut slot, offset, data);
+        pages.slot_buffer = slot;
+        written?;
+        let end = offset + data.len() as u64;
+        if end > pages.size {
+            pages.size = end;
+            pages.header_dirty = true;
+        }
+        Ok(())
+    }
+
+    /// [`Overlay::write`]'s work, page by page, through the buffer `slot`.
+    fn write_slots(&self, pages: &mut Pages, file: &File, slot: &mut [u8], offset: u64, data: &[u8]) -> io::Result<()> {
+        let page_bytes = slot.len() - SLOT_HEAD as usize;
         let mut done = 0;
         while done < data.len() {
             let at = offset + done as u64;
@@ -345,7 +399,7 @@ impl Overlay {
             let n = (page_bytes - within).min(data.len() - done);
             let body = &mut slot[SLOT_HEAD as usize..];
             if n < page_bytes {
-                self.read_locked(&pages, page * self.page_size, body)?;
+                self.read_locked(pages, page * self.page_size, body)?;
             }
             body[within..within + n].copy_from_slice(&data[done..done + n]);
             let sum = checksum(page, body);
@@ -362,13 +416,8 @@ impl Overlay {
                     index
                 }
             };
-            file.write_all_at(&slot, self.slot_offset(index))?;
+            file.write_all_at(slot, self.slot_offset(index))?;
             done += n;
-        }
-        let end = offset + data.len() as u64;
-        if end > pages.size {
-            pages.size = end;
-            pages.header_dirty = true;
         }
         Ok(())
     }
@@ -437,6 +486,13 @@ impl Overlay {
     pub(crate) fn wal_read(&self, offset: u64, buf: &mut [u8]) -> io::Result<bool> {
         let (file, size) = {
             let mut wal = guard(&self.wal);
+            let size = wal.size;
+            if let Some(log) = &mut wal.memory {
+                let valid = usize::try_from(size.saturating_sub(offset)).unwrap_or(usize::MAX).min(buf.len());
+                log.read(offset, &mut buf[..valid]);
+                buf[valid..].fill(0);
+                return Ok(valid < buf.len());
+            }
             if wal.pending_overlaps(offset, buf.len()) {
                 wal.flush()?;
             }
@@ -461,6 +517,17 @@ impl Overlay {
     /// failed write fails the commit.
     pub(crate) fn wal_write(&self, offset: u64, data: &[u8]) -> io::Result<()> {
         let mut wal = guard(&self.wal);
+        if wal.volatile && wal.memory.is_none() && wal.file.is_none() {
+            wal.memory = Some(MemoryLog::default());
+            wal.size = 0;
+        }
+        if let Some(log) = &mut wal.memory {
+            if log.write(offset, data).is_ok() {
+                wal.size = wal.size.max(offset + data.len() as u64);
+                return Ok(());
+            }
+            wal.spill()?;
+        }
         if wal.file.is_none() {
             let file = Arc::new(OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&wal.path)?);
             wal.file = Some(file);
@@ -471,10 +538,12 @@ impl Overlay {
             && offset >= WAL_HEAD
             && (offset - WAL_HEAD).is_multiple_of(frame)
             && data[4..8] != [0, 0, 0, 0];
+        // Staged first: staging may hand earlier bytes to the kernel, which forgets
+        // the commit frame awaited (a one-frame transaction's header starts afresh).
+        wal.stage(offset, data)?;
         if commit_header {
             wal.commit_end = Some(offset + frame);
         }
-        wal.stage(offset, data)?;
         wal.size = wal.size.max(offset + data.len() as u64);
         let end = offset + data.len() as u64;
         if wal.commit_end.is_some_and(|commit_end| end >= commit_end) || wal.pending.len() >= PENDING_LIMIT {
@@ -486,6 +555,9 @@ impl Overlay {
     /// Cut the write-ahead log to `size` bytes.
     pub(crate) fn wal_truncate(&self, size: u64) -> io::Result<()> {
         let mut wal = guard(&self.wal);
+        if let Some(log) = &mut wal.memory {
+            log.truncate(size);
+        }
         wal.flush()?;
         if let Some(file) = &wal.file {
             file.set_len(size)?;
@@ -514,7 +586,8 @@ impl Overlay {
 
     /// Whether the write-ahead log exists (was written and not deleted since).
     pub(crate) fn wal_exists(&self) -> bool {
-        guard(&self.wal).file.is_some()
+        let wal = guard(&self.wal);
+        wal.file.is_some() || wal.memory.is_some()
     }
 
     /// Delete the write-ahead log (SQLite does when the last connection closes).
@@ -523,6 +596,7 @@ impl Overlay {
         wal.size = 0;
         wal.pending.clear();
         wal.commit_end = None;
+        wal.memory = None;
         if wal.file.take().is_some() {
             match std::fs::remove_file(&wal.path) {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
@@ -539,51 +613,6 @@ impl Drop for Overlay {
         let _ = self.flush();
         registry_remove(&self.key, self);
     }
-}
-
-impl Wal {
-    /// Whether bytes `offset..offset + len` meet the ones not yet written.
-    fn pending_overlaps(&self, offset: u64, len: usize) -> bool {
-        !self.pending.is_empty() && offset < self.pending_at + self.pending.len() as u64 && offset + len as u64 > self.pending_at
-    }
-
-    /// Hold `data` back with the pending bytes when it patches or extends them;
-    /// otherwise write what is pending first and start again from `data`.
-    fn stage(&mut self, offset: u64, data: &[u8]) -> io::Result<()> {
-        let pending_end = self.pending_at + self.pending.len() as u64;
-        if self.pending.is_empty() || offset < self.pending_at || offset > pending_end {
-            self.flush()?;
-            self.pending_at = offset;
-        }
-        let start = usize::try_from(offset - self.pending_at).unwrap_or(usize::MAX);
-        let stop = start + data.len();
-        if stop > self.pending.len() {
-            self.pending.resize(stop, 0);
-        }
-        self.pending[start..stop].copy_from_slice(data);
-        Ok(())
-    }
-
-    /// Hand the pending bytes to the kernel (dropped on failure: the transaction they
-    /// belong to fails with the error).
-    fn flush(&mut self) -> io::Result<()> {
-        self.commit_end = None;
-        if self.pending.is_empty() {
-            return Ok(());
-        }
-        let written = match &self.file {
-            Some(file) => file.write_all_at(&self.pending, self.pending_at),
-            None => Ok(()),
-        };
-        self.pending.clear();
-        written
-    }
-}
-
-fn wal_path(path: &Path) -> PathBuf {
-    let mut name = path.as_os_str().to_os_string();
-    name.push("-wal");
-    PathBuf::from(name)
 }
 
 enum ScanError {
@@ -607,6 +636,7 @@ impl Pages {
             size: base.size(),
             base_limit: base.size(),
             header_dirty: false,
+            slot_buffer: Vec::new(),
         }
     }
 
@@ -654,7 +684,16 @@ impl Pages {
             slots.insert(page, index);
             size = size.max((page + 1) * page_size);
         }
-        Ok(Pages { file: Some(Arc::new(file)), slots, next_slot: kept, free, size, base_limit, header_dirty: false })
+        Ok(Pages {
+            file: Some(Arc::new(file)),
+            slots,
+            next_slot: kept,
+            free,
+            size,
+            base_limit,
+            header_dirty: false,
+            slot_buffer: Vec::new(),
+        })
     }
 }
 

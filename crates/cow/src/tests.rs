@@ -121,6 +121,9 @@ fn a_commit_is_in_the_wal_file_when_it_returns() {
         let last = &on_disk[on_disk.len() - frame..];
         assert_ne!(&last[4..8], &[0, 0, 0, 0], "round {round}: the last frame is the commit frame");
     }
+    // A transaction of one frame: its commit header is the first write it stages.
+    conn.execute("UPDATE t SET body = 'one page' WHERE id = 5", []).unwrap();
+    assert_eq!(std::fs::metadata(&wal).unwrap().len(), overlay.stats().wal_bytes, "a one-frame commit is written when it returns");
     // A transaction larger than what is held back at once, rolled back halfway.
     conn.execute_batch("BEGIN; UPDATE t SET body = hex(randomblob(1500)); SAVEPOINT s; DELETE FROM t; ROLLBACK TO s; COMMIT").unwrap();
     assert_eq!(count(&reader(&overlay), "SELECT COUNT(*) FROM t WHERE length(body) = 3000"), 400);
@@ -287,4 +290,47 @@ fn other_files_go_to_the_default_vfs() {
     conn.execute("VACUUM INTO ?1", [exported.to_str().unwrap()]).unwrap();
     let plain = Connection::open(&exported).unwrap();
     assert_eq!(count(&plain, "SELECT COUNT(*) FROM t"), 51);
+}
+
+#[test]
+fn a_volatile_overlay_keeps_its_wal_in_memory_through_checkpoints_and_forks() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = make_base(dir.path(), 2000);
+    let overlay = Overlay::create_volatile(&dir.path().join("v.cow"), &base).unwrap();
+    let conn = connect(&overlay);
+    conn.execute_batch("PRAGMA wal_autocheckpoint = 50; PRAGMA journal_size_limit = 65536").unwrap();
+    for id in 0..600 {
+        conn.execute("INSERT INTO t VALUES (?1, ?2, ?3)", rusqlite::params![10_000 + id, format!("v{id}"), "y".repeat(300)]).unwrap();
+    }
+    conn.execute("UPDATE t SET body = body || 'z' WHERE id % 7 = 0", []).unwrap();
+    let stats = overlay.stats();
+    assert!(stats.wal_in_memory && stats.wal_bytes > 0, "{stats:?}");
+    assert!(!dir.path().join("v.cow-wal").exists(), "no log file while the log is in memory");
+    // A reader sees every commit, some in the log, some checkpointed into the overlay.
+    let check = |conn: &Connection| {
+        assert_eq!(count(conn, "SELECT COUNT(*) FROM t"), 2600);
+        assert_eq!(count(conn, "SELECT COUNT(*) FROM t WHERE body LIKE '%z'"), count(conn, "SELECT COUNT(*) FROM t WHERE id % 7 = 0"));
+        let ok: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+        assert_eq!(ok, "ok");
+    };
+    check(&reader(&overlay));
+    // Forked with its log (what a reader holding a checkpoint back makes a session do):
+    // the copy's log is in memory too, and replayed by the fork's first connection.
+    conn.execute("INSERT INTO t VALUES (99999, 'last', '')", []).unwrap();
+    let fork = overlay.fork(&dir.path().join("vf.cow"), true).unwrap();
+    assert!(fork.stats().wal_in_memory);
+    let forked = connect(&fork);
+    assert_eq!(count(&forked, "SELECT COUNT(*) FROM t WHERE id = 99999"), 1);
+    forked.execute("DELETE FROM t WHERE id = 99999", []).unwrap();
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM t WHERE id = 99999"), 1, "the fork's writes are its own");
+    conn.execute("DELETE FROM t WHERE id = 99999", []).unwrap();
+    check(&conn);
+    check(&forked);
+    // A checkpoint that moves every frame out, then a commit: SQLite cuts the log
+    // back to the journal size limit, and the memory goes with it.
+    conn.query_row("PRAGMA wal_checkpoint(RESTART)", [], |_| Ok(())).unwrap();
+    conn.execute("INSERT INTO t VALUES (99998, 'after', '')", []).unwrap();
+    assert!(overlay.stats().wal_bytes <= 65536, "{:?}", overlay.stats());
+    drop((conn, forked));
+    assert!(!overlay.stats().wal_in_memory, "the last connection's close deletes the log");
 }

@@ -37,6 +37,20 @@ pub fn canonical(value: &Value) -> String {
     dumps(value, DumpOptions::CANONICAL)
 }
 
+/// `value` with every object's members in the order [`canonical`] writes them: what
+/// parsing its canonical text gives back, without writing and parsing it.
+pub fn canonical_order(value: &Value) -> Value {
+    match value {
+        Value::Array(items) => Value::Array(items.iter().map(canonical_order).collect()),
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            Value::Object(entries.into_iter().map(|(k, v)| (k.clone(), canonical_order(v))).collect())
+        }
+        other => other.clone(),
+    }
+}
+
 /// [`canonical`] into a string of `capacity` bytes (its length when known: one allocation).
 pub fn canonical_sized(value: &Value, capacity: usize) -> String {
     let mut out = String::with_capacity(capacity);

@@ -10,15 +10,14 @@
 //! group). The ledger, lineage and refusals are exactly those of
 //! [`Store::apply_batch`] of the same batch.
 
-use super::mutation::{
-    batch_digest, check_source, contextualize_mutation, integer_of, key_of, ordered_batch_id, parse_stored, write_refusal,
-};
+use super::mutation::{check_source, contextualize_mutation, integer_of, key_of, ordered_batch_id, write_refusal};
 use super::Store;
 use crate::compiler::Contract;
 use crate::dialect::validate;
 use crate::error::{ContractError, Result};
-use crate::json::{canonical, object, Map, Value};
+use crate::json::{canonical, canonical_order, object, write_string, Value};
 use rusqlite::params;
+#[cfg(test)]
 use std::borrow::Cow;
 
 /// An insert checked and encoded, waiting for a writer.
@@ -35,8 +34,8 @@ pub struct PreparedInsert {
     digest: String,
     /// The lineage's `source`.
     source: String,
-    /// The mutation, to name in a refusal the writer makes (a taken key).
-    mutation: Value,
+    /// The mutation's source, to name in a refusal the writer makes (a taken key).
+    source_value: Value,
     /// The row as stored (canonical member order): the insert's answer.
     row: Value,
 }
@@ -47,44 +46,38 @@ impl PreparedInsert {
     /// defaults to `{"record": "store.insert"}`.
     pub fn new(contract: &Contract, entity: &str, value: &Value, source: Option<Value>) -> Result<PreparedInsert> {
         let source = source.unwrap_or_else(|| object([("record", Value::str("store.insert"))]));
-        let mutation = object([("op", Value::str("insert")), ("entity", Value::str(entity)), ("value", value.clone()), ("source", source)]);
         let batch_id = ordered_batch_id();
-        let head = object([
-            ("id", Value::str(&batch_id)),
-            ("target", contract.target().clone()),
-            ("mapping", object([("id", Value::str("gateway-store")), ("version", Value::str("1"))])),
-            ("coverage", Value::str("partial")),
-            ("mutations", Value::Array(Vec::new())),
-        ]);
-        // The batch's whole text is range-checked first, as apply_batch does.
-        let batch = object([("mutations", Value::Array(vec![mutation]))]);
-        if let Some(pointer) = crate::json::range_problem(&batch) {
-            return Err(ContractError::new("numeric_range", crate::json::NUMERIC_RANGE_MESSAGE, pointer).into());
+        // The mutation as a value is needed only to name it in a refusal.
+        let mutation =
+            || object([("op", Value::str("insert")), ("entity", Value::str(entity)), ("value", value.clone()), ("source", source.clone())]);
+        // The batch's whole text is range-checked first, as apply_batch does; the
+        // pointer is found in the batch itself only when something is out of range.
+        if crate::json::range_problem(value).is_some() || crate::json::range_problem(&source).is_some() {
+            let batch = object([("mutations", Value::Array(vec![mutation()]))]);
+            if let Some(pointer) = crate::json::range_problem(&batch) {
+                return Err(ContractError::new("numeric_range", crate::json::NUMERIC_RANGE_MESSAGE, pointer).into());
+            }
         }
-        let Value::Object(mut batch) = batch else { unreachable!("built as an object") };
-        let Some(Value::Array(mut mutations)) = batch.shift_remove("mutations") else { unreachable!("built with mutations") };
-        let mutation = mutations.pop().expect("one mutation");
         let checked = (|| -> Result<(String, String)> {
-            check_source(mutation.get("source"), "/batch/mutations/0/source")?;
-            let declared = Store::entity_in(contract, mutation.get("entity").expect("member"))?;
+            check_source(Some(&source), "/batch/mutations/0/source")?;
+            let declared = Store::entity_in(contract, &Value::str(entity))?;
             validate(&declared.schema, value, &format!("{}/schema", declared.location), "")?;
             Ok((declared.name.clone(), key_of(declared, value, false)?))
         })();
-        let (entity, key) = checked.map_err(|error| contextualize_mutation(error, &batch_id, 0, &mutation))?;
-        let Value::Object(head) = head else { unreachable!("built as an object") };
-        let digest = batch_digest(&head, std::iter::once(Cow::Borrowed(&mutation)));
-        let metadata: Map = head.iter().filter(|(k, _)| *k != "mutations").map(|(k, v)| (k.clone(), v.clone())).collect();
+        let (entity, key) = checked.map_err(|error| contextualize_mutation(error, &batch_id, 0, &mutation()))?;
         let payload = canonical(value);
+        let source_text = canonical(&source);
+        let (metadata, digest) = batch_texts(contract.target(), &batch_id, &entity, &source_text, &payload);
         Ok(PreparedInsert {
+            row: canonical_order(value),
             entity,
             key,
-            row: parse_stored(&payload).unwrap_or_default(),
             payload,
-            metadata: canonical(&Value::Object(metadata)),
+            metadata,
             digest,
-            source: canonical(mutation.get("source").expect("member")),
+            source: source_text,
             batch_id,
-            mutation,
+            source_value: source,
         })
     }
 
@@ -99,6 +92,35 @@ impl PreparedInsert {
     }
 }
 
+/// The ledger's `metadata` and the batch digest of the one-insert batch, written
+/// straight from the texts already made rather than by encoding the batch again:
+/// the canonical text of `{"coverage", "id", "mapping", "mutations": [{"entity",
+/// "op", "source", "value"}], "target"}` is those members in that (sorted) order,
+/// and the row's and source's canonical texts are pieces of it. Checked against the
+/// general encoding in this module's tests.
+fn batch_texts(target: &Value, batch_id: &str, entity: &str, source: &str, payload: &str) -> (String, String) {
+    let target = canonical(target);
+    let mut head = String::with_capacity(128 + target.len());
+    head.push_str(r#"{"coverage":"partial","id":"#);
+    write_string(&mut head, batch_id, false);
+    head.push_str(r#","mapping":{"id":"gateway-store","version":"1"}"#);
+    let mut text = String::with_capacity(head.len() + entity.len() + source.len() + payload.len() + target.len() + 80);
+    text.push_str(&head);
+    text.push_str(r#","mutations":[{"entity":"#);
+    write_string(&mut text, entity, false);
+    text.push_str(r#","op":"insert","source":"#);
+    text.push_str(source);
+    text.push_str(r#","value":"#);
+    text.push_str(payload);
+    text.push_str(r#"}],"target":"#);
+    text.push_str(&target);
+    text.push_str("}\n");
+    head.push_str(r#","target":"#);
+    head.push_str(&target);
+    head.push('}');
+    (head, crate::hash::digest_of_pieces(|sink| sink(&text)))
+}
+
 impl Store {
     /// Insert one row; returns it in canonical member order.
     pub fn insert(&mut self, entity: &str, value: &Value, source: Option<Value>) -> Result<Value> {
@@ -110,7 +132,9 @@ impl Store {
     /// [`PreparedInsert::new`], possibly on another thread); returns the row in
     /// canonical member order.
     pub fn insert_prepared(&mut self, prepared: PreparedInsert) -> Result<Value> {
-        let PreparedInsert { entity, batch_id, key, payload, metadata, digest, source, mutation, row } = prepared;
+        let PreparedInsert { entity, batch_id, key, payload, metadata, digest, source, source_value, row } = prepared;
+        // What a refusal names of the mutation: its entity and source (an insert has no `key`).
+        let mutation = || object([("op", Value::str("insert")), ("entity", Value::str(&entity)), ("source", source_value.clone())]);
         let declared = self.contract.entity(&entity).expect("prepared against this contract");
         if self.grouped && self.depth == 0 && declared.relationships.is_empty() {
             // Inside a group, an insert that no audit can refuse needs no savepoint of
@@ -123,7 +147,7 @@ impl Store {
                 .prepare_cached(&format!("INSERT INTO {} (_key, payload) VALUES (?1, ?2)", crate::compiler::quote(&entity)))?
                 .execute(params![key, payload]);
             if let Err(error) = inserted {
-                return Err(contextualize_mutation(write_refusal(error, declared, &key), &batch_id, 0, &mutation));
+                return Err(contextualize_mutation(write_refusal(error, declared, &key), &batch_id, 0, &mutation()));
             }
             let recorded = self.record_insert(&batch_id, &digest, &metadata, &entity, &key, &source);
             if let Err(error) = recorded {
@@ -139,7 +163,7 @@ impl Store {
                     .execute(params![key, payload]);
                 if let Err(error) = inserted {
                     let declared = store.contract.entity(&entity).expect("prepared against this contract");
-                    return Err(contextualize_mutation(write_refusal(error, declared, &key), &batch_id, 0, &mutation));
+                    return Err(contextualize_mutation(write_refusal(error, declared, &key), &batch_id, 0, &mutation()));
                 }
                 store.record_insert(&batch_id, &digest, &metadata, &entity, &key, &source)
             })?;
@@ -162,5 +186,54 @@ impl Store {
             .prepare_cached("INSERT INTO _gateway_lineage VALUES (?1, ?2, ?3, ?4, ?5)")?
             .execute(params![batch_id, 0i64, entity, key, source])?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::{parse_clean, Map};
+    use crate::store::mutation::batch_digest;
+
+    /// The texts written piece by piece are the general encoding's, for rows and
+    /// sources with escapes, non-ASCII, nesting and numbers of every kind.
+    #[test]
+    fn batch_texts_are_the_encoded_batch() {
+        let rows = [
+            r#"{"id": "a", "kind": "lead"}"#,
+            r#"{"z": 1, "a": [3, {"y": 2.5, "b": null}], "é": "quote \" and \u2028", "n": -0.0, "big": 9007199254740991, "small": 1.5e-7, "t": true}"#,
+            r#"{}"#,
+        ];
+        let sources = [r#"{"record": "api.create"}"#, r#"{"record": "r/1", "evidence": [{"reference": "x", "digest": "sha256:00"}]}"#];
+        let targets = [r#"{"system": "crm", "version": "2"}"#, r#""plain""#];
+        for (row, (source, target)) in rows.iter().zip(sources.iter().cycle().zip(targets.iter().cycle())) {
+            let (row, source, target) = (parse_clean(row).unwrap(), parse_clean(source).unwrap(), parse_clean(target).unwrap());
+            let mutation = object([
+                ("op", Value::str("insert")),
+                ("entity", Value::str("récords")),
+                ("value", row.clone()),
+                ("source", source.clone()),
+            ]);
+            let head = object([
+                ("id", Value::str("0123abcd")),
+                ("target", target.clone()),
+                ("mapping", object([("id", Value::str("gateway-store")), ("version", Value::str("1"))])),
+                ("coverage", Value::str("partial")),
+                ("mutations", Value::Array(Vec::new())),
+            ]);
+            let Value::Object(head) = head else { unreachable!() };
+            let digest = batch_digest(&head, std::iter::once(Cow::Borrowed(&mutation)));
+            let metadata: Map = head.iter().filter(|(k, _)| *k != "mutations").map(|(k, v)| (k.clone(), v.clone())).collect();
+            let (ours_metadata, ours_digest) = batch_texts(&target, "0123abcd", "récords", &canonical(&source), &canonical(&row));
+            assert_eq!(ours_metadata, canonical(&Value::Object(metadata)));
+            assert_eq!(ours_digest, digest);
+            // The answer row is what parsing the stored text gives back, member order included.
+            let stored = parse_clean(&canonical(&row)).unwrap();
+            assert_eq!(canonical(&canonical_order(&row)), canonical(&stored));
+            assert_eq!(
+                crate::json::dumps(&canonical_order(&row), crate::json::DumpOptions::PRETTY),
+                crate::json::dumps(&stored, crate::json::DumpOptions::PRETTY)
+            );
+        }
     }
 }
