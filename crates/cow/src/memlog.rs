@@ -16,9 +16,10 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Bytes per chunk: 254 frames of 4 KiB pages, and few enough bytes that a short log
-/// (a session's first commits) holds little.
-pub(crate) const CHUNK: usize = 1 << 20;
+/// Bytes per chunk: 64 KiB, so that the budget counts a session that wrote a few
+/// rows (a log of a few frames) as 64 KiB, not a megabyte — thousands of such
+/// sessions fit in it — while a write-heavy session's 80 MiB log is 1,280 chunks.
+pub(crate) const CHUNK: usize = 64 << 10;
 
 /// The process's budget for in-memory logs when none is set (`GATEWAY_WAL_MEMORY`
 /// sets it for `gateway`): room for six write-heavy sessions' logs at their largest
