@@ -30,9 +30,18 @@ pub fn copy_tree(from: &Path, to: &Path) {
     copy_tree(from, to, Symlinks::Follow, &|_| false).unwrap_or_else(|e| panic!("copy {} → {}: {e}", from.display(), to.display()));
 }
 
-/// A copy of `examples/<name>` at `into` (created); returns `into`.
+/// A copy of `examples/<name>` at `into` (created); returns `into`. It holds what a
+/// clean checkout holds: the snapshots `gateway worlds schema compile` writes into the
+/// example (`state.sqlite`, `state.json`, ignored by git) stay behind, so a test sees
+/// the same world after the README's main command has been run in the checkout.
 pub fn copy_example(name: &str, into: &Path) -> PathBuf {
-    copy_tree(&example(name), into);
+    use gateway_common::fs::Symlinks;
+    let from = example(name);
+    let generated = |entry: &gateway_common::fs::Entry| {
+        !entry.is_dir && (entry.name == "state.sqlite" || entry.name == "state.json" || entry.name.starts_with(".state.sqlite."))
+    };
+    gateway_common::fs::copy_tree(&from, into, Symlinks::Follow, &generated)
+        .unwrap_or_else(|e| panic!("copy {} → {}: {e}", from.display(), into.display()));
     into.to_path_buf()
 }
 
