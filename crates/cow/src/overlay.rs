@@ -138,12 +138,7 @@ impl Overlay {
     /// A new, empty overlay of `base` at `path` (no file is created until the first
     /// write). Refused when a file or a live overlay is already there.
     pub fn create(path: &Path, base: &Arc<Base>) -> Result<Arc<Overlay>, CowError> {
-        let (path, key) = absolute(path)?;
-        if path.exists() {
-            return Err(CowError::io(&path, io::Error::from(io::ErrorKind::AlreadyExists)));
-        }
-        let pages = Pages::empty(base);
-        Overlay::install(path, key, base, pages, WalStart::File(0), false)
+        Overlay::create_empty(path, base, false)
     }
 
     /// A new, empty overlay like [`Overlay::create`]'s whose write-ahead log is kept in
@@ -151,12 +146,15 @@ impl Overlay {
     /// is never reopened, as a served session's is not. It must not be: a log in memory
     /// is gone with the process, and with it every commit not yet checkpointed.
     pub fn create_volatile(path: &Path, base: &Arc<Base>) -> Result<Arc<Overlay>, CowError> {
+        Overlay::create_empty(path, base, true)
+    }
+
+    fn create_empty(path: &Path, base: &Arc<Base>, volatile: bool) -> Result<Arc<Overlay>, CowError> {
         let (path, key) = absolute(path)?;
         if path.exists() {
             return Err(CowError::io(&path, io::Error::from(io::ErrorKind::AlreadyExists)));
         }
-        let pages = Pages::empty(base);
-        Overlay::install(path, key, base, pages, WalStart::File(0), true)
+        Overlay::install(path, key, base, Pages::empty(base), WalStart::File(0), volatile)
     }
 
     /// The overlay of `base` at `path` as its file holds it (empty when there is no
@@ -238,30 +236,26 @@ impl Overlay {
             copy.file = Some(Arc::new(OpenOptions::new().read(true).write(true).open(&path).map_err(|e| CowError::io(&path, e))?));
         }
         drop(pages);
+        let mut wal = guard(&self.wal);
         let mut start = WalStart::File(0);
-        let volatile = guard(&self.wal).volatile;
-        if with_wal {
-            let mut wal = guard(&self.wal);
+        if with_wal && wal.size > 0 {
             wal.flush().map_err(|e| CowError::io(&wal.path, e))?;
-            let copy_path = wal_path(&path);
-            match (&wal.memory, wal.size) {
-                (_, 0) => {}
-                (Some(log), size) => {
-                    start = match log.try_clone() {
-                        Some(copy) => WalStart::Memory(copy, size),
-                        None => {
-                            write_log(&copy_path, log, size).map_err(|e| CowError::io(&copy_path, e))?;
-                            WalStart::File(size)
-                        }
+            let (copy_path, size) = (wal_path(&path), wal.size);
+            if let Some(log) = &wal.memory {
+                start = match log.try_clone() {
+                    Some(copy) => WalStart::Memory(copy, size),
+                    None => {
+                        write_log(&copy_path, log, size).map_err(|e| CowError::io(&copy_path, e))?;
+                        WalStart::File(size)
                     }
-                }
-                (None, size) if wal.file.is_some() => {
-                    std::fs::copy(&wal.path, &copy_path).map_err(|e| CowError::io(&wal.path, e))?;
-                    start = WalStart::File(size);
-                }
-                (None, _) => {}
+                };
+            } else if wal.file.is_some() {
+                std::fs::copy(&wal.path, &copy_path).map_err(|e| CowError::io(&wal.path, e))?;
+                start = WalStart::File(size);
             }
         }
+        let volatile = wal.volatile;
+        drop(wal);
         Overlay::install(path, key, &self.base, copy, start, volatile)
     }
 
@@ -484,21 +478,24 @@ impl Overlay {
 
     /// Fill `buf` from the write-ahead log at `offset`; true when it is shorter.
     pub(crate) fn wal_read(&self, offset: u64, buf: &mut [u8]) -> io::Result<bool> {
-        let (file, size) = {
+        let (file, valid) = {
             let mut wal = guard(&self.wal);
-            let size = wal.size;
-            if let Some(log) = &mut wal.memory {
-                let valid = usize::try_from(size.saturating_sub(offset)).unwrap_or(usize::MAX).min(buf.len());
-                log.read(offset, &mut buf[..valid]);
-                buf[valid..].fill(0);
-                return Ok(valid < buf.len());
-            }
-            if wal.pending_overlaps(offset, buf.len()) {
-                wal.flush()?;
-            }
-            (wal.file.clone(), wal.size)
+            let valid = usize::try_from(wal.size.saturating_sub(offset)).unwrap_or(usize::MAX).min(buf.len());
+            // A log in memory is copied under the lock; a file is read outside it.
+            let file = match &mut wal.memory {
+                Some(log) => {
+                    log.read(offset, &mut buf[..valid]);
+                    None
+                }
+                None => {
+                    if wal.pending_overlaps(offset, buf.len()) {
+                        wal.flush()?;
+                    }
+                    wal.file.clone()
+                }
+            };
+            (file, valid)
         };
-        let valid = usize::try_from(size.saturating_sub(offset)).unwrap_or(usize::MAX).min(buf.len());
         if let (Some(file), true) = (file, valid > 0) {
             file.read_exact_at(&mut buf[..valid], offset)?;
         }

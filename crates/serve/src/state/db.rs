@@ -119,12 +119,11 @@ impl Column {
     }
 }
 
-// The WAL is folded into the database every 10,000 pages (40 MiB) (overlays: see
-// `OVERLAY_PRAGMAS`): a
-// checkpoint writes each page once however often the log holds it, and random-keyed
-// inserts rewrite the same few hundred index pages again and again (with 1,000
-// pages, a fifth of a create-heavy session's CPU went to checkpoints). A session's
-// log only grows that large if it writes that much.
+// The WAL is folded into the database every 10,000 pages (40 MiB; overlays: see
+// `OVERLAY_PRAGMAS`): a checkpoint writes each page once however often the log
+// holds it, and random-keyed inserts rewrite the same few hundred index pages again
+// and again (with 1,000 pages, a fifth of a create-heavy session's CPU went to
+// checkpoints). A session's log only grows that large if it writes that much.
 // The writer keeps no mapping and a cache of 32 MiB: a commit ends by trimming the
 // page cache, which costs in proportion to its size, but request writes commit
 // once per group, while a cache that holds the index pages random inserts touch
