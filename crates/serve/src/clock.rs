@@ -78,12 +78,31 @@ fn uuid_text(mut b: [u8; 16]) -> String {
     format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..])
 }
 
-/// An id for a generated field: the session's sequence (`determinism`), or random.
+/// An id for a generated field: the session's sequence (`determinism`), or an
+/// ordered random one ([`ordered_uuid4`]).
 pub(crate) fn draw_uuid(determinism: Option<&Determinism>) -> String {
     match determinism {
         Some(determinism) => determinism.uuid(),
-        None => uuid4(),
+        None => ordered_uuid4(),
     }
+}
+
+/// A created row's id: a version-4 UUID as Python's `str(uuid.uuid4())` prints one,
+/// whose first 60 bits are the process's ever-growing stamp
+/// (`gateway_world::store::ordered_stamp`, microseconds) and whose other 62 are random.
+/// A table's primary key, its `UNIQUE` id and the serving indexes hold rows in id
+/// order: an ordered id appends to each of them, where a wholly random one lands on
+/// a random leaf page of every index, so each write dirtied pages no other write
+/// shared (the same reason UUIDv7 leads with a clock). The id still reads as version
+/// 4 (its version and variant bits are set); it is unique and unguessable, but it
+/// tells when it was drawn, so never use it as a secret ([`uuid4`] is wholly random).
+pub fn ordered_uuid4() -> String {
+    let stamp = gateway_world::store::ordered_stamp() & ((1 << 60) - 1);
+    let mut b = [0u8; 16];
+    // Bits 12..16 of the first half are the version: the stamp goes around them.
+    b[..8].copy_from_slice(&(((stamp >> 12) << 16) | (stamp & 0xfff)).to_be_bytes());
+    gateway_world::store::fill_random(&mut b[8..]);
+    uuid_text(b)
 }
 
 /// The clock in epoch seconds: the session's frozen clock (`determinism`), or the process's.
@@ -126,5 +145,25 @@ mod tests {
         assert_eq!(next, (0..3).map(|_| fork.uuid()).collect::<Vec<_>>());
         fork.restart();
         assert_eq!(fork.uuid(), Determinism::new(None, 7).uuid(), "a reset starts the sequence again");
+    }
+
+    #[test]
+    fn ordered_ids_are_version_4_uuids_that_sort_in_the_order_drawn() {
+        let drawn: Vec<String> = (0..10_000).map(|_| ordered_uuid4()).collect();
+        for id in &drawn {
+            let parts: Vec<&str> = id.split('-').collect();
+            assert_eq!(parts.iter().map(|p| p.len()).collect::<Vec<_>>(), [8, 4, 4, 4, 12], "{id}");
+            assert!(id.chars().all(|c| c == '-' || c.is_ascii_digit() || ('a'..='f').contains(&c)), "{id}");
+            assert!(parts[2].starts_with('4'), "version 4: {id}");
+            assert!(matches!(parts[3].as_bytes()[0], b'8' | b'9' | b'a' | b'b'), "RFC 4122 variant: {id}");
+        }
+        assert!(drawn.windows(2).all(|w| w[0] < w[1]), "each id sorts after the one drawn before it");
+        // The stamp leads: an id drawn now is within a second of the clock.
+        let stamp = u64::from_str_radix(&drawn[0].replace('-', "")[..12], 16).unwrap() << 12;
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_micros() as u64;
+        assert!(now.abs_diff(stamp) < 2_000_000, "stamp {stamp} vs clock {now}");
+        // The last 62 bits are random: two ids a microsecond apart differ there too.
+        let tails: std::collections::HashSet<&str> = drawn.iter().map(|id| &id[19..]).collect();
+        assert_eq!(tails.len(), drawn.len());
     }
 }

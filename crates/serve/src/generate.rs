@@ -2,7 +2,7 @@
 //!
 //! | kind | value |
 //! | --- | --- |
-//! | `uuid` | a version-4 UUID (a session's seeded sequence) |
+//! | `uuid` | a version-4 UUID: a session's seeded sequence, else led by an ever-growing clock stamp so new rows append to the indexes (`clock::ordered_uuid4`) |
 //! | `int` | the entity's highest integer of the field + 1 |
 //! | `int-in-parent` | the same among the parent's rows (`api.parent`: issue numbers) |
 //! | `now` | the clock, ISO 8601 seconds with `Z` |

@@ -60,18 +60,23 @@ pub fn key_of(entity: &Entity, value: &Value, exact: bool) -> Result<String, Con
     Ok(canonical(&Value::Array(parts)))
 }
 
-/// The id of a single-row write's batch: 32 hex digits like `uuid4().hex`, but
-/// ordered — 16 from a per-process stamp that only grows (microseconds since the
-/// epoch, or one more than the last), 16 random. The ledger and lineage tables are
-/// keyed by batch id, so ordered ids append to their indexes instead of touching
-/// a random page of each per write.
-pub fn ordered_batch_id() -> String {
+/// A per-process stamp that only grows: microseconds since the epoch, or one more
+/// than the last one drawn. Ids led by it sort in the order they were drawn.
+pub fn ordered_stamp() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static LAST: AtomicU64 = AtomicU64::new(0);
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0);
-    let stamp = match LAST.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |last| Some(now.max(last + 1))) {
+    match LAST.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |last| Some(now.max(last + 1))) {
         Ok(last) | Err(last) => now.max(last + 1),
-    };
+    }
+}
+
+/// The id of a single-row write's batch: 32 hex digits like `uuid4().hex`, but
+/// ordered — 16 from [`ordered_stamp`], 16 random. The ledger and lineage tables are
+/// keyed by batch id, so ordered ids append to their indexes instead of touching
+/// a random page of each per write.
+pub fn ordered_batch_id() -> String {
+    let stamp = ordered_stamp();
     let mut random = [0u8; 8];
     fill_random(&mut random);
     format!("{stamp:016x}{}", hex::encode(random))
