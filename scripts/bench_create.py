@@ -17,6 +17,16 @@ Each of our builds' CPU per create is printed too: the server process's user and
 system time over the create run (from /proc) divided by the creates answered — less
 at the mercy of what else the machine does than requests per second.
 
+`--instructions` counts instead of timing, for our builds only (no --ref needed): each
+build serves the world under valgrind's callgrind twice, answering 200 and then 4,200
+creates from one client on one kept-alive connection; the difference over 4,000 is the
+instructions one create costs, start-up and shutdown cancelled out. One client means
+each create is its own group commit (under wrk's 16 connections a group holds several),
+so it is the cost of a create alone; but it does not depend on what else the machine
+runs, where req/s and CPU time on two shared cores move by ±10 % from run to run:
+
+    scripts/bench_create.py --instructions --ours before=/tmp/a --ours after=/tmp/b
+
 Beside the creates, each of our builds answers `GET /healthz` under the same load in
 the same rounds — the cheapest route it has, no world touched: the most requests per
 second this machine carries through HTTP with wrk on the same cores, hence the ceiling
@@ -43,9 +53,55 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def instructions(perf_serve, builds: list[tuple[str, str]], rows: int) -> None:
+    """Instructions per create of each build, counted under callgrind (see the module doc)."""
+    import http.client  # noqa: PLC0415  (only this mode speaks HTTP itself)
+
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is required (apt-get install valgrind)")
+    work = Path(tempfile.mkdtemp(prefix="bench-create-instructions-"))
+    body = perf_serve.CREATE_LUA.split("wrk.body = '", 1)[1].split("'", 1)[0]
+    headers = {"Content-Type": "application/json", "Authorization": "Bearer t"}
+    per_create: dict[str, float] = {}
+    try:
+        for label, command in builds:
+            counts = {}
+            for creates in (200, 4200):
+                world = perf_serve.build_world(rows, work / f"{label}-{creates}")
+                out = work / f"callgrind-{label}-{creates}.out"
+                wrapped = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *shlex.split(command)]
+                proc, port = perf_serve.start(wrapped, world, work / f"{label}.log")
+                try:
+                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+                    for _ in range(creates):
+                        conn.request("POST", "/v2/records", body=body, headers=headers)
+                        response = conn.getresponse()
+                        response.read()
+                        if response.status not in (200, 201):
+                            raise SystemExit(f"{label}: a create answered {response.status}")
+                    conn.close()
+                finally:
+                    proc.terminate()
+                    proc.wait(timeout=300)
+                summary = [line for line in out.read_text().splitlines() if line.startswith("summary:")]
+                counts[creates] = int(summary[0].split()[1])
+                shutil.rmtree(world, ignore_errors=True)
+            per_create[label] = (counts[4200] - counts[200]) / 4000
+            print(f"{label}: {per_create[label]:,.0f} instructions per create", file=sys.stderr)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    first = next(iter(per_create.values()))
+    print(f"| create, {rows:,} rows, one client | instructions per create | vs {builds[0][0]} |")
+    print("| --- | ---: | ---: |")
+    for label, count in per_create.items():
+        print(f"| {label} | {count:,.0f} | {100 * (count / first - 1):+.1f} % |")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--ref", required=True, help="the original's gateway command")
+    parser.add_argument("--ref", help="the original's gateway command (required unless --instructions)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count our builds' instructions per create under callgrind instead of timing")
     parser.add_argument("--ours", action="append", required=True, metavar="LABEL=PATH")
     parser.add_argument("--rows", type=int, default=20000)
     parser.add_argument("--rounds", type=int, default=3)
@@ -54,6 +110,12 @@ def main() -> int:
     args = parser.parse_args()
     sys.path.insert(0, str(args.conformance))
     import perf_serve  # noqa: E402  (its world, server start and wrk driver)
+
+    if args.instructions:
+        instructions(perf_serve, [tuple(spec.split("=", 1)) for spec in args.ours], args.rows)
+        return 0
+    if not args.ref:
+        raise SystemExit("--ref is required (the original's gateway command)")
 
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is required (apt-get install wrk)")
