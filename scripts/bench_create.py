@@ -35,6 +35,7 @@ any create ratio can reach (a create's ratio ≤ that rate ÷ the original's cre
 from __future__ import annotations
 
 import argparse
+import http.client
 import os
 import shlex
 import shutil
@@ -55,8 +56,6 @@ def cpu_seconds(pid: int) -> float:
 
 def instructions(perf_serve, builds: list[tuple[str, str]], rows: int) -> None:
     """Instructions per create of each build, counted under callgrind (see the module doc)."""
-    import http.client  # noqa: PLC0415  (only this mode speaks HTTP itself)
-
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is required (apt-get install valgrind)")
     work = Path(tempfile.mkdtemp(prefix="bench-create-instructions-"))
@@ -111,15 +110,16 @@ def main() -> int:
     sys.path.insert(0, str(args.conformance))
     import perf_serve  # noqa: E402  (its world, server start and wrk driver)
 
+    ours = [tuple(spec.split("=", 1)) for spec in args.ours]
     if args.instructions:
-        instructions(perf_serve, [tuple(spec.split("=", 1)) for spec in args.ours], args.rows)
+        instructions(perf_serve, ours, args.rows)
         return 0
     if not args.ref:
         raise SystemExit("--ref is required (the original's gateway command)")
 
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is required (apt-get install wrk)")
-    servers = [("original", args.ref)] + [tuple(spec.split("=", 1)) for spec in args.ours]
+    servers = [("original", args.ref)] + ours
     work = Path(tempfile.mkdtemp(prefix="bench-create-"))
     script = work / "create.lua"
     script.write_text(perf_serve.CREATE_LUA)

@@ -26,8 +26,13 @@ pub fn example(name: &str) -> PathBuf {
 
 /// Copy a tree (links followed), panicking on failure.
 pub fn copy_tree(from: &Path, to: &Path) {
-    use gateway_common::fs::{copy_tree, Symlinks};
-    copy_tree(from, to, Symlinks::Follow, &|_| false).unwrap_or_else(|e| panic!("copy {} → {}: {e}", from.display(), to.display()));
+    copy_tree_except(from, to, &|_| false);
+}
+
+/// [`copy_tree`] without the entries `skip` names.
+fn copy_tree_except(from: &Path, to: &Path, skip: &dyn Fn(&gateway_common::fs::Entry) -> bool) {
+    gateway_common::fs::copy_tree(from, to, gateway_common::fs::Symlinks::Follow, skip)
+        .unwrap_or_else(|e| panic!("copy {} → {}: {e}", from.display(), to.display()));
 }
 
 /// A copy of `examples/<name>` at `into` (created); returns `into`. It holds what a
@@ -35,13 +40,9 @@ pub fn copy_tree(from: &Path, to: &Path) {
 /// example (`state.sqlite`, `state.json`, ignored by git) stay behind, so a test sees
 /// the same world after the README's main command has been run in the checkout.
 pub fn copy_example(name: &str, into: &Path) -> PathBuf {
-    use gateway_common::fs::Symlinks;
-    let from = example(name);
-    let generated = |entry: &gateway_common::fs::Entry| {
+    copy_tree_except(&example(name), into, &|entry| {
         !entry.is_dir && (entry.name == "state.sqlite" || entry.name == "state.json" || entry.name.starts_with(".state.sqlite."))
-    };
-    gateway_common::fs::copy_tree(&from, into, Symlinks::Follow, &generated)
-        .unwrap_or_else(|e| panic!("copy {} → {}: {e}", from.display(), into.display()));
+    });
     into.to_path_buf()
 }
 
