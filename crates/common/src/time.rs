@@ -22,18 +22,26 @@ pub fn utc_now_millis() -> String {
 
 /// Unix seconds as `YYYY-MM-DDTHH:MM:SSZ`.
 pub fn format_utc(secs: i64) -> String {
-    let (date, rem) = civil(secs);
-    format!("{date}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    let mut text = String::with_capacity(20);
+    push_civil(&mut text, secs);
+    text.push('Z');
+    text
 }
 
 /// Unix seconds and milliseconds as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
 pub fn format_utc_millis(secs: i64, millis: u32) -> String {
-    let (date, rem) = civil(secs);
-    format!("{date}T{:02}:{:02}:{:02}.{millis:03}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    let mut text = String::with_capacity(24);
+    push_civil(&mut text, secs);
+    text.push('.');
+    push_digits(&mut text, i64::from(millis), 3);
+    text.push('Z');
+    text
 }
 
-/// The date `YYYY-MM-DD` of a Unix time and the seconds into its day.
-fn civil(secs: i64) -> (String, i64) {
+/// Append `YYYY-MM-DDTHH:MM:SS` of a Unix time. Written digit by digit: a created
+/// row's timestamps are drawn for every create, and `format!` cost more than the
+/// arithmetic.
+fn push_civil(text: &mut String, secs: i64) {
     let days = secs.div_euclid(86_400);
     // Howard Hinnant's civil_from_days.
     let z = days + 719_468;
@@ -45,7 +53,24 @@ fn civil(secs: i64) -> (String, i64) {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    (format!("{year:04}-{month:02}-{day:02}"), secs.rem_euclid(86_400))
+    let rem = secs.rem_euclid(86_400);
+    if (0..=9999).contains(&year) {
+        push_digits(text, year, 4);
+    } else {
+        text.push_str(&format!("{year:04}"));
+    }
+    for (separator, value) in [('-', month), ('-', day), ('T', rem / 3600), (':', rem % 3600 / 60), (':', rem % 60)] {
+        text.push(separator);
+        push_digits(text, value, 2);
+    }
+}
+
+/// Append `value` (0 ≤ value < 10^width) as exactly `width` decimal digits.
+fn push_digits(text: &mut String, value: i64, width: u32) {
+    for place in (0..width).rev() {
+        let digit = (value / 10_i64.pow(place) % 10) as u8;
+        text.push(char::from(b'0' + digit));
+    }
 }
 
 #[cfg(test)]
@@ -60,5 +85,8 @@ mod tests {
         assert_eq!(format_utc(1_700_000_000), "2023-11-14T22:13:20Z");
         assert_eq!(format_utc(-1), "1969-12-31T23:59:59Z");
         assert_eq!(format_utc(253_402_300_799), "9999-12-31T23:59:59Z");
+        // Years outside 0..=9999 are written as `{:04}` writes them.
+        assert_eq!(format_utc(253_402_300_800), "10000-01-01T00:00:00Z");
+        assert_eq!(format_utc(-62_167_219_201), "-001-12-31T23:59:59Z");
     }
 }

@@ -38,17 +38,17 @@ pub fn input_schema(version: &Version, operation: &Operation) -> Value {
     let mut required: Vec<Value> = Vec::new();
     for name in &placeholders {
         if !properties.contains_key(name) {
-            properties.insert(name.clone(), argument_schema(entity, &op, name, true));
+            properties.insert(name.clone(), argument_schema(entity, op, name, true));
             required.push(Value::str(name));
         }
     }
     for name in &operation.params {
         if !properties.contains_key(name) {
-            properties.insert(name.clone(), argument_schema(entity, &op, name, false));
+            properties.insert(name.clone(), argument_schema(entity, op, name, false));
         }
     }
     if operation.method != "GET" && !properties.contains_key("body") {
-        let body = body_schema(operation, entity, &op);
+        let body = body_schema(operation, entity, op);
         if body.get("required").and_then(Value::as_array).is_some_and(|r| !r.is_empty()) {
             required.push(Value::str("body"));
         }
@@ -132,7 +132,7 @@ pub fn check_args(version: &Version, operation: &Operation, routed: &Value) -> R
             if !placeholders.contains(name) && !operation.params.contains(name) {
                 continue;
             }
-            let schema = argument_schema(entity, &op, name, in_path && placeholders.contains(name));
+            let schema = argument_schema(entity, op, name, in_path && placeholders.contains(name));
             if let Some(wanted) = misfit(&schema, value) {
                 let shown = match value {
                     Value::Str(text) => format!("'{text}'"),

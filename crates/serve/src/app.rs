@@ -420,9 +420,9 @@ impl WorldApp {
         let proto = header("x-forwarded-proto").unwrap_or("http").split(',').next().unwrap_or("http").trim().to_string();
         // A host serving sessions under /s/<sid> says so: links and URLs carry it.
         let mount = header("x-forwarded-prefix").filter(|m| m.starts_with('/')).unwrap_or("").trim_end_matches('/');
-        let served = format!("{proto}://{host}{mount}{}", raw_path.strip_suffix(path).unwrap_or(self.prefix()));
+        let served = || format!("{proto}://{host}{mount}{}", raw_path.strip_suffix(path).unwrap_or(self.prefix()));
         let mut dress = Dress {
-            rewrite: (!settings.rewrite.is_empty()).then(|| (settings.rewrite.clone(), served.trim_end_matches('/').to_string())),
+            rewrite: (!settings.rewrite.is_empty()).then(|| (settings.rewrite.clone(), served().trim_end_matches('/').to_string())),
             headers: settings.headers.clone(),
             fields: Map::default(),
         };
@@ -454,7 +454,7 @@ impl WorldApp {
         };
         let link: Link = (format!("{proto}://{host}{mount}{raw_path}"), query.clone());
         let request = Request { operation, args, query, body, headers, link };
-        match self.gated(&op, &request, &mut dress) {
+        match self.gated(op, &request, &mut dress) {
             Ok(Handled::Answered(mut response)) => {
                 dress.apply(&mut response);
                 Handled::Answered(response)

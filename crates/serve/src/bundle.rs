@@ -175,7 +175,7 @@ pub fn openapi_document(spec: &Spec, contract_id: &str, settings: Option<&ApiSet
     };
     let mut paths = Map::default();
     for operation in &spec.operations {
-        let op = settings.map_or_else(OperationSettings::default, |s| s.for_operation(&operation.name));
+        let op = settings.map_or_else(OperationSettings::default, |s| s.for_operation(&operation.name).clone());
         let mut params: Vec<Value> = operation.placeholders().into_iter().map(path_parameter).collect();
         params.extend(operation.params.iter().map(|name| {
             object([("name", Value::str(name)), ("in", Value::str("query")), ("required", Value::Bool(false)), ("schema", string_schema())])

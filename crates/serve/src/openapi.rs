@@ -251,13 +251,13 @@ impl World<'_> {
         let op = self.settings.for_operation(&operation.name);
         let mut entry = Map::default();
         entry.insert("operationId".into(), Value::str(&operation.name));
-        entry.insert("summary".into(), Value::Str(self.summary(operation, &op)));
-        entry.insert("parameters".into(), Value::Array(self.parameters(operation, &op)));
-        if let Some(body) = self.request_body(operation, &op) {
+        entry.insert("summary".into(), Value::Str(self.summary(operation, op)));
+        entry.insert("parameters".into(), Value::Array(self.parameters(operation, op)));
+        if let Some(body) = self.request_body(operation, op) {
             entry.insert("requestBody".into(), body);
         }
         let mut responses = Map::default();
-        for answer in self.answers(operation, &op) {
+        for answer in self.answers(operation, op) {
             merge_response(&mut responses, &answer);
         }
         entry.insert("responses".into(), Value::Object(responses));

@@ -322,6 +322,7 @@ fn compile_entity(resolver: &mut Resolver, name: &str, declaration: &Value, loca
         unique,
         relationships: relationships.into_iter().map(|r| r.1).collect(),
         location,
+        validator: Default::default(),
     })
 }
 

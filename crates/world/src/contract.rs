@@ -44,9 +44,18 @@ pub struct Entity {
     pub relationships: Vec<Relationship>,
     /// Where the entity is declared (`world.json#/x-gateway/entities/<name>`).
     pub location: String,
+    /// The payload schema compiled for checking rows, on first use.
+    pub(crate) validator: std::sync::OnceLock<crate::validator::Validator>,
 }
 
 impl Entity {
+    /// Whether `row` conforms to the payload schema (numbers in range included),
+    /// decided without building any location or message: a refused row goes through
+    /// [`crate::dialect::validate`] for the original's first error.
+    pub fn accepts(&self, row: &Value) -> bool {
+        self.validator.get_or_init(|| crate::validator::Validator::compile(&self.schema)).accepts(row)
+    }
+
     /// The schema of one top-level property.
     pub fn property(&self, name: &str) -> Option<&Value> {
         self.schema.get("properties").and_then(|p| p.get(name))

@@ -54,13 +54,25 @@ pub const SERVING_INDEX_PREFIX: &str = "_gwrs_idx_";
 pub fn register_functions(conn: &Connection) -> rusqlite::Result<()> {
     use rusqlite::functions::FunctionFlags;
     conn.create_scalar_function("gw_fold", 1, FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC, |ctx| {
-        let text: Option<String> = ctx.get(0)?;
-        Ok(text.and_then(|t| fold_json_text(&t)))
+        // Read in place: the index calls this for every row it writes.
+        Ok(match ctx.get_raw(0) {
+            rusqlite::types::ValueRef::Text(text) => std::str::from_utf8(text).ok().and_then(fold_json_text),
+            _ => None,
+        })
     })
 }
 
 /// `gw_fold` of JSON text: the folded text, [`ARRAY_FOLD`] for arrays, None for null.
 pub fn fold_json_text(text: &str) -> Option<String> {
+    // A string with no escapes is its own text between the quotes.
+    if let Some(inner) = text.strip_prefix('"').and_then(|t| t.strip_suffix('"')).filter(|t| !t.contains(['\\', '"'])) {
+        return Some(inner.to_lowercase());
+    }
+    fold_parsed(text)
+}
+
+/// `gw_fold` of any JSON text, parsed.
+fn fold_parsed(text: &str) -> Option<String> {
     match crate::json::parse_clean(text)? {
         Value::Null => None,
         Value::Array(_) => Some(ARRAY_FOLD.to_string()),
@@ -93,6 +105,9 @@ pub struct Store {
     /// Set when a write of the open group failed after changing the database with no
     /// savepoint to undo it by (`insert_prepared`): the group can only be rolled back.
     group_broken: bool,
+    /// Each entity's single-row INSERT text, written once (`insert_prepared` names
+    /// its cached statement by it).
+    insert_sql: std::collections::HashMap<String, String>,
 }
 
 impl std::fmt::Debug for Store {
@@ -153,6 +168,7 @@ impl Store {
             single_write: false,
             grouped: false,
             group_broken: false,
+            insert_sql: Default::default(),
         };
         store.check_contract()?;
         if audit {
@@ -359,5 +375,23 @@ impl Store {
     /// Close the connection (flushes nothing: every transaction already committed).
     pub fn close(self) -> Result<()> {
         self.conn.close().map_err(|(_, e)| e.into())
+    }
+}
+
+#[cfg(test)]
+mod fold_tests {
+    use super::*;
+
+    /// The unparsed reading of a plain string folds as parsing it does.
+    #[test]
+    fn plain_strings_fold_as_parsed() {
+        for text in [r#""Lead""#, r#""""#, r#""ÉCOLE Straße""#, r#""İ""#, r#""a b\tc""#, r#""q\"uote""#, r#""\u00C9""#] {
+            assert_eq!(fold_json_text(text), fold_parsed(text), "{text}");
+        }
+        assert_eq!(fold_json_text(r#""Lead""#).as_deref(), Some("lead"));
+        assert_eq!(fold_json_text(r#""\u00C9""#).as_deref(), Some("é"));
+        assert_eq!(fold_json_text("null"), None);
+        assert_eq!(fold_json_text("[1]").as_deref(), Some(ARRAY_FOLD));
+        assert_eq!(fold_json_text("true").as_deref(), Some("true"));
     }
 }

@@ -180,8 +180,11 @@ pub struct ApiSettings {
 }
 
 impl ApiSettings {
-    /// The settings of one operation (defaults when it has no `[operations.api]`).
-    pub fn for_operation(&self, name: &str) -> OperationSettings {
-        self.operations.get(name).cloned().unwrap_or_default()
+    /// The settings of one operation (defaults when it has no `[operations.api]`),
+    /// borrowed: every request reads them, and a copy of their maps cost more than
+    /// the lookup.
+    pub fn for_operation(&self, name: &str) -> &OperationSettings {
+        static DEFAULTS: std::sync::OnceLock<OperationSettings> = std::sync::OnceLock::new();
+        self.operations.get(name).unwrap_or_else(|| DEFAULTS.get_or_init(OperationSettings::default))
     }
 }

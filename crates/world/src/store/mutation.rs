@@ -41,23 +41,44 @@ pub(super) fn parse_stored(text: &str) -> Option<Value> {
 
 /// The canonical `_key` for `value` under `entity`'s primary key.
 pub fn key_of(entity: &Entity, value: &Value, exact: bool) -> Result<String, ContractError> {
+    let map = key_fields_of(entity, value, exact)?;
+    let no_schema = Value::default();
+    for field in &entity.primary_key {
+        let property = entity.property(field).unwrap_or(&no_schema);
+        validate(property, &map[field], &format!("{}/schema/properties/{field}", entity.location), "")?;
+    }
+    Ok(key_text(entity, map))
+}
+
+/// [`key_of`] a row its entity's schema accepts (so its key fields need no check
+/// of their own).
+pub(super) fn key_of_accepted(entity: &Entity, row: &Value) -> Result<String, ContractError> {
+    key_fields_of(entity, row, false).map(|map| key_text(entity, map))
+}
+
+/// `value` as an object holding every primary-key field (and, `exact`, nothing else).
+fn key_fields_of<'v>(entity: &Entity, value: &'v Value, exact: bool) -> Result<&'v Map, ContractError> {
     let supply =
         || ContractError::new("key", "Supply exactly the declared primary-key fields", "").with("entity", Value::str(&entity.name));
     let map = value.as_object().ok_or_else(supply)?;
     if entity.primary_key.iter().any(|f| !map.contains_key(f)) || (exact && map.len() != entity.primary_key.len()) {
         return Err(supply());
     }
-    let mut parts = Vec::with_capacity(entity.primary_key.len());
-    for field in &entity.primary_key {
-        let part = &map[field];
-        let property = entity.property(field).cloned().unwrap_or_default();
-        validate(&property, part, &format!("{}/schema/properties/{field}", entity.location), "")?;
-        parts.push(match part {
+    Ok(map)
+}
+
+/// The canonical `_key` of a row holding every primary-key field, its values
+/// already checked.
+fn key_text(entity: &Entity, map: &Map) -> String {
+    let parts = entity
+        .primary_key
+        .iter()
+        .map(|field| match &map[field] {
             Value::Float(f) => Value::Int(*f as i64),
             other => other.clone(),
-        });
-    }
-    Ok(canonical(&Value::Array(parts)))
+        })
+        .collect();
+    canonical(&Value::Array(parts))
 }
 
 /// A per-process stamp that only grows: microseconds since the epoch, or one more
@@ -76,10 +97,11 @@ pub fn ordered_stamp() -> u64 {
 /// keyed by batch id, so ordered ids append to their indexes instead of touching
 /// a random page of each per write.
 pub fn ordered_batch_id() -> String {
-    let stamp = ordered_stamp();
-    let mut random = [0u8; 8];
-    fill_random(&mut random);
-    format!("{stamp:016x}{}", hex::encode(random))
+    // The stamp's 16 hex digits then 16 random ones.
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&ordered_stamp().to_be_bytes());
+    fill_random(&mut bytes[8..]);
+    hex::encode(bytes)
 }
 
 /// A fresh random batch id (32 lowercase hex digits, like Python's `uuid4().hex`).

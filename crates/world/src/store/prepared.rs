@@ -10,7 +10,7 @@
 //! group). The ledger, lineage and refusals are exactly those of
 //! [`Store::apply_batch`] of the same batch.
 
-use super::mutation::{check_source, contextualize_mutation, integer_of, key_of, ordered_batch_id, write_refusal};
+use super::mutation::{check_source, contextualize_mutation, integer_of, key_of_accepted, ordered_batch_id, write_refusal};
 use super::Store;
 use crate::compiler::Contract;
 use crate::dialect::validate;
@@ -61,8 +61,12 @@ impl PreparedInsert {
         let checked = (|| -> Result<(String, String)> {
             check_source(Some(&source), "/batch/mutations/0/source")?;
             let declared = Store::entity_in(contract, &Value::str(entity))?;
-            validate(&declared.schema, value, &format!("{}/schema", declared.location), "")?;
-            Ok((declared.name.clone(), key_of(declared, value, false)?))
+            // The compiled check answers a valid row; only a refused one is walked
+            // again for its first error, with the locations that names.
+            if !declared.accepts(value) {
+                validate(&declared.schema, value, &format!("{}/schema", declared.location), "")?;
+            }
+            Ok((declared.name.clone(), key_of_accepted(declared, value)?))
         })();
         let (entity, key) = checked.map_err(|error| contextualize_mutation(error, &batch_id, 0, &mutation()))?;
         let payload = canonical(value);
@@ -135,17 +139,15 @@ impl Store {
         let PreparedInsert { entity, batch_id, key, payload, metadata, digest, source, source_value, row } = prepared;
         // What a refusal names of the mutation: its entity and source (an insert has no `key`).
         let mutation = || object([("op", Value::str("insert")), ("entity", Value::str(&entity)), ("source", source_value.clone())]);
-        let declared = self.contract.entity(&entity).expect("prepared against this contract");
+        let contract = self.contract.clone();
+        let declared = contract.entity(&entity).expect("prepared against this contract");
         if self.grouped && self.depth == 0 && declared.relationships.is_empty() {
             // Inside a group, an insert that no audit can refuse needs no savepoint of
             // its own (whose journal copies every page the insert touches): the table
             // row goes first, and a single-row insert refused by SQLite writes nothing;
             // the ledger and lineage rows after it can fail only as the database does,
             // and then the whole group is rolled back (`commit_group`).
-            let inserted = self
-                .conn
-                .prepare_cached(&format!("INSERT INTO {} (_key, payload) VALUES (?1, ?2)", crate::compiler::quote(&entity)))?
-                .execute(params![key, payload]);
+            let inserted = self.insert_row(&entity, &key, &payload);
             if let Err(error) = inserted {
                 return Err(contextualize_mutation(write_refusal(error, declared, &key), &batch_id, 0, &mutation()));
             }
@@ -157,10 +159,7 @@ impl Store {
         } else {
             self.transaction(|store| {
                 store.touched.insert((entity.clone(), key.clone()));
-                let inserted = store
-                    .conn
-                    .prepare_cached(&format!("INSERT INTO {} (_key, payload) VALUES (?1, ?2)", crate::compiler::quote(&entity)))?
-                    .execute(params![key, payload]);
+                let inserted = store.insert_row(&entity, &key, &payload);
                 if let Err(error) = inserted {
                     let declared = store.contract.entity(&entity).expect("prepared against this contract");
                     return Err(contextualize_mutation(write_refusal(error, declared, &key), &batch_id, 0, &mutation()));
@@ -176,6 +175,15 @@ impl Store {
             }
         }
         Ok(row)
+    }
+
+    /// Insert the table row `(key, payload)` of `entity`.
+    fn insert_row(&mut self, entity: &str, key: &str, payload: &str) -> rusqlite::Result<usize> {
+        if !self.insert_sql.contains_key(entity) {
+            let sql = format!("INSERT INTO {} (_key, payload) VALUES (?1, ?2)", crate::compiler::quote(entity));
+            self.insert_sql.insert(entity.to_string(), sql);
+        }
+        self.conn.prepare_cached(&self.insert_sql[entity])?.execute(params![key, payload])
     }
 
     /// The ledger row of a one-insert batch (its id is fresh: `ordered_batch_id`, so
