@@ -71,6 +71,8 @@ pub struct WorldApp {
     handler_settings: Value,
     /// The served OpenAPI document, built on first asking.
     document: std::sync::OnceLock<Value>,
+    /// The `Server` header of every answer (`gateway-world-api/<slug>`), made once.
+    pub(crate) server_header: Option<axum::http::HeaderValue>,
 }
 
 /// Seed rows per entity shown as examples in the served OpenAPI document.
@@ -140,7 +142,6 @@ impl WorldApp {
         let handler_settings = crate::ctx::settings_value(&settings);
         WorldApp {
             state,
-            router,
             settings,
             key,
             prefix,
@@ -152,6 +153,8 @@ impl WorldApp {
             handler_spec,
             handler_settings,
             document: std::sync::OnceLock::new(),
+            server_header: axum::http::HeaderValue::from_str(&format!("gateway-world-api/{}", router.spec.slug)).ok(),
+            router,
         }
     }
 

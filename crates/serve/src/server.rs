@@ -88,7 +88,15 @@ pub fn load(world: &Path, options: &ServeOptions) -> Result<WorldApp, ServeError
     WorldApp::new(world, state, Router::new(spec), settings, options.api_key.clone(), &options.workers).map_err(ServeError::Handlers)
 }
 
-async fn answer(State(app): State<Arc<WorldApp>>, request: Request) -> Response {
+/// What the router of one served world holds: the world, and the address links name
+/// when a request carries no Host header.
+#[derive(Clone)]
+struct Served {
+    world: Arc<WorldApp>,
+    local: Arc<str>,
+}
+
+async fn answer(State(served): State<Served>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let method = parts.method.as_str().to_string();
     let target = parts.uri.path_and_query().map(|p| p.as_str().to_string()).unwrap_or_else(|| "/".into());
@@ -96,8 +104,7 @@ async fn answer(State(app): State<Arc<WorldApp>>, request: Request) -> Response 
     let Ok(raw) = to_bytes(body, MAX_BODY).await else {
         return payload_too_large();
     };
-    let default_host = parts.extensions.get::<LocalAddr>().map(|a| a.0.clone()).unwrap_or_else(|| "127.0.0.1".into());
-    respond(app, method, target, headers, raw.to_vec(), default_host).await
+    respond(served.world, method, target, headers, raw.to_vec(), served.local.to_string()).await
 }
 
 /// The request's headers as the app takes them: names lower-cased, values as text.
@@ -165,8 +172,7 @@ pub async fn respond(
     render(&app, answered)
 }
 
-#[derive(Clone)]
-struct LocalAddr(String);
+const APPLICATION_JSON: HeaderValue = HeaderValue::from_static("application/json");
 
 const RESPONSE_JSON: DumpOptions = DumpOptions { sort_keys: false, ensure_ascii: false, indent: None, compact: false };
 
@@ -175,21 +181,21 @@ fn render(app: &WorldApp, answered: AppResponse) -> Response {
     let (body, content_type) = match (&answered.body, answered.status) {
         _ if answered.file.is_some() => {
             let (bytes, kind) = answered.file.clone().unwrap_or_default();
-            (Body::from(bytes), Some(kind))
+            (Body::from(bytes), HeaderValue::from_str(&kind).ok())
         }
         (_, 204) | (None, _) => (Body::empty(), None),
         (Some(value), code) => {
-            let kind = if code >= 400 { app.settings.error_content_type.clone() } else { "application/json".to_string() };
-            (Body::from(dumps(value, RESPONSE_JSON)), Some(kind))
+            let kind = if code >= 400 { HeaderValue::from_str(&app.settings.error_content_type).ok() } else { Some(APPLICATION_JSON) };
+            (Body::from(dumps(value, RESPONSE_JSON)), kind)
         }
     };
     let mut response = Response::new(body);
     *response.status_mut() = status;
     let headers = response.headers_mut();
-    if let Ok(server) = HeaderValue::from_str(&format!("gateway-world-api/{}", app.router.spec.slug)) {
-        headers.insert("server", server);
+    if let Some(server) = &app.server_header {
+        headers.insert("server", server.clone());
     }
-    if let Some(kind) = content_type.and_then(|k| HeaderValue::from_str(&k).ok()) {
+    if let Some(kind) = content_type {
         headers.insert("content-type", kind);
     }
     if answered.body.is_none() && answered.file.is_none() {
@@ -207,17 +213,10 @@ fn render(app: &WorldApp, answered: AppResponse) -> Response {
 /// The router of one served world: every request answered by `world`; links name
 /// `local` when a request carries no Host header.
 pub fn app(world: Arc<WorldApp>, local: SocketAddr) -> axum::Router {
-    let host = format!("127.0.0.1:{}", local.port());
+    let local = Arc::from(format!("127.0.0.1:{}", local.port()));
     axum::Router::new()
         .fallback(answer)
-        .with_state(world)
-        .layer(axum::middleware::from_fn(move |mut request: Request, next: axum::middleware::Next| {
-            let host = host.clone();
-            async move {
-                request.extensions_mut().insert(LocalAddr(host));
-                next.run(request).await
-            }
-        }))
+        .with_state(Served { world, local })
         .layer(axum::middleware::from_fn(crate::request_log::log_request))
 }
 
