@@ -53,7 +53,12 @@ impl Entity {
     /// decided without building any location or message: a refused row goes through
     /// [`crate::dialect::validate`] for the original's first error.
     pub fn accepts(&self, row: &Value) -> bool {
-        self.validator.get_or_init(|| crate::validator::Validator::compile(&self.schema)).accepts(row)
+        self.validator().accepts(row)
+    }
+
+    /// The payload schema compiled (once, on first use).
+    pub fn validator(&self) -> &crate::validator::Validator {
+        self.validator.get_or_init(|| crate::validator::Validator::compile(&self.schema))
     }
 
     /// The schema of one top-level property.

@@ -27,7 +27,7 @@ mod prepared;
 use mutation::parse_stored;
 
 pub use gateway_common::random::fill_random;
-pub use mutation::{check_source, key_of, new_batch_id, ordered_batch_id, ordered_stamp};
+pub use mutation::{check_source, key_of, new_batch_id, ordered_batch_id, ordered_stamp, row_key};
 pub use prepared::PreparedInsert;
 
 /// The store's own tables, created after the generated DDL (exact text: it is compared).

@@ -36,7 +36,7 @@ fn decide(engine: &Engine<'_>, mut staging: Staging, parent: &Path, options: &Ch
     engine.references(&mut staging, &snapshot, options.mode.as_str())?;
     lap("references");
     let decided = if options.mode == Mode::Append && !options.exact {
-        memory::apply(contract, &engine.validators, &engine.unique_plans, &snapshot, &staging.stage.rows)?
+        memory::apply(contract, &engine.unique_plans, &snapshot, &staging.stage.rows)?
     } else {
         Decision::Undecided
     };
@@ -49,7 +49,7 @@ fn decide(engine: &Engine<'_>, mut staging: Staging, parent: &Path, options: &Ch
             let copy = scratch.path().join("state.sqlite");
             std::fs::copy(parent, &copy).map_err(|e| Error::io(e, parent))?;
             let store = Store::open(&copy, contract.clone(), false)?;
-            sql::apply(contract, &engine.validators, &store, &staging.stage.rows, options.mode.as_str())?
+            sql::apply(contract, &store, &staging.stage.rows, options.mode.as_str())?
         }
     };
     let (refused, entity_counts) = match outcome {

@@ -8,7 +8,7 @@ use super::memory::UniquePlans;
 use super::options::{CheckOptions, Merge, REPORT_CAP};
 use super::references::{reference_refusals, RefPlans};
 use super::report::refusal;
-use super::shape::{row_key, shape_refusal_with, validators, Validators};
+use super::shape::{row_key, shape_refusal};
 use super::sql::{self, Ledger};
 use super::types::Staged;
 use crate::compiler::{Contract, Entity};
@@ -77,7 +77,6 @@ pub(crate) enum Input<'a> {
 /// What is compiled once per contract for staging and applying rows.
 pub(crate) struct Engine<'c> {
     pub(crate) contract: &'c Arc<Contract>,
-    pub(crate) validators: Validators,
     ref_plans: RefPlans<'c>,
     pub(super) unique_plans: UniquePlans,
     /// Per entity: the top-level members a row's store key, relationships and unique
@@ -126,7 +125,7 @@ impl<'c> Engine<'c> {
                 (entity.name.as_str(), (names, beyond_key))
             })
             .collect();
-        Engine { contract, validators: validators(contract), ref_plans: RefPlans::new(contract), unique_plans, read_members }
+        Engine { contract, ref_plans: RefPlans::new(contract), unique_plans, read_members }
     }
 
     /// Stage every row of `input`: shape check, canonical text, store key, references
@@ -186,7 +185,7 @@ impl<'c> Engine<'c> {
     fn prepare_text(&self, entity: &str, json: &str) -> Option<Prepared<'c>> {
         let declared = self.contract.entity(entity)?;
         let (wanted, beyond_key) = &self.read_members[declared.name.as_str()];
-        let scanned = self.validators.get(entity)?.scan(json, wanted)?;
+        let scanned = declared.validator().scan(json, wanted)?;
         let span = |field: &String| -> Option<&str> {
             let slot = wanted.iter().position(|name| name == field)?;
             scanned.members[slot].clone().map(|span| &scanned.text[span])
@@ -228,7 +227,7 @@ impl<'c> Engine<'c> {
 
     /// Runs on the reading threads: everything about a row that needs no other row.
     fn prepare(&self, row: Row, merge_fill: bool) -> Prepared<'c> {
-        if row.problem.is_some() || shape_refusal_with(self.contract, Some(&self.validators), 0, 0, &row.entity, &row.value).is_some() {
+        if row.problem.is_some() || shape_refusal(self.contract, 0, 0, &row.entity, &row.value).is_some() {
             return Prepared::Row(row);
         }
         let (key, staged) = self.staged_row(&row);
@@ -257,7 +256,7 @@ impl<'c> Engine<'c> {
         batch: &Ledger<'_>,
         commit: impl FnOnce(Option<&Value>) -> bool,
     ) -> Result<sql::Written> {
-        sql::write(self.contract, &self.validators, store, &staging.stage.rows, mode, batch, commit)
+        sql::write(self.contract, store, &staging.stage.rows, mode, batch, commit)
     }
 }
 
@@ -305,9 +304,7 @@ impl<'c> Stager<'_, 'c> {
         let (declared, key, mut staged, value) = match prepared {
             Prepared::Accepted { entity, key, staged, value } => (entity, key, staged, value),
             Prepared::Row(row) => {
-                if let Some(record) =
-                    shape_refusal_with(engine.contract, Some(&engine.validators), chunk, position, &row.entity, &row.value)
-                {
+                if let Some(record) = shape_refusal(engine.contract, chunk, position, &row.entity, &row.value) {
                     self.stage.refuse(record);
                     return Ok(Flow::More);
                 }

@@ -11,7 +11,6 @@
 
 use super::held::Held;
 use super::report::refusal;
-use super::shape::Validators;
 use super::staged::{audit_updated_row, dependency_order, update_of, Update};
 use super::types::{Cell, Staged, Tuple};
 use crate::compiler::{quote, Contract, Entity};
@@ -134,7 +133,7 @@ pub(super) fn scan_worthwhile(stored: i64, staged: usize, bounded: bool) -> bool
 ///
 /// For a batch held on disk the apply keeps memory bounded: a constraint it would
 /// have to track row by row (a declared `unique`) is left to the exact apply.
-pub(super) fn apply(contract: &Contract, validators: &Validators, plans: &UniquePlans, conn: &Connection, held: &Held) -> Result<Decision> {
+pub(super) fn apply(contract: &Contract, plans: &UniquePlans, conn: &Connection, held: &Held) -> Result<Decision> {
     let bounded = held.spilled();
     let order: Vec<String> = dependency_order(contract).into_iter().filter(|n| held.has_entity(n)).collect();
     let row_refusal = |name: &str, staged: &Staged, field: Option<&str>, detail: &str| {
@@ -209,7 +208,7 @@ pub(super) fn apply(contract: &Contract, validators: &Validators, plans: &Unique
                 added += 1;
                 return Ok(true);
             };
-            let (current, merged) = match update_of(contract, validators, name, staged, &existing) {
+            let (current, merged) = match update_of(contract, name, staged, &existing) {
                 Update::Unchanged => return Ok(true),
                 Update::Refused(record) => {
                     decision = Some(Decision::Refused(record));

@@ -35,6 +35,6 @@ pub(crate) use engine::{Engine, Input};
 pub use line::{encode_line, encoded_len, has_non_finite};
 pub use options::{CheckOptions, Merge, CHUNK_BYTES, MEMORY_BUDGET, MERGES, PRINT_CAP, REPORT_CAP, ROW_LINE};
 pub use report::{field_of, refusal, CheckReport};
-pub use shape::{row_key, shape_refusal, validators, Validators};
+pub use shape::{row_key, shape_refusal};
 pub(crate) use sql::Ledger;
 pub use staged::dependency_order;

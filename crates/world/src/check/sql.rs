@@ -7,7 +7,6 @@
 
 use super::held::Held;
 use super::report::refusal;
-use super::shape::Validators;
 use super::staged::{dependency_order, update_of, Update};
 use super::types::Staged;
 use crate::compiler::Contract;
@@ -21,10 +20,10 @@ use std::collections::HashSet;
 /// identical row, update with a shallow merge, or insert; then the commit-time
 /// audit). Returns the store's refusal mapped back to its row, or the counts after
 /// the batch. The copy is thrown away, so it keeps no journal to roll back with.
-pub(super) fn apply(contract: &Contract, validators: &Validators, store: &Store, held: &Held, mode: &str) -> Result<Result<Value, Value>> {
+pub(super) fn apply(contract: &Contract, store: &Store, held: &Held, mode: &str) -> Result<Result<Value, Value>> {
     let conn = store.connection();
     conn.execute_batch("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -32768; BEGIN")?;
-    match apply_rows(contract, validators, conn, held, mode, None)? {
+    match apply_rows(contract, conn, held, mode, None)? {
         Some(refused) => Ok(Err(refused)),
         None => Ok(Ok(store.counts_value()?)),
     }
@@ -83,7 +82,6 @@ pub(crate) struct Written {
 /// whether to keep the transaction.
 pub(crate) fn write(
     contract: &Contract,
-    validators: &Validators,
     store: &Store,
     held: &Held,
     mode: &str,
@@ -97,7 +95,7 @@ pub(crate) fn write(
         conn.execute("INSERT INTO _gateway_batches VALUES (?1, ?2, ?3)", rusqlite::params![ledger.id, ledger.digest, ledger.metadata])?;
         let statement = conn.prepare("INSERT INTO _gateway_lineage VALUES (?1, ?2, ?3, ?4, ?5)")?;
         let mut lineage = Lineage { statement, batch: ledger.id.to_string(), ordinal: 0, upserts: 0 };
-        let refusal = apply_rows(contract, validators, conn, held, mode, Some(&mut lineage))?;
+        let refusal = apply_rows(contract, conn, held, mode, Some(&mut lineage))?;
         let counts = if refusal.is_none() { Some(store.counts_value()?) } else { None };
         Ok((refusal, lineage.upserts, counts))
     })();
@@ -120,7 +118,6 @@ fn is_constraint(error: &rusqlite::Error) -> bool {
 
 fn apply_rows(
     contract: &Contract,
-    validators: &Validators,
     conn: &rusqlite::Connection,
     held: &Held,
     mode: &str,
@@ -195,7 +192,7 @@ fn apply_rows(
                     Err(error) => Err(error.into()),
                 };
             };
-            let merged = match update_of(contract, validators, name, staged, &existing) {
+            let merged = match update_of(contract, name, staged, &existing) {
                 Update::Unchanged => return Ok(true),
                 Update::Refused(record) => {
                     refused = Some(record);

@@ -3,7 +3,6 @@
 //! audit of updated rows, the dependency order of entities.
 
 use super::report::{field_of, refusal};
-use super::shape::Validators;
 use super::types::Staged;
 use crate::compiler::{Contract, Entity};
 use crate::dialect::validate;
@@ -45,7 +44,7 @@ pub(super) enum Update {
 
 /// Merge a staged row into the stored payload `stored` of entity `name`, as the
 /// store's update does (shallow, later members win), and check the result.
-pub(super) fn update_of(contract: &Contract, validators: &Validators, name: &str, staged: &Staged, stored: &str) -> Update {
+pub(super) fn update_of(contract: &Contract, name: &str, staged: &Staged, stored: &str) -> Update {
     let current = crate::json::parse_clean(stored).unwrap_or_default();
     let value = staged.value();
     if crate::json::python_equal(&current, &value) {
@@ -56,8 +55,8 @@ pub(super) fn update_of(contract: &Contract, validators: &Validators, name: &str
         merged.insert(k.clone(), v.clone());
     }
     let merged = Value::Object(merged);
-    if !validators[name].accepts(&merged) {
-        let declared = contract.entity(name).expect("staged entity");
+    let declared = contract.entity(name).expect("staged entity");
+    if !declared.accepts(&merged) {
         if let Err(error) = validate(&declared.schema, &merged, &format!("{}/schema", declared.location), "") {
             let record =
                 refusal(Some(staged.chunk), Some(staged.index), Some(name), Some(&value), field_of(&error), &error.message, Some(contract));

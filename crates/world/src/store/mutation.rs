@@ -47,13 +47,13 @@ pub fn key_of(entity: &Entity, value: &Value, exact: bool) -> Result<String, Con
         let property = entity.property(field).unwrap_or(&no_schema);
         validate(property, &map[field], &format!("{}/schema/properties/{field}", entity.location), "")?;
     }
-    Ok(key_text(entity, map))
+    Ok(row_key(entity, map))
 }
 
 /// [`key_of`] a row its entity's schema accepts (so its key fields need no check
 /// of their own).
 pub(super) fn key_of_accepted(entity: &Entity, row: &Value) -> Result<String, ContractError> {
-    key_fields_of(entity, row, false).map(|map| key_text(entity, map))
+    key_fields_of(entity, row, false).map(|map| row_key(entity, map))
 }
 
 /// `value` as an object holding every primary-key field (and, `exact`, nothing else).
@@ -67,18 +67,21 @@ fn key_fields_of<'v>(entity: &Entity, value: &'v Value, exact: bool) -> Result<&
     Ok(map)
 }
 
-/// The canonical `_key` of a row holding every primary-key field, its values
-/// already checked.
-fn key_text(entity: &Entity, map: &Map) -> String {
-    let parts = entity
-        .primary_key
-        .iter()
-        .map(|field| match &map[field] {
-            Value::Float(f) => Value::Int(*f as i64),
-            other => other.clone(),
-        })
-        .collect();
-    canonical(&Value::Array(parts))
+/// The store's `_key` of a row that passed its schema (so the key fields are valid):
+/// the canonical array of the key values, integral floats as integers.
+pub fn row_key(entity: &Entity, row: &Map) -> String {
+    let mut key = String::from("[");
+    for (i, field) in entity.primary_key.iter().enumerate() {
+        if i > 0 {
+            key.push(',');
+        }
+        match &row[field] {
+            Value::Float(f) => key.push_str(&(*f as i64).to_string()),
+            other => key.push_str(&canonical(other)),
+        }
+    }
+    key.push(']');
+    key
 }
 
 /// A per-process stamp that only grows: microseconds since the epoch, or one more

@@ -161,7 +161,6 @@ impl Store {
                 store.touched.insert((entity.clone(), key.clone()));
                 let inserted = store.insert_row(&entity, &key, &payload);
                 if let Err(error) = inserted {
-                    let declared = store.contract.entity(&entity).expect("prepared against this contract");
                     return Err(contextualize_mutation(write_refusal(error, declared, &key), &batch_id, 0, &mutation()));
                 }
                 store.record_insert(&batch_id, &digest, &metadata, &entity, &key, &source)
